@@ -1,0 +1,150 @@
+//! Crash-safe file writes (DESIGN.md "Writing safely"): a document is
+//! replaced by rename so a kill -9 leaves the old or the new bytes; a log is
+//! appended whole lines at a time and a torn tail is cut by the next writer.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Context, Error, Result};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Replaces `path` with `bytes`: unique temp file in the same directory,
+/// write, fsync, rename over the target, fsync the directory. The parent
+/// directory is created when missing. An existing file keeps its mode.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().ok_or_else(|| Error::msg(format!("{} has no parent directory", path.display())))?;
+    fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+    let tmp = temp_path(path);
+    let result = (|| {
+        let mut f =
+            OpenOptions::new().write(true).create_new(true).open(&tmp).ctx(|| format!("creating {}", tmp.display()))?;
+        if let Ok(meta) = fs::metadata(path) {
+            f.set_permissions(meta.permissions()).ctx(|| format!("setting mode of {}", tmp.display()))?;
+        }
+        f.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
+        f.sync_all().ctx(|| format!("syncing {}", tmp.display()))?;
+        drop(f);
+        fs::rename(&tmp, path).ctx(|| format!("replacing {}", path.display()))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes only when the bytes differ, so an unchanged derived file keeps
+/// its mtime and costs no fsync. Returns whether it wrote.
+pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
+    match fs::read(path) {
+        Ok(old) if old == bytes => Ok(false),
+        _ => write(path, bytes).map(|()| true),
+    }
+}
+
+/// Appends whole lines to a log. A torn last line left by a killed writer
+/// (no final newline) is cut off first, so the log stays line-parseable.
+/// Callers hold the library lock.
+pub fn append_lines(path: &Path, text: &str) -> Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    debug_assert!(text.ends_with('\n'));
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+    }
+    let mut f = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .ctx(|| format!("opening {}", path.display()))?;
+    repair_tail(&mut f).ctx(|| format!("repairing the last line of {}", path.display()))?;
+    f.write_all(text.as_bytes()).ctx(|| format!("appending to {}", path.display()))?;
+    f.sync_data().ctx(|| format!("syncing {}", path.display()))
+}
+
+/// Cuts a log back to its last newline when a writer died mid-line.
+fn repair_tail(f: &mut File) -> std::io::Result<()> {
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::Start(len - 1))?;
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    let window = len.min(1 << 20);
+    let mut buf = vec![0u8; window as usize];
+    f.seek(SeekFrom::Start(len - window))?;
+    f.read_exact(&mut buf)?;
+    let keep = match buf.iter().rposition(|&b| b == b'\n') {
+        Some(i) => len - window + i as u64 + 1,
+        None if window == len => 0,
+        None => return Ok(()),
+    };
+    f.set_len(keep)?;
+    f.sync_data()
+}
+
+/// The complete lines of a log: a torn last line is dropped.
+pub fn complete_lines(text: &str) -> impl Iterator<Item = &str> {
+    let end = text.rfind('\n').map_or(0, |i| i + 1);
+    text[..end].lines()
+}
+
+/// Flushes a directory entry change (rename, create) to disk.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    match File::open(dir) {
+        Ok(d) => d
+            .sync_all()
+            .or_else(|e| if e.kind() == std::io::ErrorKind::InvalidInput { Ok(()) } else { Err(e) })
+            .ctx(|| format!("syncing {}", dir.display())),
+        Err(e) => Err(Error::io(format!("opening {}", dir.display()), e)),
+    }
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    path.with_file_name(format!(".{name}.tmp.{}.{n}.{nanos}", std::process::id()))
+}
+
+/// Whether a file name is one of our temp files (left by a killed writer).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tmp.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torn_tail_is_cut_before_append() {
+        let dir = tempfile_dir();
+        let log = dir.join("log");
+        fs::write(&log, "one\ntw").unwrap();
+        append_lines(&log, "three\n").unwrap();
+        assert_eq!(fs::read_to_string(&log).unwrap(), "one\nthree\n");
+        assert_eq!(complete_lines("a\nb\nc").collect::<Vec<_>>(), vec!["a", "b"]);
+        write(&log, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&log).unwrap(), "new");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "kb-atomic-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

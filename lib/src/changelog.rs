@@ -1,0 +1,177 @@
+//! The append-only event log `.library/.changelog` (seed 000 step 4): one
+//! JSON object per line, `#` marker lines left by compaction. Effectiveness,
+//! lifecycle, promotion and the notebook relations are computed from it.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::atomic;
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::library::Library;
+
+/// The log's file name under the library.
+pub const FILE: &str = ".changelog";
+
+/// One changelog line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Event {
+    /// When it happened (RFC 3339, UTC).
+    pub ts: String,
+    /// `write`, `referenced`, `replan`, `accept`, or a skill/maintenance event.
+    pub event: String,
+    /// Library-relative path of the document.
+    pub path: String,
+    /// For writes: `created`, `updated` or `appended`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The notebook (agent session) that caused it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notebook: Option<String>,
+    /// The document's category (reference, experience, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The document's topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<String>,
+    /// SHA-256 of the content after the write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Size in bytes after the write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Why a risky write was allowed, or other free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Event {
+    /// The event's instant, if its `ts` parses.
+    pub fn instant(&self) -> Option<Timestamp> {
+        clock::parse_instant(&self.ts)
+    }
+}
+
+/// A changelog line that is neither an event nor a marker.
+#[derive(Debug, Clone, Serialize)]
+pub struct BadLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Why it did not parse.
+    pub message: String,
+}
+
+/// What reading the log found.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// Events in file order with their 1-based line numbers.
+    pub events: Vec<(usize, Event)>,
+    /// Lines that did not parse (reported by `status`, never dropped).
+    pub bad: Vec<BadLine>,
+    /// Whether the last line was torn (no final newline) and ignored.
+    pub torn: bool,
+}
+
+/// Appends events as whole lines. Callers hold the library lock.
+pub fn append(lib: &Library, events: &[Event]) -> Result<()> {
+    let mut text = String::new();
+    for e in events {
+        text.push_str(&serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}")))?);
+        text.push('\n');
+    }
+    atomic::append_lines(&lib.path(FILE), &text)
+}
+
+/// Reads the log; a missing file is an empty log and a torn last line is
+/// ignored.
+pub fn read(lib: &Library) -> Result<Log> {
+    let p = lib.path(FILE);
+    let bytes = match fs::read(&p) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Log::default()),
+        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(parse(&text))
+}
+
+/// Parses log text (see [`read`]).
+pub fn parse(text: &str) -> Log {
+    let mut log = Log { torn: !text.is_empty() && !text.ends_with('\n'), ..Log::default() };
+    for (i, line) in atomic::complete_lines(text).enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        match serde_json::from_str::<Event>(t) {
+            Ok(e) => log.events.push((i + 1, e)),
+            Err(e) => log.bad.push(BadLine { line: i + 1, message: format!("not a changelog event: {e}") }),
+        }
+    }
+    log
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Compaction {
+    /// Archive files written (library-relative) with the lines each got.
+    pub archives: BTreeMap<String, usize>,
+    /// Lines moved out of `.changelog` in all.
+    pub archived: usize,
+}
+
+/// Seed 000 `--compact`: moves event lines older than `cutoff` into
+/// `.changelog-archive/YYYY-MM.md` (by each line's month), leaves one
+/// `# COMPACT <date>: archived N lines -> <file>` marker per archive file,
+/// keeps markers, recent lines and unparseable lines. Idempotent; the
+/// archive is written before the log so a crash duplicates nothing.
+/// Callers hold the library lock.
+pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compaction> {
+    let p = lib.path(FILE);
+    let text = match fs::read_to_string(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
+    };
+    let mut keep: Vec<&str> = Vec::new();
+    let mut moved: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for line in atomic::complete_lines(&text) {
+        let old = serde_json::from_str::<Event>(line.trim()).ok().and_then(|e| e.instant()).filter(|ts| *ts < cutoff);
+        match old {
+            Some(ts) => moved.entry(ts.strftime("%Y-%m").to_string()).or_default().push(line),
+            None => keep.push(line),
+        }
+    }
+    let mut result = Compaction { archives: BTreeMap::new(), archived: 0 };
+    if moved.is_empty() {
+        return Ok(result);
+    }
+    let day = clock::day(now);
+    let mut markers = Vec::new();
+    for (month, lines) in &moved {
+        let rel = format!(".changelog-archive/{month}.md");
+        let ap = lib.path(&rel);
+        let existing = fs::read_to_string(&ap).unwrap_or_default();
+        let present: std::collections::HashSet<&str> = existing.lines().collect();
+        let mut add = String::new();
+        for l in lines.iter().filter(|l| !present.contains(*l)) {
+            add.push_str(l);
+            add.push('\n');
+        }
+        atomic::append_lines(&ap, &add)?;
+        markers.push(format!("# COMPACT {day}: archived {} lines -> {rel}", lines.len()));
+        result.archived += lines.len();
+        result.archives.insert(rel, lines.len());
+    }
+    let mut out = String::new();
+    let (old_markers, rest): (Vec<&str>, Vec<&str>) = keep.into_iter().partition(|l| l.starts_with('#'));
+    for l in old_markers.iter().copied().chain(markers.iter().map(String::as_str)).chain(rest) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    atomic::write(&p, out.as_bytes())?;
+    Ok(result)
+}

@@ -1,0 +1,66 @@
+//! Git commits of exactly the paths a writer touched (seed 000 step 8),
+//! with the seed's messages. A library outside any git work tree is fine.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::error::{Error, Result};
+use crate::library::Library;
+
+/// Whether the library lives inside a git work tree.
+pub fn is_repo(lib: &Library) -> bool {
+    Command::new("git")
+        .arg("-C")
+        .arg(&lib.dir)
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Commits the given library-relative paths (and nothing else that may be
+/// staged) with `message`. Returns `false` when the library is not in a git
+/// repository or nothing changed. A missing identity falls back to
+/// `kb-tools <kb-tools@localhost>`.
+pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
+    if paths.is_empty() || !is_repo(lib) {
+        return Ok(false);
+    }
+    let mut add = git(&lib.dir);
+    add.args(["add", "--all", "--"]).args(paths);
+    run(add, "git add")?;
+    let mut diff = git(&lib.dir);
+    diff.args(["diff", "--cached", "--quiet", "--"]).args(paths);
+    if diff.status().map_err(|e| Error::io("running git diff", e))?.success() {
+        return Ok(false);
+    }
+    let mut c = git(&lib.dir);
+    if !has_identity(&lib.dir) {
+        c.args(["-c", "user.name=kb-tools", "-c", "user.email=kb-tools@localhost"]);
+    }
+    c.args(["commit", "--quiet", "--no-verify", "-m", message, "--"]).args(paths);
+    run(c, "git commit")?;
+    Ok(true)
+}
+
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(dir).stdin(Stdio::null());
+    c
+}
+
+fn has_identity(dir: &Path) -> bool {
+    ["user.name", "user.email"].iter().all(|k| {
+        git(dir).args(["config", k]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    })
+}
+
+fn run(mut c: Command, what: &str) -> Result<()> {
+    let out = c.stdout(Stdio::null()).output().map_err(|e| Error::io(format!("running {what}"), e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(Error::msg(format!("{what} failed: {}", String::from_utf8_lossy(&out.stderr).trim())))
+    }
+}

@@ -1,0 +1,265 @@
+//! The generated indexes (seed 000 step 5 and `--rebuild-index`): one
+//! `.index.md` per directory that holds documents and the flat
+//! `.master-index.md`. Both are pure functions of the documents'
+//! frontmatter, rows sorted by file, so updating one row incrementally gives
+//! the same bytes as a full rebuild.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+
+use crate::atomic;
+use crate::entry::{self, Entry};
+use crate::error::Result;
+use crate::library::Library;
+use crate::scan;
+
+/// A directory index's file name.
+pub const INDEX: &str = ".index.md";
+/// The flat index's file name.
+pub const MASTER: &str = ".master-index.md";
+/// The first line of every generated index; files without it are not ours.
+pub const MARK: &str = "<!-- kb-tools: generated from frontmatter; do not edit (kb-index rebuild) -->";
+
+const DIR_HEADER: &str = "| file | topic | version | type | keywords | quality_status | last_verified_at | trust_tier |\n|---|---|---|---|---|---|---|---|\n";
+const MASTER_HEADER: &str = "| path | category | topic | type | keywords | source | quality_status | trust_tier |\n|---|---|---|---|---|---|---|---|\n";
+
+/// Rows of one index, keyed by their first cell.
+type Rows = BTreeMap<String, String>;
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn opt(s: &Option<String>) -> String {
+    s.as_deref().map(cell).unwrap_or_default()
+}
+
+fn dir_key(e: &Entry) -> String {
+    let dir = entry::classify(&e.path).map(|i| i.index_dir).unwrap_or_default();
+    if dir.is_empty() {
+        e.path.clone()
+    } else {
+        e.path[dir.len() + 1..].to_string()
+    }
+}
+
+/// The row of an entry in its directory's `.index.md`.
+pub fn dir_row(e: &Entry) -> (String, String) {
+    let key = dir_key(e);
+    let row = format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        cell(&key),
+        cell(&e.topic),
+        e.version.map(|v| v.to_string()).unwrap_or_default(),
+        opt(&e.doc_type),
+        cell(&e.keywords.join(", ")),
+        opt(&e.quality_status),
+        opt(&e.last_verified_at),
+        opt(&e.trust_tier),
+    );
+    (key, row)
+}
+
+/// The row of an entry in `.master-index.md`.
+pub fn master_row(e: &Entry) -> (String, String) {
+    let row = format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        cell(&e.path),
+        e.category.as_str(),
+        cell(&e.topic),
+        opt(&e.doc_type),
+        cell(&e.keywords.join(", ")),
+        opt(&e.source),
+        opt(&e.quality_status),
+        opt(&e.trust_tier),
+    );
+    (e.path.clone(), row)
+}
+
+fn render(title: &str, header: &str, rows: &Rows) -> String {
+    let mut out = format!("{MARK}\n# {title}\n\n{header}");
+    for row in rows.values() {
+        out.push_str(row);
+    }
+    out
+}
+
+fn dir_title(dir: &str) -> String {
+    if dir.is_empty() {
+        "Index of the library root".into()
+    } else {
+        format!("Index of {dir}")
+    }
+}
+
+/// Parses a generated index back into rows; `None` when it is missing a
+/// part of the exact generated shape (then it is rebuilt, not trusted).
+fn parse(text: &str, title: &str, header: &str) -> Option<Rows> {
+    let head = format!("{MARK}\n# {title}\n\n{header}");
+    let body = text.strip_prefix(head.as_str())?;
+    let mut rows = Rows::new();
+    for line in body.split_inclusive('\n') {
+        if !line.ends_with('\n') {
+            return None;
+        }
+        let inner = line.strip_prefix("| ")?;
+        let key = inner.split(" | ").next()?.replace("\\|", "|");
+        rows.insert(key, line.to_string());
+    }
+    Some(rows)
+}
+
+fn index_path(dir: &str) -> String {
+    if dir.is_empty() {
+        INDEX.to_string()
+    } else {
+        format!("{dir}/{INDEX}")
+    }
+}
+
+/// Writes an index's rows, or removes the file when there are none.
+/// Returns whether anything on disk changed.
+fn store(lib: &Library, rel: &str, title: &str, header: &str, rows: &Rows) -> Result<bool> {
+    let p = lib.path(rel);
+    if rows.is_empty() && rel != MASTER {
+        return match fs::remove_file(&p) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(crate::error::Error::io(format!("removing {}", p.display()), e)),
+        };
+    }
+    atomic::write_if_changed(&p, render(title, header, rows).as_bytes())
+}
+
+/// Incremental update after writes: `changed` holds each touched document's
+/// new entry (`None` when it was deleted). Only the touched directories'
+/// indexes and the master index are read and written. Callers hold the
+/// library lock. Returns the library-relative index files that changed.
+pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<String>> {
+    let mut by_dir: BTreeMap<String, Vec<(&str, Option<&Entry>)>> = BTreeMap::new();
+    for (path, e) in changed {
+        if let Some(info) = entry::classify(path) {
+            by_dir.entry(info.index_dir).or_default().push((path, e.as_ref()));
+        }
+    }
+    let mut touched = Vec::new();
+    for (dir, items) in &by_dir {
+        let rel = index_path(dir);
+        let title = dir_title(dir);
+        let existing = fs::read_to_string(lib.path(&rel)).ok();
+        let mut rows = match existing.as_deref().map(|t| parse(t, &title, DIR_HEADER)) {
+            Some(Some(rows)) => rows,
+            None if !lib.path(dir).join(INDEX).exists() => Rows::new(),
+            _ => dir_rows_from_disk(lib, dir),
+        };
+        for (path, e) in items {
+            match e {
+                Some(e) => {
+                    let (k, r) = dir_row(e);
+                    rows.insert(k, r);
+                }
+                None => {
+                    let key = entry::classify(path).map(|_| {
+                        if dir.is_empty() {
+                            path.to_string()
+                        } else {
+                            path[dir.len() + 1..].to_string()
+                        }
+                    });
+                    if let Some(k) = key {
+                        rows.remove(&k);
+                    }
+                }
+            }
+        }
+        if store(lib, &rel, &title, DIR_HEADER, &rows)? {
+            touched.push(rel);
+        }
+    }
+    let existing = fs::read_to_string(lib.path(MASTER)).ok();
+    let mut master = match existing.as_deref().map(|t| parse(t, "Master index", MASTER_HEADER)) {
+        Some(Some(rows)) => rows,
+        _ => master_rows(&scan::library(lib).docs.iter().map(|d| &d.entry).collect::<Vec<_>>()),
+    };
+    for (path, e) in changed {
+        match e {
+            Some(e) => {
+                let (k, r) = master_row(e);
+                master.insert(k, r);
+            }
+            None => {
+                master.remove(path);
+            }
+        }
+    }
+    if store(lib, MASTER, "Master index", MASTER_HEADER, &master)? {
+        touched.push(MASTER.to_string());
+    }
+    Ok(touched)
+}
+
+fn dir_rows_from_disk(lib: &Library, dir: &str) -> Rows {
+    let (paths, _) = scan::document_paths(lib);
+    let mut rows = Rows::new();
+    for p in paths.iter().filter(|p| entry::classify(p).is_some_and(|i| i.index_dir == dir)) {
+        if let (Some(doc), _) = scan::read_doc(lib, p) {
+            let (k, r) = dir_row(&doc.entry);
+            rows.insert(k, r);
+        }
+    }
+    rows
+}
+
+fn master_rows(entries: &[&Entry]) -> Rows {
+    entries.iter().map(|e| master_row(e)).collect()
+}
+
+/// The full rebuild: every directory index and the master index from the
+/// entries given (a whole-library scan), removing generated indexes of
+/// directories that no longer hold documents. Callers hold the library
+/// lock. Returns the index files that changed.
+pub fn rebuild(lib: &Library, entries: &[&Entry]) -> Result<Vec<String>> {
+    let mut by_dir: BTreeMap<String, Rows> = BTreeMap::new();
+    for e in entries {
+        if let Some(info) = entry::classify(&e.path) {
+            let (k, r) = dir_row(e);
+            by_dir.entry(info.index_dir).or_default().insert(k, r);
+        }
+    }
+    let mut touched = Vec::new();
+    let wanted: BTreeSet<String> = by_dir.keys().map(|d| index_path(d)).collect();
+    for existing in generated_indexes(lib) {
+        if !wanted.contains(&existing) {
+            fs::remove_file(lib.path(&existing))
+                .map_err(|e| crate::error::Error::io(format!("removing {existing}"), e))?;
+            touched.push(existing);
+        }
+    }
+    for (dir, rows) in &by_dir {
+        let rel = index_path(dir);
+        if store(lib, &rel, &dir_title(dir), DIR_HEADER, rows)? {
+            touched.push(rel);
+        }
+    }
+    if store(lib, MASTER, "Master index", MASTER_HEADER, &master_rows(entries))? {
+        touched.push(MASTER.to_string());
+    }
+    touched.sort();
+    Ok(touched)
+}
+
+/// Every `.index.md` in the library that kb-tools generated.
+pub fn generated_indexes(lib: &Library) -> Vec<String> {
+    let mut out = Vec::new();
+    let walker =
+        walkdir::WalkDir::new(&lib.dir).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
+    for e in walker.flatten() {
+        if e.file_type().is_file() && e.file_name() == INDEX {
+            let ours = fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with(MARK));
+            if let (true, Some(rel)) = (ours, scan::rel_path(&lib.dir, e.path())) {
+                out.push(rel);
+            }
+        }
+    }
+    out
+}

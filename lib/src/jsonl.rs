@@ -1,0 +1,188 @@
+//! JSON Lines in and out (DESIGN.md "Streams"): one reader that numbers
+//! lines and turns bad ones into `error` records, one buffered writer that
+//! treats a closed pipe as the end of the run.
+
+use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::error::{Context, Error, Exit, Result};
+
+/// One input line that did not parse, with its 1-based line number.
+#[derive(Debug, Clone)]
+pub struct LineError {
+    /// 1-based line number in the input stream.
+    pub line: usize,
+    /// What was wrong with it.
+    pub message: String,
+}
+
+/// Reads JSON objects one per line; blank lines are skipped, a line that is
+/// not a JSON object is yielded as a `LineError` and reading goes on.
+pub fn read_objects<R: BufRead>(
+    reader: R,
+) -> impl Iterator<Item = (usize, std::result::Result<serde_json::Map<String, Value>, LineError>)> {
+    reader.split(b'\n').enumerate().filter_map(|(i, line)| {
+        let line_no = i + 1;
+        let bytes = match line {
+            Ok(b) => b,
+            Err(e) => {
+                return Some((line_no, Err(LineError { line: line_no, message: format!("read error: {e}") })));
+            }
+        };
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(t) => t.trim(),
+            Err(_) => {
+                return Some((line_no, Err(LineError { line: line_no, message: "line is not valid UTF-8".into() })));
+            }
+        };
+        if text.is_empty() {
+            return None;
+        }
+        let parsed = match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => Ok(m),
+            Ok(other) => {
+                Err(LineError { line: line_no, message: format!("expected a JSON object, found {}", kind_of(&other)) })
+            }
+            Err(e) => Err(LineError { line: line_no, message: format!("invalid JSON: {e}") }),
+        };
+        Some((line_no, parsed))
+    })
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// How records are printed: JSON Lines for programs, a table for people.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per line.
+    Jsonl,
+    /// Aligned columns.
+    Table,
+}
+
+impl Format {
+    /// Parses `--format`; `extra` lists formats a binary adds (e.g. sarif).
+    pub fn parse(s: &str) -> Result<Format> {
+        match s {
+            "jsonl" | "json" => Ok(Format::Jsonl),
+            "table" => Ok(Format::Table),
+            other => Err(Error::usage(format!("unknown format '{other}' (expected jsonl or table)"))),
+        }
+    }
+
+    /// The default: a table on a terminal, JSON Lines into a pipe or file.
+    pub fn default_for_stdout() -> Format {
+        if io::stdout().is_terminal() {
+            Format::Table
+        } else {
+            Format::Jsonl
+        }
+    }
+}
+
+/// The one writer of records to stdout: buffered, flushed at the end, and
+/// the place where rejected input lines are reported (record + stderr).
+pub struct Out {
+    w: BufWriter<io::StdoutLock<'static>>,
+    tool: &'static str,
+    exit: Exit,
+}
+
+impl Out {
+    /// A writer for binary `tool` (used as the stderr prefix).
+    pub fn stdout(tool: &'static str) -> Out {
+        Out { w: BufWriter::new(io::stdout().lock()), tool, exit: Exit::Success }
+    }
+
+    /// Writes one record as a JSON line.
+    pub fn record<T: Serialize + ?Sized>(&mut self, rec: &T) -> Result<()> {
+        serde_json::to_writer(&mut self.w, rec).map_err(|e| Error::msg(format!("cannot encode record: {e}")))?;
+        self.w.write_all(b"\n").ctx(|| "writing to stdout")
+    }
+
+    /// Writes raw text (tables, reports).
+    pub fn text(&mut self, s: &str) -> Result<()> {
+        self.w.write_all(s.as_bytes()).ctx(|| "writing to stdout")
+    }
+
+    /// Reports a rejected input line: an `error` record on stdout, a
+    /// `tool: <stdin>:N: message` line on stderr, and a failing exit.
+    pub fn line_error(&mut self, line: usize, message: &str, extra: Option<&Value>) -> Result<()> {
+        self.exit = self.exit.max(Exit::Failure);
+        eprintln!("{}: <stdin>:{line}: {message}", self.tool);
+        let mut rec = json!({"record": "error", "line": line, "message": message});
+        if let (Some(Value::Object(extra)), Value::Object(m)) = (extra, &mut rec) {
+            for (k, v) in extra {
+                m.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        self.record(&rec)
+    }
+
+    /// Reports an error that is not tied to an input line (a file, a rule).
+    pub fn error(&mut self, message: &str, extra: Value) -> Result<()> {
+        self.exit = self.exit.max(Exit::Failure);
+        eprintln!("{}: {message}", self.tool);
+        let mut rec = json!({"record": "error", "message": message});
+        if let (Value::Object(extra), Value::Object(m)) = (extra, &mut rec) {
+            for (k, v) in extra {
+                m.entry(k).or_insert(v);
+            }
+        }
+        self.record(&rec)
+    }
+
+    /// Raises the final exit status (never lowers it).
+    pub fn raise(&mut self, exit: Exit) {
+        self.exit = self.exit.max(exit);
+    }
+
+    /// Flushes and returns the exit status the run earned.
+    pub fn finish(mut self) -> Result<Exit> {
+        self.w.flush().ctx(|| "writing to stdout")?;
+        Ok(self.exit)
+    }
+}
+
+/// Renders rows as aligned columns under a header and a rule line, the
+/// shape of the seed's search table. Widths count characters, not bytes.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: &mut dyn Iterator<Item = &str>, out: &mut String| {
+        let mut parts = Vec::new();
+        for (i, c) in cells.enumerate() {
+            let w = widths.get(i).copied().unwrap_or(0);
+            let pad = w.saturating_sub(c.chars().count());
+            parts.push(format!("{c}{}", " ".repeat(pad)));
+        }
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied(), &mut out);
+    let total: usize = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+    out.push_str(&"─".repeat(total));
+    out.push('\n');
+    for row in rows {
+        line(&mut row.iter().map(String::as_str), &mut out);
+    }
+    out
+}

@@ -1,0 +1,251 @@
+//! Where the library is and which paths inside it may be written
+//! (DESIGN.md "Root" and "Paths").
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The name of the library directory under a workspace.
+pub const DIR_NAME: &str = ".library";
+
+/// Files the tools generate or own; no write request may target them.
+pub const INTERNAL_FILES: &[&str] = &[
+    ".index.md",
+    ".master-index.md",
+    ".changelog",
+    ".relations.jsonl",
+    ".lock",
+    ".ioc.md",
+    ".inconsistency.log",
+    ".last-maintained",
+    ".last-scheduled",
+    ".last-compact",
+    ".last-scan-core",
+    ".last-scan-extended",
+    ".audit.log",
+    ".scheduled.log",
+    ".gitattributes",
+];
+
+/// Directories the tools own; nothing is written below them by requests.
+pub const INTERNAL_DIRS: &[&str] = &[".git", ".changelog-archive", ".cache", ".conflicts"];
+
+/// The subdirectories `kb-append init` creates (seed 000's layout).
+pub const LAYOUT: &[&str] = &[
+    ".memory/.references",
+    ".memory/.experiences",
+    ".memory/.type-profiles",
+    ".memory/.thinking/patterns",
+    ".memory/.thinking/raw",
+    ".skills/.candidates",
+    ".skills/.drafts",
+    ".skills/.active",
+    ".changelog-archive",
+    ".core-rule-proposals",
+    ".evolving-rules/security/active",
+];
+
+/// An opened library: the `.library` directory itself.
+#[derive(Debug, Clone)]
+pub struct Library {
+    /// Absolute path of the `.library` directory.
+    pub dir: PathBuf,
+}
+
+impl Library {
+    /// Resolves the library: `--root` > `KB_ROOT` > the nearest `.library`
+    /// in the working directory or its ancestors. A root may name the
+    /// `.library` directory or the workspace that holds one.
+    pub fn resolve(root: Option<&Path>) -> Result<Library> {
+        let explicit = root.map(Path::to_path_buf).or_else(|| std::env::var_os("KB_ROOT").map(PathBuf::from));
+        if let Some(dir) = explicit {
+            let dir = absolute(&dir)?;
+            let nested = dir.join(DIR_NAME);
+            let chosen = if dir.file_name().is_some_and(|n| n == DIR_NAME) || !nested.is_dir() { dir } else { nested };
+            if !chosen.is_dir() {
+                return Err(Error::msg(format!(
+                    "no library at {} (run 'kb-append init --root {}' to create one)",
+                    chosen.display(),
+                    chosen.display()
+                )));
+            }
+            return Ok(Library { dir: chosen });
+        }
+        let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+        for dir in cwd.ancestors() {
+            let candidate = dir.join(DIR_NAME);
+            if candidate.is_dir() {
+                return Ok(Library { dir: candidate });
+            }
+        }
+        Err(Error::msg(format!(
+            "no .library found in {} or its parents (use --root DIR, set KB_ROOT, or run 'kb-append init')",
+            cwd.display()
+        )))
+    }
+
+    /// The library a new `init` creates: `--root`/`KB_ROOT` as given, else
+    /// `./.library`.
+    pub fn for_init(root: Option<&Path>) -> Result<Library> {
+        let explicit = root.map(Path::to_path_buf).or_else(|| std::env::var_os("KB_ROOT").map(PathBuf::from));
+        let dir = match explicit {
+            Some(d) if d.file_name().is_some_and(|n| n == DIR_NAME) || d.join(DIR_NAME).is_dir() => {
+                if d.join(DIR_NAME).is_dir() && d.file_name().is_none_or(|n| n != DIR_NAME) {
+                    d.join(DIR_NAME)
+                } else {
+                    d
+                }
+            }
+            Some(d) => d,
+            None => PathBuf::from(DIR_NAME),
+        };
+        Ok(Library { dir: absolute(&dir)? })
+    }
+
+    /// The absolute path of a library-relative path.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.dir.clone()
+        } else {
+            self.dir.join(rel)
+        }
+    }
+
+    /// Checks a library-relative path a request wants to write and returns it
+    /// normalised (`/`-separated, no `.` parts).
+    pub fn writable(&self, rel: &str) -> Result<String> {
+        let norm = normalise(rel)?;
+        let parts: Vec<&str> = norm.split('/').collect();
+        let name = parts[parts.len() - 1];
+        if INTERNAL_FILES.contains(&name) {
+            return Err(Error::msg(format!(
+                "'{norm}' is a generated or internal file; it is written only by kb-tools"
+            )));
+        }
+        if let Some(d) = parts[..parts.len() - 1].iter().find(|p| INTERNAL_DIRS.contains(p)) {
+            return Err(Error::msg(format!("'{norm}' is inside the internal directory '{d}'")));
+        }
+        if name.contains(".tmp.") && name.starts_with('.') {
+            return Err(Error::msg(format!("'{norm}' looks like a kb-tools temporary file")));
+        }
+        self.check_inside(&norm)?;
+        let full = self.path(&norm);
+        if full.is_dir() {
+            return Err(Error::msg(format!("'{norm}' is a directory")));
+        }
+        Ok(norm)
+    }
+
+    /// Fails when a path reaches outside the library through a symlink.
+    pub fn check_inside(&self, rel: &str) -> Result<()> {
+        let base = self.dir.canonicalize().map_err(|e| Error::io(format!("resolving {}", self.dir.display()), e))?;
+        let mut probe = self.dir.clone();
+        for part in rel.split('/') {
+            probe.push(part);
+            match std::fs::symlink_metadata(&probe) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let target = probe.canonicalize().map_err(|e| {
+                        Error::io(format!("'{rel}' goes through a broken symlink {}", probe.display()), e)
+                    })?;
+                    if !target.starts_with(&base) {
+                        return Err(Error::msg(format!(
+                            "'{rel}' leaves the library through the symlink {}",
+                            probe.display()
+                        )));
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Normalises a library-relative path and rejects absolute paths, `..`,
+/// empty paths and NUL bytes.
+pub fn normalise(rel: &str) -> Result<String> {
+    if rel.trim().is_empty() {
+        return Err(Error::msg("empty path"));
+    }
+    if rel.contains('\0') {
+        return Err(Error::msg("path contains a NUL byte"));
+    }
+    if rel.contains('\\') {
+        return Err(Error::msg(format!("'{rel}' contains a backslash; paths are '/'-separated")));
+    }
+    let p = Path::new(rel);
+    let mut parts = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_str().ok_or_else(|| Error::msg("path is not UTF-8"))?),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(Error::msg(format!("'{rel}' contains '..'"))),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(Error::msg(format!("'{rel}' is absolute; paths are relative to the library")))
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(Error::msg(format!("'{rel}' names the library itself")));
+    }
+    Ok(parts.join("/"))
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if p.is_absolute() {
+        Ok(p.to_path_buf())
+    } else {
+        let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+        Ok(cwd.join(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalises_and_rejects() {
+        assert_eq!(normalise("./a//b/c.md").unwrap(), "a/b/c.md");
+        for bad in ["/etc/passwd", "a/../../b", "", "a\\b", "."] {
+            assert!(normalise(bad).is_err(), "{bad}");
+        }
+    }
+}
+
+/// What `init` created (library-relative; empty when all was there).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Init {
+    /// The library directory.
+    pub dir: String,
+    /// Directories and files created by this run.
+    pub created: Vec<String>,
+}
+
+impl Library {
+    /// Creates seed 000's layout (idempotent): the category directories, an
+    /// empty `.changelog` and `.relations.jsonl`, and the master index.
+    pub fn init(&self) -> Result<Init> {
+        let mut created = Vec::new();
+        if !self.dir.is_dir() {
+            std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(format!("creating {}", self.dir.display()), e))?;
+            created.push(".".to_string());
+        }
+        for d in LAYOUT {
+            let p = self.path(d);
+            if !p.is_dir() {
+                std::fs::create_dir_all(&p).map_err(|e| Error::io(format!("creating {}", p.display()), e))?;
+                created.push((*d).to_string());
+            }
+        }
+        for f in [".changelog", ".relations.jsonl"] {
+            let p = self.path(f);
+            if !p.exists() {
+                crate::atomic::write(&p, b"")?;
+                created.push(f.to_string());
+            }
+        }
+        Ok(Init { dir: self.dir.display().to_string(), created })
+    }
+}

@@ -1,0 +1,304 @@
+//! The library lock (DESIGN.md "Writing safely"): one OS file lock on
+//! `.library/.lock`, released by the kernel when its holder dies, with the
+//! holder written into the file for `kb-lock status`. Replaces seed 000's
+//! `mkdir .lock` protocol, whose leftovers `sweep` removes.
+
+use std::fs::{self, File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock;
+use crate::error::{Context, Error, Result};
+use crate::library::Library;
+
+/// The variable a lock holder exports so writers it runs do not lock twice.
+pub const HELD_VAR: &str = "KB_LOCK_HELD";
+
+/// Who holds the lock, as written into `.library/.lock`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Holder {
+    /// Process id of the holder.
+    pub pid: u32,
+    /// Host name of the holder's machine.
+    pub host: String,
+    /// When the lock was taken (RFC 3339).
+    pub since: String,
+    /// The command that holds it.
+    pub cmd: String,
+}
+
+/// The state `kb-lock status` reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// Nobody holds the lock.
+    Free,
+    /// A live process holds the OS lock (holder unknown if it wrote nothing).
+    Held(Option<Holder>),
+    /// A seed-style `mkdir` lock directory is present.
+    Legacy {
+        /// The pid recorded in the directory.
+        pid: Option<u32>,
+        /// Whether that process is still running.
+        alive: bool,
+    },
+}
+
+/// How long to wait and what to record as the holder's command.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Give up after this long (exit 2 with the holder named).
+    pub timeout: Duration,
+    /// The command line recorded as the holder.
+    pub cmd: String,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { timeout: Duration::from_secs(30), cmd: current_cmd() }
+    }
+}
+
+/// The lock file's path.
+pub fn path(lib: &Library) -> PathBuf {
+    lib.dir.join(".lock")
+}
+
+/// Whether this process runs under a `kb-lock` (or writer) holding this
+/// library's lock already.
+pub fn held_by_parent(lib: &Library) -> bool {
+    match std::env::var_os(HELD_VAR) {
+        Some(v) => {
+            let held = PathBuf::from(v);
+            let ours = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
+            held.canonicalize().unwrap_or(held) == ours
+        }
+        None => false,
+    }
+}
+
+/// Runs `body` holding the library lock (or directly when a parent holds it
+/// for this library). The lock is released when `body` returns or the
+/// process dies.
+pub fn with_lock<T>(lib: &Library, opts: &Options, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    if held_by_parent(lib) {
+        return body();
+    }
+    let file = open_lock_file(lib, opts)?;
+    let mut lock = fd_lock::RwLock::new(file);
+    let started = Instant::now();
+    let mut attempt = 0u32;
+    loop {
+        match lock.try_write() {
+            Ok(mut guard) => {
+                let holder = Holder {
+                    pid: std::process::id(),
+                    host: hostname(),
+                    since: clock::format(clock::now()?),
+                    cmd: opts.cmd.clone(),
+                };
+                let f: &mut File = &mut guard;
+                let _ = write_holder(f, &holder);
+                let result = body();
+                let _ = f.set_len(0);
+                drop(guard);
+                return result;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(Error::io(format!("locking {}", path(lib).display()), e)),
+        }
+        wait_or_timeout(lib, opts, started, &mut attempt)?;
+    }
+}
+
+fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
+    let p = path(lib);
+    let started = Instant::now();
+    let mut attempt = 0u32;
+    loop {
+        if p.is_dir() {
+            if reclaim_legacy(&p)?.is_some() {
+                continue;
+            }
+            wait_or_timeout(lib, opts, started, &mut attempt)?;
+            continue;
+        }
+        return OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&p)
+            .ctx(|| format!("opening {}", p.display()));
+    }
+}
+
+fn wait_or_timeout(lib: &Library, opts: &Options, started: Instant, attempt: &mut u32) -> Result<()> {
+    let elapsed = started.elapsed();
+    if elapsed >= opts.timeout {
+        let who = match status(lib) {
+            Ok(State::Held(Some(h))) => format!(" held by pid {} on {} since {} ({})", h.pid, h.host, h.since, h.cmd),
+            Ok(State::Legacy { pid, .. }) => {
+                format!(" held by a mkdir lock directory (pid {})", pid.map_or("unknown".into(), |p| p.to_string()))
+            }
+            _ => String::new(),
+        };
+        return Err(Error::msg(format!(
+            "timed out after {} waiting for the library lock {}{who}",
+            human(opts.timeout),
+            path(lib).display()
+        )));
+    }
+    std::thread::sleep(backoff(*attempt).min(opts.timeout - elapsed));
+    *attempt += 1;
+    Ok(())
+}
+
+/// Exponential backoff from 2 ms to 250 ms with ±50 % jitter, so many
+/// waiting writers do not wake in step.
+fn backoff(attempt: u32) -> Duration {
+    let base = 2u64.saturating_mul(1 << attempt.min(7)).min(250);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(attempt);
+    h.write_u32(std::process::id());
+    let jitter = h.finish() % (base + 1);
+    Duration::from_millis(base / 2 + jitter)
+}
+
+fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {
+    f.set_len(0)?;
+    f.seek(SeekFrom::Start(0))?;
+    let mut line = serde_json::to_string(holder).unwrap_or_default();
+    line.push('\n');
+    f.write_all(line.as_bytes())?;
+    f.sync_data()
+}
+
+/// Reports whether the lock is free, held (and by whom), or a legacy
+/// `mkdir` directory.
+pub fn status(lib: &Library) -> Result<State> {
+    let p = path(lib);
+    if p.is_dir() {
+        let pid = legacy_pid(&p);
+        return Ok(State::Legacy { pid, alive: pid.is_some_and(pid_alive) });
+    }
+    let file = match OpenOptions::new().read(true).write(true).open(&p) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::Free),
+        Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
+    };
+    let mut lock = fd_lock::RwLock::new(file);
+    let state = match lock.try_write() {
+        Ok(_) => State::Free,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            let mut text = String::new();
+            let _ = File::open(&p).and_then(|mut f| f.read_to_string(&mut text));
+            State::Held(serde_json::from_str(text.trim()).ok())
+        }
+        Err(e) => return Err(Error::io(format!("probing {}", p.display()), e)),
+    };
+    Ok(state)
+}
+
+/// A legacy lock directory that `sweep` removed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Swept {
+    /// Library-relative path of the removed directory.
+    pub path: String,
+    /// The dead pid it named, if any.
+    pub pid: Option<u32>,
+}
+
+/// Removes seed-style `mkdir` lock directories whose pid is dead: the
+/// library's `.lock` and any `.lock` directory below it (the seed locked
+/// per directory). Live ones are left alone.
+pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
+    let mut out = Vec::new();
+    for entry in
+        walkdir::WalkDir::new(&lib.dir).follow_links(false).into_iter().filter_entry(|e| e.file_name() != ".git")
+    {
+        let Ok(entry) = entry else { continue };
+        if entry.file_type().is_dir() && entry.file_name() == ".lock" {
+            if let Some(pid) = reclaim_legacy(entry.path())? {
+                let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());
+                out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+/// Removes a legacy lock directory when its pid is dead (or it names none
+/// and is older than a minute). Returns `Some(pid)` when it removed it.
+fn reclaim_legacy(dir: &Path) -> Result<Option<Option<u32>>> {
+    let pid = legacy_pid(dir);
+    let dead = match pid {
+        Some(p) => !pid_alive(p),
+        None => fs::metadata(dir)
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(60))
+            .unwrap_or(false),
+    };
+    if !dead {
+        return Ok(None);
+    }
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(Some(pid)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(pid)),
+        Err(e) => Err(Error::io(format!("removing stale lock {}", dir.display()), e)),
+    }
+}
+
+/// The pid a `mkdir` lock recorded: the first number in `pid`, `owner` or
+/// any file inside the directory.
+fn legacy_pid(dir: &Path) -> Option<u32> {
+    let mut files: Vec<PathBuf> = ["pid", "owner", "info"].iter().map(|n| dir.join(n)).collect();
+    if let Ok(rd) = fs::read_dir(dir) {
+        files.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()));
+    }
+    files.iter().find_map(|f| {
+        let text = fs::read_to_string(f).ok()?;
+        let digits: String =
+            text.chars().skip_while(|c| !c.is_ascii_digit()).take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    })
+}
+
+/// Whether a process with this pid exists on this machine.
+pub fn pid_alive(pid: u32) -> bool {
+    if Path::new("/proc/self").exists() {
+        return Path::new(&format!("/proc/{pid}")).exists();
+    }
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// This machine's host name.
+pub fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn current_cmd() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+fn human(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}

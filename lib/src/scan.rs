@@ -1,0 +1,144 @@
+//! Reads every document of a library in parallel (rayon), in a stable path
+//! order, turning unreadable files into problems instead of stopping. The
+//! full rebuilds of the indexes and relations are built on it.
+
+use std::fs;
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::entry::{self, Entry};
+use crate::library::Library;
+use crate::relations::{self, Edge};
+
+/// Documents larger than this are indexed by path only and reported.
+pub const MAX_DOC_BYTES: u64 = 8 << 20;
+
+/// One document read from disk.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    /// Its entry (path facts and frontmatter).
+    pub entry: Entry,
+    /// The edges its text declares.
+    pub edges: Vec<Edge>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch.
+    pub mtime_ns: u128,
+}
+
+/// A file that could not be read or understood.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Problem {
+    /// Library-relative path (or the walk error's path).
+    pub path: String,
+    /// What kind of problem: unreadable, not-utf8, too-large, frontmatter, walk.
+    pub kind: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// The result of scanning a whole library.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Documents sorted by path.
+    pub docs: Vec<Doc>,
+    /// Problems sorted by path.
+    pub problems: Vec<Problem>,
+}
+
+/// Library-relative paths of every document, sorted, plus walk problems.
+pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
+    let mut paths = Vec::new();
+    let mut problems = Vec::new();
+    let walker = walkdir::WalkDir::new(&lib.dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
+        let name = e.file_name().to_string_lossy();
+        !(e.depth() == 1 && e.file_type().is_dir() && name.starts_with('.') && name != ".memory" && name != ".skills")
+            && !(e.file_type().is_dir() && name == ".git")
+    });
+    for item in walker {
+        match item {
+            Ok(e) if e.file_type().is_file() => {
+                let rel = rel_path(&lib.dir, e.path());
+                match rel {
+                    Some(rel) if entry::classify(&rel).is_some() => paths.push(rel),
+                    Some(_) => {}
+                    None if e.file_name().to_string_lossy().ends_with(".md") => problems.push(Problem {
+                        path: e.path().to_string_lossy().into_owned(),
+                        kind: "walk".into(),
+                        message: "file name is not UTF-8; not indexed".into(),
+                    }),
+                    None => {}
+                }
+            }
+            Ok(_) => {}
+            Err(err) => problems.push(Problem {
+                path: err
+                    .path()
+                    .map(|p| rel_path(&lib.dir, p).unwrap_or_else(|| p.to_string_lossy().into_owned()))
+                    .unwrap_or_default(),
+                kind: "walk".into(),
+                message: err.to_string(),
+            }),
+        }
+    }
+    paths.sort();
+    (paths, problems)
+}
+
+/// Reads and parses every document in parallel; output order is by path
+/// whatever the thread count.
+pub fn library(lib: &Library) -> Scan {
+    let (paths, mut problems) = document_paths(lib);
+    let results: Vec<(Option<Doc>, Vec<Problem>)> = paths.par_iter().map(|rel| read_doc(lib, rel)).collect();
+    let mut docs = Vec::with_capacity(results.len());
+    for (doc, probs) in results {
+        docs.extend(doc);
+        problems.extend(probs);
+    }
+    problems.sort_by(|a, b| a.path.cmp(&b.path));
+    Scan { docs, problems }
+}
+
+/// Reads one document. A file that cannot be read is a problem and no doc;
+/// one that is not UTF-8 or too large is still indexed, with a problem.
+pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
+    let full = lib.path(rel);
+    let mut problems = Vec::new();
+    let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
+    let meta = match fs::metadata(&full) {
+        Ok(m) => m,
+        Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
+    };
+    let mtime_ns = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+    let text = if meta.len() > MAX_DOC_BYTES {
+        problems.push(problem("too-large", format!("{} bytes; indexed by path only", meta.len())));
+        String::new()
+    } else {
+        match fs::read(&full) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
+                    String::from_utf8_lossy(e.as_bytes()).into_owned()
+                }
+            },
+            Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
+        }
+    };
+    let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
+    if let Some(err) = &entry.frontmatter_error {
+        problems.push(problem("frontmatter", err.clone()));
+    }
+    let edges = relations::doc_edges(&entry, &text);
+    (Some(Doc { entry, edges, size: meta.len(), mtime_ns }), problems)
+}
+
+/// A path relative to the library, `/`-separated; `None` when not UTF-8.
+pub fn rel_path(root: &Path, p: &Path) -> Option<String> {
+    let rel = p.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    Some(parts?.join("/"))
+}

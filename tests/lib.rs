@@ -1,0 +1,5 @@
+//! One integration test binary (links once on 2-core CI), one module per
+//! binary or area; every test runs the real binaries on real files.
+
+#[allow(dead_code)]
+mod util;

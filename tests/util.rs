@@ -1,0 +1,149 @@
+//! The shared test harness: each test gets its own library in a temp
+//! directory and runs the real binaries with an isolated environment.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+/// The instant every test runs at (KB_NOW), so outputs are reproducible.
+pub const NOW: &str = "2026-03-01T12:00:00Z";
+
+/// A temporary workspace holding `.library/`.
+pub struct Lib {
+    /// Keeps the directory alive for the test's duration.
+    pub tmp: tempfile::TempDir,
+}
+
+impl Lib {
+    /// An empty workspace (no library yet).
+    pub fn empty() -> Lib {
+        Lib { tmp: tempfile::tempdir().expect("tempdir") }
+    }
+
+    /// A workspace with an initialised library.
+    pub fn new() -> Lib {
+        let lib = Lib::empty();
+        lib.cmd("kb-append").arg("init").assert().success();
+        lib
+    }
+
+    /// A workspace whose library is a copy of `examples/library`.
+    pub fn example() -> Lib {
+        let lib = Lib::empty();
+        copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/library"), &lib.dir());
+        lib
+    }
+
+    /// The workspace directory.
+    pub fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The `.library` directory.
+    pub fn dir(&self) -> PathBuf {
+        self.tmp.path().join(".library")
+    }
+
+    /// A library-relative path.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir().join(rel)
+    }
+
+    /// Reads a library file as text.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
+    }
+
+    /// Writes a library file directly (fixtures only, bypassing kb-append).
+    pub fn put(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// A binary of this package, run in the workspace with a clean env.
+    pub fn cmd(&self, bin: &str) -> assert_cmd::Command {
+        let mut c = assert_cmd::Command::from_std(self.std_cmd(bin));
+        c.timeout(std::time::Duration::from_secs(120));
+        c
+    }
+
+    /// The same as a std Command, for spawning and killing.
+    pub fn std_cmd(&self, bin: &str) -> Command {
+        let mut c = Command::cargo_bin(bin).unwrap_or_else(|e| panic!("{bin}: {e}"));
+        isolate(&mut c, self.root());
+        c
+    }
+
+    /// Initialises git in the workspace with a test identity.
+    pub fn git_init(&self) {
+        git(self.root(), &["init", "-q"]);
+        git(self.root(), &["config", "user.name", "Test"]);
+        git(self.root(), &["config", "user.email", "test@example.invalid"]);
+        git(self.root(), &["config", "commit.gpgsign", "false"]);
+    }
+
+    /// Runs git in the workspace and returns stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(self.root(), args)
+    }
+}
+
+/// Clears the variables that would leak the developer's setup into a test.
+pub fn isolate(c: &mut Command, dir: &Path) {
+    c.current_dir(dir)
+        .env_remove("KB_ROOT")
+        .env_remove("KB_LOCK_HELD")
+        .env_remove("RAYON_NUM_THREADS")
+        .env("KB_NOW", NOW)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", NOW)
+        .env("GIT_COMMITTER_DATE", NOW);
+}
+
+/// Runs git in `dir`, panicking on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").current_dir(dir).env("HOME", dir).args(args).output().expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Parses JSON Lines output into values.
+pub fn records(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+/// Compares `actual` with the golden file `tests/golden/<name>`, or writes
+/// it when `KB_BLESS=1`.
+#[track_caller]
+pub fn golden(name: &str, actual: &str) {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("KB_BLESS").is_some() {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, actual).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&p).unwrap_or_else(|_| panic!("missing golden file {}; run with KB_BLESS=1", p.display()));
+    assert_eq!(actual, want, "output differs from {}", p.display());
+}
