@@ -3,3 +3,6 @@
 
 #[allow(dead_code)]
 mod util;
+
+mod append;
+mod lock;
