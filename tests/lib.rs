@@ -6,3 +6,4 @@ mod util;
 
 mod append;
 mod lock;
+mod recipes;
