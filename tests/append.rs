@@ -475,3 +475,24 @@ fn help_lists_every_flag_the_parser_accepts() {
     lib.cmd("kb-append").arg("--version").assert().success();
     lib.cmd("kb-append").arg("--bogus").assert().code(2);
 }
+
+#[test]
+fn a_closed_pipe_ends_quietly_and_loses_no_write() {
+    let lib = Lib::new();
+    let mut input = String::new();
+    for i in 0..3000 {
+        input.push_str(&json!({"path": format!("notes/n{i}.md"), "content": "x\n"}).to_string());
+        input.push('\n');
+    }
+    std::fs::write(lib.root().join("req.jsonl"), input).unwrap();
+    let kb_bin = lib.std_cmd("kb-append").get_program().to_owned();
+    let mut sh = std::process::Command::new("bash");
+    crate::util::isolate(&mut sh, lib.root());
+    sh.env("KB", kb_bin)
+        .args(["-c", "\"$KB\" batch --no-commit < req.jsonl 2>err | head -1 >/dev/null; echo ${PIPESTATUS[0]}"]);
+    let out = sh.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+    assert_eq!(std::fs::read_to_string(lib.root().join("err")).unwrap(), "");
+    assert_eq!(kb::changelog::parse(&lib.read(".changelog")).events.len(), 3000);
+    assert!(lib.path("notes/n2999.md").is_file());
+}

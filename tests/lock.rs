@@ -98,3 +98,15 @@ fn a_missing_library_is_a_clear_error() {
     lib.cmd("kb-lock").arg("status").assert().code(2).stderr(predicates::str::contains("no .library found"));
     lib.cmd("kb-lock").arg("--bogus").assert().code(2);
 }
+
+#[test]
+fn help_lists_every_flag_the_parser_accepts() {
+    let lib = Lib::new();
+    let help = lib.cmd("kb-lock").arg("--help").assert().success().get_output().stdout.clone();
+    let help = String::from_utf8(help).unwrap();
+    let src = include_str!("../bins/kb-lock.rs");
+    for flag in src.split("Long(\"").skip(1).map(|s| &s[..s.find('"').unwrap()]) {
+        assert!(help.contains(&format!("--{flag}")), "--{flag} missing from --help");
+    }
+    lib.cmd("kb-lock").arg("--version").assert().success().stdout(predicates::str::starts_with("kb-lock "));
+}

@@ -48,9 +48,15 @@ fn demo_writes_through_kb_append_on_the_example_library() {
     let lib = Lib::empty();
     let out = just(lib.root()).arg("demo").assert().success().get_output().stdout.clone();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains(r#""record":"write","path":".memory/.references/connection-pooling-v1.md","action":"created""#), "{out}");
+    assert!(
+        out.contains(r#""record":"write","path":".memory/.references/connection-pooling-v1.md","action":"created""#),
+        "{out}"
+    );
     assert!(out.contains(r#""path":"team-notes/onboarding-checklist.md","action":"appended""#), "{out}");
-    assert!(out.contains("| connection-pooling-v1.md | connection-pooling | 1 | software | postgres, pgbouncer, pool |"), "{out}");
+    assert!(
+        out.contains("| connection-pooling-v1.md | connection-pooling | 1 | software | postgres, pgbouncer, pool |"),
+        "{out}"
+    );
     assert!(out.contains("task-ai(library):reference created connection-pooling"), "{out}");
     assert!(out.contains("task-ai(library):batch 2 writes"), "{out}");
 }

@@ -111,13 +111,50 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Parses JSON Lines output into values.
+/// Parses JSON Lines output into values, checking each against
+/// `schemas/<record>.schema.json` when that schema exists.
+#[track_caller]
 pub fn records(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}"));
+            conforms(&v);
+            v
+        })
         .collect()
+}
+
+/// Checks a record against its schema's top level: required fields,
+/// no unknown fields where the schema forbids them, `const` and `enum`.
+#[track_caller]
+pub fn conforms(rec: &Value) {
+    let Some(name) = rec.get("record").and_then(Value::as_str) else { return };
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas").join(format!("{name}.schema.json"));
+    let Ok(text) = std::fs::read_to_string(&p) else { return };
+    let schema: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let obj = rec.as_object().unwrap();
+    for req in schema["required"].as_array().into_iter().flatten() {
+        assert!(obj.contains_key(req.as_str().unwrap()), "{name} record lacks required {req}: {rec}");
+    }
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    for (k, v) in obj {
+        match props.get(k) {
+            None => assert!(
+                schema["additionalProperties"] != Value::Bool(false),
+                "{name} record has unknown field {k}: {rec}"
+            ),
+            Some(p) => {
+                if let Some(c) = p.get("const") {
+                    assert_eq!(v, c, "{name}.{k}");
+                }
+                if let Some(e) = p.get("enum").and_then(Value::as_array) {
+                    assert!(e.contains(v), "{name}.{k} = {v} not in {e:?}");
+                }
+            }
+        }
+    }
 }
 
 /// Copies a directory tree.

@@ -19,6 +19,7 @@ pub mod library;
 pub mod lock;
 pub mod maintain;
 pub mod markdown;
+pub mod progress;
 pub mod relations;
 pub mod scan;
 pub mod write;
