@@ -19,7 +19,7 @@ pub fn just(dir: &Path) -> assert_cmd::Command {
 
 /// The directory of the binaries under test.
 pub fn bin_dir() -> PathBuf {
-    let p = PathBuf::from(assert_cmd::cargo::cargo_bin("kb-append"));
+    let p = assert_cmd::cargo::cargo_bin("kb-append");
     p.parent().unwrap().to_path_buf()
 }
 
