@@ -461,6 +461,15 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
         assert!(log.bad.is_empty() && !log.torn);
         assert_matches_rebuild(&lib);
     }
+    // The killed writers' temp files are swept; nothing else is touched.
+    lib.cmd("kb-lock").arg("sweep").assert().success();
+    let leftovers: Vec<_> = std::fs::read_dir(lib.path("notes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".md") || n.starts_with(".d"))
+        .collect();
+    assert!(leftovers.iter().all(|n| n == ".index.md"), "{leftovers:?}");
+    assert_eq!(std::fs::read_dir(lib.path("notes")).unwrap().count(), n + 1);
 }
 
 #[test]
