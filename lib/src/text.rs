@@ -24,8 +24,10 @@ pub fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F) // CJK extensions B–F and supplement
 }
 
-/// Whether most letters of a text are CJK (used to answer in the user's
-/// language).
+/// Whether a text is written in a CJK language: some CJK characters and
+/// no more than four Latin letters for each (code words like `var` mixed
+/// into Chinese do not make it English). Used to answer in the user's
+/// language.
 pub fn mostly_cjk(text: &str) -> bool {
     let (mut cjk, mut other) = (0usize, 0usize);
     for c in text.chars() {
@@ -35,7 +37,7 @@ pub fn mostly_cjk(text: &str) -> bool {
             other += 1;
         }
     }
-    cjk > 0 && cjk * 2 >= other
+    cjk > 0 && cjk * 4 >= other
 }
 
 /// The word tokens of a text, in order: normalised alphanumeric runs
@@ -124,6 +126,6 @@ mod tests {
         assert_eq!(char_ngrams("The", 3), [" th", "the", "he "]);
         assert_eq!(canonical("  Use   PNPM. "), "use pnpm");
         assert!(mostly_cjk("这里不要用 var"));
-        assert!(!mostly_cjk("use pnpm, 好"));
+        assert!(!mostly_cjk("use pnpm for installs, 好"));
     }
 }

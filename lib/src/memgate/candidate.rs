@@ -187,7 +187,11 @@ pub fn one_line(s: &str) -> String {
 pub fn keywords(text: &str, n: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in text::tokens(text) {
-        if cue::is_function_word(&t) || t.chars().all(|c| c.is_ascii_digit()) || t.chars().count() < 2 {
+        if cue::is_function_word(&t)
+            || t.chars().all(|c| c.is_ascii_digit())
+            || t.chars().count() < 2
+            || t.chars().any(cue::is_function_char)
+        {
             continue;
         }
         if !out.contains(&t) {

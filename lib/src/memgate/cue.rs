@@ -193,6 +193,13 @@ pub fn preference(text: &str) -> bool {
     first_word(PREFER_EN, &RE, &norm).is_some() || first_sub(PREFER_ZH, &norm).is_some()
 }
 
+/// CJK characters that are grammar or polarity, not subject: a bigram
+/// holding one is no keyword ("里不", "要用").
+pub fn is_function_char(c: char) -> bool {
+    "这那里不要用别的了是在我们你他她它请把就也都和或吧呢啊吗时能会该再先还很更最被让给对从以后改为着过个一有没"
+        .contains(c)
+}
+
 /// Words that carry polarity or hedging rather than subject matter; they
 /// are left out when two notes' subjects are compared.
 pub fn is_function_word(token: &str) -> bool {

@@ -118,8 +118,10 @@ pub fn message(action: Action, gated: bool, c: &Candidate, targets: &[String], u
         }
         (Action::New, true, true) => format!("需在记忆库对话中确认：NEW「{}」", c.title),
         (Action::New, true, false) => format!("Needs confirmation in the memory dialog: NEW \"{}\"", c.title),
-        (_, _, true) => format!("需在记忆库对话中确认：{up}「{}」→ {t}", c.title),
-        (_, _, false) => format!("Needs confirmation in the memory dialog: {up} \"{}\" with {t}", c.title),
+        (Action::Merge, _, true) => format!("需在记忆库对话中确认：MERGE「{}」→ {t}", c.title),
+        (Action::Merge, _, false) => format!("Needs confirmation in the memory dialog: MERGE \"{}\" into {t}", c.title),
+        (_, _, true) => format!("需在记忆库对话中确认：{up} {t} →「{}」", c.title),
+        (_, _, false) => format!("Needs confirmation in the memory dialog: {up} {t} with \"{}\"", c.title),
     }
 }
 

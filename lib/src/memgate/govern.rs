@@ -20,11 +20,28 @@ use crate::error::Result;
 /// How many neighbours are judged (the seed's Top 5).
 pub const TOP_K: usize = 5;
 /// Fused score from which two notes may share a scenario.
-pub const SCENARIO_MIN: f64 = 0.25;
+pub const SCENARIO_MIN: f64 = 0.2;
 /// Fused score at which two notes share a scenario whatever their words.
 pub const SCENARIO_SURE: f64 = 0.5;
 /// Similarity of two one-liners from which they state the same conclusion.
 pub const CONCLUSION_MIN: f64 = 0.55;
+/// Share of the smaller one-liner's subject words the other must hold for
+/// the two to state the same conclusion (same polarity).
+pub const SAME_SUBJECT: f64 = 0.8;
+/// Below this share, same-polarity one-liners with words of their own
+/// name different things for one scenario: a conflict (pnpm vs yarn).
+pub const OTHER_SUBJECT: f64 = 0.67;
+/// From this share, opposite polarity on the same subject is a conflict.
+pub const OPPOSED_SUBJECT: f64 = 0.5;
+
+/// |a ∩ b| / min(|a|, |b|) of two keyword lists (0 when one is empty).
+fn containment(a: &[String], b: &[String]) -> f64 {
+    let small = a.len().min(b.len());
+    if small == 0 {
+        return 0.0;
+    }
+    a.iter().filter(|k| b.contains(k)).count() as f64 / small as f64
+}
 
 /// The seed's four decisions, plus skip (nothing to remember).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -115,13 +132,18 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths) -> Neighbour {
     let neg_c = cue::prohibition(&c.one_liner).is_some();
     let neg_o = cue::prohibition(&other.one_liner).is_some();
     let conclusion = sim::pair(&c.one_liner, &other.one_liner);
-    let same_conclusion = hit.duplicate || (same_scenario && neg_c == neg_o && conclusion >= CONCLUSION_MIN);
-    let exclusive = |a: &Candidate, b: &Candidate| {
-        let kb = keywords(&b.one_liner, 12);
-        keywords(&a.one_liner, 12).into_iter().any(|k| !kb.contains(&k))
-    };
+    let (ka, kb) = (keywords(&c.one_liner, 12), keywords(&other.one_liner, 12));
+    let overlap = containment(&ka, &kb);
+    let own = |x: &[String], y: &[String]| x.iter().any(|k| !y.contains(k));
+    // Each side names something the other does not (pnpm vs yarn).
+    let differing = own(&ka, &kb) && own(&kb, &ka) && overlap < OTHER_SUBJECT;
+    let same_conclusion = hit.duplicate
+        || (same_scenario
+            && neg_c == neg_o
+            && !differing
+            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
     let conflict =
-        same_scenario && !same_conclusion && (neg_c != neg_o || (exclusive(c, other) && exclusive(other, c)));
+        same_scenario && !same_conclusion && if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { differing };
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),
