@@ -117,6 +117,8 @@ struct Plan {
     existing: Option<Loaded>,
     /// Notes to move to the archive, as they are now.
     archived: Vec<Loaded>,
+    /// The audit source of this change: user | auto | user-confirmed.
+    source: String,
 }
 
 impl Plan {
@@ -191,7 +193,7 @@ fn plan(paths: &Paths, d: &Decision, action: Action, confirmed: bool, now: &str)
     }
     note.updated_at = now.to_string();
     note.session = d.conversation_id.clone().unwrap_or_default();
-    Ok(Plan { note, existing, archived })
+    Ok(Plan { note, existing, archived, source: c.source })
 }
 
 fn audit_line(d: &Decision, event: &str, op: &str, source: &str, file: String, reason: String) -> Line {
@@ -217,7 +219,7 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
     let index_text = store::read_index_md(paths)?;
     let mut rows = index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?;
     let m0 = store::mtime_ns(&paths.notes);
-    let source = p.note.body.source.clone();
+    let source = p.source.clone();
     let reason = format!("{} ({})", action.as_str(), d.reason);
     let mut lines = Vec::new();
     let mut files = Vec::new();
