@@ -549,3 +549,11 @@ fn help_lists_every_flag() {
     }
     lib.cmd("kb-memgate").arg("frobnicate").assert().code(2);
 }
+
+#[test]
+fn spans_count_characters_of_the_untrimmed_text() {
+    let lib = Lib::empty();
+    let inp = json!({"mode": "remember", "input": {"user_input": {"text": " 别用 moment.js ", "evidence_spans": [{"start": 1, "end": 14}]}}});
+    let d = decide(&lib, &[inp]);
+    assert_eq!(d[0]["candidate"]["oneLiner"], "别用 moment.js");
+}

@@ -122,7 +122,12 @@ pub fn parse(rec: &Map<String, Value>) -> Result<Input, String> {
     let empty = Map::new();
     let input = input.unwrap_or(&empty);
     let user = object(input.get("user_input"), "input.user_input")?.unwrap_or(&empty);
-    let text = opt_text(user.get("text"), "input.user_input.text")?.unwrap_or_default();
+    // Not trimmed: evidence spans count characters of the text as given.
+    let text = match user.get("text") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("input.user_input.text must be a string".into()),
+    };
     let spans = spans(user.get("evidence_spans"), &text)?;
     let claim = object(input.get("target_claim"), "input.target_claim")?.unwrap_or(&empty);
     let claim_id = opt_text(claim.get("id"), "input.target_claim.id")?;
