@@ -137,8 +137,11 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
         assert_eq!(d[0]["reliability"], "low");
         assert_eq!(d[0]["reasons"][0], format!("hedge word \"{hedge}\""));
         assert_eq!(d[0]["question"]["tool"], "questions");
-        assert_eq!(d[0]["question"]["parameters"]["options"], json!([
-            {"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}]));
+        assert_eq!(
+            d[0]["question"]["parameters"]["options"],
+            json!([
+            {"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}])
+        );
     }
     let d = decide(&lib, &[said("remember", "可能用 pnpm 安装依赖更好")]);
     assert_eq!(d[0]["message"], "需在记忆库对话中确认：NEW「可能用 pnpm 安装依赖更好」");
@@ -168,7 +171,8 @@ fn missing_evidence_in_auto_never_writes_silently() {
                   "target_claim": {"id": "c", "digest": "fmt"}}});
     let no_conf = json!({"mode": "auto",
         "input": {"user_input": {"text": "Always run cargo fmt.", "evidence_spans": [{"start": 0, "end": 21}]}}});
-    let empty = json!({"mode": "auto", "confidence": 0.9, "input": {"user_input": {"text": "  ", "evidence_spans": []}}});
+    let empty =
+        json!({"mode": "auto", "confidence": 0.9, "input": {"user_input": {"text": "  ", "evidence_spans": []}}});
     let d = decide(&lib, &[no_spans, no_conf, empty]);
     assert_eq!(d.len(), 3);
     assert_eq!((d[0]["action"].as_str(), d[0]["gate"].as_str()), (Some("new"), Some("question")));
@@ -201,16 +205,22 @@ fn merge_is_gated_with_the_seed_question_and_folds_into_the_note() {
     assert_eq!(d0["gate"], "question");
     assert_eq!(d0["note_id"], id.as_str());
     assert_eq!(d0["targets"], json!([id]));
-    assert_eq!(d0["question"], json!({"tool": "questions", "parameters": {
+    assert_eq!(
+        d0["question"],
+        json!({"tool": "questions", "parameters": {
         "question": "治理方案（待确认）：MERGE，是否执行？",
         "options": [
             {"label": "确认执行", "value": "confirm"},
             {"label": "取消", "value": "cancel"},
             {"label": "改为新增", "value": "new_instead"},
-            {"label": "查看对比", "value": "show_diff"}]}}));
+            {"label": "查看对比", "value": "show_diff"}]}})
+    );
     let n = &d0["neighbours"][0];
     assert_eq!(n["id"], id.as_str());
-    assert_eq!((n["same_scenario"].as_bool(), n["same_conclusion"].as_bool(), n["conflict"].as_bool()), (Some(true), Some(true), Some(false)));
+    assert_eq!(
+        (n["same_scenario"].as_bool(), n["same_conclusion"].as_bool(), n["conflict"].as_bool()),
+        (Some(true), Some(true), Some(false))
+    );
     assert!(n["score"].as_f64().unwrap() > 0.5, "{n}");
     assert_eq!(d0["message"], format!(
         "Needs confirmation in the memory dialog: MERGE \"Do not use var in this project, use let or const\" into {id}"));
@@ -259,7 +269,11 @@ fn merge_with_a_more_complete_candidate_archives_the_old_note() {
     let r = apply(&lib, &[answered(&d[0], "confirm")]);
     assert_eq!(r[0]["status"], "applied");
     let note = read(&lib, &format!("notes/{old}.md"));
-    for part in ["- Alternatives:\n  - npm\n  - yarn\n", "- Counter-signals:\n  - repos that ship a package-lock.json\n", "- Session: conv-2\n"] {
+    for part in [
+        "- Alternatives:\n  - npm\n  - yarn\n",
+        "- Counter-signals:\n  - repos that ship a package-lock.json\n",
+        "- Session: conv-2\n",
+    ] {
         assert!(note.contains(part), "{part} missing in {note}");
     }
 }
@@ -290,7 +304,16 @@ fn replace_archives_the_old_note_and_fills_supersedes() {
     assert!(read(&lib, &format!("notes/{new}.md")).contains(&format!("- Supersedes: {old}\n")));
     let a = audit(&lib);
     let events: Vec<&str> = a.iter().map(|l| l["event"].as_str().unwrap()).collect();
-    assert_eq!(events, ["memory_note_created", "memory_index_updated", "memory_note_created", "memory_note_deleted", "memory_index_updated"]);
+    assert_eq!(
+        events,
+        [
+            "memory_note_created",
+            "memory_index_updated",
+            "memory_note_created",
+            "memory_note_deleted",
+            "memory_index_updated"
+        ]
+    );
     let del = &a[3];
     assert_eq!(del["note_id"], old.as_str());
     assert_eq!(del["operation"], "delete");
@@ -312,8 +335,10 @@ fn veto_writes_nothing_until_the_user_picks() {
     assert_eq!(d0["gate"], "question");
     assert_eq!(d0["targets"], json!([old]));
     assert_eq!(d0["neighbours"][0]["conflict"], true);
-    assert_eq!(d0["message"], format!(
-        "Not written: conflicts with {old}; add the deciding detail or choose which one to keep."));
+    assert_eq!(
+        d0["message"],
+        format!("Not written: conflicts with {old}; add the deciding detail or choose which one to keep.")
+    );
     assert_eq!(d0["question"]["parameters"]["options"][0]["value"], "keep_existing");
     assert_eq!(apply(&lib, &[answered(d0, "keep_existing")])[0]["status"], "kept");
     assert_eq!(notes(&lib), [format!("{old}.md")]);
@@ -352,7 +377,8 @@ fn prohibitions_yield_constraint_candidates_in_english_and_chinese() {
     assert_eq!(d[1]["candidate"]["origin"], "text");
     assert_eq!(d[1]["gate"], "question", "not marked as evidence: gated");
     assert_eq!(d[1]["line"], 1);
-    for (zh, cue) in [("这里不要用 var，用 let。", "不要"), ("别用 moment.js", "别"), ("这里不能用 Z 库", "不能")] {
+    for (zh, cue) in [("这里不要用 var，用 let。", "不要"), ("别用 moment.js", "别"), ("这里不能用 Z 库", "不能")]
+    {
         let d = decide(&lib, &[said("remember", zh)]);
         assert_eq!(d[0]["candidate"]["kind"], "constraint", "{zh}");
         assert_eq!(d[0]["candidate"]["recommendation"]["strength"], "must");
@@ -396,7 +422,10 @@ fn topk_is_five_nearest() {
     let lib = Lib::empty();
     for lang in ["Rust", "Go", "Python", "Java", "Ruby", "Kotlin", "Swift"] {
         // Similar notes are gated (merge); the user keeps each one as new.
-        let d = decide(&lib, &[said("remember", &format!("Format {lang} code with the standard formatter before committing."))]);
+        let d = decide(
+            &lib,
+            &[said("remember", &format!("Format {lang} code with the standard formatter before committing."))],
+        );
         let d0 = if d[0]["gate"] == "silent" { d[0].clone() } else { answered(&d[0], "new_instead") };
         assert_eq!(apply(&lib, &[d0])[0]["status"], "applied");
     }
@@ -423,8 +452,11 @@ fn bad_input_is_an_error_record_and_writes_nothing() {
     );
     let out = lib.cmd("kb-memgate").arg("decide").write_stdin(input).assert().code(2);
     let recs = records(&out.get_output().stdout);
-    let msgs: Vec<(u64, &str)> =
-        recs.iter().filter(|r| r["record"] == "error").map(|r| (r["line"].as_u64().unwrap(), r["message"].as_str().unwrap())).collect();
+    let msgs: Vec<(u64, &str)> = recs
+        .iter()
+        .filter(|r| r["record"] == "error")
+        .map(|r| (r["line"].as_u64().unwrap(), r["message"].as_str().unwrap()))
+        .collect();
     assert_eq!(msgs.len(), 6);
     assert_eq!(msgs[0], (1, "unknown mode 'sometimes' (expected auto or remember)"));
     assert_eq!(msgs[1], (2, "confidence 1.5 is outside 0–1"));
@@ -438,7 +470,12 @@ fn bad_input_is_an_error_record_and_writes_nothing() {
     assert!(!lib.root().join(".cursor").exists(), "decide writes nothing");
 
     // decide | apply: the errors pass through, apply still exits 2.
-    let out = lib.cmd("kb-memgate").arg("apply").write_stdin(String::from_utf8_lossy(&out.get_output().stdout).into_owned()).assert().code(2);
+    let out = lib
+        .cmd("kb-memgate")
+        .arg("apply")
+        .write_stdin(String::from_utf8_lossy(&out.get_output().stdout).into_owned())
+        .assert()
+        .code(2);
     let recs = records(&out.get_output().stdout);
     assert_eq!(recs.iter().filter(|r| r["record"] == "error").count(), 6);
     assert_eq!(recs.last().unwrap()["status"], "applied");

@@ -123,7 +123,7 @@ struct Plan {
 
 impl Plan {
     fn note_changes(&self) -> bool {
-        self.existing.as_ref().is_none_or(|e| e.note.content_digest() != self.note.content_digest())
+        self.existing.as_ref().map_or(true, |e| e.note.content_digest() != self.note.content_digest())
     }
 }
 
@@ -227,7 +227,8 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
         let bytes = p.note.render();
         let path = paths.note(&p.note.id);
         atomic::write(&path, bytes.as_bytes())?;
-        let (event, op) = if p.existing.is_some() { ("memory_note_updated", "update") } else { ("memory_note_created", "create") };
+        let (event, op) =
+            if p.existing.is_some() { ("memory_note_updated", "update") } else { ("memory_note_created", "create") };
         let mut l = audit_line(d, event, op, &source, paths.rel(&p.note.id), reason.clone());
         l.note_id = Some(p.note.id.clone());
         l.digest_before = p.existing.as_ref().map(|e| file_digest(&e.bytes));
@@ -342,7 +343,10 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
             })?;
             let msg = gate::applied_message(action, &note_id, &c, &d.targets, zh);
             let status = if changed { "applied" } else { "unchanged" };
-            Ok(vec![with(status, json!({"applied_as": action.as_str(), "note_id": note_id, "files": files, "message": msg}))])
+            Ok(vec![with(
+                status,
+                json!({"applied_as": action.as_str(), "note_id": note_id, "files": files, "message": msg}),
+            )])
         }
     }
 }

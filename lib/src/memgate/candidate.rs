@@ -100,7 +100,7 @@ pub fn sentences(text: &str) -> Vec<String> {
     for (i, &c) in chars.iter().enumerate() {
         cur.push(c);
         let ends = matches!(c, '。' | '！' | '？' | '；' | '\n' | '!' | '?' | ';')
-            || (c == '.' && chars.get(i + 1).is_none_or(|n| n.is_whitespace()));
+            || (c == '.' && chars.get(i + 1).map_or(true, |n| n.is_whitespace()));
         if ends {
             push_sentence(&mut out, &cur);
             cur.clear();
@@ -233,7 +233,8 @@ fn from_words(words: &str, label: Option<&str>, input: &Input, source: &str, ori
     let tags = keywords(&one, 4);
     let cjk = text::mostly_cjk(&one);
     let subject = if tags.is_empty() { title_of(&one) } else { tags.join(if cjk { "、" } else { ", " }) };
-    let mut when = vec![if cjk { format!("涉及 {subject} 时") } else { format!("When the work involves {subject}") }];
+    let mut when =
+        vec![if cjk { format!("涉及 {subject} 时") } else { format!("When the work involves {subject}") }];
     if kind == "constraint" {
         when.push(if cjk {
             format!("任何涉及 {subject} 的改动都必须遵守该禁止")
@@ -290,7 +291,9 @@ fn from_selected(sel: &Map<String, Value>, input: &Input) -> Candidate {
     };
     let list = |k: &str, alt: &str| -> Vec<String> {
         match sel.get(k).or_else(|| sel.get(alt)) {
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(one_line).filter(|s| !s.is_empty()).collect(),
+            Some(Value::Array(a)) => {
+                a.iter().filter_map(Value::as_str).map(one_line).filter(|s| !s.is_empty()).collect()
+            }
             Some(Value::String(s)) if !s.trim().is_empty() => vec![one_line(s)],
             _ => Vec::new(),
         }

@@ -36,8 +36,22 @@ const HEDGES_EN: &[&str] = &[
 
 /// Chinese hedges and "do not record yet" phrases, matched as substrings.
 const HEDGES_ZH: &[&str] = &[
-    "可能", "也许", "大概", "或许", "好像", "似乎", "不确定", "不一定", "说不定", "看情况", "暂时", "先别记", "别记",
-    "不要记", "先不记", "再说",
+    "可能",
+    "也许",
+    "大概",
+    "或许",
+    "好像",
+    "似乎",
+    "不确定",
+    "不一定",
+    "说不定",
+    "看情况",
+    "暂时",
+    "先别记",
+    "别记",
+    "不要记",
+    "先不记",
+    "再说",
 ];
 
 /// English prohibition and refusal markers (whole words).
@@ -65,8 +79,23 @@ const PROHIBIT_EN: &[&str] = &[
 ];
 
 /// Chinese prohibition, refusal and exclusion markers (substrings).
-const PROHIBIT_ZH: &[&str] =
-    &["不要", "不能", "不用", "禁止", "不准", "不许", "不可以", "避免", "勿", "不得", "拒绝", "不再", "别", "而不是", "不使用"];
+const PROHIBIT_ZH: &[&str] = &[
+    "不要",
+    "不能",
+    "不用",
+    "禁止",
+    "不准",
+    "不许",
+    "不可以",
+    "避免",
+    "勿",
+    "不得",
+    "拒绝",
+    "不再",
+    "别",
+    "而不是",
+    "不使用",
+];
 
 /// Characters before `别` that make it part of another word (区别, 特别, 分别…).
 const BIE_BEFORE: &str = "区特分识类级告性个派差离辨鉴甄";
@@ -88,7 +117,8 @@ const REPLACE_EN: &[&str] = &[
     "rather than",
 ];
 /// Chinese replacement cues.
-const REPLACE_ZH: &[&str] = &["改用", "改为", "改成", "换成", "以后", "从现在起", "今后", "不再", "而不是", "替换", "更正", "纠正"];
+const REPLACE_ZH: &[&str] =
+    &["改用", "改为", "改成", "换成", "以后", "从现在起", "今后", "不再", "而不是", "替换", "更正", "纠正"];
 
 /// Cues for a hard requirement (strength `must`).
 const MUST_EN: &[&str] = &["must", "always", "never", "required", "mandatory", "have to", "need to", "do not", "don't"];
@@ -154,7 +184,12 @@ pub fn prohibition(text: &str) -> Option<String> {
             && !(i > 0 && BIE_BEFORE.contains(chars[i - 1]))
             && !chars.get(i + 1).is_some_and(|n| BIE_AFTER.contains(*n))
     });
-    PROHIBIT_ZH.iter().filter(|w| **w != "别").find(|w| norm.contains(*w)).map(|w| w.to_string()).or_else(|| bie.then(|| "别".to_string()))
+    PROHIBIT_ZH
+        .iter()
+        .filter(|w| **w != "别")
+        .find(|w| norm.contains(*w))
+        .map(|w| w.to_string())
+        .or_else(|| bie.then(|| "别".to_string()))
 }
 
 /// The cue by which the user explicitly chooses a new conclusion ("from
@@ -210,8 +245,8 @@ pub fn is_function_word(token: &str) -> bool {
         "on", "no", "longer", "avoid", "prefer", "let's", "lets", "can", "can't", "cannot", "will", "would", "all",
         "any", "when", "then", "so", "but", "also", "just", "only", "us", "me", "your", "project", "code", "like",
         "want", "need", "have", "has", "was", "were", "been", "anymore", "switch", "go", "with", "into", "about",
-        "不要", "不能", "不用", "要用", "用的", "这里", "我们", "项目", "以后", "现在", "一下", "的", "了", "是",
-        "在", "用", "别", "要", "不", "请", "改用",
+        "不要", "不能", "不用", "要用", "用的", "这里", "我们", "项目", "以后", "现在", "一下", "的", "了", "是", "在",
+        "用", "别", "要", "不", "请", "改用",
     ];
     STOP.contains(&token)
 }

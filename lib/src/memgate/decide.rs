@@ -125,7 +125,11 @@ pub fn decide_one(paths: &Paths, view: &View<'_>, line: usize, inp: &Input) -> R
     };
     let cands = candidate::build(inp);
     if cands.is_empty() {
-        let why = if inp.text.trim().is_empty() { "input.user_input.text is empty" } else { "no preference, constraint or decision in the user's words" };
+        let why = if inp.text.trim().is_empty() {
+            "input.user_input.text is empty"
+        } else {
+            "no preference, constraint or decision in the user's words"
+        };
         let mut reasons = vec![why.to_string()];
         reasons.extend(inp.gaps().into_iter().map(String::from).filter(|g| g != why));
         return Ok(vec![skip(line, inp, reasons)]);
@@ -163,12 +167,8 @@ fn decide_candidate(
         Action::Skip => false,
         _ => true,
     };
-    let digests = g
-        .neighbours
-        .iter()
-        .filter(|n| g.targets.contains(&n.id))
-        .map(|n| (n.id.clone(), n.digest.clone()))
-        .collect();
+    let digests =
+        g.neighbours.iter().filter(|n| g.targets.contains(&n.id)).map(|n| (n.id.clone(), n.digest.clone())).collect();
     let neighbours = g.neighbours.iter().map(|n| serde_json::to_value(n).unwrap_or(Value::Null)).collect();
     Ok(Decision {
         record: "decision".into(),
@@ -179,7 +179,16 @@ fn decide_candidate(
         action: g.action.as_str().into(),
         gate: if gated { "question" } else { "silent" }.into(),
         question: gated.then(|| gate::question(g.action, &c)),
-        reliability: if g.action == Action::New { if rel.high { "high" } else { "low" } } else { "n/a" }.into(),
+        reliability: if g.action == Action::New {
+            if rel.high {
+                "high"
+            } else {
+                "low"
+            }
+        } else {
+            "n/a"
+        }
+        .into(),
         reasons: if g.action == Action::New { rel.reasons } else { Vec::new() },
         reason: g.reason,
         message: gate::message(g.action, gated, &c, &g.targets, &inp.text),
@@ -200,7 +209,8 @@ pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
     if stale {
         eprintln!("kb-memgate: the search index is missing or older than notes/; run 'kb-memgate reindex'");
     }
-    let view = View::open(bytes.bytes()).ok_or_else(|| crate::Error::msg("the search index is corrupted; run 'kb-memgate reindex'"))?;
+    let view = View::open(bytes.bytes())
+        .ok_or_else(|| crate::Error::msg("the search index is corrupted; run 'kb-memgate reindex'"))?;
     for (line, rec) in read_objects(reader) {
         let rec = match rec {
             Ok(r) => r,

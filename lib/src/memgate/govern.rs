@@ -138,10 +138,7 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths) -> Neighbour {
     // Each side names something the other does not (pnpm vs yarn).
     let differing = own(&ka, &kb) && own(&kb, &ka) && overlap < OTHER_SUBJECT;
     let same_conclusion = hit.duplicate
-        || (same_scenario
-            && neg_c == neg_o
-            && !differing
-            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
+        || (same_scenario && neg_c == neg_o && !differing && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
     let conflict =
         same_scenario && !same_conclusion && if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { differing };
     Neighbour {
@@ -220,7 +217,8 @@ pub fn govern(
         return Ok(Governance { action: Action::Replace, targets: vec![l.note.id.clone()], reason, neighbours });
     }
     if let Some(cue) = cue::replacement(user_text) {
-        let reason = format!("conflicts with {} and the user chose the new conclusion (\"{cue}\")", conflicts.join(", "));
+        let reason =
+            format!("conflicts with {} and the user chose the new conclusion (\"{cue}\")", conflicts.join(", "));
         return Ok(Governance { action: Action::Replace, targets: conflicts, reason, neighbours });
     }
     let reason = format!("conflicts with {} and the input gives no decisive variable", conflicts.join(", "));

@@ -167,15 +167,14 @@ fn spans(v: Option<&Value>, text: &str) -> Result<Vec<Span>, String> {
             return Err(format!("evidence_spans[{i}] must be an object with start and end"));
         };
         let pos = |k: &str| match m.get(k) {
-            Some(Value::Number(n)) => n.as_u64().map(|n| n as usize).ok_or(format!("evidence_spans[{i}].{k} must be a whole number")),
+            Some(Value::Number(n)) => {
+                n.as_u64().map(|n| n as usize).ok_or(format!("evidence_spans[{i}].{k} must be a whole number"))
+            }
             _ => Err(format!("evidence_spans[{i}].{k} is missing")),
         };
         let (start, end) = (pos("start")?, pos("end")?);
         if start >= end || end > chars.len() {
-            return Err(format!(
-                "evidence_spans[{i}] {start}..{end} is outside the text ({} characters)",
-                chars.len()
-            ));
+            return Err(format!("evidence_spans[{i}] {start}..{end} is outside the text ({} characters)", chars.len()));
         }
         let label = opt_text(m.get("label"), "label")?;
         let text: String = chars[start..end].iter().collect();

@@ -164,11 +164,7 @@ pub fn parse(text: &str, fallback_id: &str) -> Result<Note, String> {
                     b.when_to_load.push(i.trim().to_string());
                 }
             }
-            s if s.starts_with("one-liner") => {
-                if !line.trim().is_empty() {
-                    one_liner.push(line.trim().to_string());
-                }
-            }
+            s if s.starts_with("one-liner") && !line.trim().is_empty() => one_liner.push(line.trim().to_string()),
             s if s.starts_with("context") => {
                 let Some(i) = item else { continue };
                 if nested {

@@ -247,8 +247,7 @@ impl<'a> View<'a> {
             for (d, tf) in list {
                 let Some(acc) = bm25.get_mut(d) else { continue };
                 seen[d] = true;
-                *acc +=
-                    f64::from(qtf) * sim::bm25_term(idf, f64::from(tf), f64::from(self.word_len(d)), avg);
+                *acc += f64::from(qtf) * sim::bm25_term(idf, f64::from(tf), f64::from(self.word_len(d)), avg);
             }
         }
         for &(key, qtf) in &q.grams {
@@ -290,8 +289,7 @@ impl<'a> View<'a> {
             }
         }
         let gmap: BTreeMap<u64, u32> = d.grams.iter().copied().collect();
-        let dot: f64 =
-            q.grams.iter().filter_map(|(k, c)| gmap.get(k).map(|t| f64::from(*c) * f64::from(*t))).sum();
+        let dot: f64 = q.grams.iter().filter_map(|(k, c)| gmap.get(k).map(|t| f64::from(*c) * f64::from(*t))).sum();
         let norm = f64::from(q.gram_norm) * f64::from(d.gram_norm);
         let bm25 = if ideal > 0.0 { (b / ideal).min(1.0) } else { 0.0 };
         let ngram = if norm > 0.0 { (dot / norm).min(1.0) } else { 0.0 };
@@ -348,18 +346,13 @@ mod tests {
     use super::*;
 
     fn doc(id: &str, text: &str) -> DocEntry {
-        DocEntry {
-            id: id.into(),
-            file: format!("{id}.md"),
-            size: 1,
-            mtime_ns: 2,
-            features: sim::features(text, text),
-        }
+        DocEntry { id: id.into(), file: format!("{id}.md"), size: 1, mtime_ns: 2, features: sim::features(text, text) }
     }
 
     #[test]
     fn encode_search_and_decode() {
-        let docs = vec![doc("MEM-a", "use pnpm for installs"), doc("MEM-b", "不要用 var，用 let"), doc("MEM-c", "tabs")];
+        let docs =
+            vec![doc("MEM-a", "use pnpm for installs"), doc("MEM-b", "不要用 var，用 let"), doc("MEM-c", "tabs")];
         let bytes = encode(7, &docs);
         let v = View::open(&bytes).unwrap();
         assert_eq!(v.dir_mtime_ns, 7);

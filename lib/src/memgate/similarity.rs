@@ -120,7 +120,8 @@ pub fn pair(a: &str, b: &str) -> f64 {
         2.0 * wa.intersection(&wb).count() as f64 / (wa.len() + wb.len()) as f64
     };
     let ga = counts(text::char_ngrams(a, NGRAM).iter().map(|g| term_key(g, true)));
-    let gb: BTreeMap<u64, u32> = counts(text::char_ngrams(b, NGRAM).iter().map(|g| term_key(g, true))).into_iter().collect();
+    let gb: BTreeMap<u64, u32> =
+        counts(text::char_ngrams(b, NGRAM).iter().map(|g| term_key(g, true))).into_iter().collect();
     let dot: f64 = ga.iter().filter_map(|(k, c)| gb.get(k).map(|d| f64::from(*c) * f64::from(*d))).sum();
     let na = ga.iter().map(|(_, c)| f64::from(*c).powi(2)).sum::<f64>().sqrt();
     let nb = gb.values().map(|c| f64::from(*c).powi(2)).sum::<f64>().sqrt();
