@@ -275,10 +275,9 @@ impl<'a> View<'a> {
     /// Scores one document's features against a query with this index's
     /// statistics (for a note whose file changed since it was indexed).
     pub fn score_one(&self, q: &Features, d: &Features) -> Hit {
-        let one = DocEntry { id: String::new(), file: String::new(), size: 0, mtime_ns: 0, features: d.clone() };
         let n = self.n_docs.max(1) as f64;
         let avg = if self.n_docs == 0 { f64::from(d.word_len) } else { self.total_len as f64 / n };
-        let dmap: BTreeMap<u64, u32> = one.features.words.iter().copied().collect();
+        let dmap: BTreeMap<u64, u32> = d.words.iter().copied().collect();
         let (mut b, mut ideal) = (0.0, 0.0);
         for &(key, qtf) in &q.words {
             let df = (self.postings(key).count() as f64).max(1.0);
