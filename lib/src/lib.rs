@@ -14,14 +14,17 @@ pub mod error;
 pub mod frontmatter;
 pub mod git;
 pub mod index;
+pub mod io;
 pub mod jsonl;
 pub mod library;
 pub mod lock;
 pub mod maintain;
 pub mod markdown;
+pub mod memgate;
 pub mod progress;
 pub mod relations;
 pub mod scan;
+pub mod text;
 pub mod write;
 pub mod yaml;
 
