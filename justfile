@@ -55,6 +55,19 @@ demo: build
     echo "== relations of the new reference"; grep connection-pooling .library/.relations.jsonl
     echo "== git log"; git log --format='%h %s' | head -n 4
 
+# Remember what the user said (seed 003): memory input records on stdin;
+# silent decisions are written, gated ones come back with their question.
+remember *args: build
+    kb-memgate decide "$@" | kb-memgate apply "$@"
+
+# Apply answered decisions (each gated decision with "answer" set).
+remember-answer *args: build
+    kb-memgate apply "$@"
+
+# Regenerate the memory INDEX.md and search index from the notes.
+remember-reindex *args: build
+    kb-memgate reindex "$@"
+
 # Run every test (unit and integration).
 test:
     cargo nextest run --workspace --no-fail-fast
@@ -62,6 +75,8 @@ test:
 # Benchmarks (release build): each prints its figures against its baseline.
 bench: build
     bench/append.sh 10000 1000
+    bash bench/memgate.sh
+    python3 bench/memgate_locomo.py target/release/kb-memgate
 
 # What CI checks: formatting, lints as errors, the tests.
 ci:

@@ -598,32 +598,16 @@ fn spans_count_characters_of_the_untrimmed_text() {
 #[test]
 fn just_remember_composes_decide_and_apply() {
     let lib = Lib::empty();
-    let recipes =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kb-memgate.just")).unwrap();
-    let justfile = format!("set shell := [\"bash\", \"-euo\", \"pipefail\", \"-c\"]\n\n{recipes}");
-    std::fs::write(lib.root().join("justfile"), justfile).unwrap();
-    let bin_dir = std::path::Path::new(env!("CARGO_BIN_EXE_kb-memgate")).parent().unwrap().to_path_buf();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     let input = lines(&[said("remember", "Use tabs for indentation."), said("remember", "Maybe use pnpm.")]);
-    let Ok(out) = std::process::Command::new("just")
+    let out = crate::recipes::just(lib.root())
         .arg("remember")
-        .current_dir(lib.root())
-        .env("PATH", &path)
-        .env("KB_NOW", crate::util::NOW)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            use std::io::Write;
-            c.stdin.take().unwrap().write_all(input.as_bytes())?;
-            c.wait_with_output()
-        })
-    else {
-        eprintln!("skipped: just is not installed");
-        return;
-    };
-    assert!(out.status.success());
-    let recs = records(&out.stdout);
+        .write_stdin(input)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let recs = records(&out);
     assert_eq!(recs[0]["status"], "applied");
     assert_eq!(recs[1]["status"], "pending");
     assert_eq!(recs[1]["question"]["parameters"]["options"][0]["value"], "confirm");
