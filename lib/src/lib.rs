@@ -15,6 +15,7 @@ pub mod frontmatter;
 pub mod git;
 pub mod index;
 pub mod jsonl;
+pub mod lastword;
 pub mod library;
 pub mod lock;
 pub mod maintain;

@@ -1,0 +1,18 @@
+//! kb-lastword (seed 004 "last-word"): heading-keyed knowledge deltas that
+//! a session declares at its end and a later `apply` writes into AGENTS.md,
+//! SOUL.md and USER.md without touching any other byte.
+
+pub mod delta;
+pub mod edit;
+pub mod outline;
+pub mod check;
+pub mod home;
+pub mod lock;
+pub mod plan;
+pub mod queue;
+pub mod report;
+pub mod staging;
+pub mod apply;
+pub mod diff;
+pub mod resolve;
+pub mod status;
