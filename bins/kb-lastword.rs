@@ -88,13 +88,16 @@ fn parse_args() -> Result<Args, Error> {
     Ok(a)
 }
 
-const COLUMNS: &[&str] = &["record", "file", "path", "heading", "operation", "status", "entries", "staging"];
+const COLUMNS: &[&str] = &["record", "path", "heading", "level", "operation", "status", "error"];
+const STATUS_COLUMNS: &[&str] =
+    &["record", "file", "entries", "no-op", "update", "clear", "delete", "url", "invalid", "staging"];
 
 fn main() -> ExitCode {
     run_main("kb-lastword", || {
         let a = parse_args()?;
         let home = Home::from_env()?;
-        let mut rep = Reporter::new(a.format.unwrap_or_else(Format::default_for_stdout), COLUMNS);
+        let columns = if a.cmd == "status" { STATUS_COLUMNS } else { COLUMNS };
+        let mut rep = Reporter::new(a.format.unwrap_or_else(Format::default_for_stdout), columns);
         match a.cmd.as_str() {
             "plan" => {
                 if a.files.is_empty() {

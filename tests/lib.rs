@@ -3,3 +3,5 @@
 
 #[allow(dead_code)]
 mod util;
+
+mod lastword;

@@ -6,7 +6,7 @@
 //! targets stay pending. Re-applying is idempotent: an entry whose result
 //! is already in the file changes nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
@@ -208,10 +208,8 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
             queue::write(qpath, &rest)?;
         }
     }
-    let mut all: Vec<(usize, Value, Option<String>)> = results
-        .into_iter()
-        .map(|(i, s, note)| (i, record(&qshow, i, &entries[i], s), note))
-        .collect();
+    let mut all: Vec<(usize, Value, Option<String>)> =
+        results.into_iter().map(|(i, s, note)| (i, record(&qshow, i, &entries[i], s), note)).collect();
     for (i, m) in staged {
         let mut r = record(&qshow, i, &entries[i], if opts.dry_run { "would-stage" } else { "staged" });
         r["error"] = json!(m);
@@ -242,13 +240,13 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
 /// message when the target cannot be edited at all.
 fn target(
     home: &Home,
-    path: &PathBuf,
+    path: &Path,
     entries: &[Entry],
     idx: &[usize],
     opts: &Options,
     rep: &mut Reporter,
 ) -> std::result::Result<Vec<Outcome>, String> {
-    let old = check::read_target(path)?;
+    let old = check::read_target(path, entries[idx[0]].target_text())?;
     let list: Vec<&Entry> = idx.iter().map(|&i| &entries[i]).collect();
     let text = old.clone().unwrap_or_default();
     let (new, outs) = apply_entries(&text, &list);

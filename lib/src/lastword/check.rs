@@ -58,21 +58,22 @@ pub fn duplicates(home: &Home, entries: &[Entry], default_source: Option<&str>) 
 }
 
 /// Reads a target Markdown file: `Ok(None)` when it does not exist yet, an
-/// error message when it is a directory, unreadable, binary or not UTF-8.
-pub fn read_target(path: &Path) -> Result<Option<String>, String> {
+/// error message (naming the target as `shown`) when it is a directory,
+/// unreadable, binary or not UTF-8.
+pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
     match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => return Err(format!("{} is a directory, not a Markdown file", path.display())),
+        Ok(m) if m.is_dir() => return Err(format!("{shown} is a directory, not a Markdown file")),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
     if bytes.contains(&0) {
-        return Err(format!("{} is a binary file (it contains NUL bytes)", path.display()));
+        return Err(format!("{shown} is a binary file (it contains NUL bytes)"));
     }
-    String::from_utf8(bytes).map(Some).map_err(|e| {
-        format!("{} is not UTF-8 text (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to())
-    })
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| format!("{shown} is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
 }
 
 /// The digest `base` records for a key in a document: `sha256:<body>` when

@@ -156,7 +156,8 @@ impl Doc {
         if c.is_empty() {
             return c;
         }
-        let mut s = if self.eol == "\r\n" { c.replace('\n', "\r\n") } else { c };
+        // Content that brings its own CR LF keeps it; bare LF takes the file's.
+        let mut s = if self.eol == "\r\n" && !c.contains('\r') { c.replace('\n', "\r\n") } else { c };
         s.push_str(self.eol);
         s
     }
@@ -201,19 +202,30 @@ impl Doc {
     }
 }
 
-/// Content as the body it becomes: `\n` line ends, no leading blank lines,
-/// no trailing whitespace or line breaks.
+/// Content as the body it becomes: no leading or trailing blank lines,
+/// no final line break; spaces at the end of the last line are kept (a
+/// re-applied body must come back byte for byte).
 pub fn normalise_content(content: &str) -> String {
-    let c = content.replace("\r\n", "\n");
     let mut start = 0;
-    for line in c.split_inclusive('\n') {
+    for line in content.split_inclusive('\n') {
         if line.ends_with('\n') && line.trim().is_empty() {
             start += line.len();
         } else {
             break;
         }
     }
-    c[start..].trim_end().to_string()
+    let mut c = &content[start..];
+    loop {
+        let t = c.trim_end_matches(['\n', '\r']);
+        let last = t.rfind('\n').map_or(0, |i| i + 1);
+        if t.len() < c.len() && !t.is_empty() && t[last..].trim().is_empty() {
+            c = &t[..last];
+        } else if t[last..].trim().is_empty() {
+            return String::new();
+        } else {
+            return t.to_string();
+        }
+    }
 }
 
 /// `(lead, trail)`: the end of the blank lines that open a body and the
@@ -277,6 +289,13 @@ mod tests {
         assert_eq!(crlf, "## A\r\nx\r\ny\r\n");
         assert_eq!(run("## A", |d| d.update(0, "x")), "## A\n\nx");
         assert_eq!(run("## A\n\n## B\n", |d| d.update(0, "x")), "## A\n\nx\n\n## B\n");
+    }
+
+    #[test]
+    fn content_normalisation() {
+        assert_eq!(normalise_content("\n \nx  \ny\n\n  \n"), "x  \ny");
+        assert_eq!(normalise_content("a\r\nb\r\n"), "a\r\nb");
+        assert_eq!(normalise_content(" \n\n"), "");
     }
 
     #[test]

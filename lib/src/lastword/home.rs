@@ -181,11 +181,8 @@ impl Home {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(Error::io(format!("listing {}", dir.display()), e)),
             };
-            let mut found: Vec<PathBuf> = rd
-                .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.is_file() && is_queue_name(p))
-                .collect();
+            let mut found: Vec<PathBuf> =
+                rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file() && is_queue_name(p)).collect();
             found.sort();
             out.extend(found);
         }
@@ -198,7 +195,10 @@ impl Home {
         std::fs::create_dir_all(self.staging()).ctx(|| format!("creating {}", self.staging().display()))?;
         let cfg = self.lastword.join("config.yaml");
         if !cfg.exists() {
-            let text = format!("# last-word knowledge bases (seed 004 §5)\n{}", crate::yaml::to_string(&self.config.to_value())?);
+            let text = format!(
+                "# last-word knowledge bases (seed 004 §5)\n{}",
+                crate::yaml::to_string(&self.config.to_value())?
+            );
             crate::atomic::write(&cfg, text.as_bytes())?;
         }
         let schema = self.lastword.join("schema.yaml");

@@ -64,12 +64,7 @@ pub fn with_lock<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Result<T> 
         }
     }
     let holder = std::fs::read_to_string(path).unwrap_or_default();
-    Err(Error::msg(format!(
-        "{BUSY} ({} held by pid {}) after {} retries",
-        path.display(),
-        holder.trim(),
-        RETRIES
-    )))
+    Err(Error::msg(format!("{BUSY} ({} held by pid {}) after {} retries", path.display(), holder.trim(), RETRIES)))
 }
 
 /// `d` scaled by a random factor in [0.5, 1.5).

@@ -137,10 +137,7 @@ mod tests {
     #[test]
     fn atx_setext_fences_and_closing_runs() {
         let text = "---\ntitle: x\n---\n# One #\n\n```\n# not\n```\n\nTwo\n===\n\n## C#\n### Three ###\n> # quoted\n";
-        assert_eq!(
-            keys(text),
-            vec![(1, "One".into()), (1, "Two".into()), (2, "C#".into()), (3, "Three".into())]
-        );
+        assert_eq!(keys(text), vec![(1, "One".into()), (1, "Two".into()), (2, "C#".into()), (3, "Three".into())]);
         let h = headings(text);
         assert_eq!(&text[h[1].start..h[1].end], "Two\n===\n");
         assert_eq!(section_end(&h, 2, text.len()), text.len());

@@ -28,6 +28,7 @@ struct Declared {
 /// Input that did not parse into an entry.
 struct Rejected {
     origin: String,
+    index: Option<usize>,
     line: Option<usize>,
     raw: Option<Value>,
     text: Option<String>,
@@ -43,18 +44,41 @@ struct Input {
 }
 
 impl Input {
-    fn take(&mut self, parsed: (delta::File, Vec<delta::Bad>, Vec<Problem>), origin: &dyn Fn(usize) -> String, line: Option<usize>, text: &str) {
+    fn take(
+        &mut self,
+        parsed: (delta::File, Vec<delta::Bad>, Vec<Problem>),
+        origin: &dyn Fn(usize) -> String,
+        line: Option<usize>,
+        text: &str,
+    ) {
         let (file, bads, top) = parsed;
         if self.source.is_none() {
             self.source = file.source.clone();
         }
         for p in top {
-            self.bad.push(Rejected { origin: origin(0), line, raw: None, text: Some(text.to_string()), problem: p });
+            self.bad.push(Rejected {
+                origin: origin(0),
+                index: None,
+                line,
+                raw: None,
+                text: Some(text.to_string()),
+                problem: p,
+            });
         }
         for b in bads {
-            self.bad.push(Rejected { origin: origin(b.index), line, raw: Some(b.raw), text: None, problem: b.problem });
+            self.bad.push(Rejected {
+                origin: origin(b.index),
+                index: Some(b.index),
+                line,
+                raw: Some(b.raw),
+                text: None,
+                problem: b.problem,
+            });
         }
-        for (i, e) in file.entries.into_iter().enumerate() {
+        let bad_at: Vec<usize> = self.bad.iter().filter(|b| b.line == line).filter_map(|b| b.index).collect();
+        let mut original = (0..).filter(|i| !bad_at.contains(i));
+        for e in file.entries {
+            let i = original.next().unwrap_or(0);
             self.good.push(Declared { entry: e, origin: origin(i), file_source: file.source.clone() });
         }
     }
@@ -81,10 +105,18 @@ fn read_input(input: &str) -> Input {
                     let file = delta::File { entries: vec![e], ..Default::default() };
                     inp.take((file, vec![], vec![]), &origin, Some(n), line)
                 }
-                Err(p) => inp.bad.push(Rejected { origin: origin(0), line: Some(n), raw: Some(v), text: None, problem: p }),
+                Err(p) => inp.bad.push(Rejected {
+                    origin: origin(0),
+                    index: None,
+                    line: Some(n),
+                    raw: Some(v),
+                    text: None,
+                    problem: p,
+                }),
             },
             Err(e) => inp.bad.push(Rejected {
                 origin: origin(0),
+                index: None,
                 line: Some(n),
                 raw: None,
                 text: Some(line.to_string()),
@@ -111,7 +143,10 @@ pub fn plan(home: &Home, input: &str, source: Option<String>, rep: &mut Reporter
         let st = Staged {
             source: Some(session.clone()),
             error: format!("{} declared entr{} did not validate", bad.len(), if bad.len() == 1 { "y" } else { "ies" }),
-            entries: bad.iter().filter_map(|r| r.raw.clone().map(|v| staging::with_error(v, &r.problem.to_string()))).collect(),
+            entries: bad
+                .iter()
+                .filter_map(|r| r.raw.clone().map(|v| staging::with_error(v, &r.problem.to_string())))
+                .collect(),
             raw: bad.iter().filter_map(|r| r.text.clone()).collect(),
             ..Staged::default()
         };
@@ -180,7 +215,7 @@ fn validate_group(home: &Home, key: &TargetKey, good: &mut [Declared], idx: &[us
         errors[j] = Some(msg);
     }
     let TargetKey::Path(path) = key else { return errors };
-    let doc = match check::read_target(path) {
+    let doc = match check::read_target(path, good[idx[0]].entry.target_text()) {
         Ok(Some(text)) => Doc::new(text, true),
         Ok(None) => Doc::new(String::new(), true),
         Err(msg) => return vec![Some(msg); idx.len()],

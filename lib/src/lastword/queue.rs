@@ -68,7 +68,12 @@ pub fn stage_unreadable(home: &Home, path: &Path, q: &Queue) -> Result<Option<st
     let st = Staged {
         source: q.file.source.clone(),
         queue: Some(path.to_path_buf()),
-        error: format!("{} invalid entr{} in {}", q.bad.len(), if q.bad.len() == 1 { "y" } else { "ies" }, home.show(path)),
+        error: format!(
+            "{} invalid entr{} in {}",
+            q.bad.len(),
+            if q.bad.len() == 1 { "y" } else { "ies" },
+            home.show(path)
+        ),
         entries: q.bad.iter().map(|b| staging::with_error(b.raw.clone(), &b.problem.to_string())).collect(),
         ..Staged::default()
     };

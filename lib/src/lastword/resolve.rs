@@ -30,7 +30,8 @@ pub fn validate(home: &Home, path: &Path, rep: &mut Reporter) -> Result<bool> {
         problems += 1;
     }
     // Indexes of parsed entries in the file skip the bad ones.
-    let index: Vec<usize> = (0..file.entries.len() + bad.len()).filter(|i| !bad.iter().any(|b| b.index == *i)).collect();
+    let index: Vec<usize> =
+        (0..file.entries.len() + bad.len()).filter(|i| !bad.iter().any(|b| b.index == *i)).collect();
     for (j, msg) in check::duplicates(home, &file.entries, file.source.as_deref()) {
         let i = index[j];
         rep.problem(&shown, Some(i), &format!("entries[{i}].key"), &msg, Exit::Negative)?;
@@ -74,7 +75,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
             e.base = None;
         }
         let TargetKey::Path(target) = check::target_key(home, e) else { continue };
-        let doc = match check::read_target(&target) {
+        let doc = match check::read_target(&target, e.target_text()) {
             Ok(t) => Doc::new(t.unwrap_or_default(), true),
             Err(m) => {
                 conflicts += 1;

@@ -49,7 +49,11 @@ pub fn write(home: &Home, st: &Staged) -> Result<PathBuf> {
         m.insert("raw".into(), json!(st.raw));
     }
     m.insert("entries".into(), Value::Array(st.entries.clone()));
-    let text = format!("# kb-lastword staging: fix and run `kb-lastword resolve {}`\n{}", file_name(&path), crate::yaml::to_string(&Value::Object(m))?);
+    let text = format!(
+        "# kb-lastword staging: fix and run `kb-lastword resolve {}`\n{}",
+        file_name(&path),
+        crate::yaml::to_string(&Value::Object(m))?
+    );
     crate::atomic::write(&path, text.as_bytes())?;
     Ok(path)
 }

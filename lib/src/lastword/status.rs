@@ -40,8 +40,7 @@ pub fn status(home: &Home, rep: &mut Reporter) -> Result<()> {
         .iter()
         .map(|(id, f, _)| json!({"id": id, "file": f, "exists": home.resolve(f).is_file()}))
         .collect();
-    let project: Vec<&String> =
-        home.config.auto_detect.iter().filter(|f| home.project_enabled_file(f)).collect();
+    let project: Vec<&String> = home.config.auto_detect.iter().filter(|f| home.project_enabled_file(f)).collect();
     rep.record(&json!({"record": "status", "file": "(total)", "pending_files": files, "entries": total,
         "staging": staged, "knowledge_bases": bases, "project": project}))?;
     Ok(())
