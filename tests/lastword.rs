@@ -435,3 +435,18 @@ fn sixteen_concurrent_sessions() {
     assert!(!lw.lastword().join("USER.md.yaml").exists());
     let _ = NOW;
 }
+
+#[test]
+fn help_names_every_flag_the_parser_accepts() {
+    let lw = Lw::new();
+    let help = String::from_utf8(lw.cmd(&["--help"]).assert().success().get_output().stdout.clone()).unwrap();
+    let src = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("bins/kb-lastword.rs")).unwrap();
+    let flags: Vec<&str> = src.split("Long(\"").skip(1).filter_map(|s| s.split('"').next()).collect();
+    assert!(flags.len() >= 7, "{flags:?}");
+    for f in flags {
+        assert!(help.contains(&format!("--{f}")), "--{f} missing from --help");
+    }
+    lw.cmd(&["apply", "extra"]).assert().code(2);
+    lw.cmd(&["frobnicate"]).assert().code(2);
+    lw.cmd(&["status", "--format", "jsonl"]).assert().success();
+}

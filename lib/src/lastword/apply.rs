@@ -222,8 +222,14 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
     for (_, mut r, note) in all {
         let status = r["status"].as_str().unwrap_or_default().to_string();
         if status.contains("stage") {
-            let msg = note.unwrap_or_default();
-            rep.failure(&format!("{qshow}: entries[{}]: {msg}", r["entry"]), r, Exit::Negative)?;
+            let msg = format!("{qshow}: entries[{}]: {}", r["entry"], note.unwrap_or_default());
+            if opts.dry_run {
+                // The diff owns stdout in a dry run; problems go to stderr only.
+                eprintln!("kb-lastword: would stage {msg}");
+                rep.raise(Exit::Negative);
+            } else {
+                rep.failure(&msg, r, Exit::Negative)?;
+            }
         } else {
             if let Some(n) = note {
                 r["note"] = json!(n);
