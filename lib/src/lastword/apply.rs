@@ -53,6 +53,13 @@ fn apply_one(doc: &mut Doc, e: &Entry) -> Outcome {
     if let Found::Many(lines) = &found {
         return Outcome::Failed(check::ambiguous(e, lines));
     }
+    let level = match &found {
+        Found::One(i) => doc.heads[*i].level,
+        _ => e.level.unwrap_or(2),
+    };
+    if let Some(m) = check::escaping_heading(e, level) {
+        return Outcome::Failed(m);
+    }
     if found == Found::Missing && e.op != Op::Delete && !writable_heading(&e.heading) {
         return Outcome::Failed(format!(
             "heading \"{}\" cannot be written as an ATX heading that reads back the same",

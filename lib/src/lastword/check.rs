@@ -97,8 +97,22 @@ pub fn against(doc: &Doc, e: &Entry) -> Option<String> {
     }
     match doc.find(&e.heading, e.level) {
         Found::Many(lines) => Some(ambiguous(e, &lines)),
-        _ => None,
+        Found::One(i) => escaping_heading(e, doc.heads[i].level),
+        Found::Missing => escaping_heading(e, e.level.unwrap_or(2)),
     }
+}
+
+/// An `update` whose content holds a heading at the section's level or
+/// higher would end the section early (and repeat itself on re-apply):
+/// the message saying so, if it does.
+pub fn escaping_heading(e: &Entry, section_level: u8) -> Option<String> {
+    let content = e.content.as_deref().filter(|_| e.op == Op::Update)?;
+    let h = super::outline::fragment_headings(content, 0).into_iter().find(|h| h.level <= section_level)?;
+    Some(format!(
+        "content of \"{}\" contains the heading \"{}\" at level {}, which would end the section (level {section_level}); \
+         use deeper headings or a separate entry",
+        e.heading, h.text, h.level
+    ))
 }
 
 /// The message for a key that names several headings.
