@@ -39,23 +39,23 @@ pub fn eol_of(text: &str) -> &'static str {
     }
 }
 
-/// The top-level headings of a whole document (front matter allowed).
+/// The top-level headings of a whole document. Front matter counts only
+/// at the very start (after a BOM), as GitHub renders it: pulldown-cmark's
+/// metadata option would also swallow a `---` … `---` block mid-document,
+/// which CommonMark reads as a rule and a setext heading.
 pub fn headings(text: &str) -> Vec<Heading> {
-    let b = bom_len(text);
-    scan(&text[b..], b, true)
+    let start = crate::frontmatter::locate(text).map_or_else(|| bom_len(text), |(_, _, body)| body);
+    scan(&text[start..], start)
 }
 
 /// The top-level headings of a fragment parsed on its own (a section body
 /// being inserted), offsets shifted by `offset`.
 pub fn fragment_headings(fragment: &str, offset: usize) -> Vec<Heading> {
-    scan(fragment, offset, false)
+    scan(fragment, offset)
 }
 
-fn scan(src: &str, offset: usize, document: bool) -> Vec<Heading> {
-    let mut opts = Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES;
-    if document {
-        opts |= Options::ENABLE_YAML_STYLE_METADATA_BLOCKS;
-    }
+fn scan(src: &str, offset: usize) -> Vec<Heading> {
+    let opts = Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES;
     let mut depth = 0usize;
     let mut out = Vec::new();
     for (ev, range) in Parser::new_ext(src, opts).into_offset_iter() {
@@ -136,11 +136,20 @@ mod tests {
 
     #[test]
     fn atx_setext_fences_and_closing_runs() {
-        let text = "---\ntitle: x\n---\n# One #\n\n```\n# not\n```\n\nTwo\n===\n\n## C#\n### Three ###\n> # quoted\n";
-        assert_eq!(keys(text), vec![(1, "One".into()), (1, "Two".into()), (2, "C#".into()), (3, "Three".into())]);
+        let text = "---\ntitle: x\n---\n# One #\n\n```\n# not\n```\n\nTwo\n===\n\n## C#\n### Three ###\n> # quoted\n\n---\nmid: matter\n---\n";
+        assert_eq!(
+            keys(text),
+            vec![
+                (1, "One".into()),
+                (1, "Two".into()),
+                (2, "C#".into()),
+                (3, "Three".into()),
+                (2, "mid: matter".into())
+            ]
+        );
         let h = headings(text);
         assert_eq!(&text[h[1].start..h[1].end], "Two\n===\n");
-        assert_eq!(section_end(&h, 2, text.len()), text.len());
+        assert_eq!(section_end(&h, 2, text.len()), h[4].start);
     }
 
     #[test]
