@@ -6,5 +6,6 @@ mod memgate;
 mod util;
 
 mod append;
+mod lastword;
 mod lock;
 mod recipes;

@@ -16,6 +16,7 @@ pub mod git;
 pub mod index;
 pub mod io;
 pub mod jsonl;
+pub mod lastword;
 pub mod library;
 pub mod lock;
 pub mod maintain;
