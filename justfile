@@ -68,6 +68,19 @@ remember-answer *args: build
 remember-reindex *args: build
     kb-memgate reindex "$@"
 
+# Apply pending last-word deltas to AGENTS.md, SOUL.md, USER.md: just lastword [apply] [--dry-run] [--file USER.md]
+lastword action="apply" *args: build
+    kb-lastword "$@"
+
+# What last-word has pending and staged.
+lastword-status: build
+    kb-lastword status --format table
+
+# Pre-session-stop hook: queue the session's buffered deltas, then apply them (budget 1.5 s).
+lastword-hook buffer=".agents/last-word.session.jsonl" source="": build
+    if [ -s "{{buffer}}" ]; then kb-lastword plan --source "${2:-session-$$}" "{{buffer}}" >/dev/null && rm -f "{{buffer}}"; fi
+    kb-lastword apply >/dev/null
+
 # Run every test (unit and integration).
 test:
     cargo nextest run --workspace --no-fail-fast
@@ -77,6 +90,7 @@ bench: build
     bench/append.sh 10000 1000
     bash bench/memgate.sh
     python3 bench/memgate_locomo.py target/release/kb-memgate
+    bash bench/lastword.sh
 
 # What CI checks: formatting, lints as errors, the tests.
 ci:

@@ -60,3 +60,29 @@ fn demo_writes_through_kb_append_on_the_example_library() {
     assert!(out.contains("task-ai(library):reference created connection-pooling"), "{out}");
     assert!(out.contains("task-ai(library):batch 2 writes"), "{out}");
 }
+
+#[test]
+fn lastword_hook_plans_the_session_buffer_and_applies_it() {
+    let lib = Lib::empty();
+    let home = lib.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(lib.root().join("AGENTS.md"), "# Project\n\n## Build\n\nmake\n").unwrap();
+    std::fs::create_dir_all(lib.root().join(".agents")).unwrap();
+    std::fs::write(
+        lib.root().join(".agents/last-word.session.jsonl"),
+        "{\"path\":\"./AGENTS.md\",\"heading\":\"Build\",\"content\":\"cargo build --release\\n\",\"operation\":\"update\"}\n",
+    )
+    .unwrap();
+    just(lib.root()).env("KB_LASTWORD_HOME", &home).args(["lastword-hook"]).assert().success();
+    assert_eq!(
+        std::fs::read_to_string(lib.root().join("AGENTS.md")).unwrap(),
+        "# Project\n\n## Build\n\ncargo build --release\n"
+    );
+    assert!(!lib.root().join(".agents/last-word.session.jsonl").exists());
+    let out = just(lib.root())
+        .env("KB_LASTWORD_HOME", &home)
+        .args(["lastword", "status", "--format", "jsonl"])
+        .assert()
+        .success();
+    assert!(!out.get_output().stdout.is_empty());
+}
