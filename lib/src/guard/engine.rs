@@ -301,6 +301,34 @@ impl Engine {
         }
     }
 
+    /// Spans of one normalised line that `sanitize` neutralises: matches of
+    /// rules with an `inject` category, and base64 runs whose decoded text
+    /// raises a finding. Returns `(start, end, rule id, inject category)`.
+    pub fn inject_spans(&self, line: &str) -> Vec<(usize, usize, String, String)> {
+        let hay = line.as_bytes();
+        let mut out = Vec::new();
+        for pid in self.set.matches(hay) {
+            if pid == self.base64_id {
+                for m in self.base64.find_iter(hay) {
+                    let raises = decode_base64(&hay[m.range()])
+                        .is_some_and(|t| !self.scan_text("payload.txt", &t).findings.is_empty());
+                    if raises {
+                        out.push((m.start(), m.end(), "encoded_payload".into(), "encoded_payload".into()));
+                    }
+                }
+                continue;
+            }
+            let c = &self.pats[pid];
+            let rule = &self.rules[c.rule];
+            let Some(inject) = &rule.inject else { continue };
+            for m in c.re.find_iter(hay) {
+                out.push((m.start(), m.end(), rule.id.clone(), inject.clone()));
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Runs each rule's own examples through the whole pipeline; returns
     /// one message per example that does not behave.
     pub fn check_examples(&self, rule: &Rule) -> Vec<String> {
@@ -337,6 +365,49 @@ fn validate_extended(loaded: &[Rule], rules: Vec<Rule>) -> Result<Vec<Rule>> {
         return Err(Error::msg(bad.join("; ")));
     }
     Ok(rules)
+}
+
+/// The `validation` record of `kb-guard rules validate FILE`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Validation {
+    /// Always `validation`.
+    pub record: &'static str,
+    /// The file checked.
+    pub file: String,
+    /// Whether every check passed.
+    pub valid: bool,
+    /// Rules in the file.
+    pub rules: usize,
+    /// Examples run.
+    pub examples: usize,
+    /// What is wrong, one line each.
+    pub problems: Vec<String>,
+}
+
+/// Checks a rules file the way the hot loader does: fields, patterns, ids
+/// (against the core rules, unless the file is the core file), examples.
+pub fn validate(text: &str, file: &str) -> Validation {
+    let mut v = Validation { record: "validation", file: file.into(), valid: false, rules: 0, examples: 0, problems: vec![] };
+    let parsed = match rules::parse(text, file) {
+        Ok(r) => r,
+        Err(e) => {
+            v.problems.push(e.to_string());
+            return v;
+        }
+    };
+    v.rules = parsed.len();
+    v.examples = parsed.iter().map(|r| r.matches.len() + r.clean.len()).sum();
+    let result = if text == rules::CORE_YAML {
+        Engine::new(parsed.clone()).map(|e| parsed.iter().flat_map(|r| e.check_examples(r)).collect::<Vec<_>>())
+    } else {
+        rules::core().and_then(|core| validate_extended(&core, parsed.clone())).map(|_| Vec::new())
+    };
+    match result {
+        Ok(bad) => v.problems = bad,
+        Err(e) => v.problems.extend(e.to_string().split("; ").map(String::from)),
+    }
+    v.valid = v.problems.is_empty();
+    v
 }
 
 /// Decodes a base64 run when it is mostly printable UTF-8 text.

@@ -38,6 +38,32 @@ pub struct Normalized<'a> {
     pub encoding: &'static str,
 }
 
+/// Removes invisible, bidi and tag characters from one line (tags are
+/// dropped, not decoded: what they hide is not meant to be read). Returns
+/// the cleaned line and how many characters of each rule went.
+pub fn strip_hidden(line: &str) -> (String, Vec<(&'static str, usize)>) {
+    let mut counts = [("invisible_chars", 0), ("bidi_control", 0), ("tag_chars", 0)];
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if ('\u{E0000}'..='\u{E007F}').contains(&c) {
+            counts[2].1 += 1;
+        } else if is_bidi(c) {
+            counts[1].1 += 1;
+        } else if is_invisible(c) {
+            let prev = i.checked_sub(1).map(|p| chars[p]);
+            if ordinary_joiner(c, prev, chars.get(i + 1).copied()) {
+                out.push(c);
+            } else {
+                counts[0].1 += 1;
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    (out, counts.into_iter().filter(|(_, n)| *n > 0).collect())
+}
+
 /// Decodes `bytes` (BOM-aware) and normalises the text.
 pub fn normalize(bytes: &[u8]) -> Normalized<'_> {
     let mut notes = Vec::new();
@@ -53,6 +79,12 @@ pub fn normalize(bytes: &[u8]) -> Normalized<'_> {
         },
     };
     Normalized { text, notes, changed_lines, encoding }
+}
+
+/// Bytes to text without folding (for `sanitize`, which keeps lines it does
+/// not change as they were): BOMs, UTF-16 and invalid UTF-8 handled.
+pub fn decode_lossy(bytes: &[u8]) -> String {
+    decode(bytes, &mut Vec::new()).0.into_owned()
 }
 
 /// Bytes to text: a UTF-8 BOM is dropped, UTF-16 with a BOM (or with the

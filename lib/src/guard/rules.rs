@@ -136,6 +136,48 @@ pub struct Rule {
     pub source: String,
 }
 
+/// A `rule` record of `kb-guard rules list` (the rule without its examples).
+#[derive(Serialize)]
+pub struct Listed<'a> {
+    /// Always `rule`.
+    pub record: &'static str,
+    /// Rule id.
+    pub id: &'a str,
+    /// Category.
+    pub category: &'a str,
+    /// Severity.
+    pub severity: Severity,
+    /// What it catches.
+    pub description: &'a str,
+    /// The regex, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<&'a str>,
+    /// Checked by code.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub builtin: bool,
+    /// Injection category for sanitize.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inject: Option<&'a str>,
+    /// `core` or the extended file.
+    pub source: &'a str,
+}
+
+impl<'a> From<&'a Rule> for Listed<'a> {
+    fn from(r: &'a Rule) -> Listed<'a> {
+        Listed {
+            record: "rule",
+            id: &r.id,
+            category: &r.category,
+            severity: r.severity,
+            description: &r.description,
+            pattern: r.pattern.as_deref(),
+            builtin: r.builtin,
+            inject: r.inject.as_deref(),
+            source: &r.source,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleFile {
