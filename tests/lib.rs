@@ -3,3 +3,4 @@
 
 #[allow(dead_code)]
 mod util;
+mod guard;

@@ -98,7 +98,7 @@ pub fn scan_targets(
         })
         .collect();
     let mut per_target: Vec<(Vec<Finding>, usize, usize)> = targets
-        .iter()
+        .par_iter()
         .map(|t| match t.kind {
             TargetKind::Skill => (structure::check(engine, t), 0, 0),
             _ => (loose_entry_findings(engine, t), 0, 0),
