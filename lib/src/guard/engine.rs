@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 
 use base64::Engine as _;
 use regex_automata::meta::Regex;
+use regex_automata::Input;
 
 use super::finding::{self, doc_kind, line_contexts, Context, Finding, LineIndex, Lowered};
 use super::normalize;
@@ -29,7 +30,8 @@ const MAX_DEPTH: usize = 2;
 /// Most base64 runs decoded per text.
 const MAX_PAYLOADS: usize = 64;
 
-const BASE64_RUN: &str = r"[A-Za-z0-9+/]{40,}={0,2}";
+/// Shortest run of base64 characters decoded as a payload.
+const BASE64_MIN: usize = 40;
 
 /// Words before a match that show prose warns about a command rather than
 /// asks for it; such a match in prose is lowered one level.
@@ -62,8 +64,6 @@ pub struct Engine {
     by_id: HashMap<String, usize>,
     set: Set,
     pats: Vec<Compiled>,
-    base64_id: usize,
-    base64: Regex,
     caution: Regex,
 }
 
@@ -107,13 +107,9 @@ impl Engine {
             hirs.push(hir);
             pats.push(Compiled { rule: i, re, benign });
         }
-        let b64 = pattern::parse(BASE64_RUN)?;
-        let base64 = pattern::single(&b64)?;
-        let base64_id = hirs.len();
-        hirs.push(b64);
         let set = Set::new(&hirs)?;
         let caution = pattern::single(&pattern::parse(CAUTION_WORDS)?)?;
-        Ok(Engine { rules, by_id, set, pats, base64_id, base64, caution })
+        Ok(Engine { rules, by_id, set, pats, caution })
     }
 
     /// The core rules, compiled once per process.
@@ -206,7 +202,8 @@ impl Engine {
     ) {
         let hay = text.as_bytes();
         let ids = self.set.matches(hay);
-        if ids.is_empty() && notes.is_empty() {
+        let payloads = if depth < MAX_DEPTH { base64_runs(hay) } else { Vec::new() };
+        if ids.is_empty() && notes.is_empty() && payloads.is_empty() {
             return;
         }
         let kind = doc_kind(path);
@@ -218,22 +215,18 @@ impl Engine {
             out.findings.push(self.builtin(n.rule, path, n.line, n.column, &n.matched, c));
         }
         let lines = LineIndex::new(hay);
+        self.scan_payloads(path, hay, &payloads, &lines, &ctx, depth, out);
         for pid in ids {
-            if pid == self.base64_id {
-                if depth < MAX_DEPTH {
-                    self.scan_payloads(path, hay, &lines, &ctx, depth, out);
-                }
-                continue;
-            }
             let c = &self.pats[pid];
             let rule = &self.rules[c.rule];
-            let (mut last_line, mut reported) = (0, 0);
-            for m in c.re.find_iter(hay) {
+            // One match per line is all a finding needs; the next search
+            // starts on the next line, so each line is searched once (an
+            // iterator over every match can be quadratic on long lines).
+            let (mut at, mut reported) = (0, 0);
+            while at < hay.len() {
+                let Some(m) = c.re.search(&Input::new(hay).span(at..hay.len())) else { break };
                 let (line, ls, le) = lines.locate(m.start());
-                if line == last_line {
-                    continue;
-                }
-                last_line = line;
+                at = le + 1;
                 if reported == PER_RULE {
                     out.omitted += 1;
                     continue;
@@ -270,12 +263,14 @@ impl Engine {
         &self,
         path: &str,
         hay: &[u8],
+        payloads: &[std::ops::Range<usize>],
         lines: &LineIndex,
         ctx: &dyn Fn(usize) -> Context,
         depth: usize,
         out: &mut Scanned,
     ) {
-        for m in self.base64.find_iter(hay).take(MAX_PAYLOADS) {
+        for m in payloads {
+            let m = Match { start: m.start, end: m.end };
             let Some(text) = decode_base64(&hay[m.range()]) else { continue };
             let mut inner = Scanned::default();
             let norm = normalize::normalize(text.as_bytes());
@@ -307,17 +302,14 @@ impl Engine {
     pub fn inject_spans(&self, line: &str) -> Vec<(usize, usize, String, String)> {
         let hay = line.as_bytes();
         let mut out = Vec::new();
-        for pid in self.set.matches(hay) {
-            if pid == self.base64_id {
-                for m in self.base64.find_iter(hay) {
-                    let raises = decode_base64(&hay[m.range()])
-                        .is_some_and(|t| !self.scan_text("payload.txt", &t).findings.is_empty());
-                    if raises {
-                        out.push((m.start(), m.end(), "encoded_payload".into(), "encoded_payload".into()));
-                    }
-                }
-                continue;
+        for m in base64_runs(hay) {
+            let raises =
+                decode_base64(&hay[m.clone()]).is_some_and(|t| !self.scan_text("payload.txt", &t).findings.is_empty());
+            if raises {
+                out.push((m.start, m.end, "encoded_payload".into(), "encoded_payload".into()));
             }
+        }
+        for pid in self.set.matches(hay) {
             let c = &self.pats[pid];
             let rule = &self.rules[c.rule];
             let Some(inject) = &rule.inject else { continue };
@@ -408,6 +400,47 @@ pub fn validate(text: &str, file: &str) -> Validation {
     }
     v.valid = v.problems.is_empty();
     v
+}
+
+struct Match {
+    start: usize,
+    end: usize,
+}
+
+impl Match {
+    fn start(&self) -> usize {
+        self.start
+    }
+
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+}
+
+/// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding),
+/// at most [`MAX_PAYLOADS`]: one cheap byte loop, no automaton.
+fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < hay.len() && out.len() < MAX_PAYLOADS {
+        if !b64(hay[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < hay.len() && b64(hay[i]) {
+            i += 1;
+        }
+        if i - start >= BASE64_MIN {
+            let mut end = i;
+            while end < hay.len() && end - i < 2 && hay[end] == b'=' {
+                end += 1;
+            }
+            out.push(start..end);
+        }
+    }
+    out
 }
 
 /// Decodes a base64 run when it is mostly printable UTF-8 text.
