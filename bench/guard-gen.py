@@ -150,9 +150,21 @@ def main():
     os.makedirs(adv, exist_ok=True)
     rules = json.loads(sys.stdin.read()) if not sys.stdin.isatty() else []
     fams = {}
+    import re
+    compiled = []
+    for r in rules:
+        try:
+            compiled.append(re.compile(r["pattern"].replace("(?i)", ""), re.I))
+        except (KeyError, re.error):
+            pass
     for r in rules:
         for ex in r.get("match", []):
-            fams.setdefault(r["category"], []).append(ex[: max(3, len(ex) * 2 // 3)])
+            # A near match: a prefix of a real match that no rule matches.
+            for cut in range(len(ex) * 2 // 3, 2, -1):
+                frag = ex[:cut]
+                if not any(c.search(frag) for c in compiled):
+                    fams.setdefault(r["category"], []).append(frag)
+                    break
     for cat, frags in fams.items():
         buf, size, lines = [], 0, []
         while size < 1 << 20:

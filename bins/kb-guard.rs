@@ -135,7 +135,15 @@ fn main() -> ExitCode {
                 if a.format.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
                     let rows: Vec<Vec<String>> = rules
                         .iter()
-                        .map(|r| vec![r.id.clone(), r.category.clone(), r.severity.to_string(), r.source.clone(), r.description.clone()])
+                        .map(|r| {
+                            vec![
+                                r.id.clone(),
+                                r.category.clone(),
+                                r.severity.to_string(),
+                                r.source.clone(),
+                                r.description.clone(),
+                            ]
+                        })
                         .collect();
                     out.text(&jsonl::table(&["ID", "CATEGORY", "SEVERITY", "SOURCE", "DESCRIPTION"], &rows))?;
                 } else {
@@ -145,7 +153,8 @@ fn main() -> ExitCode {
                 }
             }
             ["filter"] => {
-                let lines = jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
+                let lines =
+                    jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
                 for (line, outcome) in guard::filter::filter(&engine, policy.as_ref(), now, lines) {
                     match outcome {
                         Outcome::Pass(obj) => out.record(&obj)?,
@@ -153,14 +162,20 @@ fn main() -> ExitCode {
                         Outcome::Refused(msg, extra) => {
                             eprintln!("kb-guard: <stdin>:{line}: {msg}");
                             let mut rec = json!({"record": "error", "line": line, "message": msg});
-                            rec.as_object_mut().into_iter().for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
+                            rec.as_object_mut()
+                                .into_iter()
+                                .for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
                             out.record(&rec)?;
                             out.raise(Exit::Negative);
                         }
                     }
                 }
             }
-            _ => return Err(Error::usage("expected scan PATH..., rules list, rules validate FILE..., filter or sanitize")),
+            _ => {
+                return Err(Error::usage(
+                    "expected scan PATH..., rules list, rules validate FILE..., filter or sanitize",
+                ))
+            }
         }
         out.finish()
     })
@@ -186,7 +201,9 @@ fn sanitize(a: &Args, file: Option<&str>, mut out: Out) -> Result<Exit, Error> {
             let body = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
             std::fs::write(p, body).ctx(|| format!("writing {}", p.display()))?;
         }
-        None => changes.iter().for_each(|c| eprintln!("kb-guard: sanitize: line {}: {} {:?} -> {:?}", c.line, c.rule, c.before, c.after)),
+        None => changes
+            .iter()
+            .for_each(|c| eprintln!("kb-guard: sanitize: line {}: {} {:?} -> {:?}", c.line, c.rule, c.before, c.after)),
     }
     out.finish()
 }

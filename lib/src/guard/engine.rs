@@ -149,7 +149,15 @@ impl Engine {
     }
 
     /// A finding of builtin rule `id` (structure, encoding, binary).
-    pub fn builtin(&self, id: &str, path: &str, line: usize, column: usize, matched: &str, context: Context) -> Finding {
+    pub fn builtin(
+        &self,
+        id: &str,
+        path: &str,
+        line: usize,
+        column: usize,
+        matched: &str,
+        context: Context,
+    ) -> Finding {
         let (category, severity, description) = match self.rule(id) {
             Some(r) => (r.category.clone(), r.severity, r.description.clone()),
             None => ("structure".to_string(), Severity::High, id.to_string()),
@@ -246,7 +254,8 @@ impl Engine {
                     severity = severity.lower();
                 }
                 let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
-                let mut f = self.builtin(&rule.id, path, line, column, &String::from_utf8_lossy(&hay[m.range()]), context);
+                let mut f =
+                    self.builtin(&rule.id, path, line, column, &String::from_utf8_lossy(&hay[m.range()]), context);
                 f.severity = severity;
                 f.lowered = lowered.filter(|l| l.from != severity);
                 f.normalized = changed.binary_search(&line).is_ok();
@@ -259,6 +268,7 @@ impl Engine {
     /// Decodes base64 runs that decode to text and scans that text; a
     /// payload that raises anything is an `encoded_payload` finding, and
     /// each inner finding is reported at the payload's place.
+    #[allow(clippy::too_many_arguments)] // the scan state of one text, passed down once
     fn scan_payloads(
         &self,
         path: &str,
@@ -379,7 +389,8 @@ pub struct Validation {
 /// Checks a rules file the way the hot loader does: fields, patterns, ids
 /// (against the core rules, unless the file is the core file), examples.
 pub fn validate(text: &str, file: &str) -> Validation {
-    let mut v = Validation { record: "validation", file: file.into(), valid: false, rules: 0, examples: 0, problems: vec![] };
+    let mut v =
+        Validation { record: "validation", file: file.into(), valid: false, rules: 0, examples: 0, problems: vec![] };
     let parsed = match rules::parse(text, file) {
         Ok(r) => r,
         Err(e) => {

@@ -23,13 +23,11 @@ pub enum Outcome {
     Invalid(String),
 }
 
+/// One input line: its number and the parsed object or why it did not parse.
+pub type Line = (usize, Result<Map<String, Value>, String>);
+
 /// Filters parsed request lines, in parallel, keeping their order.
-pub fn filter(
-    engine: &Engine,
-    policy: Option<&Policy>,
-    now: Timestamp,
-    lines: Vec<(usize, Result<Map<String, Value>, String>)>,
-) -> Vec<(usize, Outcome)> {
+pub fn filter(engine: &Engine, policy: Option<&Policy>, now: Timestamp, lines: Vec<Line>) -> Vec<(usize, Outcome)> {
     lines
         .into_par_iter()
         .map(|(line, obj)| {

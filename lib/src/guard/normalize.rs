@@ -128,7 +128,11 @@ fn decode<'a>(bytes: &'a [u8], notes: &mut Vec<Note>) -> (Cow<'a, str>, &'static
             let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
             let lossy = String::from_utf8_lossy(bytes).into_owned();
             let count = lossy.matches('\u{FFFD}').count() - valid.matches('\u{FFFD}').count();
-            notes.push(position_note("invalid_utf8", valid, format!("{count} invalid UTF-8 sequence(s), scanned lossily")));
+            notes.push(position_note(
+                "invalid_utf8",
+                valid,
+                format!("{count} invalid UTF-8 sequence(s), scanned lossily"),
+            ));
             (Cow::Owned(lossy), "utf-8")
         }
     }

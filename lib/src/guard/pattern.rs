@@ -9,7 +9,9 @@ use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet};
-use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look};
+use regex_syntax::hir::{
+    self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
+};
 
 use crate::error::{Error, Result};
 

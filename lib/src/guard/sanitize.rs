@@ -63,7 +63,7 @@ fn sanitize_line(engine: &Engine, line: &str, line_no: usize, changes: &mut Vec<
     let mut result = folded.clone();
     for (start, end, rule, category) in spans.iter().rev() {
         let before = &folded[*start..*end];
-        let after = defang(category, before, &folded[*end..]);
+        let after = defang(category, before);
         result.replace_range(*start..*end, &after);
         changes.push(Change {
             record: "change",
@@ -104,13 +104,10 @@ fn merge(mut spans: Vec<(usize, usize, String, String)>) -> Vec<(usize, usize, S
     out
 }
 
-/// The neutral form of a matched span (`rest` is the line after it).
-fn defang(category: &str, span: &str, rest: &str) -> String {
+/// The neutral form of a matched span.
+fn defang(category: &str, span: &str) -> String {
     match category {
-        "hidden_text" if span.starts_with("<!--") => {
-            let _ = rest;
-            format!("⟦comment:{}⟧", spaced(&span[4..]))
-        }
+        "hidden_text" if span.starts_with("<!--") => format!("⟦comment:{}⟧", spaced(&span[4..])),
         "exfiltration_link" => {
             let s = span.replacen("![", "⟦image⟧[", 1);
             s.replace("https://", "hxxps://").replace("http://", "hxxp://")

@@ -49,7 +49,11 @@ fn magic(b: &[u8]) -> Option<&'static str> {
         _ if starts(b"\0asm") => "WebAssembly module",
         _ if starts(b"PK\x03\x04") || starts(b"PK\x05\x06") || starts(b"PK\x07\x08") => "zip archive",
         _ if starts(&[0x1F, 0x8B]) => "gzip archive",
-        _ if starts(b"BZh") && b.get(3).is_some_and(|d| d.is_ascii_digit()) && b.len() > 4 && b[4..].starts_with(b"1AY") => {
+        _ if starts(b"BZh")
+            && b.get(3).is_some_and(|d| d.is_ascii_digit())
+            && b.len() > 4
+            && b[4..].starts_with(b"1AY") =>
+        {
             "bzip2 archive"
         }
         _ if starts(&[0xFD, b'7', b'z', b'X', b'Z', 0]) => "xz archive",

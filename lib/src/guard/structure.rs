@@ -132,7 +132,14 @@ fn check_skill_md(engine: &Engine, t: &Target, out: &mut Vec<Finding>) {
             return;
         }
         _ => {
-            out.push(engine.builtin("missing_skill_md", &t.display, 0, 0, "no readable regular SKILL.md", Context::File));
+            out.push(engine.builtin(
+                "missing_skill_md",
+                &t.display,
+                0,
+                0,
+                "no readable regular SKILL.md",
+                Context::File,
+            ));
             return;
         }
     };

@@ -92,7 +92,12 @@ pub fn collect(paths: &[String]) -> Vec<Result<Target, PathError>> {
     let mut out = Vec::new();
     for p in paths {
         if p == "-" {
-            out.push(Ok(Target { display: "-".into(), kind: TargetKind::Stdin, root: PathBuf::new(), entries: Vec::new() }));
+            out.push(Ok(Target {
+                display: "-".into(),
+                kind: TargetKind::Stdin,
+                root: PathBuf::new(),
+                entries: Vec::new(),
+            }));
             continue;
         }
         let path = Path::new(p);
@@ -101,7 +106,12 @@ pub fn collect(paths: &[String]) -> Vec<Result<Target, PathError>> {
             Ok(m) if m.is_dir() => walk(path, p, &mut out),
             Ok(_) => {
                 let entry = entry_for(path, String::new(), p.clone(), true);
-                out.push(Ok(Target { display: p.clone(), kind: TargetKind::File, root: path.into(), entries: vec![entry] }));
+                out.push(Ok(Target {
+                    display: p.clone(),
+                    kind: TargetKind::File,
+                    root: path.into(),
+                    entries: vec![entry],
+                }));
             }
         }
     }
@@ -119,7 +129,12 @@ fn join(display: &str, rel: &str) -> String {
 }
 
 fn rel_of(root: &Path, p: &Path) -> String {
-    p.strip_prefix(root).unwrap_or(p).components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+    p.strip_prefix(root)
+        .unwrap_or(p)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// An entry for `path`; `follow` stats through a symlink (command-line
