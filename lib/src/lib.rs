@@ -13,6 +13,7 @@ pub mod entry;
 pub mod error;
 pub mod frontmatter;
 pub mod git;
+pub mod guard;
 pub mod index;
 pub mod io;
 pub mod jsonl;
