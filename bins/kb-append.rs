@@ -192,6 +192,9 @@ fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), 
             Err(msg) => out.error(&msg, json!({}))?,
         }
     }
+    for e in &result.guard_errors {
+        out.error(e, json!({}))?;
+    }
     if let Some(e) = result.commit_error {
         out.error(&format!("the writes landed but the git commit failed: {e}"), json!({}))?;
     }

@@ -17,6 +17,7 @@ use crate::entry::{self, Category, Entry, SUFFIX_STATUS};
 use crate::error::{Error, Result};
 use crate::frontmatter;
 use crate::git;
+use crate::guard;
 use crate::index;
 use crate::library::Library;
 use crate::lock;
@@ -81,6 +82,12 @@ pub struct Written {
     pub sha256: String,
     /// When it was written.
     pub ts: String,
+    /// The guard's verdict on the content when it is not `safe`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<&'static str>,
+    /// What the guard found, for a caution (or an allowed risky) write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// The outcome of one request: written, or rejected with a reason.
@@ -95,6 +102,9 @@ pub struct BatchResult {
     pub committed: bool,
     /// A commit that failed after the writes landed (writes are kept).
     pub commit_error: Option<String>,
+    /// Extended guard rule files that could not be loaded (the scan ran
+    /// with the core rules and every valid file; reported, never silent).
+    pub guard_errors: Vec<String>,
 }
 
 /// Turns a JSONL request object into a request, or says what is wrong.
@@ -167,9 +177,11 @@ pub fn batch(
 ) -> Result<BatchResult> {
     let mut result = BatchResult::default();
     if requests.iter().all(|(_, r)| r.is_err()) {
-        result.outcomes = requests.into_iter().map(|(l, r)| (l, r.map(|_| unreachable_written()))).collect();
+        result.outcomes = requests.into_iter().filter_map(|(l, r)| r.err().map(|e| (l, Err(e)))).collect();
         return Ok(result);
     }
+    let (engine, load_errors) = guard::Engine::load(Some(&lib.path(GUARD_RULES)))?;
+    result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
     lock::with_lock(lib, &opts.lock, || {
         let mut events = Vec::new();
         let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
@@ -179,7 +191,7 @@ pub fn batch(
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
-                Ok(req) => apply(lib, &req).map(|(written, event, text)| {
+                Ok(req) => apply(lib, &engine, &req).map(|(written, event, text)| {
                     let entry = Entry::from_text(&req.path, &text);
                     if let Some(e) = &entry {
                         edges.push((req.path.clone(), relations::doc_edges(e, &text)));
@@ -223,22 +235,28 @@ pub fn batch(
     Ok(result)
 }
 
-fn unreachable_written() -> Written {
-    Written {
-        record: "write",
-        path: String::new(),
-        action: String::new(),
-        bytes: 0,
-        sha256: String::new(),
-        ts: String::new(),
-    }
-}
+/// Where the extended guard rules live (hot-loaded by every batch).
+pub const GUARD_RULES: &str = ".evolving-rules/security/active";
 
-/// Steps 1 and 3 for one request: mkdir -p, then the atomic write of the
-/// final content. Returns the record, the changelog event and the text.
-fn apply(lib: &Library, req: &Request) -> std::result::Result<(Written, Event, String), String> {
+/// Steps 1 and 3 for one request: the guard scan (seed 000: external
+/// content is sanitised before storage; dangerous content is refused unless
+/// `allow_risky` says why), mkdir -p, then the atomic write of the final
+/// content. Returns the record, the changelog event and the text.
+fn apply(
+    lib: &Library,
+    engine: &guard::Engine,
+    req: &Request,
+) -> std::result::Result<(Written, Event, String), String> {
     let full = lib.path(&req.path);
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
+    let report = guard::scan_text_with(engine, &req.path, &req.content);
+    if report.verdict == guard::Verdict::Dangerous && req.allow_risky.is_none() {
+        return Err(format!(
+            "refused: the guard judged the content dangerous ({}); pass --allow-risky REASON to write it anyway",
+            report.reason()
+        ));
+    }
+    let flagged = report.verdict != guard::Verdict::Safe;
     let old = match fs::read(&full) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -289,6 +307,8 @@ fn apply(lib: &Library, req: &Request) -> std::result::Result<(Written, Event, S
         bytes: text.len() as u64,
         sha256: sha,
         ts,
+        verdict: flagged.then(|| report.verdict.as_str()),
+        warning: flagged.then(|| report.reason()),
     };
     Ok((written, event, text))
 }
