@@ -13,6 +13,7 @@ pub mod entry;
 pub mod error;
 pub mod frontmatter;
 pub mod git;
+pub mod graph;
 pub mod index;
 pub mod jsonl;
 pub mod library;
