@@ -263,3 +263,32 @@ pub fn generated_indexes(lib: &Library) -> Vec<String> {
     }
     out
 }
+
+/// The path of a directory's `.index.md` (the root's is `.index.md`).
+pub fn index_file(dir: &str) -> String {
+    index_path(dir)
+}
+
+/// The rows (keyed by first cell) of any index table: every `| ... |` line
+/// after the header and separator rows. Reads hand-written indexes too, so
+/// `kb-index check` can compare them with the files on disk.
+pub fn table_rows(text: &str) -> Rows {
+    let mut rows = Rows::new();
+    let mut header_seen = false;
+    for line in text.lines() {
+        let Some(inner) = line.strip_prefix('|') else {
+            header_seen = false;
+            continue;
+        };
+        if !header_seen {
+            header_seen = true;
+            continue;
+        }
+        let first = inner.split(" |").next().unwrap_or("").trim();
+        if first.chars().all(|c| c == '-' || c == ':') {
+            continue;
+        }
+        rows.insert(first.replace("\\|", "|"), format!("{line}\n"));
+    }
+    rows
+}

@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod changelog;
 pub mod clock;
+pub mod consistency;
 pub mod derived;
 pub mod digest;
 pub mod entry;
@@ -15,13 +16,20 @@ pub mod frontmatter;
 pub mod git;
 pub mod graph;
 pub mod index;
+pub mod ioc;
 pub mod jsonl;
 pub mod library;
+pub mod lifecycle;
 pub mod lock;
 pub mod maintain;
 pub mod markdown;
+pub mod marks;
+pub mod promote;
+pub mod reindex;
 pub mod relations;
 pub mod scan;
+pub mod stale;
+pub mod usage;
 pub mod write;
 pub mod yaml;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::entry::{self, Entry};
 use crate::library::Library;
@@ -30,7 +30,7 @@ pub struct Doc {
 }
 
 /// A file that could not be read or understood.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Problem {
     /// Library-relative path (or the walk error's path).
     pub path: String,
