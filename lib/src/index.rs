@@ -284,10 +284,10 @@ pub fn table_rows(text: &str) -> Rows {
             header_seen = true;
             continue;
         }
-        let first = inner.split(" |").next().unwrap_or("").trim();
-        if first.chars().all(|c| c == '-' || c == ':') {
+        if inner.chars().all(|c| matches!(c, '-' | ':' | '|' | ' ')) {
             continue;
         }
+        let first = inner.split(" |").next().unwrap_or("").trim();
         rows.insert(first.replace("\\|", "|"), format!("{line}\n"));
     }
     rows

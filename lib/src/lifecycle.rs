@@ -92,15 +92,12 @@ pub fn compute(entries: &[Entry], usage: &BTreeMap<String, Usage>) -> Vec<Patter
         .collect()
 }
 
-/// Counts per state, in lifecycle order (every state present).
-pub fn counts(patterns: &[Pattern]) -> BTreeMap<&'static str, usize> {
-    let mut m: BTreeMap<&'static str, usize> = STATES.iter().map(|s| (*s, 0)).collect();
-    for p in patterns {
-        if let Some(k) = STATES.iter().find(|s| **s == p.state) {
-            *m.entry(k).or_default() += 1;
-        }
-    }
-    m
+/// Counts per state as a JSON object in lifecycle order (every state present).
+pub fn counts(patterns: &[Pattern]) -> serde_json::Map<String, serde_json::Value> {
+    STATES
+        .iter()
+        .map(|s| (s.to_string(), serde_json::Value::from(patterns.iter().filter(|p| p.state == *s).count())))
+        .collect()
 }
 
 /// Loads the library's patterns with their computed states.

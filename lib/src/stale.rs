@@ -116,3 +116,17 @@ pub fn all(entries: &[Entry], first_write: &BTreeMap<String, String>, now: Times
     out.extend(experiences(entries, first_write, now));
     out
 }
+
+/// The first `write` event of each path (the age of an undated experience).
+pub fn first_writes(events: &[crate::changelog::Event]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, (Timestamp, String)> = BTreeMap::new();
+    for e in events.iter().filter(|e| e.event == "write") {
+        if let Some(ts) = e.instant() {
+            let slot = out.entry(e.path.clone()).or_insert((ts, e.ts.clone()));
+            if ts < slot.0 {
+                *slot = (ts, e.ts.clone());
+            }
+        }
+    }
+    out.into_iter().map(|(k, (_, v))| (k, v)).collect()
+}
