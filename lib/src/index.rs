@@ -292,3 +292,34 @@ pub fn table_rows(text: &str) -> Rows {
     }
     rows
 }
+
+/// The incremental form of [`rebuild`]: rewrites only the indexes of
+/// `dirs` (removing those left without documents) and, when `master` is
+/// set, `.master-index.md`, from the full entry set. The files it writes
+/// are byte-identical to what `rebuild` writes for them. Callers hold the
+/// library lock. Returns the index files that changed.
+pub fn rebuild_dirs(lib: &Library, entries: &[&Entry], dirs: &BTreeSet<String>, master: bool) -> Result<Vec<String>> {
+    let mut by_dir: BTreeMap<&str, Rows> = dirs.iter().map(|d| (d.as_str(), Rows::new())).collect();
+    if !dirs.is_empty() {
+        for e in entries {
+            if let Some(info) = entry::classify(&e.path) {
+                if let Some(rows) = by_dir.get_mut(info.index_dir.as_str()) {
+                    let (k, r) = dir_row(e);
+                    rows.insert(k, r);
+                }
+            }
+        }
+    }
+    let mut touched = Vec::new();
+    for (dir, rows) in &by_dir {
+        let rel = index_path(dir);
+        if store(lib, &rel, &dir_title(dir), DIR_HEADER, rows)? {
+            touched.push(rel);
+        }
+    }
+    if master && store(lib, MASTER, "Master index", MASTER_HEADER, &master_rows(entries))? {
+        touched.push(MASTER.to_string());
+    }
+    touched.sort();
+    Ok(touched)
+}

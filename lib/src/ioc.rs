@@ -43,10 +43,10 @@ pub struct Domain {
 /// and deduplicated.
 pub fn domains(fields: &Map<String, Value>, body: &str) -> Vec<String> {
     let mut out = BTreeSet::new();
-    let mut texts = vec![body.to_string()];
-    collect_strings(&Value::Object(fields.clone()), &mut texts);
-    for t in &texts {
-        let mut rest = t.as_str();
+    let mut texts = vec![body];
+    fields.values().for_each(|v| collect_strings(v, &mut texts));
+    for t in texts {
+        let mut rest = t;
         while let Some(i) = rest.find("://") {
             let scheme_ok =
                 rest[..i].to_ascii_lowercase().ends_with("http") || rest[..i].to_ascii_lowercase().ends_with("https");
@@ -62,9 +62,9 @@ pub fn domains(fields: &Map<String, Value>, body: &str) -> Vec<String> {
     out.into_iter().collect()
 }
 
-fn collect_strings(v: &Value, out: &mut Vec<String>) {
+fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     match v {
-        Value::String(s) => out.push(s.clone()),
+        Value::String(s) => out.push(s),
         Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
         Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
         _ => {}
@@ -73,8 +73,8 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
 
 /// Tallies the domains of the reference entries; those in ≥ 3 documents,
 /// by descending doc_count then domain.
-pub fn tally(entries: &[Entry]) -> Vec<Domain> {
-    let refs: Vec<&Entry> = entries.iter().filter(|e| e.category == Category::Reference).collect();
+pub fn tally<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Domain> {
+    let refs: Vec<&Entry> = entries.into_iter().filter(|e| e.category == Category::Reference).collect();
     let mut by: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
     for e in &refs {
         for d in &e.domains {

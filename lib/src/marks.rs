@@ -38,9 +38,9 @@ fn scope(e: &Entry) -> Option<String> {
 }
 
 /// The marks to clear, sorted by path.
-pub fn violations(entries: &[Entry]) -> Vec<Violation> {
+pub fn violations<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Violation> {
     let mut by: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
-    for e in entries.iter().filter(|e| e.effectiveness_mark) {
+    for e in entries.into_iter().filter(|e| e.effectiveness_mark) {
         if let Some(s) = scope(e) {
             by.entry(s).or_default().push(e);
         }

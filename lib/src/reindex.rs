@@ -10,9 +10,9 @@
 //! same functions as a full rebuild, so the bytes are identical. When the
 //! digest and every output file's stat match, nothing is rendered at all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufWriter, Write};
 use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
@@ -35,8 +35,7 @@ use crate::scan::{self, Problem};
 /// The cache directory (DESIGN.md: `.cache` is internal, never committed).
 pub const CACHE_DIR: &str = ".cache/kb-index";
 const STATE: &str = ".cache/kb-index/state.json";
-const DOCS: &str = ".cache/kb-index/docs.jsonl";
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 /// The commit message of the seed.
 pub const COMMIT_MESSAGE: &str = "task-ai(library):maintain rebuild index";
@@ -84,6 +83,9 @@ struct State {
     outputs: BTreeMap<String, (u64, u64)>,
     problems: Vec<Problem>,
     documents: usize,
+    ioc_domains: usize,
+    /// Index directory -> its cache file under `dirs/`.
+    dirs: BTreeMap<String, String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -102,9 +104,9 @@ fn stat(lib: &Library, rel: &str) -> Option<(u64, u64)> {
     Some((m.len(), u64::try_from(ns).unwrap_or(u64::MAX)))
 }
 
-fn digest(paths: &[String], stats: &[Option<(u64, u64)>]) -> String {
+fn digest(items: impl Iterator<Item = (String, Option<(u64, u64)>)>) -> String {
     let mut h = Sha256::new();
-    for (p, s) in paths.iter().zip(stats) {
+    for (p, s) in items {
         let (size, mtime) = s.unwrap_or((u64::MAX, u64::MAX));
         h.update(p.as_bytes());
         h.update([0]);
@@ -112,6 +114,10 @@ fn digest(paths: &[String], stats: &[Option<(u64, u64)>]) -> String {
         h.update(mtime.to_le_bytes());
     }
     format!("{:x}", h.finalize())
+}
+
+fn index_dir(path: &str) -> String {
+    entry::classify(path).map(|i| i.index_dir).unwrap_or_default()
 }
 
 /// Runs the rebuild under the lock.
@@ -122,14 +128,16 @@ pub fn run(lib: &Library, opts: &Options) -> Result<Report> {
 fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     let (paths, walk_problems) = scan::document_paths(lib);
     let stats: Vec<Option<(u64, u64)>> = paths.par_iter().map(|p| stat(lib, p)).collect();
-    let docs_digest = digest(&paths, &stats);
+    let docs_digest = digest(paths.iter().cloned().zip(stats.iter().copied()));
     let state: Option<State> = if opts.incremental { read_state(lib) } else { None };
+    let stale_outputs: BTreeSet<String> = state
+        .as_ref()
+        .map(|st| st.outputs.iter().filter(|(p, s)| stat(lib, p) != Some(**s)).map(|(p, _)| p.clone()).collect())
+        .unwrap_or_default();
     if let Some(st) = &state {
-        let outputs_same = st.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s));
-        if st.docs_digest == docs_digest && outputs_same && walk_problems.is_empty() {
+        if st.docs_digest == docs_digest && stale_outputs.is_empty() && walk_problems.is_empty() {
             let cleared = consistency::clear(lib)?;
             let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
-            let ioc_domains = fs::read_to_string(lib.path(ioc::FILE)).map(|t| index::table_rows(&t).len()).unwrap_or(0);
             return Ok(Report {
                 record: "rebuild",
                 mode: "no-op",
@@ -137,39 +145,34 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
                 reread: 0,
                 touched: Vec::new(),
                 marks_cleared: Vec::new(),
-                ioc_domains,
+                ioc_domains: st.ioc_domains,
                 inconsistency_log_cleared: cleared,
                 committed,
                 problems: st.problems.clone(),
             });
         }
     }
-    let cache: BTreeMap<String, Cached> = if state.is_some() { read_docs(lib) } else { BTreeMap::new() };
-    let mode = if state.is_some() && !cache.is_empty() { "incremental" } else { "full" };
-    let read_back: Vec<(Cached, bool)> = paths
-        .par_iter()
-        .zip(stats.par_iter())
-        .map(|(p, s)| match (cache.get(p), s) {
-            (Some(c), Some((size, mtime))) if c.size == *size && c.mtime_ns == *mtime => (
-                Cached {
-                    path: c.path.clone(),
-                    size: c.size,
-                    mtime_ns: c.mtime_ns,
-                    entry: c.entry.clone(),
-                    problems: c.problems.clone(),
-                },
-                false,
-            ),
-            _ => (read(lib, p), true),
-        })
+    let mut cache: HashMap<String, Cached> = match &state {
+        Some(st) => read_docs(lib, st).unwrap_or_default(),
+        None => HashMap::new(),
+    };
+    let incremental = !cache.is_empty();
+    // Reuse every cached document whose stat is unchanged; read the rest.
+    let planned: Vec<Option<Cached>> = paths
+        .iter()
+        .zip(&stats)
+        .map(|(p, s)| cache.remove(p).filter(|c| s.is_some() && Some((c.size, c.mtime_ns)) == *s))
         .collect();
-    drop(cache);
-    let reread = read_back.iter().filter(|(_, r)| *r).count();
-    let mut docs: Vec<Cached> = read_back.into_iter().map(|(c, _)| c).collect();
+    let removed: Vec<String> = cache.into_keys().collect();
+    let mut changed_dirs: BTreeSet<String> = removed.iter().map(|p| index_dir(p)).collect();
+    let reread_flags: Vec<bool> = planned.iter().map(Option::is_none).collect();
+    let mut docs: Vec<Cached> =
+        planned.into_par_iter().zip(paths.par_iter()).map(|(c, p)| c.unwrap_or_else(|| read(lib, p))).collect();
+    let reread = reread_flags.iter().filter(|r| **r).count();
+    changed_dirs.extend(docs.iter().zip(&reread_flags).filter(|(_, r)| **r).map(|(d, _)| index_dir(&d.path)));
 
     // effectiveness_mark uniqueness: clear the losers, then re-read them.
-    let entries: Vec<Entry> = docs.iter().filter_map(|d| d.entry.clone()).collect();
-    let cleared = marks::violations(&entries);
+    let cleared = marks::violations(docs.iter().filter_map(|d| d.entry.as_ref()));
     let mut touched = Vec::new();
     for v in &cleared {
         let full = lib.path(&v.path);
@@ -180,12 +183,24 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         }
         if let Ok(i) = docs.binary_search_by(|d| d.path.cmp(&v.path)) {
             docs[i] = read(lib, &v.path);
+            changed_dirs.insert(index_dir(&v.path));
         }
     }
-    let entries: Vec<Entry> = docs.iter().filter_map(|d| d.entry.clone()).collect();
-    let refs: Vec<&Entry> = entries.iter().collect();
-    touched.extend(index::rebuild(lib, &refs)?);
-    let domains = ioc::tally(&entries);
+    let entries: Vec<&Entry> = docs.iter().filter_map(|d| d.entry.as_ref()).collect();
+    if incremental {
+        let mut dirs = changed_dirs.clone();
+        dirs.extend(
+            stale_outputs
+                .iter()
+                .filter_map(|o| o.strip_suffix(index::INDEX))
+                .map(|d| d.trim_end_matches('/').to_string()),
+        );
+        let master = reread > 0 || !removed.is_empty() || stale_outputs.contains(index::MASTER);
+        touched.extend(index::rebuild_dirs(lib, &entries, &dirs, master)?);
+    } else {
+        touched.extend(index::rebuild(lib, &entries)?);
+    }
+    let domains = ioc::tally(entries.iter().copied());
     let ioc_changed = match ioc::render(&domains) {
         Some(text) => atomic::write_if_changed(&lib.path(ioc::FILE), text.as_bytes())?,
         None => match fs::remove_file(lib.path(ioc::FILE)) {
@@ -202,38 +217,47 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     problems.extend(docs.iter().flat_map(|d| d.problems.iter().cloned()));
     problems.sort_by(|a, b| a.path.cmp(&b.path));
 
-    // The cache: outputs are every index file the entries call for.
+    // The cache: one file per index directory, rewritten only when changed.
+    let mut by_dir: BTreeMap<String, Vec<&Cached>> = BTreeMap::new();
+    for d in &docs {
+        by_dir.entry(index_dir(&d.path)).or_default().push(d);
+    }
+    let old_dirs = state.as_ref().map(|s| s.dirs.clone()).unwrap_or_default();
+    let write_dirs: Vec<(&String, &Vec<&Cached>)> = by_dir
+        .iter()
+        .filter(|(d, _)| !incremental || changed_dirs.contains(*d) || !old_dirs.contains_key(*d))
+        .collect();
+    if !incremental {
+        let _ = fs::remove_dir_all(lib.path(CACHE_DIR));
+    }
+    write_dirs.par_iter().map(|(dir, docs)| write_dir_cache(lib, dir, docs)).collect::<Result<Vec<()>>>()?;
+    for gone in old_dirs.keys().filter(|d| !by_dir.contains_key(*d)) {
+        let _ = fs::remove_file(lib.path(&dir_cache(gone)));
+    }
     let mut outputs = BTreeMap::new();
-    let mut out_files: Vec<String> =
-        entries.iter().filter_map(|e| entry::classify(&e.path)).map(|i| index::index_file(&i.index_dir)).collect();
-    out_files.sort();
-    out_files.dedup();
-    out_files.push(index::MASTER.to_string());
-    out_files.push(ioc::FILE.to_string());
+    let out_files =
+        by_dir.keys().map(|d| index::index_file(d)).chain([index::MASTER.to_string(), ioc::FILE.to_string()]);
     for f in out_files {
         if let Some(s) = stat(lib, &f) {
             outputs.insert(f, s);
         }
     }
-    let final_paths: Vec<String> = docs.iter().map(|d| d.path.clone()).collect();
-    let final_stats: Vec<Option<(u64, u64)>> =
-        final_paths.iter().zip(&docs).map(|(_, d)| Some((d.size, d.mtime_ns))).collect();
-    let new_digest = if walk_problems.is_empty() && final_paths == paths {
-        digest(&final_paths, &final_stats)
+    let new_digest = if walk_problems.is_empty() {
+        digest(docs.iter().map(|d| (d.path.clone(), (d.size != u64::MAX).then_some((d.size, d.mtime_ns)))))
     } else {
         String::new()
     };
-    write_cache(
-        lib,
-        (reread > 0 || !cleared.is_empty()).then_some(docs.as_slice()),
-        &State {
-            version: CACHE_VERSION,
-            docs_digest: new_digest,
-            outputs,
-            problems: problems.clone(),
-            documents: entries.len(),
-        },
-    )?;
+    let st = State {
+        version: CACHE_VERSION,
+        docs_digest: new_digest,
+        outputs,
+        problems: problems.clone(),
+        documents: entries.len(),
+        ioc_domains: domains.len(),
+        dirs: by_dir.keys().map(|d| (d.clone(), dir_cache(d))).collect(),
+    };
+    let text = serde_json::to_string(&st).map_err(|e| crate::error::Error::msg(e.to_string()))?;
+    atomic::write(&lib.path(STATE), text.as_bytes())?;
 
     let mut commit_paths = touched.clone();
     if log_cleared {
@@ -243,7 +267,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     touched.sort();
     Ok(Report {
         record: "rebuild",
-        mode,
+        mode: if incremental { "incremental" } else { "full" },
         documents: entries.len(),
         reread,
         touched,
@@ -256,9 +280,26 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
 }
 
 fn read(lib: &Library, rel: &str) -> Cached {
-    let (size, mtime_ns) = stat(lib, rel).unwrap_or((u64::MAX, u64::MAX));
-    let (doc, problems) = scan::read_doc(lib, rel);
-    Cached { path: rel.to_string(), size, mtime_ns, entry: doc.map(|d| d.entry), problems }
+    let (doc, problems) = scan::read_entry(lib, rel);
+    match doc {
+        Some((entry, size, mtime)) => Cached {
+            path: rel.to_string(),
+            size,
+            mtime_ns: u64::try_from(mtime).unwrap_or(u64::MAX),
+            entry: Some(entry),
+            problems,
+        },
+        None => {
+            let (size, mtime_ns) = stat(lib, rel).unwrap_or((u64::MAX, u64::MAX));
+            Cached { path: rel.to_string(), size, mtime_ns, entry: None, problems }
+        }
+    }
+}
+
+/// The cache file of an index directory (a digest keeps names flat and safe).
+fn dir_cache(dir: &str) -> String {
+    let d = format!("{:x}", Sha256::digest(dir.as_bytes()));
+    format!("{CACHE_DIR}/dirs/{}.jsonl", &d[..16])
 }
 
 fn read_state(lib: &Library) -> Option<State> {
@@ -266,30 +307,39 @@ fn read_state(lib: &Library) -> Option<State> {
     serde_json::from_str::<State>(&text).ok().filter(|s| s.version == CACHE_VERSION)
 }
 
-fn read_docs(lib: &Library) -> BTreeMap<String, Cached> {
-    let Ok(f) = fs::File::open(lib.path(DOCS)) else { return BTreeMap::new() };
-    let lines: Vec<String> = BufReader::new(f).lines().map_while(|l| l.ok()).collect();
-    let parsed: Vec<Option<Cached>> = lines.par_iter().map(|l| serde_json::from_str(l).ok()).collect();
-    if parsed.iter().any(Option::is_none) {
-        return BTreeMap::new();
+/// Every cached document; `None` when a cache file is missing or broken
+/// (then the run is a full one).
+fn read_docs(lib: &Library, st: &State) -> Option<HashMap<String, Cached>> {
+    let files: Vec<&String> = st.dirs.values().collect();
+    let parts: Vec<Option<Vec<Cached>>> = files
+        .par_iter()
+        .map(|f| {
+            let text = fs::read_to_string(lib.path(f)).ok()?;
+            text.lines().map(|l| serde_json::from_str::<Cached>(l).ok()).collect()
+        })
+        .collect();
+    let mut out = HashMap::new();
+    for part in parts {
+        for c in part? {
+            out.insert(c.path.clone(), c);
+        }
     }
-    parsed.into_iter().flatten().map(|c| (c.path.clone(), c)).collect()
+    Some(out)
 }
 
-fn write_cache(lib: &Library, docs: Option<&[Cached]>, state: &State) -> Result<()> {
-    if let Some(docs) = docs {
-        write_docs(lib, docs)?;
+/// Writes one directory's cache file: temp file and rename, no fsync (a
+/// lost or torn cache only makes the next run re-read documents).
+fn write_dir_cache(lib: &Library, dir: &str, docs: &[&Cached]) -> Result<()> {
+    let path = lib.path(&dir_cache(dir));
+    let parent = path.parent().unwrap_or(&lib.dir);
+    fs::create_dir_all(parent).ctx(|| format!("creating {}", parent.display()))?;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let mut w = BufWriter::new(fs::File::create(&tmp).ctx(|| format!("creating {}", tmp.display()))?);
+    for d in docs {
+        serde_json::to_writer(&mut w, d).map_err(|e| crate::error::Error::msg(e.to_string()))?;
+        w.write_all(b"\n").ctx(|| format!("writing {}", tmp.display()))?;
     }
-    let st = serde_json::to_string(state).map_err(|e| crate::error::Error::msg(e.to_string()))?;
-    atomic::write(&lib.path(STATE), st.as_bytes())
-}
-
-fn write_docs(lib: &Library, docs: &[Cached]) -> Result<()> {
-    let lines: Vec<String> = docs.par_iter().map(|d| serde_json::to_string(d).unwrap_or_default()).collect();
-    let mut buf = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
-    for l in lines {
-        buf.write_all(l.as_bytes()).ctx(|| "buffering the cache")?;
-        buf.push(b'\n');
-    }
-    atomic::write(&lib.path(DOCS), &buf)
+    w.flush().ctx(|| format!("writing {}", tmp.display()))?;
+    drop(w);
+    fs::rename(&tmp, &path).ctx(|| format!("replacing {}", path.display()))
 }

@@ -105,6 +105,17 @@ pub fn library(lib: &Library) -> Scan {
 /// Reads one document. A file that cannot be read is a problem and no doc;
 /// one that is not UTF-8 or too large is still indexed, with a problem.
 pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
+    read_with(lib, rel, true)
+}
+
+/// Reads one document's entry, size and mtime without its edges (no
+/// Markdown parse): all an index rebuild needs.
+pub fn read_entry(lib: &Library, rel: &str) -> (Option<(Entry, u64, u128)>, Vec<Problem>) {
+    let (doc, problems) = read_with(lib, rel, false);
+    (doc.map(|d| (d.entry, d.size, d.mtime_ns)), problems)
+}
+
+fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Problem>) {
     let full = lib.path(rel);
     let mut problems = Vec::new();
     let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
@@ -132,7 +143,7 @@ pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
     if let Some(err) = &entry.frontmatter_error {
         problems.push(problem("frontmatter", err.clone()));
     }
-    let edges = relations::doc_edges(&entry, &text);
+    let edges = if with_edges { relations::doc_edges(&entry, &text) } else { Vec::new() };
     (Some(Doc { entry, edges, size: meta.len(), mtime_ns }), problems)
 }
 
