@@ -3,12 +3,19 @@
 //! effectiveness_mark uniqueness, a cleared `.inconsistency.log`, and the
 //! commit `task-ai(library):maintain rebuild index`, all under the lock.
 //!
-//! `--incremental` keeps a cache under `.cache/kb-index/`: the entry of every
-//! document with the size and mtime it was read at, and a digest of the whole
-//! (path, size, mtime) list. A run re-reads only documents whose stat
-//! changed, then renders every derived file from the full entry set with the
-//! same functions as a full rebuild, so the bytes are identical. When the
-//! digest and every output file's stat match, nothing is rendered at all.
+//! `--incremental` keeps a cache under `.cache/kb-index/` (internal, never
+//! committed): the size and mtime of every document, the mtime of every
+//! directory walked, the stat of every index it wrote, and the few entry
+//! fields that effectiveness_mark uniqueness and `.ioc.md` need across the
+//! whole library (references and marked documents). A run
+//! - stats the known directories and documents and the written indexes;
+//!   when nothing moved it does nothing (no-op);
+//! - else walks, re-reads only documents whose stat changed, and patches
+//!   their rows into the indexes with `index::update`, whose rows are the
+//!   same pure function of an entry as in a full rebuild, so the bytes are
+//!   identical (tests compare them);
+//! - falls back to a full rebuild when the cache is missing or an index it
+//!   wrote was changed by someone else.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -17,12 +24,11 @@ use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::atomic;
 use crate::consistency;
-use crate::entry::{self, Entry};
-use crate::error::{Context, Result};
+use crate::entry::{self, Category, Entry};
+use crate::error::{Context, Error, Result};
 use crate::frontmatter;
 use crate::git;
 use crate::index;
@@ -35,7 +41,10 @@ use crate::scan::{self, Problem};
 /// The cache directory (DESIGN.md: `.cache` is internal, never committed).
 pub const CACHE_DIR: &str = ".cache/kb-index";
 const STATE: &str = ".cache/kb-index/state.json";
-const CACHE_VERSION: u32 = 2;
+const FILES: &str = ".cache/kb-index/files.tsv";
+const DIRS: &str = ".cache/kb-index/dirs.tsv";
+const SUMMARY: &str = ".cache/kb-index/summary.json";
+const CACHE_VERSION: u32 = 3;
 
 /// The commit message of the seed.
 pub const COMMIT_MESSAGE: &str = "task-ai(library):maintain rebuild index";
@@ -79,45 +88,65 @@ pub struct Report {
 #[derive(Serialize, Deserialize, Default)]
 struct State {
     version: u32,
-    docs_digest: String,
-    outputs: BTreeMap<String, (u64, u64)>,
+    outputs: BTreeMap<String, Stat>,
     problems: Vec<Problem>,
     documents: usize,
     ioc_domains: usize,
-    /// Index directory -> its cache file under `dirs/`.
-    dirs: BTreeMap<String, String>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Cached {
+/// Size and mtime (ns) of a file, or the mtime of a directory.
+type Stat = (u64, u64);
+
+/// One document as the cache remembers it.
+#[derive(Clone)]
+struct Known {
+    stat: Option<Stat>,
+    indexed: bool,
+}
+
+fn stat(lib: &Library, rel: &str) -> Option<Stat> {
+    let m = fs::metadata(lib.path(rel)).ok()?;
+    let ns = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
+    Some((if m.is_dir() { 0 } else { m.len() }, u64::try_from(ns).unwrap_or(u64::MAX)))
+}
+
+/// The fields of an entry that library-wide rules need (effectiveness_mark
+/// scopes and `.ioc.md`); `None` for entries neither rule looks at.
+fn summary_of(e: &Entry) -> Option<Entry> {
+    (e.category == Category::Reference || e.effectiveness_mark).then(|| Entry {
+        path: e.path.clone(),
+        category: e.category,
+        topic: e.topic.clone(),
+        version: e.version,
+        doc_type: e.doc_type.clone(),
+        semantic: e.semantic.clone(),
+        last_verified_at: e.last_verified_at.clone(),
+        updated_at: e.updated_at.clone(),
+        effectiveness_mark: e.effectiveness_mark,
+        domains: e.domains.clone(),
+        ..Entry::default()
+    })
+}
+
+/// A document read in this run.
+struct Read {
     path: String,
-    size: u64,
-    mtime_ns: u64,
+    stat: Option<Stat>,
     entry: Option<Entry>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     problems: Vec<Problem>,
 }
 
-fn stat(lib: &Library, rel: &str) -> Option<(u64, u64)> {
-    let m = fs::metadata(lib.path(rel)).ok()?;
-    let ns = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
-    Some((m.len(), u64::try_from(ns).unwrap_or(u64::MAX)))
-}
-
-fn digest(items: impl Iterator<Item = (String, Option<(u64, u64)>)>) -> String {
-    let mut h = Sha256::new();
-    for (p, s) in items {
-        let (size, mtime) = s.unwrap_or((u64::MAX, u64::MAX));
-        h.update(p.as_bytes());
-        h.update([0]);
-        h.update(size.to_le_bytes());
-        h.update(mtime.to_le_bytes());
+fn read(lib: &Library, rel: &str) -> Read {
+    let (doc, problems) = scan::read_entry(lib, rel);
+    match doc {
+        Some((entry, size, mtime)) => Read {
+            path: rel.to_string(),
+            stat: Some((size, u64::try_from(mtime).unwrap_or(u64::MAX))),
+            entry: Some(entry),
+            problems,
+        },
+        None => Read { path: rel.to_string(), stat: stat(lib, rel), entry: None, problems },
     }
-    format!("{:x}", h.finalize())
-}
-
-fn index_dir(path: &str) -> String {
-    entry::classify(path).map(|i| i.index_dir).unwrap_or_default()
 }
 
 /// Runs the rebuild under the lock.
@@ -126,53 +155,63 @@ pub fn run(lib: &Library, opts: &Options) -> Result<Report> {
 }
 
 fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
-    let (paths, walk_problems) = scan::document_paths(lib);
-    let stats: Vec<Option<(u64, u64)>> = paths.par_iter().map(|p| stat(lib, p)).collect();
-    let docs_digest = digest(paths.iter().cloned().zip(stats.iter().copied()));
-    let state: Option<State> = if opts.incremental { read_state(lib) } else { None };
-    let stale_outputs: BTreeSet<String> = state
-        .as_ref()
-        .map(|st| st.outputs.iter().filter(|(p, s)| stat(lib, p) != Some(**s)).map(|(p, _)| p.clone()).collect())
-        .unwrap_or_default();
-    if let Some(st) = &state {
-        if st.docs_digest == docs_digest && stale_outputs.is_empty() && walk_problems.is_empty() {
+    let cache = if opts.incremental { Cache::load(lib) } else { None };
+    if let Some(c) = &cache {
+        if c.unchanged(lib) {
             let cleared = consistency::clear(lib)?;
             let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
             return Ok(Report {
                 record: "rebuild",
                 mode: "no-op",
-                documents: st.documents,
+                documents: c.state.documents,
                 reread: 0,
                 touched: Vec::new(),
                 marks_cleared: Vec::new(),
-                ioc_domains: st.ioc_domains,
+                ioc_domains: c.state.ioc_domains,
                 inconsistency_log_cleared: cleared,
                 committed,
-                problems: st.problems.clone(),
+                problems: c.state.problems.clone(),
             });
         }
     }
-    let mut cache: HashMap<String, Cached> = match &state {
-        Some(st) => read_docs(lib, st).unwrap_or_default(),
-        None => HashMap::new(),
+    let (paths, dirs, walk_problems) = scan::walk(lib);
+    // A cache whose indexes someone else changed is not trusted.
+    let cache = cache.filter(|c| c.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)));
+    let incremental = cache.is_some();
+    let (mut known, mut summary, old_problems) = match cache {
+        Some(c) => (c.files, c.summary, c.state.problems),
+        None => (HashMap::new(), BTreeMap::new(), Vec::new()),
     };
-    let incremental = !cache.is_empty();
-    // Reuse every cached document whose stat is unchanged; read the rest.
-    let planned: Vec<Option<Cached>> = paths
+    let stats: Vec<Option<Stat>> =
+        if incremental { paths.par_iter().map(|p| stat(lib, p)).collect() } else { vec![None; paths.len()] };
+    let to_read: Vec<&String> = paths
         .iter()
         .zip(&stats)
-        .map(|(p, s)| cache.remove(p).filter(|c| s.is_some() && Some((c.size, c.mtime_ns)) == *s))
+        .filter(|(p, s)| !incremental || s.is_none() || known.get(p.as_str()).map_or(true, |k| k.stat != **s))
+        .map(|(p, _)| p)
         .collect();
-    let removed: Vec<String> = cache.into_keys().collect();
-    let mut changed_dirs: BTreeSet<String> = removed.iter().map(|p| index_dir(p)).collect();
-    let reread_flags: Vec<bool> = planned.iter().map(Option::is_none).collect();
-    let mut docs: Vec<Cached> =
-        planned.into_par_iter().zip(paths.par_iter()).map(|(c, p)| c.unwrap_or_else(|| read(lib, p))).collect();
-    let reread = reread_flags.iter().filter(|r| **r).count();
-    changed_dirs.extend(docs.iter().zip(&reread_flags).filter(|(_, r)| **r).map(|(d, _)| index_dir(&d.path)));
+    let walked: BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+    let removed: Vec<String> = known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect();
+    let mut reads: Vec<Read> = to_read.par_iter().map(|p| read(lib, p)).collect();
+    let reread = reads.len();
 
-    // effectiveness_mark uniqueness: clear the losers, then re-read them.
-    let cleared = marks::violations(docs.iter().filter_map(|d| d.entry.as_ref()));
+    // Fold the changes into the library-wide summary, then enforce
+    // effectiveness_mark uniqueness: clear the losers and re-read them.
+    let apply = |summary: &mut BTreeMap<String, Entry>, known: &mut HashMap<String, Known>, r: &Read| {
+        summary.remove(&r.path);
+        if let Some(s) = r.entry.as_ref().and_then(summary_of) {
+            summary.insert(r.path.clone(), s);
+        }
+        known.insert(r.path.clone(), Known { stat: r.stat, indexed: r.entry.is_some() });
+    };
+    for p in &removed {
+        summary.remove(p);
+        known.remove(p);
+    }
+    for r in &reads {
+        apply(&mut summary, &mut known, r);
+    }
+    let cleared = marks::violations(summary.values());
     let mut touched = Vec::new();
     for v in &cleared {
         let full = lib.path(&v.path);
@@ -181,83 +220,69 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
             atomic::write(&full, new.as_bytes())?;
             touched.push(v.path.clone());
         }
-        if let Ok(i) = docs.binary_search_by(|d| d.path.cmp(&v.path)) {
-            docs[i] = read(lib, &v.path);
-            changed_dirs.insert(index_dir(&v.path));
+        let again = read(lib, &v.path);
+        apply(&mut summary, &mut known, &again);
+        match reads.iter_mut().find(|r| r.path == v.path) {
+            Some(slot) => *slot = again,
+            None => reads.push(again),
         }
     }
-    let entries: Vec<&Entry> = docs.iter().filter_map(|d| d.entry.as_ref()).collect();
+
+    let mut entries_all: Vec<Entry> = Vec::new();
     if incremental {
-        let mut dirs = changed_dirs.clone();
-        dirs.extend(
-            stale_outputs
-                .iter()
-                .filter_map(|o| o.strip_suffix(index::INDEX))
-                .map(|d| d.trim_end_matches('/').to_string()),
-        );
-        let master = reread > 0 || !removed.is_empty() || stale_outputs.contains(index::MASTER);
-        touched.extend(index::rebuild_dirs(lib, &entries, &dirs, master)?);
+        let mut changes: Vec<(String, Option<Entry>)> =
+            reads.iter().map(|r| (r.path.clone(), r.entry.clone())).collect();
+        changes.extend(removed.iter().map(|p| (p.clone(), None)));
+        if !changes.is_empty() {
+            touched.extend(index::update(lib, &changes)?);
+        }
     } else {
-        touched.extend(index::rebuild(lib, &entries)?);
+        entries_all = reads.iter().filter_map(|r| r.entry.clone()).collect();
+        let refs: Vec<&Entry> = entries_all.iter().collect();
+        touched.extend(index::rebuild(lib, &refs)?);
     }
-    let domains = ioc::tally(entries.iter().copied());
+    drop(entries_all);
+    let domains = ioc::tally(summary.values());
     let ioc_changed = match ioc::render(&domains) {
         Some(text) => atomic::write_if_changed(&lib.path(ioc::FILE), text.as_bytes())?,
         None => match fs::remove_file(lib.path(ioc::FILE)) {
             Ok(()) => true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(e) => return Err(crate::error::Error::io(format!("removing {}", ioc::FILE), e)),
+            Err(e) => return Err(Error::io(format!("removing {}", ioc::FILE), e)),
         },
     };
     if ioc_changed {
         touched.push(ioc::FILE.to_string());
     }
     let log_cleared = consistency::clear(lib)?;
-    let mut problems = walk_problems.clone();
-    problems.extend(docs.iter().flat_map(|d| d.problems.iter().cloned()));
-    problems.sort_by(|a, b| a.path.cmp(&b.path));
 
-    // The cache: one file per index directory, rewritten only when changed.
-    let mut by_dir: BTreeMap<String, Vec<&Cached>> = BTreeMap::new();
-    for d in &docs {
-        by_dir.entry(index_dir(&d.path)).or_default().push(d);
-    }
-    let old_dirs = state.as_ref().map(|s| s.dirs.clone()).unwrap_or_default();
-    let write_dirs: Vec<(&String, &Vec<&Cached>)> = by_dir
+    // Problems: the walk's, plus each document's (kept from the cache for
+    // documents not re-read this time).
+    let fresh: BTreeSet<&str> =
+        reads.iter().map(|r| r.path.as_str()).chain(removed.iter().map(String::as_str)).collect();
+    let mut problems = walk_problems;
+    problems.extend(
+        old_problems
+            .into_iter()
+            .filter(|p| p.kind != "walk" && !fresh.contains(p.path.as_str()) && walked.contains(p.path.as_str())),
+    );
+    problems.extend(reads.iter().flat_map(|r| r.problems.iter().cloned()));
+    problems.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.kind.cmp(&b.kind)));
+    problems.dedup();
+
+    let documents = known.values().filter(|k| k.indexed).count();
+    let mut index_files: BTreeSet<String> = known
         .iter()
-        .filter(|(d, _)| !incremental || changed_dirs.contains(*d) || !old_dirs.contains_key(*d))
+        .filter(|(_, k)| k.indexed)
+        .filter_map(|(p, _)| entry::classify(p))
+        .map(|i| index::index_file(&i.index_dir))
         .collect();
-    if !incremental {
-        let _ = fs::remove_dir_all(lib.path(CACHE_DIR));
-    }
-    write_dirs.par_iter().map(|(dir, docs)| write_dir_cache(lib, dir, docs)).collect::<Result<Vec<()>>>()?;
-    for gone in old_dirs.keys().filter(|d| !by_dir.contains_key(*d)) {
-        let _ = fs::remove_file(lib.path(&dir_cache(gone)));
-    }
-    let mut outputs = BTreeMap::new();
-    let out_files =
-        by_dir.keys().map(|d| index::index_file(d)).chain([index::MASTER.to_string(), ioc::FILE.to_string()]);
-    for f in out_files {
-        if let Some(s) = stat(lib, &f) {
-            outputs.insert(f, s);
-        }
-    }
-    let new_digest = if walk_problems.is_empty() {
-        digest(docs.iter().map(|d| (d.path.clone(), (d.size != u64::MAX).then_some((d.size, d.mtime_ns)))))
-    } else {
-        String::new()
-    };
-    let st = State {
-        version: CACHE_VERSION,
-        docs_digest: new_digest,
-        outputs,
-        problems: problems.clone(),
-        documents: entries.len(),
-        ioc_domains: domains.len(),
-        dirs: by_dir.keys().map(|d| (d.clone(), dir_cache(d))).collect(),
-    };
-    let text = serde_json::to_string(&st).map_err(|e| crate::error::Error::msg(e.to_string()))?;
-    atomic::write(&lib.path(STATE), text.as_bytes())?;
+    index_files.insert(index::MASTER.to_string());
+    index_files.insert(ioc::FILE.to_string());
+    let outputs = index_files.into_iter().filter_map(|f| stat(lib, &f).map(|s| (f, s))).collect();
+    let state =
+        State { version: CACHE_VERSION, outputs, problems: problems.clone(), documents, ioc_domains: domains.len() };
+    Cache::save(lib, &state, &known, &dirs, &summary)?;
 
     let mut commit_paths = touched.clone();
     if log_cleared {
@@ -265,10 +290,11 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     }
     let committed = opts.commit && git::commit(lib, &commit_paths, COMMIT_MESSAGE)?;
     touched.sort();
+    touched.dedup();
     Ok(Report {
         record: "rebuild",
         mode: if incremental { "incremental" } else { "full" },
-        documents: entries.len(),
+        documents,
         reread,
         touched,
         marks_cleared: cleared,
@@ -279,66 +305,90 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     })
 }
 
-fn read(lib: &Library, rel: &str) -> Cached {
-    let (doc, problems) = scan::read_entry(lib, rel);
-    match doc {
-        Some((entry, size, mtime)) => Cached {
-            path: rel.to_string(),
-            size,
-            mtime_ns: u64::try_from(mtime).unwrap_or(u64::MAX),
-            entry: Some(entry),
-            problems,
-        },
-        None => {
-            let (size, mtime_ns) = stat(lib, rel).unwrap_or((u64::MAX, u64::MAX));
-            Cached { path: rel.to_string(), size, mtime_ns, entry: None, problems }
+/// The incremental cache as loaded.
+struct Cache {
+    state: State,
+    files: HashMap<String, Known>,
+    dirs: Vec<(String, Option<Stat>)>,
+    summary: BTreeMap<String, Entry>,
+}
+
+impl Cache {
+    fn load(lib: &Library) -> Option<Cache> {
+        let state: State = serde_json::from_str(&fs::read_to_string(lib.path(STATE)).ok()?)
+            .ok()
+            .filter(|s: &State| s.version == CACHE_VERSION)?;
+        let files_text = fs::read_to_string(lib.path(FILES)).ok()?;
+        let mut files = HashMap::with_capacity(files_text.len() / 64);
+        for line in files_text.lines() {
+            let mut it = line.splitn(4, '\t');
+            let (size, mtime, indexed, path) = (it.next()?, it.next()?, it.next()?, it.next()?);
+            let stat = if size == "-" { None } else { Some((size.parse().ok()?, mtime.parse().ok()?)) };
+            files.insert(path.to_string(), Known { stat, indexed: indexed == "1" });
         }
+        let dirs_text = fs::read_to_string(lib.path(DIRS)).ok()?;
+        let mut dirs = Vec::new();
+        for line in dirs_text.lines() {
+            let (mtime, dir) = line.split_once('\t')?;
+            dirs.push((dir.to_string(), if mtime == "-" { None } else { Some((0, mtime.parse().ok()?)) }));
+        }
+        let summary: Vec<Entry> = serde_json::from_str(&fs::read_to_string(lib.path(SUMMARY)).ok()?).ok()?;
+        let summary = summary.into_iter().map(|e| (e.path.clone(), e)).collect();
+        Some(Cache { state, files, dirs, summary })
+    }
+
+    /// Nothing was added, removed or changed since the cache was written:
+    /// every walked directory has its mtime (a file created, renamed or
+    /// deleted changes its directory's), every document its size and
+    /// mtime, every written index its stat.
+    fn unchanged(&self, lib: &Library) -> bool {
+        let outputs = self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s));
+        outputs
+            && self.dirs.par_iter().all(|(d, s)| stat(lib, d) == *s)
+            && self.files.par_iter().all(|(p, k)| stat(lib, p) == k.stat)
+    }
+
+    /// Writes the cache: plain files replaced by rename without fsync (a
+    /// lost or torn cache only makes the next run a full one). Directory
+    /// mtimes are taken last, after every write of this run.
+    fn save(
+        lib: &Library,
+        state: &State,
+        files: &HashMap<String, Known>,
+        dirs: &[String],
+        summary: &BTreeMap<String, Entry>,
+    ) -> Result<()> {
+        let mut sorted: Vec<(&String, &Known)> = files.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let mut text = String::with_capacity(sorted.len() * 80);
+        for (p, k) in sorted {
+            match k.stat {
+                Some((s, m)) => text.push_str(&format!("{s}\t{m}\t{}\t{p}\n", u8::from(k.indexed))),
+                None => text.push_str(&format!("-\t-\t{}\t{p}\n", u8::from(k.indexed))),
+            }
+        }
+        put(lib, FILES, text.as_bytes())?;
+        let list: Vec<&Entry> = summary.values().collect();
+        put(lib, SUMMARY, &serde_json::to_vec(&list).map_err(|e| Error::msg(e.to_string()))?)?;
+        put(lib, STATE, &serde_json::to_vec(state).map_err(|e| Error::msg(e.to_string()))?)?;
+        let mut text = String::new();
+        for d in dirs {
+            match stat(lib, d) {
+                Some((_, m)) => text.push_str(&format!("{m}\t{d}\n")),
+                None => text.push_str(&format!("-\t{d}\n")),
+            }
+        }
+        put(lib, DIRS, text.as_bytes())
     }
 }
 
-/// The cache file of an index directory (a digest keeps names flat and safe).
-fn dir_cache(dir: &str) -> String {
-    let d = format!("{:x}", Sha256::digest(dir.as_bytes()));
-    format!("{CACHE_DIR}/dirs/{}.jsonl", &d[..16])
-}
-
-fn read_state(lib: &Library) -> Option<State> {
-    let text = fs::read_to_string(lib.path(STATE)).ok()?;
-    serde_json::from_str::<State>(&text).ok().filter(|s| s.version == CACHE_VERSION)
-}
-
-/// Every cached document; `None` when a cache file is missing or broken
-/// (then the run is a full one).
-fn read_docs(lib: &Library, st: &State) -> Option<HashMap<String, Cached>> {
-    let files: Vec<&String> = st.dirs.values().collect();
-    let parts: Vec<Option<Vec<Cached>>> = files
-        .par_iter()
-        .map(|f| {
-            let text = fs::read_to_string(lib.path(f)).ok()?;
-            text.lines().map(|l| serde_json::from_str::<Cached>(l).ok()).collect()
-        })
-        .collect();
-    let mut out = HashMap::new();
-    for part in parts {
-        for c in part? {
-            out.insert(c.path.clone(), c);
-        }
-    }
-    Some(out)
-}
-
-/// Writes one directory's cache file: temp file and rename, no fsync (a
-/// lost or torn cache only makes the next run re-read documents).
-fn write_dir_cache(lib: &Library, dir: &str, docs: &[&Cached]) -> Result<()> {
-    let path = lib.path(&dir_cache(dir));
+fn put(lib: &Library, rel: &str, bytes: &[u8]) -> Result<()> {
+    let path = lib.path(rel);
     let parent = path.parent().unwrap_or(&lib.dir);
     fs::create_dir_all(parent).ctx(|| format!("creating {}", parent.display()))?;
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     let mut w = BufWriter::new(fs::File::create(&tmp).ctx(|| format!("creating {}", tmp.display()))?);
-    for d in docs {
-        serde_json::to_writer(&mut w, d).map_err(|e| crate::error::Error::msg(e.to_string()))?;
-        w.write_all(b"\n").ctx(|| format!("writing {}", tmp.display()))?;
-    }
+    w.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
     w.flush().ctx(|| format!("writing {}", tmp.display()))?;
     drop(w);
     fs::rename(&tmp, &path).ctx(|| format!("replacing {}", path.display()))

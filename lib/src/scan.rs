@@ -51,7 +51,16 @@ pub struct Scan {
 
 /// Library-relative paths of every document, sorted, plus walk problems.
 pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
+    let (paths, _, problems) = walk(lib);
+    (paths, problems)
+}
+
+/// The walk behind [`document_paths`], also returning every directory it
+/// entered (library-relative, `""` for the root) so an incremental reader
+/// can tell from their mtimes that no file was added or removed.
+pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
     let mut paths = Vec::new();
+    let mut dirs = Vec::new();
     let mut problems = Vec::new();
     let walker = walkdir::WalkDir::new(&lib.dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
         let name = e.file_name().to_string_lossy();
@@ -73,6 +82,7 @@ pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
                     None => {}
                 }
             }
+            Ok(e) if e.file_type().is_dir() => dirs.extend(rel_path(&lib.dir, e.path())),
             Ok(_) => {}
             Err(err) => problems.push(Problem {
                 path: err
@@ -85,7 +95,7 @@ pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
         }
     }
     paths.sort();
-    (paths, problems)
+    (paths, dirs, problems)
 }
 
 /// Reads and parses every document in parallel; output order is by path
