@@ -97,16 +97,17 @@ fn dir_title(dir: &str) -> String {
 fn parse(text: &str, title: &str, header: &str) -> Option<Rows> {
     let head = format!("{MARK}\n# {title}\n\n{header}");
     let body = text.strip_prefix(head.as_str())?;
-    let mut rows = Rows::new();
+    // Collected first: rows come sorted, so the map is bulk-built in linear time.
+    let mut rows = Vec::new();
     for line in body.split_inclusive('\n') {
         if !line.ends_with('\n') {
             return None;
         }
         let inner = line.strip_prefix("| ")?;
         let key = inner.split(" | ").next()?.replace("\\|", "|");
-        rows.insert(key, line.to_string());
+        rows.push((key, line.to_string()));
     }
-    Some(rows)
+    Some(rows.into_iter().collect())
 }
 
 fn index_path(dir: &str) -> String {

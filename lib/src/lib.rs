@@ -31,6 +31,7 @@ pub mod relations;
 pub mod scan;
 pub mod schedule;
 pub mod stale;
+pub mod stats;
 pub mod status;
 pub mod usage;
 pub mod write;

@@ -17,10 +17,10 @@
 //! - falls back to a full rebuild when the cache is missing or an index it
 //!   wrote was changed by someone else.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt::Write as _;
 use std::fs;
 use std::io::{BufWriter, Write};
-use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -37,6 +37,7 @@ use crate::library::Library;
 use crate::lock;
 use crate::marks::{self, Violation};
 use crate::scan::{self, Problem};
+use crate::stats::{self, Stat};
 
 /// The cache directory (DESIGN.md: `.cache` is internal, never committed).
 pub const CACHE_DIR: &str = ".cache/kb-index";
@@ -94,9 +95,6 @@ struct State {
     ioc_domains: usize,
 }
 
-/// Size and mtime (ns) of a file, or the mtime of a directory.
-type Stat = (u64, u64);
-
 /// One document as the cache remembers it.
 #[derive(Clone)]
 struct Known {
@@ -105,9 +103,7 @@ struct Known {
 }
 
 fn stat(lib: &Library, rel: &str) -> Option<Stat> {
-    let m = fs::metadata(lib.path(rel)).ok()?;
-    let ns = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
-    Some((if m.is_dir() { 0 } else { m.len() }, u64::try_from(ns).unwrap_or(u64::MAX)))
+    stats::one(lib, rel)
 }
 
 /// The fields of an entry that library-wide rules need (effectiveness_mark
@@ -156,48 +152,68 @@ pub fn run(lib: &Library, opts: &Options) -> Result<Report> {
 
 fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     let cache = if opts.incremental { Cache::load(lib) } else { None };
-    if let Some(c) = &cache {
-        if c.unchanged(lib) {
-            let cleared = consistency::clear(lib)?;
-            let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
-            return Ok(Report {
-                record: "rebuild",
-                mode: "no-op",
-                documents: c.state.documents,
-                reread: 0,
-                touched: Vec::new(),
-                marks_cleared: Vec::new(),
-                ioc_domains: c.state.ioc_domains,
-                inconsistency_log_cleared: cleared,
-                committed,
-                problems: c.state.problems.clone(),
-            });
-        }
+    let probe = cache.as_ref().map(|c| c.probe(lib));
+    if let (Some(c), Some(Probe::NoOp)) = (&cache, &probe) {
+        let cleared = consistency::clear(lib)?;
+        let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
+        return Ok(Report {
+            record: "rebuild",
+            mode: "no-op",
+            documents: c.state.documents,
+            reread: 0,
+            touched: Vec::new(),
+            marks_cleared: Vec::new(),
+            ioc_domains: c.state.ioc_domains,
+            inconsistency_log_cleared: cleared,
+            committed,
+            problems: c.state.problems.clone(),
+        });
     }
-    let (paths, dirs, walk_problems) = scan::walk(lib);
     // A cache whose indexes someone else changed is not trusted.
     let cache = cache.filter(|c| c.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)));
     let incremental = cache.is_some();
-    let (mut known, mut summary, old_problems) = match cache {
-        Some(c) => (c.files, c.summary, c.state.problems),
-        None => (HashMap::new(), BTreeMap::new(), Vec::new()),
+    // With every directory unchanged the set of documents is the cached
+    // one and the probe's stats are current: no walk is needed.
+    let (paths, dirs, walk_problems, stats) = match (&cache, probe) {
+        (Some(c), Some(Probe::Edited(stats))) => {
+            let walk_problems = c.state.problems.iter().filter(|p| p.kind == "walk").cloned().collect();
+            let paths = c.files.iter().map(|(p, _)| p.clone()).collect();
+            (paths, c.dirs.iter().map(|(d, _)| d.clone()).collect(), walk_problems, stats)
+        }
+        _ => {
+            let (paths, dirs, problems) = scan::walk(lib);
+            let stats: Vec<Option<Stat>> = if incremental {
+                stats::many(lib, &paths.iter().map(String::as_str).collect::<Vec<_>>())
+            } else {
+                vec![None; paths.len()]
+            };
+            (paths, dirs, problems, stats)
+        }
     };
-    let stats: Vec<Option<Stat>> =
-        if incremental { paths.par_iter().map(|p| stat(lib, p)).collect() } else { vec![None; paths.len()] };
+    let summary = if incremental { load_summary(lib) } else { None };
+    let incremental = incremental && summary.is_some();
+    let (mut known, mut summary, old_problems): (BTreeMap<String, Known>, _, _) = match (cache, summary) {
+        (Some(c), Some(summary)) if incremental => (c.files.into_iter().collect(), summary, c.state.problems),
+        _ => (BTreeMap::new(), BTreeMap::new(), Vec::new()),
+    };
     let to_read: Vec<&String> = paths
         .iter()
         .zip(&stats)
         .filter(|(p, s)| !incremental || s.is_none() || known.get(p.as_str()).map_or(true, |k| k.stat != **s))
         .map(|(p, _)| p)
         .collect();
-    let walked: BTreeSet<&str> = paths.iter().map(String::as_str).collect();
-    let removed: Vec<String> = known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect();
+    let walked: HashSet<&str> = paths.iter().map(String::as_str).collect();
+    let removed: Vec<String> = if known.len() == paths.len() && known.keys().eq(paths.iter()) {
+        Vec::new()
+    } else {
+        known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect()
+    };
     let mut reads: Vec<Read> = to_read.par_iter().map(|p| read(lib, p)).collect();
     let reread = reads.len();
 
     // Fold the changes into the library-wide summary, then enforce
     // effectiveness_mark uniqueness: clear the losers and re-read them.
-    let apply = |summary: &mut BTreeMap<String, Entry>, known: &mut HashMap<String, Known>, r: &Read| {
+    let apply = |summary: &mut BTreeMap<String, Entry>, known: &mut BTreeMap<String, Known>, r: &Read| {
         summary.remove(&r.path);
         if let Some(s) = r.entry.as_ref().and_then(summary_of) {
             summary.insert(r.path.clone(), s);
@@ -258,7 +274,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
 
     // Problems: the walk's, plus each document's (kept from the cache for
     // documents not re-read this time).
-    let fresh: BTreeSet<&str> =
+    let fresh: HashSet<&str> =
         reads.iter().map(|r| r.path.as_str()).chain(removed.iter().map(String::as_str)).collect();
     let mut problems = walk_problems;
     problems.extend(
@@ -305,12 +321,29 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     })
 }
 
+/// What [`Cache::probe`] found.
+enum Probe {
+    /// Nothing changed.
+    NoOp,
+    /// The same documents, some edited: every document's current stat, in
+    /// the cache's path order.
+    Edited(Vec<Option<Stat>>),
+    /// A directory changed: documents may have come or gone; walk.
+    Moved,
+}
+
 /// The incremental cache as loaded.
 struct Cache {
     state: State,
-    files: HashMap<String, Known>,
+    /// Sorted by path.
+    files: Vec<(String, Known)>,
     dirs: Vec<(String, Option<Stat>)>,
-    summary: BTreeMap<String, Entry>,
+}
+
+/// The library-wide summary (references and marked documents by path).
+fn load_summary(lib: &Library) -> Option<BTreeMap<String, Entry>> {
+    let list: Vec<Entry> = serde_json::from_slice(&fs::read(lib.path(SUMMARY)).ok()?).ok()?;
+    Some(list.into_iter().map(|e| (e.path.clone(), e)).collect())
 }
 
 impl Cache {
@@ -319,12 +352,12 @@ impl Cache {
             .ok()
             .filter(|s: &State| s.version == CACHE_VERSION)?;
         let files_text = fs::read_to_string(lib.path(FILES)).ok()?;
-        let mut files = HashMap::with_capacity(files_text.len() / 64);
+        let mut files = Vec::with_capacity(files_text.len() / 64);
         for line in files_text.lines() {
             let mut it = line.splitn(4, '\t');
             let (size, mtime, indexed, path) = (it.next()?, it.next()?, it.next()?, it.next()?);
             let stat = if size == "-" { None } else { Some((size.parse().ok()?, mtime.parse().ok()?)) };
-            files.insert(path.to_string(), Known { stat, indexed: indexed == "1" });
+            files.push((path.to_string(), Known { stat, indexed: indexed == "1" }));
         }
         let dirs_text = fs::read_to_string(lib.path(DIRS)).ok()?;
         let mut dirs = Vec::new();
@@ -332,20 +365,25 @@ impl Cache {
             let (mtime, dir) = line.split_once('\t')?;
             dirs.push((dir.to_string(), if mtime == "-" { None } else { Some((0, mtime.parse().ok()?)) }));
         }
-        let summary: Vec<Entry> = serde_json::from_str(&fs::read_to_string(lib.path(SUMMARY)).ok()?).ok()?;
-        let summary = summary.into_iter().map(|e| (e.path.clone(), e)).collect();
-        Some(Cache { state, files, dirs, summary })
+        Some(Cache { state, files, dirs })
     }
 
-    /// Nothing was added, removed or changed since the cache was written:
-    /// every walked directory has its mtime (a file created, renamed or
-    /// deleted changes its directory's), every document its size and
-    /// mtime, every written index its stat.
-    fn unchanged(&self, lib: &Library) -> bool {
-        let outputs = self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s));
-        outputs
-            && self.dirs.par_iter().all(|(d, s)| stat(lib, d) == *s)
-            && self.files.par_iter().all(|(p, k)| stat(lib, p) == k.stat)
+    /// What moved since the cache was written. A file created, renamed or
+    /// deleted changes its directory's mtime, so unchanged directories mean
+    /// the same documents; then each document's size and mtime and each
+    /// written index's stat tell whether anything changed at all.
+    fn probe(&self, lib: &Library) -> Probe {
+        if !self.dirs.par_iter().all(|(d, s)| stat(lib, d) == *s) {
+            return Probe::Moved;
+        }
+        let paths: Vec<&str> = self.files.iter().map(|(p, _)| p.as_str()).collect();
+        let stats = stats::many(lib, &paths);
+        let same = stats.iter().zip(&self.files).all(|(s, (_, k))| *s == k.stat);
+        if same && self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)) {
+            Probe::NoOp
+        } else {
+            Probe::Edited(stats)
+        }
     }
 
     /// Writes the cache: plain files replaced by rename without fsync (a
@@ -354,18 +392,17 @@ impl Cache {
     fn save(
         lib: &Library,
         state: &State,
-        files: &HashMap<String, Known>,
+        files: &BTreeMap<String, Known>,
         dirs: &[String],
         summary: &BTreeMap<String, Entry>,
     ) -> Result<()> {
-        let mut sorted: Vec<(&String, &Known)> = files.iter().collect();
-        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let sorted = files.iter();
         let mut text = String::with_capacity(sorted.len() * 80);
         for (p, k) in sorted {
-            match k.stat {
-                Some((s, m)) => text.push_str(&format!("{s}\t{m}\t{}\t{p}\n", u8::from(k.indexed))),
-                None => text.push_str(&format!("-\t-\t{}\t{p}\n", u8::from(k.indexed))),
-            }
+            let _ = match k.stat {
+                Some((s, m)) => writeln!(text, "{s}\t{m}\t{}\t{p}", u8::from(k.indexed)),
+                None => writeln!(text, "-\t-\t{}\t{p}", u8::from(k.indexed)),
+            };
         }
         put(lib, FILES, text.as_bytes())?;
         let list: Vec<&Entry> = summary.values().collect();
