@@ -135,7 +135,7 @@ fn main() -> ExitCode {
                     rec["written"] = json!(written.contains(&p.path));
                     out.record(&rec)?;
                 }
-                out.record(&json!({"record": "summary", "counts": lifecycle::counts(&patterns),
+                out.record(&json!({"record": "lifecycle-summary", "counts": lifecycle::counts(&patterns),
                     "needs_review": patterns.iter().filter(|p| p.needs_review).count()}))?;
             }
             "promote" => {

@@ -94,7 +94,7 @@ fn lifecycle_states_and_write() {
     );
     assert_eq!(
         recs.last().unwrap(),
-        &json!({"record": "summary", "counts": {"draft": 0, "active": 0, "validated": 2, "deprecated": 1}, "needs_review": 1})
+        &json!({"record": "lifecycle-summary", "counts": {"draft": 0, "active": 0, "validated": 2, "deprecated": 1}, "needs_review": 1})
     );
     // Two replans after citing `guess` deprecate it.
     let mut log = lib.read(".changelog");
@@ -119,7 +119,7 @@ fn lifecycle_states_and_write() {
     );
     assert_eq!(lib.git(&["log", "-1", "--format=%s"]).trim(), "task-ai(library):thinking-pattern lifecycle");
     let again = states(&["lifecycle", "--write"]);
-    assert!(again.iter().all(|r| r["record"] == "summary" || r["written"] == false));
+    assert!(again.iter().all(|r| r["record"] == "lifecycle-summary" || r["written"] == false));
 }
 
 #[test]
@@ -173,4 +173,46 @@ fn help_names_every_flag_and_a_closed_pipe_is_quiet() {
     let out = sh.arg("-c").arg(format!("'{}' list --format jsonl | head -1", bin.display())).output().unwrap();
     assert!(out.status.success());
     assert_eq!(records(&out.stdout).len(), 1);
+}
+
+#[test]
+fn every_record_has_a_schema_naming_its_required_fields() {
+    let lib = fixture();
+    let mut recs = Vec::new();
+    let runs: &[(&str, &[&str])] = &[
+        ("kb-index", &["list", "--format", "jsonl"]),
+        ("kb-index", &["rebuild", "--no-commit"]),
+        ("kb-index", &["check"]),
+        ("kb-index", &["stale"]),
+        ("kb-index", &["status", "--format", "jsonl"]),
+        ("kb-index", &["quick"]),
+        ("kb-index", &["scheduled", "--no-commit"]),
+        ("kb-index", &["commit", "full"]),
+        ("kb-relate", &["rebuild"]),
+        ("kb-relate", &["neighbors", ".memory/.references/jwt-auth-v2.md"]),
+        ("kb-relate", &["usage"]),
+        ("kb-relate", &["lifecycle"]),
+        ("kb-relate", &["promote", "--dry-run"]),
+    ];
+    for (bin, args) in runs {
+        recs.extend(records(&lib.cmd(bin).args(*args).output().unwrap().stdout));
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &recs {
+        let name = r["record"].as_str().expect("every record names its type");
+        if name == "error" {
+            continue;
+        }
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.schema.json"))).unwrap()).unwrap();
+        for field in schema["required"].as_array().unwrap() {
+            assert!(r.get(field.as_str().unwrap()).is_some(), "{name} lacks {field}: {r}");
+        }
+        for key in r.as_object().unwrap().keys() {
+            assert!(schema["properties"].get(key).is_some(), "{name}.schema.json lacks property {key}");
+        }
+        seen.insert(name.to_string());
+    }
+    assert_eq!(seen.len(), 13, "{seen:?}");
 }
