@@ -64,3 +64,35 @@ pub fn violations<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Viola
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(path: &str, fm: &str) -> Entry {
+        Entry::from_text(path, &format!("---\neffectiveness_mark: true\n{fm}---\n")).expect("a document")
+    }
+
+    #[test]
+    fn the_latest_verified_keeps_the_mark_per_scope() {
+        let entries = vec![
+            doc(".memory/.references/a-v1.md", "last_verified_at: 2026-01-02\n"),
+            doc(".memory/.references/a-v2.md", "last_verified_at: 2026-01-01\n"),
+            doc(".memory/.references/a-v3.md", ""),
+            doc(".memory/.references/b-v1.md", "last_verified_at: 2026-01-01\n"),
+            doc(".memory/.experiences/sw/x-impl.md", ""),
+            doc(".memory/.experiences/sw/x-eval.md", ""),
+            doc(".memory/.experiences/web/x-impl.md", ""),
+        ];
+        let v = violations(&entries);
+        let got: Vec<(&str, &str)> = v.iter().map(|v| (v.path.as_str(), v.kept.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (".memory/.experiences/sw/x-impl.md", ".memory/.experiences/sw/x-eval.md"),
+                (".memory/.references/a-v2.md", ".memory/.references/a-v1.md"),
+                (".memory/.references/a-v3.md", ".memory/.references/a-v1.md"),
+            ]
+        );
+    }
+}
