@@ -244,7 +244,6 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         }
     }
 
-    let mut entries_all: Vec<Entry> = Vec::new();
     if incremental {
         let mut changes: Vec<(String, Option<Entry>)> =
             reads.iter().map(|r| (r.path.clone(), r.entry.clone())).collect();
@@ -253,11 +252,11 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
             touched.extend(index::update(lib, &changes)?);
         }
     } else {
-        entries_all = reads.iter().filter_map(|r| r.entry.clone()).collect();
-        let refs: Vec<&Entry> = entries_all.iter().collect();
+        let refs: Vec<&Entry> = reads.iter().filter_map(|r| r.entry.as_ref()).collect();
         touched.extend(index::rebuild(lib, &refs)?);
     }
-    drop(entries_all);
+    // Full entries are no longer needed; the summary carries the rest.
+    reads.iter_mut().for_each(|r| r.entry = None);
     let domains = ioc::tally(summary.values());
     let ioc_changed = match ioc::render(&domains) {
         Some(text) => atomic::write_if_changed(&lib.path(ioc::FILE), text.as_bytes())?,
