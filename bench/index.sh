@@ -2,9 +2,10 @@
 # kb-index rebuild on a generated library of N documents (default 100,000):
 # full rebuild vs the read floor (find | xargs cat), incremental after
 # touching 10 files, a no-op incremental, and peak RSS. Prints one report.
+# usage: bench/index.sh [N]   (N documents; default 100000; BENCH_DIR keeps the library)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N="${N:-100000}"
+N="${1:-${N:-100000}}"
 WORK="${BENCH_DIR:-bench/out/index-$N}"
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --release --quiet --bin kb-index

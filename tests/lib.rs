@@ -1,7 +1,13 @@
 //! One integration test binary (links once on 2-core CI), one module per
 //! binary or area; every test runs the real binaries on real files.
 
-mod index;
-mod relate;
 #[allow(dead_code)]
 mod util;
+
+mod append;
+mod index;
+mod lastword;
+mod lock;
+mod memgate;
+mod recipes;
+mod relate;

@@ -36,7 +36,7 @@ impl Filter {
     pub fn matches(&self, e: &Entry) -> bool {
         let type_ok = self.types.is_empty()
             || segments(e.doc_type.as_deref().unwrap_or("")).iter().any(|s| self.types.contains(s));
-        let topic_ok = self.topic.as_ref().map_or(true, |t| e.topic.to_lowercase() == *t);
+        let topic_ok = self.topic.as_ref().is_none_or(|t| e.topic.to_lowercase() == *t);
         type_ok && topic_ok
     }
 }

@@ -199,7 +199,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     let to_read: Vec<&String> = paths
         .iter()
         .zip(&stats)
-        .filter(|(p, s)| !incremental || s.is_none() || known.get(p.as_str()).map_or(true, |k| k.stat != **s))
+        .filter(|(p, s)| !incremental || s.is_none() || known.get(p.as_str()).is_none_or(|k| k.stat != **s))
         .map(|(p, _)| p)
         .collect();
     let walked: HashSet<&str> = paths.iter().map(String::as_str).collect();

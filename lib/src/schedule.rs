@@ -161,7 +161,7 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     steps.push(json!({"step": 2, "name": "promote", "candidates": cands.len(), "promoted": promoted}));
     steps.push(json!({"step": 3, "name": "core-rules", "skipped": "the core-rule scan is kb-guard's (just evolve)"}));
     let last_compact = read_stamp(lib, maintain::LAST_COMPACT);
-    let due = last_compact.map_or(true, |t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);
+    let due = last_compact.is_none_or(|t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);
     if due {
         let c = maintain::compact(lib, COMPACT_OLDER_THAN_DAYS, false, opts)?;
         steps.push(json!({"step": 4, "name": "compact", "ran": true, "archived": c.archived}));

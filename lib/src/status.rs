@@ -23,7 +23,7 @@ use crate::usage;
 /// One dimension of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Dimension {
-    /// Always `status`.
+    /// Always `audit`.
     pub record: &'static str,
     /// 1–6.
     pub dimension: u8,
@@ -38,7 +38,7 @@ pub struct Dimension {
 }
 
 fn dim(n: u8, name: &'static str, summary: String, items: Vec<Value>) -> Dimension {
-    Dimension { record: "status", dimension: n, name, attention: !items.is_empty(), summary, items }
+    Dimension { record: "audit", dimension: n, name, attention: !items.is_empty(), summary, items }
 }
 
 fn values<T: Serialize>(xs: &[T]) -> Vec<Value> {
