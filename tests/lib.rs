@@ -1,12 +1,14 @@
 //! One integration test binary (links once on 2-core CI), one module per
 //! binary or area; every test runs the real binaries on real files.
 
-mod guard;
-mod memgate;
 #[allow(dead_code)]
 mod util;
 
 mod append;
+mod guard;
+mod index;
 mod lastword;
 mod lock;
+mod memgate;
 mod recipes;
+mod relate;

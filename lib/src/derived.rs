@@ -38,3 +38,35 @@ pub fn rebuilt_edges(lib: &Library) -> Result<std::collections::BTreeSet<relatio
     let scan = scan::library(lib);
     relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)
 }
+
+/// What `kb-relate rebuild` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RelationsRebuilt {
+    /// Always `relations`.
+    pub record: &'static str,
+    /// Edges in the file.
+    pub edges: usize,
+    /// Edges per kind.
+    pub kinds: std::collections::BTreeMap<String, usize>,
+    /// Whether the file changed.
+    pub changed: bool,
+    /// Files that could not be read (their edges are missing).
+    pub problems: Vec<Problem>,
+}
+
+/// Seed 000 `--rebuild-relations`: `.relations.jsonl` from the changelog
+/// (with its archives), frontmatter `related:` and Markdown links, in
+/// sorted order, under the lock.
+pub fn rebuild_relations(lib: &Library, opts: &crate::lock::Options) -> Result<RelationsRebuilt> {
+    crate::lock::with_lock(lib, opts, || {
+        let scan = scan::library(lib);
+        let edges = relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?;
+        let changed =
+            crate::atomic::write_if_changed(&lib.path(relations::FILE), relations::render(&edges).as_bytes())?;
+        let mut kinds = std::collections::BTreeMap::new();
+        for e in &edges {
+            *kinds.entry(e.kind.clone()).or_insert(0) += 1;
+        }
+        Ok(RelationsRebuilt { record: "relations", edges: edges.len(), kinds, changed, problems: scan.problems })
+    })
+}

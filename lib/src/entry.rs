@@ -4,7 +4,7 @@
 //! thinking patterns and raw notes, skills, user folders). Every index,
 //! listing and search works from these entries.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::frontmatter;
@@ -15,7 +15,7 @@ pub const SUFFIX_STATUS: &[(&str, &str)] =
     &[("complete", "verified"), ("impl", "provisional"), ("verify", "provisional"), ("eval", "provisional")];
 
 /// The kinds of documents the library holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Category {
     /// `.memory/.references/<topic>-v<N>.md`
@@ -122,7 +122,9 @@ pub fn classify(rel: &str) -> Option<PathInfo> {
 }
 
 /// One document as every listing sees it: path facts plus frontmatter.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Deserialize reads back what Serialize wrote (the incremental index cache).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Entry {
     /// Library-relative path.
     pub path: String,
@@ -176,6 +178,49 @@ pub struct Entry {
     /// Why the frontmatter could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontmatter_error: Option<String>,
+    /// Raw thinking: quality tier H, M or L (`quality_tier`, else `quality`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality_tier: Option<String>,
+    /// Thinking patterns: the newer pattern that supersedes this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// Frontmatter `updated_at` / `updated` / `created_at` (type profiles' last-updated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// References: the web domains they cite (frontmatter and body URLs),
+    /// sorted; the input of `.ioc.md`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<String>,
+}
+
+impl Default for Entry {
+    fn default() -> Entry {
+        Entry {
+            path: String::new(),
+            category: Category::User,
+            topic: String::new(),
+            version: None,
+            doc_type: None,
+            semantic: None,
+            suffix: None,
+            title: None,
+            keywords: Vec::new(),
+            source: None,
+            notebooks: Vec::new(),
+            quality_status: None,
+            trust_tier: None,
+            last_verified_at: None,
+            staleness_threshold_days: None,
+            effectiveness_mark: false,
+            lifecycle: None,
+            related: Vec::new(),
+            frontmatter_error: None,
+            quality_tier: None,
+            superseded_by: None,
+            updated_at: None,
+            domains: Vec::new(),
+        }
+    }
 }
 
 impl Entry {
@@ -228,6 +273,12 @@ impl Entry {
                 .or_else(|| frontmatter::text(f, "status").filter(|_| category == Category::ThinkingPattern)),
             related: frontmatter::list(f, "related"),
             frontmatter_error: error,
+            quality_tier: frontmatter::text(f, "quality_tier").or_else(|| frontmatter::text(f, "quality")),
+            superseded_by: frontmatter::text(f, "superseded_by"),
+            updated_at: ["updated_at", "updated", "last_updated", "created_at"]
+                .iter()
+                .find_map(|k| frontmatter::text(f, k)),
+            domains: if category == Category::Reference { crate::ioc::domains(f, body) } else { Vec::new() },
         }
     }
 }

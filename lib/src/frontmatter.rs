@@ -161,6 +161,42 @@ pub fn with_field(text: &str, key: &str, value: &str) -> Option<String> {
     }
 }
 
+/// Returns `text` with the top-level `key` set to the scalar `value`:
+/// its line (and any indented continuation lines) is replaced in place, or
+/// the field is added at the end of the block when missing. Every other byte
+/// is kept. Returns `None` when the block is broken or `text` already says
+/// exactly this (so callers write only real changes).
+pub fn set_field(text: &str, key: &str, value: &str) -> Option<String> {
+    let Some((ys, ye, _)) = locate(text) else { return with_field(text, key, value) };
+    let parsed = parse(text);
+    if parsed.error.is_some() {
+        return None;
+    }
+    if !parsed.fields.contains_key(key) {
+        return with_field(text, key, value);
+    }
+    let eol = if text[..ys].ends_with("\r\n") { "\r\n" } else { "\n" };
+    let mut out = String::with_capacity(text.len() + value.len());
+    out.push_str(&text[..ys]);
+    let mut replacing = false;
+    for line in text[ys..ye].split_inclusive('\n') {
+        let continuation = line.starts_with([' ', '\t', '-']) && !line.trim().is_empty();
+        if replacing && continuation {
+            continue;
+        }
+        replacing = false;
+        let is_key = line.strip_prefix(key).is_some_and(|rest| rest.trim_start_matches(' ').starts_with(':'));
+        if is_key {
+            out.push_str(&format!("{key}: {value}{eol}"));
+            replacing = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    out.push_str(&text[ye..]);
+    (out != text).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,5 +228,20 @@ mod tests {
         assert_eq!(with_field("---\r\na: 1\r\n---\r\nbody", "b", "2").unwrap(), "---\r\na: 1\r\nb: 2\r\n---\r\nbody");
         assert_eq!(with_field("body", "b", "2").unwrap(), "---\nb: 2\n---\nbody");
         assert_eq!(with_field("---\nb: 1\n---\n", "b", "2"), None);
+    }
+
+    #[test]
+    fn sets_a_field_in_place() {
+        let doc = "---\na: 1\neffectiveness_mark: true\nlist:\n  - x\n---\nbody";
+        assert_eq!(
+            set_field(doc, "effectiveness_mark", "false").unwrap(),
+            "---\na: 1\neffectiveness_mark: false\nlist:\n  - x\n---\nbody"
+        );
+        assert_eq!(set_field(doc, "list", "y").unwrap(), "---\na: 1\neffectiveness_mark: true\nlist: y\n---\nbody");
+        assert_eq!(
+            set_field(doc, "state", "active").unwrap(),
+            "---\na: 1\neffectiveness_mark: true\nlist:\n  - x\nstate: active\n---\nbody"
+        );
+        assert_eq!(set_field("---\na: 1\n---\n", "a", "1"), None);
     }
 }

@@ -27,11 +27,19 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     if paths.is_empty() || !is_repo(lib) {
         return Ok(false);
     }
+    // A path that is gone and was never committed (a cleared log) is no
+    // change; naming it would make `git add` fail.
+    let tracked = tracked(lib, paths);
+    let paths: Vec<&String> =
+        paths.iter().filter(|p| p.starts_with(':') || lib.path(p).exists() || tracked.contains(p.as_str())).collect();
+    if paths.is_empty() {
+        return Ok(false);
+    }
     let mut add = git(&lib.dir);
-    add.args(["add", "--all", "--"]).args(paths);
+    add.args(["add", "--all", "--"]).args(&paths);
     run(add, "git add")?;
     let mut diff = git(&lib.dir);
-    diff.args(["diff", "--cached", "--quiet", "--"]).args(paths);
+    diff.args(["diff", "--cached", "--quiet", "--"]).args(&paths);
     if diff.status().map_err(|e| Error::io("running git diff", e))?.success() {
         return Ok(false);
     }
@@ -39,9 +47,32 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     if !has_identity(&lib.dir) {
         c.args(["-c", "user.name=kb-tools", "-c", "user.email=kb-tools@localhost"]);
     }
-    c.args(["commit", "--quiet", "--no-verify", "-m", message, "--"]).args(paths);
+    c.args(["commit", "--quiet", "--no-verify", "-m", message, "--"]).args(&paths);
     run(c, "git commit")?;
     Ok(true)
+}
+
+/// The given paths that git tracks.
+fn tracked(lib: &Library, paths: &[String]) -> std::collections::BTreeSet<String> {
+    let mut c = git(&lib.dir);
+    c.args(["ls-files", "-z", "--full-name", "--"]).args(paths.iter().filter(|p| !p.starts_with(':')));
+    let prefix = show_prefix(lib);
+    match c.stderr(Stdio::null()).output() {
+        Ok(out) if out.status.success() => out
+            .stdout
+            .split(|b| *b == 0)
+            .filter_map(|b| std::str::from_utf8(b).ok())
+            .filter_map(|p| p.strip_prefix(prefix.as_str()).map(str::to_string))
+            .collect(),
+        _ => Default::default(),
+    }
+}
+
+/// The library directory's path inside the work tree, with a trailing `/`
+/// (empty when the library is the work tree's root).
+fn show_prefix(lib: &Library) -> String {
+    let out = git(&lib.dir).args(["rev-parse", "--show-prefix"]).stderr(Stdio::null()).output();
+    out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
 }
 
 fn git(dir: &Path) -> Command {

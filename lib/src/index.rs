@@ -97,16 +97,17 @@ fn dir_title(dir: &str) -> String {
 fn parse(text: &str, title: &str, header: &str) -> Option<Rows> {
     let head = format!("{MARK}\n# {title}\n\n{header}");
     let body = text.strip_prefix(head.as_str())?;
-    let mut rows = Rows::new();
+    // Collected first: rows come sorted, so the map is bulk-built in linear time.
+    let mut rows = Vec::new();
     for line in body.split_inclusive('\n') {
         if !line.ends_with('\n') {
             return None;
         }
         let inner = line.strip_prefix("| ")?;
         let key = inner.split(" | ").next()?.replace("\\|", "|");
-        rows.insert(key, line.to_string());
+        rows.push((key, line.to_string()));
     }
-    Some(rows)
+    Some(rows.into_iter().collect())
 }
 
 fn index_path(dir: &str) -> String {
@@ -270,4 +271,64 @@ pub fn generated_indexes(lib: &Library) -> Vec<String> {
         }
     }
     out
+}
+
+/// The path of a directory's `.index.md` (the root's is `.index.md`).
+pub fn index_file(dir: &str) -> String {
+    index_path(dir)
+}
+
+/// The rows (keyed by first cell) of any index table: every `| ... |` line
+/// after the header and separator rows. Reads hand-written indexes too, so
+/// `kb-index check` can compare them with the files on disk.
+pub fn table_rows(text: &str) -> Rows {
+    let mut rows = Rows::new();
+    let mut header_seen = false;
+    for line in text.lines() {
+        let Some(inner) = line.strip_prefix('|') else {
+            header_seen = false;
+            continue;
+        };
+        if !header_seen {
+            header_seen = true;
+            continue;
+        }
+        if inner.chars().all(|c| matches!(c, '-' | ':' | '|' | ' ')) {
+            continue;
+        }
+        let first = inner.split(" |").next().unwrap_or("").trim();
+        rows.insert(first.replace("\\|", "|"), format!("{line}\n"));
+    }
+    rows
+}
+
+/// The incremental form of [`rebuild`]: rewrites only the indexes of
+/// `dirs` (removing those left without documents) and, when `master` is
+/// set, `.master-index.md`, from the full entry set. The files it writes
+/// are byte-identical to what `rebuild` writes for them. Callers hold the
+/// library lock. Returns the index files that changed.
+pub fn rebuild_dirs(lib: &Library, entries: &[&Entry], dirs: &BTreeSet<String>, master: bool) -> Result<Vec<String>> {
+    let mut by_dir: BTreeMap<&str, Rows> = dirs.iter().map(|d| (d.as_str(), Rows::new())).collect();
+    if !dirs.is_empty() {
+        for e in entries {
+            if let Some(info) = entry::classify(&e.path) {
+                if let Some(rows) = by_dir.get_mut(info.index_dir.as_str()) {
+                    let (k, r) = dir_row(e);
+                    rows.insert(k, r);
+                }
+            }
+        }
+    }
+    let mut touched = Vec::new();
+    for (dir, rows) in &by_dir {
+        let rel = index_path(dir);
+        if store(lib, &rel, &dir_title(dir), DIR_HEADER, rows)? {
+            touched.push(rel);
+        }
+    }
+    if master && store(lib, MASTER, "Master index", MASTER_HEADER, &master_rows(entries))? {
+        touched.push(MASTER.to_string());
+    }
+    touched.sort();
+    Ok(touched)
 }

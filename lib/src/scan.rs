@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::entry::{self, Entry};
 use crate::library::Library;
@@ -30,7 +30,7 @@ pub struct Doc {
 }
 
 /// A file that could not be read or understood.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Problem {
     /// Library-relative path (or the walk error's path).
     pub path: String,
@@ -51,7 +51,16 @@ pub struct Scan {
 
 /// Library-relative paths of every document, sorted, plus walk problems.
 pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
+    let (paths, _, problems) = walk(lib);
+    (paths, problems)
+}
+
+/// The walk behind [`document_paths`], also returning every directory it
+/// entered (library-relative, `""` for the root) so an incremental reader
+/// can tell from their mtimes that no file was added or removed.
+pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
     let mut paths = Vec::new();
+    let mut dirs = Vec::new();
     let mut problems = Vec::new();
     let walker = walkdir::WalkDir::new(&lib.dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
         let name = e.file_name().to_string_lossy();
@@ -73,6 +82,7 @@ pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
                     None => {}
                 }
             }
+            Ok(e) if e.file_type().is_dir() => dirs.extend(rel_path(&lib.dir, e.path())),
             Ok(_) => {}
             Err(err) => problems.push(Problem {
                 path: err
@@ -85,7 +95,7 @@ pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
         }
     }
     paths.sort();
-    (paths, problems)
+    (paths, dirs, problems)
 }
 
 /// Reads and parses every document in parallel; output order is by path
@@ -105,6 +115,17 @@ pub fn library(lib: &Library) -> Scan {
 /// Reads one document. A file that cannot be read is a problem and no doc;
 /// one that is not UTF-8 or too large is still indexed, with a problem.
 pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
+    read_with(lib, rel, true)
+}
+
+/// Reads one document's entry, size and mtime without its edges (no
+/// Markdown parse): all an index rebuild needs.
+pub fn read_entry(lib: &Library, rel: &str) -> (Option<(Entry, u64, u128)>, Vec<Problem>) {
+    let (doc, problems) = read_with(lib, rel, false);
+    (doc.map(|d| (d.entry, d.size, d.mtime_ns)), problems)
+}
+
+fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Problem>) {
     let full = lib.path(rel);
     let mut problems = Vec::new();
     let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
@@ -132,7 +153,7 @@ pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
     if let Some(err) = &entry.frontmatter_error {
         problems.push(problem("frontmatter", err.clone()));
     }
-    let edges = relations::doc_edges(&entry, &text);
+    let edges = if with_edges { relations::doc_edges(&entry, &text) } else { Vec::new() };
     (Some(Doc { entry, edges, size: meta.len(), mtime_ns }), problems)
 }
 

@@ -1,0 +1,156 @@
+//! The thinking-pattern lifecycle (seed 000 "Thinking CoT patterns" and
+//! `status` dimension 5): draft → active (referenced by ≥ 1 later task) →
+//! validated (referenced by ≥ 3 tasks that each reached an ACCEPT) →
+//! deprecated (≥ 2 failures, i.e. REPLANs after citing it, or superseded by
+//! a newer pattern, which its frontmatter `superseded_by` names). States
+//! are computed from the changelog; `--write` records them in frontmatter.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use serde::Serialize;
+
+use crate::atomic;
+use crate::entry::{Category, Entry};
+use crate::error::{Context, Result};
+use crate::frontmatter;
+use crate::git;
+use crate::index;
+use crate::library::Library;
+use crate::lock;
+use crate::scan;
+use crate::usage::{self, Usage};
+
+/// Seed: validated after this many accepted tasks.
+pub const VALIDATED_MIN_ACCEPTED: usize = 3;
+/// Seed: deprecated after this many failures.
+pub const DEPRECATED_MIN_FAILURES: usize = 2;
+/// The four states in lifecycle order.
+pub const STATES: &[&str] = &["draft", "active", "validated", "deprecated"];
+
+/// One pattern's computed state.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Pattern {
+    /// Always `lifecycle`.
+    pub record: &'static str,
+    /// Library-relative path.
+    pub path: String,
+    /// The pattern's topic.
+    pub topic: String,
+    /// The computed state.
+    pub state: String,
+    /// The state its frontmatter records (`state`/`lifecycle`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<String>,
+    /// `referenced` lines.
+    pub usage_count: usize,
+    /// References followed by a REPLAN within 24 h.
+    pub failures: usize,
+    /// Tasks that referenced it and reached ACCEPT.
+    pub accepted_tasks: usize,
+    /// The pattern that supersedes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// Deprecated patterns need a human review (seed `status`).
+    pub needs_review: bool,
+}
+
+/// The state the seed's rules give a pattern.
+pub fn state(u: &Usage, superseded: bool) -> &'static str {
+    if superseded || u.failures >= DEPRECATED_MIN_FAILURES {
+        "deprecated"
+    } else if u.accepted_tasks >= VALIDATED_MIN_ACCEPTED {
+        "validated"
+    } else if u.usage_count >= 1 {
+        "active"
+    } else {
+        "draft"
+    }
+}
+
+/// Computes every thinking pattern's state, sorted by path.
+pub fn compute(entries: &[Entry], usage: &BTreeMap<String, Usage>) -> Vec<Pattern> {
+    entries
+        .iter()
+        .filter(|e| e.category == Category::ThinkingPattern)
+        .map(|e| {
+            let u = usage::of(usage, &e.path);
+            let s = state(&u, e.superseded_by.is_some());
+            Pattern {
+                record: "lifecycle",
+                path: e.path.clone(),
+                topic: e.topic.clone(),
+                state: s.to_string(),
+                recorded: e.lifecycle.clone(),
+                usage_count: u.usage_count,
+                failures: u.failures,
+                accepted_tasks: u.accepted_tasks,
+                superseded_by: e.superseded_by.clone(),
+                needs_review: s == "deprecated",
+            }
+        })
+        .collect()
+}
+
+/// Counts per state as a JSON object in lifecycle order (every state present).
+pub fn counts(patterns: &[Pattern]) -> serde_json::Map<String, serde_json::Value> {
+    STATES
+        .iter()
+        .map(|s| (s.to_string(), serde_json::Value::from(patterns.iter().filter(|p| p.state == *s).count())))
+        .collect()
+}
+
+/// Loads the library's patterns with their computed states.
+pub fn load(lib: &Library) -> Result<Vec<Pattern>> {
+    let scan = scan::library(lib);
+    let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
+    Ok(compute(&entries, &usage::load(lib)?))
+}
+
+/// `--write`: records each computed state in its pattern's frontmatter
+/// (`state: <state>`) under the lock, updates the indexes and commits
+/// `task-ai(library):thinking-pattern lifecycle`. Patterns whose frontmatter
+/// is broken are left alone. Returns the paths written.
+pub fn write(lib: &Library, patterns: &[Pattern], commit: bool, opts: &lock::Options) -> Result<Vec<String>> {
+    let changes: Vec<(&str, &str)> = patterns
+        .iter()
+        .filter(|p| p.recorded.as_deref() != Some(p.state.as_str()))
+        .map(|p| (p.path.as_str(), p.state.as_str()))
+        .collect();
+    set_fields(lib, &changes, "state", commit, "task-ai(library):thinking-pattern lifecycle", opts)
+}
+
+/// Sets one frontmatter field in several documents under the lock, keeps
+/// the indexes in step and commits them. Shared by lifecycle `--write`,
+/// skill promotion and effectiveness_mark clearing.
+pub fn set_fields(
+    lib: &Library,
+    changes: &[(&str, &str)],
+    key: &str,
+    commit: bool,
+    message: &str,
+    opts: &lock::Options,
+) -> Result<Vec<String>> {
+    if changes.is_empty() {
+        return Ok(Vec::new());
+    }
+    lock::with_lock(lib, opts, || {
+        let mut written = Vec::new();
+        let mut updated = Vec::new();
+        for (path, value) in changes {
+            let full = lib.path(path);
+            let text = fs::read_to_string(&full).ctx(|| format!("reading {path}"))?;
+            if let Some(new) = frontmatter::set_field(&text, key, value) {
+                atomic::write(&full, new.as_bytes())?;
+                updated.push((path.to_string(), Entry::from_text(path, &new)));
+                written.push(path.to_string());
+            }
+        }
+        let mut paths = written.clone();
+        paths.extend(index::update(lib, &updated)?);
+        if commit {
+            git::commit(lib, &paths, message)?;
+        }
+        Ok(written)
+    })
+}

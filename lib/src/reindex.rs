@@ -1,0 +1,431 @@
+//! Seed 000 `--rebuild-index`: every `.index.md` and `.master-index.md` from
+//! the documents' frontmatter (frontmatter wins over stale rows), `.ioc.md`,
+//! effectiveness_mark uniqueness, a cleared `.inconsistency.log`, and the
+//! commit `task-ai(library):maintain rebuild index`, all under the lock.
+//!
+//! `--incremental` keeps a cache under `.cache/kb-index/` (internal, never
+//! committed): the size and mtime of every document, the mtime of every
+//! directory walked, the stat of every index it wrote, and the few entry
+//! fields that effectiveness_mark uniqueness and `.ioc.md` need across the
+//! whole library (references and marked documents). A run
+//! - stats the known directories and documents and the written indexes;
+//!   when nothing moved it does nothing (no-op);
+//! - else walks, re-reads only documents whose stat changed, and patches
+//!   their rows into the indexes with `index::update`, whose rows are the
+//!   same pure function of an entry as in a full rebuild, so the bytes are
+//!   identical (tests compare them);
+//! - falls back to a full rebuild when the cache is missing or an index it
+//!   wrote was changed by someone else.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{BufWriter, Write};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::atomic;
+use crate::consistency;
+use crate::entry::{self, Category, Entry};
+use crate::error::{Context, Error, Result};
+use crate::frontmatter;
+use crate::git;
+use crate::index;
+use crate::ioc;
+use crate::library::Library;
+use crate::lock;
+use crate::marks::{self, Violation};
+use crate::scan::{self, Problem};
+use crate::stats::{self, Stat};
+
+/// The cache directory (DESIGN.md: `.cache` is internal, never committed).
+pub const CACHE_DIR: &str = ".cache/kb-index";
+const STATE: &str = ".cache/kb-index/state.json";
+const FILES: &str = ".cache/kb-index/files.tsv";
+const DIRS: &str = ".cache/kb-index/dirs.tsv";
+const SUMMARY: &str = ".cache/kb-index/summary.json";
+const CACHE_VERSION: u32 = 3;
+
+/// The commit message of the seed.
+pub const COMMIT_MESSAGE: &str = "task-ai(library):maintain rebuild index";
+
+/// How to rebuild.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Re-read only what changed since the last run.
+    pub incremental: bool,
+    /// Commit the changed files when the library is a git repository.
+    pub commit: bool,
+    /// Lock waiting.
+    pub lock: lock::Options,
+}
+
+/// What a rebuild did (the `rebuild` record).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Always `rebuild`.
+    pub record: &'static str,
+    /// full, incremental or no-op.
+    pub mode: &'static str,
+    /// Documents indexed.
+    pub documents: usize,
+    /// Documents read from disk in this run.
+    pub reread: usize,
+    /// Derived files (and documents whose mark was cleared) that changed.
+    pub touched: Vec<String>,
+    /// effectiveness_mark values cleared.
+    pub marks_cleared: Vec<Violation>,
+    /// Domains listed in `.ioc.md`.
+    pub ioc_domains: usize,
+    /// Whether `.inconsistency.log` was there and is now cleared.
+    pub inconsistency_log_cleared: bool,
+    /// Whether a git commit was made.
+    pub committed: bool,
+    /// Files that could not be read or parsed (still indexed by path when possible).
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct State {
+    version: u32,
+    outputs: BTreeMap<String, Stat>,
+    problems: Vec<Problem>,
+    documents: usize,
+    ioc_domains: usize,
+}
+
+/// One document as the cache remembers it.
+#[derive(Clone)]
+struct Known {
+    stat: Option<Stat>,
+    indexed: bool,
+}
+
+fn stat(lib: &Library, rel: &str) -> Option<Stat> {
+    stats::one(lib, rel)
+}
+
+/// The fields of an entry that library-wide rules need (effectiveness_mark
+/// scopes and `.ioc.md`); `None` for entries neither rule looks at.
+fn summary_of(e: &Entry) -> Option<Entry> {
+    (e.category == Category::Reference || e.effectiveness_mark).then(|| Entry {
+        path: e.path.clone(),
+        category: e.category,
+        topic: e.topic.clone(),
+        version: e.version,
+        doc_type: e.doc_type.clone(),
+        semantic: e.semantic.clone(),
+        last_verified_at: e.last_verified_at.clone(),
+        updated_at: e.updated_at.clone(),
+        effectiveness_mark: e.effectiveness_mark,
+        domains: e.domains.clone(),
+        ..Entry::default()
+    })
+}
+
+/// A document read in this run.
+struct Read {
+    path: String,
+    stat: Option<Stat>,
+    entry: Option<Entry>,
+    problems: Vec<Problem>,
+}
+
+fn read(lib: &Library, rel: &str) -> Read {
+    let (doc, problems) = scan::read_entry(lib, rel);
+    match doc {
+        Some((entry, size, mtime)) => Read {
+            path: rel.to_string(),
+            stat: Some((size, u64::try_from(mtime).unwrap_or(u64::MAX))),
+            entry: Some(entry),
+            problems,
+        },
+        None => Read { path: rel.to_string(), stat: stat(lib, rel), entry: None, problems },
+    }
+}
+
+/// Runs the rebuild under the lock.
+pub fn run(lib: &Library, opts: &Options) -> Result<Report> {
+    lock::with_lock(lib, &opts.lock, || run_locked(lib, opts))
+}
+
+fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
+    let cache = if opts.incremental { Cache::load(lib) } else { None };
+    let probe = cache.as_ref().map(|c| c.probe(lib));
+    if let (Some(c), Some(Probe::NoOp)) = (&cache, &probe) {
+        let cleared = consistency::clear(lib)?;
+        let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
+        return Ok(Report {
+            record: "rebuild",
+            mode: "no-op",
+            documents: c.state.documents,
+            reread: 0,
+            touched: Vec::new(),
+            marks_cleared: Vec::new(),
+            ioc_domains: c.state.ioc_domains,
+            inconsistency_log_cleared: cleared,
+            committed,
+            problems: c.state.problems.clone(),
+        });
+    }
+    // A cache whose indexes someone else changed is not trusted.
+    let cache = cache.filter(|c| c.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)));
+    let incremental = cache.is_some();
+    // With every directory unchanged the set of documents is the cached
+    // one and the probe's stats are current: no walk is needed.
+    let (paths, dirs, walk_problems, stats) = match (&cache, probe) {
+        (Some(c), Some(Probe::Edited(stats))) => {
+            let walk_problems = c.state.problems.iter().filter(|p| p.kind == "walk").cloned().collect();
+            let paths = c.files.iter().map(|(p, _)| p.clone()).collect();
+            (paths, c.dirs.iter().map(|(d, _)| d.clone()).collect(), walk_problems, stats)
+        }
+        _ => {
+            let (paths, dirs, problems) = scan::walk(lib);
+            let stats: Vec<Option<Stat>> = if incremental {
+                stats::many(lib, &paths.iter().map(String::as_str).collect::<Vec<_>>())
+            } else {
+                vec![None; paths.len()]
+            };
+            (paths, dirs, problems, stats)
+        }
+    };
+    let summary = if incremental { load_summary(lib) } else { None };
+    let incremental = incremental && summary.is_some();
+    let (mut known, mut summary, old_problems): (BTreeMap<String, Known>, _, _) = match (cache, summary) {
+        (Some(c), Some(summary)) if incremental => (c.files.into_iter().collect(), summary, c.state.problems),
+        _ => (BTreeMap::new(), BTreeMap::new(), Vec::new()),
+    };
+    let to_read: Vec<&String> = paths
+        .iter()
+        .zip(&stats)
+        .filter(|(p, s)| !incremental || s.is_none() || known.get(p.as_str()).is_none_or(|k| k.stat != **s))
+        .map(|(p, _)| p)
+        .collect();
+    let walked: HashSet<&str> = paths.iter().map(String::as_str).collect();
+    let removed: Vec<String> = if known.len() == paths.len() && known.keys().eq(paths.iter()) {
+        Vec::new()
+    } else {
+        known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect()
+    };
+    let mut reads: Vec<Read> = to_read.par_iter().map(|p| read(lib, p)).collect();
+    let reread = reads.len();
+
+    // Fold the changes into the library-wide summary, then enforce
+    // effectiveness_mark uniqueness: clear the losers and re-read them.
+    let apply = |summary: &mut BTreeMap<String, Entry>, known: &mut BTreeMap<String, Known>, r: &Read| {
+        summary.remove(&r.path);
+        if let Some(s) = r.entry.as_ref().and_then(summary_of) {
+            summary.insert(r.path.clone(), s);
+        }
+        known.insert(r.path.clone(), Known { stat: r.stat, indexed: r.entry.is_some() });
+    };
+    for p in &removed {
+        summary.remove(p);
+        known.remove(p);
+    }
+    for r in &reads {
+        apply(&mut summary, &mut known, r);
+    }
+    let cleared = marks::violations(summary.values());
+    let mut touched = Vec::new();
+    for v in &cleared {
+        let full = lib.path(&v.path);
+        let text = fs::read_to_string(&full).ctx(|| format!("reading {}", v.path))?;
+        if let Some(new) = frontmatter::set_field(&text, "effectiveness_mark", "false") {
+            atomic::write(&full, new.as_bytes())?;
+            touched.push(v.path.clone());
+        }
+        let again = read(lib, &v.path);
+        apply(&mut summary, &mut known, &again);
+        match reads.iter_mut().find(|r| r.path == v.path) {
+            Some(slot) => *slot = again,
+            None => reads.push(again),
+        }
+    }
+
+    if incremental {
+        let mut changes: Vec<(String, Option<Entry>)> =
+            reads.iter().map(|r| (r.path.clone(), r.entry.clone())).collect();
+        changes.extend(removed.iter().map(|p| (p.clone(), None)));
+        if !changes.is_empty() {
+            touched.extend(index::update(lib, &changes)?);
+        }
+    } else {
+        let refs: Vec<&Entry> = reads.iter().filter_map(|r| r.entry.as_ref()).collect();
+        touched.extend(index::rebuild(lib, &refs)?);
+    }
+    // Full entries are no longer needed; the summary carries the rest.
+    reads.iter_mut().for_each(|r| r.entry = None);
+    let domains = ioc::tally(summary.values());
+    let ioc_changed = match ioc::render(&domains) {
+        Some(text) => atomic::write_if_changed(&lib.path(ioc::FILE), text.as_bytes())?,
+        None => match fs::remove_file(lib.path(ioc::FILE)) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(Error::io(format!("removing {}", ioc::FILE), e)),
+        },
+    };
+    if ioc_changed {
+        touched.push(ioc::FILE.to_string());
+    }
+    let log_cleared = consistency::clear(lib)?;
+
+    // Problems: the walk's, plus each document's (kept from the cache for
+    // documents not re-read this time).
+    let fresh: HashSet<&str> =
+        reads.iter().map(|r| r.path.as_str()).chain(removed.iter().map(String::as_str)).collect();
+    let mut problems = walk_problems;
+    problems.extend(
+        old_problems
+            .into_iter()
+            .filter(|p| p.kind != "walk" && !fresh.contains(p.path.as_str()) && walked.contains(p.path.as_str())),
+    );
+    problems.extend(reads.iter().flat_map(|r| r.problems.iter().cloned()));
+    problems.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.kind.cmp(&b.kind)));
+    problems.dedup();
+
+    let documents = known.values().filter(|k| k.indexed).count();
+    let mut index_files: BTreeSet<String> = known
+        .iter()
+        .filter(|(_, k)| k.indexed)
+        .filter_map(|(p, _)| entry::classify(p))
+        .map(|i| index::index_file(&i.index_dir))
+        .collect();
+    index_files.insert(index::MASTER.to_string());
+    index_files.insert(ioc::FILE.to_string());
+    let outputs = index_files.into_iter().filter_map(|f| stat(lib, &f).map(|s| (f, s))).collect();
+    let state =
+        State { version: CACHE_VERSION, outputs, problems: problems.clone(), documents, ioc_domains: domains.len() };
+    Cache::save(lib, &state, &known, &dirs, &summary)?;
+
+    let mut commit_paths = touched.clone();
+    if log_cleared {
+        commit_paths.push(consistency::LOG.into());
+    }
+    let committed = opts.commit && git::commit(lib, &commit_paths, COMMIT_MESSAGE)?;
+    touched.sort();
+    touched.dedup();
+    Ok(Report {
+        record: "rebuild",
+        mode: if incremental { "incremental" } else { "full" },
+        documents,
+        reread,
+        touched,
+        marks_cleared: cleared,
+        ioc_domains: domains.len(),
+        inconsistency_log_cleared: log_cleared,
+        committed,
+        problems,
+    })
+}
+
+/// What [`Cache::probe`] found.
+enum Probe {
+    /// Nothing changed.
+    NoOp,
+    /// The same documents, some edited: every document's current stat, in
+    /// the cache's path order.
+    Edited(Vec<Option<Stat>>),
+    /// A directory changed: documents may have come or gone; walk.
+    Moved,
+}
+
+/// The incremental cache as loaded.
+struct Cache {
+    state: State,
+    /// Sorted by path.
+    files: Vec<(String, Known)>,
+    dirs: Vec<(String, Option<Stat>)>,
+}
+
+/// The library-wide summary (references and marked documents by path).
+fn load_summary(lib: &Library) -> Option<BTreeMap<String, Entry>> {
+    let list: Vec<Entry> = serde_json::from_slice(&fs::read(lib.path(SUMMARY)).ok()?).ok()?;
+    Some(list.into_iter().map(|e| (e.path.clone(), e)).collect())
+}
+
+impl Cache {
+    fn load(lib: &Library) -> Option<Cache> {
+        let state: State = serde_json::from_str(&fs::read_to_string(lib.path(STATE)).ok()?)
+            .ok()
+            .filter(|s: &State| s.version == CACHE_VERSION)?;
+        let files_text = fs::read_to_string(lib.path(FILES)).ok()?;
+        let mut files = Vec::with_capacity(files_text.len() / 64);
+        for line in files_text.lines() {
+            let mut it = line.splitn(4, '\t');
+            let (size, mtime, indexed, path) = (it.next()?, it.next()?, it.next()?, it.next()?);
+            let stat = if size == "-" { None } else { Some((size.parse().ok()?, mtime.parse().ok()?)) };
+            files.push((path.to_string(), Known { stat, indexed: indexed == "1" }));
+        }
+        let dirs_text = fs::read_to_string(lib.path(DIRS)).ok()?;
+        let mut dirs = Vec::new();
+        for line in dirs_text.lines() {
+            let (mtime, dir) = line.split_once('\t')?;
+            dirs.push((dir.to_string(), if mtime == "-" { None } else { Some((0, mtime.parse().ok()?)) }));
+        }
+        Some(Cache { state, files, dirs })
+    }
+
+    /// What moved since the cache was written. A file created, renamed or
+    /// deleted changes its directory's mtime, so unchanged directories mean
+    /// the same documents; then each document's size and mtime and each
+    /// written index's stat tell whether anything changed at all.
+    fn probe(&self, lib: &Library) -> Probe {
+        if !self.dirs.par_iter().all(|(d, s)| stat(lib, d) == *s) {
+            return Probe::Moved;
+        }
+        let paths: Vec<&str> = self.files.iter().map(|(p, _)| p.as_str()).collect();
+        let stats = stats::many(lib, &paths);
+        let same = stats.iter().zip(&self.files).all(|(s, (_, k))| *s == k.stat);
+        if same && self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)) {
+            Probe::NoOp
+        } else {
+            Probe::Edited(stats)
+        }
+    }
+
+    /// Writes the cache: plain files replaced by rename without fsync (a
+    /// lost or torn cache only makes the next run a full one). Directory
+    /// mtimes are taken last, after every write of this run.
+    fn save(
+        lib: &Library,
+        state: &State,
+        files: &BTreeMap<String, Known>,
+        dirs: &[String],
+        summary: &BTreeMap<String, Entry>,
+    ) -> Result<()> {
+        let sorted = files.iter();
+        let mut text = String::with_capacity(sorted.len() * 80);
+        for (p, k) in sorted {
+            let _ = match k.stat {
+                Some((s, m)) => writeln!(text, "{s}\t{m}\t{}\t{p}", u8::from(k.indexed)),
+                None => writeln!(text, "-\t-\t{}\t{p}", u8::from(k.indexed)),
+            };
+        }
+        put(lib, FILES, text.as_bytes())?;
+        let list: Vec<&Entry> = summary.values().collect();
+        put(lib, SUMMARY, &serde_json::to_vec(&list).map_err(|e| Error::msg(e.to_string()))?)?;
+        put(lib, STATE, &serde_json::to_vec(state).map_err(|e| Error::msg(e.to_string()))?)?;
+        let mut text = String::new();
+        for d in dirs {
+            match stat(lib, d) {
+                Some((_, m)) => text.push_str(&format!("{m}\t{d}\n")),
+                None => text.push_str(&format!("-\t{d}\n")),
+            }
+        }
+        put(lib, DIRS, text.as_bytes())
+    }
+}
+
+fn put(lib: &Library, rel: &str, bytes: &[u8]) -> Result<()> {
+    let path = lib.path(rel);
+    let parent = path.parent().unwrap_or(&lib.dir);
+    fs::create_dir_all(parent).ctx(|| format!("creating {}", parent.display()))?;
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let mut w = BufWriter::new(fs::File::create(&tmp).ctx(|| format!("creating {}", tmp.display()))?);
+    w.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
+    w.flush().ctx(|| format!("writing {}", tmp.display()))?;
+    drop(w);
+    fs::rename(&tmp, &path).ctx(|| format!("replacing {}", path.display()))
+}

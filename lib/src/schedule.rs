@@ -1,0 +1,296 @@
+//! Seed 000 `maintain --mode quick` and `--scheduled [--force]`, the commits
+//! that close `--full` and `--scheduled`, and the daily cron entry.
+//!
+//! - quick: the changelog entries after `.last-maintained` (epoch ms) name
+//!   the documents to re-index; their index rows and relations are updated
+//!   incrementally, then `.last-maintained` is set to now.
+//! - scheduled: gated to once per 24 h by `.last-scheduled` (epoch s;
+//!   `--force` bypasses it, a gated run does no work): 30-day staleness
+//!   count, T3 → T4 promotion, core-rule scan (kb-guard's; reported as
+//!   skipped here), compact when `.last-compact` is ≥ 30 days old,
+//!   rebuild-index, rebuild-relations, commit
+//!   `library(scheduled): daily maintenance <date>`.
+//!
+//! Each step takes the lock itself; run under `kb-lock --` (as the justfile
+//! does) the whole run holds one lock.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::atomic;
+use crate::changelog;
+use crate::clock;
+use crate::derived;
+use crate::entry::Entry;
+use crate::error::{Error, Result};
+use crate::git;
+use crate::index;
+use crate::library::Library;
+use crate::lock;
+use crate::maintain;
+use crate::promote;
+use crate::reindex;
+use crate::relations;
+use crate::scan;
+use crate::stale;
+use crate::usage;
+
+/// Seed: the quick mode's stamp (epoch milliseconds).
+pub const LAST_MAINTAINED: &str = ".last-maintained";
+/// Seed: the scheduled mode's stamp (epoch seconds).
+pub const LAST_SCHEDULED: &str = ".last-scheduled";
+/// Seed: where cron sends the scheduled run's output.
+pub const SCHEDULED_LOG: &str = ".scheduled.log";
+/// Seed: scheduled runs at most once per this many seconds.
+pub const GATE_SECS: i64 = 24 * 3600;
+/// Seed: scheduled compacts when the last compaction is this old.
+pub const COMPACT_EVERY_DAYS: i64 = 30;
+/// Seed: compaction archives lines older than this.
+pub const COMPACT_OLDER_THAN_DAYS: i64 = 90;
+/// Seed: scheduled counts references older than this.
+pub const SCHEDULED_STALE_DAYS: u64 = 30;
+
+fn read_stamp(lib: &Library, rel: &str) -> Option<i64> {
+    fs::read_to_string(lib.path(rel)).ok()?.trim().parse().ok()
+}
+
+/// What `kb-index quick` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Quick {
+    /// Always `maintain`.
+    pub record: &'static str,
+    /// Always `quick`.
+    pub mode: &'static str,
+    /// The previous stamp (epoch ms, 0 when missing).
+    pub since_ms: i64,
+    /// Changelog events newer than it.
+    pub events: usize,
+    /// The documents they name, re-indexed.
+    pub paths: Vec<String>,
+    /// Derived files that changed.
+    pub touched: Vec<String>,
+    /// The new stamp.
+    pub last_maintained: i64,
+}
+
+/// Seed `--mode quick`.
+pub fn quick(lib: &Library, opts: &lock::Options) -> Result<Quick> {
+    let now = clock::now()?;
+    lock::with_lock(lib, opts, || {
+        let since = read_stamp(lib, LAST_MAINTAINED).unwrap_or(0);
+        let log = changelog::read(lib)?;
+        let events: Vec<changelog::Event> = log
+            .events
+            .into_iter()
+            .map(|(_, e)| e)
+            .filter(|e| e.instant().is_some_and(|t| t.as_millisecond() > since))
+            .collect();
+        let paths: BTreeSet<String> = events.iter().map(|e| e.path.clone()).collect();
+        let mut entries: Vec<(String, Option<Entry>)> = Vec::new();
+        let mut edges = Vec::new();
+        for p in &paths {
+            let (doc, _) = scan::read_doc(lib, p);
+            edges.push((p.clone(), doc.as_ref().map(|d| d.edges.clone()).unwrap_or_default()));
+            entries.push((p.clone(), doc.map(|d| d.entry)));
+        }
+        let mut touched = if entries.is_empty() { Vec::new() } else { index::update(lib, &entries)? };
+        if !events.is_empty() && relations::update(lib, &edges, &events, || derived::rebuilt_edges(lib))? {
+            touched.push(relations::FILE.to_string());
+        }
+        let stamp = now.as_millisecond();
+        atomic::write(&lib.path(LAST_MAINTAINED), format!("{stamp}\n").as_bytes())?;
+        Ok(Quick {
+            record: "maintain",
+            mode: "quick",
+            since_ms: since,
+            events: events.len(),
+            paths: paths.into_iter().collect(),
+            touched,
+            last_maintained: stamp,
+        })
+    })
+}
+
+/// What `kb-index scheduled` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scheduled {
+    /// Always `maintain`.
+    pub record: &'static str,
+    /// Always `scheduled`.
+    pub mode: &'static str,
+    /// Whether the steps ran (false: gated, no work done).
+    pub ran: bool,
+    /// When gated: the earliest next run (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_run: Option<String>,
+    /// The seven steps' results, in order.
+    pub steps: Vec<Value>,
+    /// Whether the final commit was made.
+    pub committed: bool,
+}
+
+/// Seed `--scheduled [--force]`.
+pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options) -> Result<Scheduled> {
+    let now = clock::now()?;
+    let last = read_stamp(lib, LAST_SCHEDULED);
+    if let (false, Some(last)) = (force, last) {
+        if now.as_second() - last < GATE_SECS {
+            let next = jiff::Timestamp::from_second(last + GATE_SECS).map(clock::format).ok();
+            return Ok(Scheduled {
+                record: "maintain",
+                mode: "scheduled",
+                ran: false,
+                next_run: next,
+                steps: Vec::new(),
+                committed: false,
+            });
+        }
+    }
+    let mut steps = Vec::new();
+    let scan = scan::library(lib);
+    let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
+    let stale_n = entries.iter().filter(|e| stale::reference(e, now, Some(SCHEDULED_STALE_DAYS)).is_some()).count();
+    steps.push(json!({"step": 1, "name": "staleness", "days": SCHEDULED_STALE_DAYS, "stale": stale_n}));
+    let cands = promote::candidates(&entries, &usage::load(lib)?);
+    let promoted = promote::apply(lib, &cands, false, opts)?;
+    steps.push(json!({"step": 2, "name": "promote", "candidates": cands.len(), "promoted": promoted}));
+    steps.push(json!({"step": 3, "name": "core-rules", "skipped": "the core-rule scan is kb-guard's (just evolve)"}));
+    let last_compact = read_stamp(lib, maintain::LAST_COMPACT);
+    let due = last_compact.is_none_or(|t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);
+    if due {
+        let c = maintain::compact(lib, COMPACT_OLDER_THAN_DAYS, false, opts)?;
+        steps.push(json!({"step": 4, "name": "compact", "ran": true, "archived": c.archived}));
+    } else {
+        steps.push(json!({"step": 4, "name": "compact", "ran": false}));
+    }
+    let r = reindex::run(lib, &reindex::Options { incremental: false, commit: false, lock: opts.clone() })?;
+    steps.push(json!({"step": 5, "name": "rebuild-index", "documents": r.documents, "touched": r.touched}));
+    let rel = derived::rebuild_relations(lib, opts)?;
+    steps.push(json!({"step": 6, "name": "rebuild-relations", "edges": rel.edges, "changed": rel.changed}));
+    lock::with_lock(lib, opts, || {
+        atomic::write(&lib.path(LAST_SCHEDULED), format!("{}\n", now.as_second()).as_bytes())
+    })?;
+    let committed = commit && commit_all(lib, &format!("library(scheduled): daily maintenance {}", clock::day(now)))?;
+    steps.push(json!({"step": 7, "name": "commit", "committed": committed}));
+    Ok(Scheduled { record: "maintain", mode: "scheduled", ran: true, next_run: None, steps, committed })
+}
+
+/// Commits every change in the library except its cache and lock file
+/// (seed `--full`/`--scheduled`: `git add -A && git commit`). False when
+/// the library is not in git or nothing changed.
+pub fn commit_all(lib: &Library, message: &str) -> Result<bool> {
+    git::commit(lib, &[".".into(), ":(exclude).cache".into(), ":(exclude).lock".into()], message)
+}
+
+/// The message of `kb-index commit full|scheduled`.
+pub fn commit_message(kind: &str) -> Result<String> {
+    let day = clock::day(clock::now()?);
+    match kind {
+        "full" => Ok(format!("library(full): full maintenance {day}")),
+        "scheduled" => Ok(format!("library(scheduled): daily maintenance {day}")),
+        other => Err(Error::usage(format!("unknown commit kind '{other}' (expected full or scheduled)"))),
+    }
+}
+
+/// What a cron change did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cron {
+    /// Always `cron`.
+    pub record: &'static str,
+    /// install or uninstall.
+    pub action: &'static str,
+    /// Whether the crontab was rewritten (false: already as wanted).
+    pub changed: bool,
+    /// The library's cron line (installed or removed).
+    pub line: String,
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The marker that makes this library's cron line findable.
+fn marker(lib: &Library) -> String {
+    format!("# kb-tools:scheduled {}", lib.dir.display())
+}
+
+/// The daily 03:00 line running `just maintain scheduled` for this library,
+/// output appended to `.scheduled.log`.
+pub fn cron_line(lib: &Library, just: &str, justfile: &str) -> String {
+    let ws = lib.dir.parent().unwrap_or(&lib.dir);
+    format!(
+        "0 3 * * * cd {} && {} --justfile {} maintain scheduled >> {} 2>&1 {}",
+        quote(&ws.display().to_string()),
+        quote(just),
+        quote(justfile),
+        quote(&lib.path(SCHEDULED_LOG).display().to_string()),
+        marker(lib)
+    )
+}
+
+fn crontab_read() -> Result<Vec<String>> {
+    let out = Command::new("crontab").arg("-l").output().map_err(|e| Error::io("running crontab -l", e))?;
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("no crontab") {
+        Ok(Vec::new())
+    } else {
+        Err(Error::msg(format!("crontab -l failed: {}", err.trim())))
+    }
+}
+
+fn crontab_write(lines: &[String]) -> Result<()> {
+    let mut child = Command::new("crontab")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::io("running crontab -", e))?;
+    let mut text = lines.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(text.as_bytes()).map_err(|e| Error::io("writing to crontab -", e))?;
+    }
+    let status = child.wait().map_err(|e| Error::io("waiting for crontab -", e))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::msg(format!("crontab - failed ({status})")))
+    }
+}
+
+/// Seed `--install-cron`: idempotent; every other crontab line is kept.
+pub fn cron_install(lib: &Library, just: &str, justfile: &str) -> Result<Cron> {
+    let line = cron_line(lib, just, justfile);
+    let current = crontab_read()?;
+    let mark = marker(lib);
+    let mut wanted: Vec<String> = current.iter().filter(|l| !l.ends_with(&mark)).cloned().collect();
+    wanted.push(line.clone());
+    let changed = wanted != current;
+    if changed {
+        crontab_write(&wanted)?;
+    }
+    Ok(Cron { record: "cron", action: "install", changed, line })
+}
+
+/// Seed `--uninstall-cron`: removes only this library's line.
+pub fn cron_uninstall(lib: &Library) -> Result<Cron> {
+    let current = crontab_read()?;
+    let mark = marker(lib);
+    let removed: Vec<String> = current.iter().filter(|l| l.ends_with(&mark)).cloned().collect();
+    let kept: Vec<String> = current.iter().filter(|l| !l.ends_with(&mark)).cloned().collect();
+    let changed = !removed.is_empty();
+    if changed {
+        crontab_write(&kept)?;
+    }
+    Ok(Cron { record: "cron", action: "uninstall", changed, line: removed.join("\n") })
+}

@@ -1,0 +1,115 @@
+//! Seed 000 `status`: the library's health in six dimensions, one report —
+//! (1) index consistency, (2) reference staleness, (3) usage and
+//! effectiveness_mark suggestions, (4) domain convergence (`.ioc.md`),
+//! (5) thinking-pattern lifecycle, (6) input integrity (unreadable files,
+//! broken frontmatter, bad changelog lines, dead lock directories). Index
+//! problems are appended to `.inconsistency.log` as the seed asks.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::clock;
+use crate::consistency::{self, Inconsistency};
+use crate::entry::Entry;
+use crate::error::Result;
+use crate::ioc;
+use crate::library::Library;
+use crate::lifecycle;
+use crate::lock;
+use crate::scan;
+use crate::stale;
+use crate::usage;
+
+/// One dimension of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dimension {
+    /// Always `audit`.
+    pub record: &'static str,
+    /// 1–6.
+    pub dimension: u8,
+    /// index, staleness, effectiveness, ioc, lifecycle, integrity.
+    pub name: &'static str,
+    /// Whether a person should look at it.
+    pub attention: bool,
+    /// One line for people.
+    pub summary: String,
+    /// The findings behind the summary (records of their own types).
+    pub items: Vec<Value>,
+}
+
+fn dim(n: u8, name: &'static str, summary: String, items: Vec<Value>) -> Dimension {
+    Dimension { record: "audit", dimension: n, name, attention: !items.is_empty(), summary, items }
+}
+
+fn values<T: Serialize>(xs: &[T]) -> Vec<Value> {
+    xs.iter().filter_map(|x| serde_json::to_value(x).ok()).collect()
+}
+
+const ROW_KINDS: &[&str] = &["missing-file", "missing-row", "missing-index", "stale-row"];
+
+/// Audits the library. Index problems are logged under the lock.
+pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>> {
+    let now = clock::now()?;
+    let scan = scan::library(lib);
+    let problems = consistency::check(lib, &scan)?;
+    let (rows, inputs): (Vec<Inconsistency>, Vec<Inconsistency>) =
+        problems.into_iter().partition(|p| ROW_KINDS.contains(&p.kind.as_str()));
+    if !rows.is_empty() {
+        lock::with_lock(lib, lock_opts, || consistency::log(lib, &rows))?;
+    }
+    let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
+    let refs = entries.iter().filter(|e| e.category == crate::entry::Category::Reference).count();
+    let stale: Vec<_> = entries.iter().filter_map(|e| stale::reference(e, now, None)).collect();
+    let usage = usage::load(lib)?;
+    let marked: std::collections::BTreeSet<&str> =
+        entries.iter().filter(|e| e.effectiveness_mark).map(|e| e.path.as_str()).collect();
+    let suggestions: Vec<_> =
+        usage.values().filter(|u| u.suggest_mark && !marked.contains(u.path.as_str())).cloned().collect();
+    let domains = ioc::tally(&entries);
+    let patterns = lifecycle::compute(&entries, &usage);
+    let counts = lifecycle::counts(&patterns);
+    let review: Vec<_> = patterns.iter().filter(|p| p.needs_review).cloned().collect();
+    let mut integrity = values(&inputs);
+    if let Ok(lock::State::Legacy { pid, alive: false }) = lock::status(lib) {
+        integrity.push(json!({"record": "inconsistency", "kind": "dead-lock", "path": ".lock",
+            "message": format!("a mkdir lock of dead pid {pid:?} is left; run kb-lock sweep")}));
+    }
+    let count_text = counts.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
+    Ok(vec![
+        dim(1, "index", format!("{} index problems (logged to {})", rows.len(), consistency::LOG), values(&rows)),
+        dim(2, "staleness", format!("{} of {refs} references stale", stale.len()), values(&stale)),
+        dim(
+            3,
+            "effectiveness",
+            format!("{} files used, {} effectiveness_mark suggestions", usage.len(), suggestions.len()),
+            values(&suggestions),
+        ),
+        dim(4, "ioc", format!("{} domains in ≥ {} references", domains.len(), ioc::MIN_DOCS), values(&domains)),
+        dim(
+            5,
+            "lifecycle",
+            format!("{} patterns: {count_text}; {} deprecated need review", patterns.len(), review.len()),
+            values(&review),
+        ),
+        dim(6, "integrity", format!("{} unreadable or malformed inputs", integrity.len()), integrity),
+    ])
+}
+
+/// The report for people: one block per dimension, `!` marking attention.
+pub fn render(dims: &[Dimension]) -> String {
+    let mut out = String::new();
+    for d in dims {
+        let mark = if d.attention { "!" } else { "ok" };
+        out.push_str(&format!("[{mark}] {}. {}: {}\n", d.dimension, d.name, d.summary));
+        for it in &d.items {
+            let path = it.get("path").and_then(Value::as_str).or_else(|| it.get("domain").and_then(Value::as_str));
+            let what = ["kind", "reason", "state", "risk"]
+                .iter()
+                .find_map(|k| it.get(*k).and_then(Value::as_str))
+                .map(str::to_string)
+                .or_else(|| it.get("usage_count").map(|u| format!("usage {u}, failure {}%", it["failure_rate"])));
+            out.push_str(&format!("      {}  {}\n", what.unwrap_or_default(), path.unwrap_or("")));
+        }
+    }
+    out
+}
