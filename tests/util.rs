@@ -144,6 +144,7 @@ pub fn golden(name: &str, actual: &str) {
         std::fs::write(&p, actual).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&p).unwrap_or_else(|_| panic!("missing golden file {}; run with KB_BLESS=1", p.display()));
+    let want = std::fs::read_to_string(&p)
+        .unwrap_or_else(|_| panic!("missing golden file {}; run with KB_BLESS=1", p.display()));
     assert_eq!(actual, want, "output differs from {}", p.display());
 }

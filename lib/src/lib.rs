@@ -13,6 +13,7 @@ pub mod entry;
 pub mod error;
 pub mod frontmatter;
 pub mod git;
+pub mod graph;
 pub mod index;
 pub mod jsonl;
 pub mod library;
@@ -21,6 +22,8 @@ pub mod maintain;
 pub mod markdown;
 pub mod relations;
 pub mod scan;
+pub mod score;
+pub mod text;
 pub mod write;
 pub mod yaml;
 
