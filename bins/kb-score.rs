@@ -30,6 +30,8 @@ Options:
   --budget TOKENS   stop before the hits' estimated tokens exceed TOKENS
   --source NAME=DIR also search the library at DIR, attributed to NAME (repeatable; read-only)
   --no-registries   ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json
+  --verify          check every document's size and mtime before trusting the index cache
+                    (by default: directories, relations, changelog and the hits themselves)
   --root DIR        the local library (default: KB_ROOT, else the nearest .library)
   --format FMT      jsonl or table [default: table on a terminal]
   -h, --help        show this help
@@ -73,6 +75,7 @@ fn parse_args() -> Result<Args, Error> {
             Long("budget") => opts.budget = Some(number(&p.value()?.string()?, "--budget")?),
             Long("source") => spec.cli.push(sources::parse_source_flag(&p.value()?.string()?)?),
             Long("no-registries") => spec.registries = false,
+            Long("verify") => opts.verify = true,
             Long("root") => spec.root = Some(PathBuf::from(p.value()?)),
             Long("format") => format = Some(Format::parse(&p.value()?.string()?)?),
             Value(v) => query.push(v.string()?),

@@ -33,40 +33,61 @@ pub fn fold(text: &str) -> String {
 /// run of CJK characters becomes its overlapping character bigrams (a lone
 /// CJK character stays a unigram).
 pub fn tokens(text: &str) -> Vec<String> {
-    let folded = fold(text);
     let mut out = Vec::new();
-    let mut word = String::new();
-    let mut cjk: Vec<char> = Vec::new();
-    for c in folded.chars() {
-        if is_cjk(c) {
-            flush_word(&mut word, &mut out);
-            cjk.push(c);
-        } else if c.is_alphanumeric() {
-            flush_cjk(&mut cjk, &mut out);
-            word.push(c);
-        } else {
-            flush_word(&mut word, &mut out);
-            flush_cjk(&mut cjk, &mut out);
-        }
-    }
-    flush_word(&mut word, &mut out);
-    flush_cjk(&mut cjk, &mut out);
+    each_token(text, |t| out.push(t.to_string()));
     out
 }
 
-fn flush_word(word: &mut String, out: &mut Vec<String>) {
+/// Calls `f` with each word [`tokens`] would return, in order, without
+/// allocating a string per word (for indexing large libraries).
+pub fn each_token(text: &str, mut f: impl FnMut(&str)) {
+    let folded = fold(text);
+    let mut word = String::new();
+    let mut cjk: Vec<char> = Vec::new();
+    let mut pair = String::new();
+    let mut flush_cjk = |run: &mut Vec<char>, f: &mut dyn FnMut(&str)| {
+        if run.len() == 1 {
+            pair.clear();
+            pair.push(run[0]);
+            f(&pair);
+        } else {
+            for w in run.windows(2) {
+                pair.clear();
+                pair.push(w[0]);
+                pair.push(w[1]);
+                f(&pair);
+            }
+        }
+        run.clear();
+    };
+    for c in folded.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+            cjk.push(c);
+        } else if c.is_alphanumeric() {
+            if !cjk.is_empty() {
+                flush_cjk(&mut cjk, &mut f);
+            }
+            word.push(c);
+        } else {
+            if !word.is_empty() {
+                f(&word);
+                word.clear();
+            }
+            if !cjk.is_empty() {
+                flush_cjk(&mut cjk, &mut f);
+            }
+        }
+    }
     if !word.is_empty() {
-        out.push(std::mem::take(word));
+        f(&word);
     }
-}
-
-fn flush_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
-    match run.len() {
-        0 => {}
-        1 => out.push(run[0].to_string()),
-        _ => out.extend(run.windows(2).map(|w| w.iter().collect::<String>())),
+    if !cjk.is_empty() {
+        flush_cjk(&mut cjk, &mut f);
     }
-    run.clear();
 }
 
 /// Character n-grams of the folded text with whitespace collapsed, for

@@ -9,6 +9,7 @@ use std::fs;
 use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use crate::clock;
 use crate::entry::Entry;
@@ -115,14 +116,19 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         problems.push(problem("frontmatter", err.clone()));
     }
     let body = frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
-    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
     let mut len = 0u32;
     let title = entry.title.as_deref().unwrap_or("");
     for part in [title, entry.topic.as_str(), &entry.keywords.join(" "), body] {
-        for t in terms::analyse(part) {
-            *counts.entry(t).or_insert(0) += 1;
+        terms::each_term(part, |t| {
             len += 1;
-        }
+            match counts.get_mut(t) {
+                Some(c) => *c += 1,
+                None => {
+                    counts.insert(t.to_string(), 1);
+                }
+            }
+        });
     }
     let topic_words = text::tokens(&entry.topic);
     for w in &topic_words {
@@ -168,7 +174,7 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
 /// Interns term strings to dense ids.
 #[derive(Default)]
 struct Vocab {
-    ids: HashMap<String, u32>,
+    ids: FxHashMap<String, u32>,
     words: Vec<String>,
 }
 
@@ -186,7 +192,15 @@ impl Vocab {
 
 /// Builds the index of `lib`, reusing unchanged documents of `old`.
 pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
+    let t0 = std::time::Instant::now();
+    let prof = std::env::var_os("KB_SCORE_PROFILE").is_some();
+    let lap = |what: &str| {
+        if prof {
+            eprintln!("kb-score: profile: {what} at {:?}", t0.elapsed());
+        }
+    };
     let (paths, mut problems) = scan::document_paths(lib);
+    lap("walk");
     let old_ids: HashMap<&str, u32> = match old {
         Some(v) => (0..v.docs() as u32).map(|d| (v.path(d), d)).collect(),
         None => HashMap::new(),
@@ -216,6 +230,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
         }
     }
 
+    lap("read");
     let mut vocab = Vocab::default();
     // Forward lists (new term id, tf) of reused documents, from the old postings.
     let mut old_fwd: Vec<Vec<(u32, u32)>> = Vec::new();
@@ -267,10 +282,13 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
         }
     };
+    lap("assemble");
     let (used, adj) = graph_facts(&edges, &entries);
+    lap("graph");
     let doc_paths: Vec<String> = docs.iter().map(|d| d.path.clone()).collect();
     let info = Info { dirs: watched_dirs(lib, &doc_paths), stamps: watched_stamps(lib), ..Info::default() };
     let bytes = index::write(&docs, &vocab.words, &used, &adj, info);
+    lap("write");
     Ok(Built { bytes, problems, read })
 }
 

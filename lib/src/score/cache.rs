@@ -93,11 +93,18 @@ pub fn user_cache_dir() -> Option<PathBuf> {
     Some(base.join("kb-tools").join("score"))
 }
 
-/// Whether an index still describes the library on disk.
+/// The quick check of every query: no watched directory changed (no
+/// document added, removed or replaced by rename, which is how kb-append
+/// and most editors save) and `.relations.jsonl` and the changelog are
+/// unchanged (every kb-append write logs an event).
 pub fn is_current(lib: &Library, v: &View) -> bool {
-    let dirs_ok = v.info.dirs.iter().all(|(d, m)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m));
-    let files_ok = v.info.stamps.iter().all(|(f, s, m)| stamp(&lib.path(f)) == (*s, *m));
-    dirs_ok && files_ok && (0..v.docs() as u32).into_par_iter().all(|d| stamp(&lib.path(v.path(d))) == v.stamp(d))
+    v.info.dirs.iter().all(|(d, m)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m))
+        && v.info.stamps.iter().all(|(f, s, m)| stamp(&lib.path(f)) == (*s, *m))
+}
+
+/// Whether the given documents still have the size and mtime indexed.
+pub fn docs_current(lib: &Library, v: &View, docs: &[u32]) -> bool {
+    docs.par_iter().all(|&d| stamp(&lib.path(v.path(d))) == v.stamp(d))
 }
 
 /// What [`with_index`] reports besides the closure's result.
@@ -113,8 +120,16 @@ pub struct Report {
 }
 
 /// Runs `f` over the current index of `lib`, from the cache at `cache`
-/// when it is current, else after (re)building and saving it.
-pub fn with_index<R>(lib: &Library, cache: Option<&Path>, f: impl FnOnce(&View) -> R) -> Result<(R, Report)> {
+/// when it is current, else after (re)building and saving it. `f` returns
+/// its result and the documents it used: when one of those was edited in
+/// place since indexing, the index is updated and `f` runs again. With
+/// `verify_all`, every document's size and mtime is checked first.
+pub fn with_index<R>(
+    lib: &Library,
+    cache: Option<&Path>,
+    verify_all: bool,
+    f: impl Fn(&View) -> (R, Vec<u32>),
+) -> Result<(R, Report)> {
     let mut warnings = Vec::new();
     let mapped = cache.and_then(map).map(Bytes::Map);
     if let (None, Some(dir)) = (&mapped, cache.and_then(Path::parent)) {
@@ -126,8 +141,14 @@ pub fn with_index<R>(lib: &Library, cache: Option<&Path>, f: impl FnOnce(&View) 
     if let Some(bytes) = &mapped {
         match View::open(bytes) {
             Ok(v) if is_current(lib, &v) => {
-                let r = f(&v);
-                return Ok((r, Report { status: Status::Warm, read: 0, problems: Vec::new(), warnings }));
+                let all: Vec<u32> = if verify_all { (0..v.docs() as u32).collect() } else { Vec::new() };
+                if docs_current(lib, &v, &all) {
+                    let (r, used) = f(&v);
+                    if docs_current(lib, &v, &used) {
+                        return Ok((r, Report { status: Status::Warm, read: 0, problems: Vec::new(), warnings }));
+                    }
+                }
+                old_ok = true;
             }
             Ok(_) => old_ok = true,
             Err(why) => warnings.push(format!("cache {} rejected: {why}; rebuilding", show(cache))),
@@ -145,7 +166,7 @@ pub fn with_index<R>(lib: &Library, cache: Option<&Path>, f: impl FnOnce(&View) 
     }
     let bytes = Bytes::Owned(built.bytes);
     let v = View::open(&bytes).map_err(|e| crate::Error::msg(format!("internal: built index unreadable: {e}")))?;
-    let r = f(&v);
+    let (r, _) = f(&v);
     Ok((r, Report { status, read: built.read, problems: built.problems, warnings }))
 }
 

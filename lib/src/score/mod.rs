@@ -42,11 +42,20 @@ pub struct Options {
     pub budget: Option<usize>,
     /// Filters.
     pub filters: Filters,
+    /// Check every document's size and mtime before trusting the cache.
+    pub verify: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { limit: 10, recommend: true, tier: Tier::Index, budget: None, filters: Filters::default() }
+        Options {
+            limit: 10,
+            recommend: true,
+            tier: Tier::Index,
+            budget: None,
+            filters: Filters::default(),
+            verify: false,
+        }
     }
 }
 
@@ -172,7 +181,7 @@ fn search_source(
     now: i64,
 ) -> Result<(Partial, cache::Report)> {
     let cache_path = cache::path_for(&src.lib, local, src.external);
-    cache::with_index(&src.lib, cache_path.as_deref(), |v| {
+    cache::with_index(&src.lib, cache_path.as_deref(), opts.verify, |v| {
         let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit);
         let mk = |d: u32, score: f64, base: f64, kind: Match, freshness: f64, hop: usize, via: Option<u32>| {
             let m = v.meta(d);
@@ -202,12 +211,14 @@ fn search_source(
         };
         let hits: Vec<Hit> =
             direct.iter().map(|s| mk(s.doc, s.score, round4(s.base), s.kind, s.freshness, 0, None)).collect();
+        let mut rec_docs = Vec::new();
         let recs = if opts.recommend {
             let roots: Vec<(u32, f64)> = direct.iter().map(|s| (s.doc, s.score)).collect();
             let keep = |d: u32| opts.filters.is_empty() || opts.filters.pass(&v.meta(d));
             recommend::recommend(v, &roots, keep)
                 .into_iter()
                 .map(|r| {
+                    rec_docs.push(r.doc);
                     let f = rank::freshness_of(v, r.doc, now);
                     (mk(r.doc, r.score, 0.0, Match::Graph, f, r.hop, Some(r.via)), v.path(r.root).to_string())
                 })
@@ -215,7 +226,9 @@ fn search_source(
         } else {
             Vec::new()
         };
-        Partial { direct: hits, recs, matched }
+        let mut used: Vec<u32> = direct.iter().map(|s| s.doc).collect();
+        used.extend(rec_docs);
+        (Partial { direct: hits, recs, matched }, used)
     })
 }
 

@@ -4,10 +4,10 @@
 //! other scripts pass through unchanged.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashMap;
 
 use crate::text;
 
@@ -23,7 +23,8 @@ pub const STOP_WORDS: &[&str] = &[
 
 /// Whether a folded token is a stop word.
 pub fn is_stop(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    // No stop word is longer than six bytes: most words skip the search.
+    word.len() <= 6 && STOP_WORDS.binary_search(&word).is_ok()
 }
 
 fn stemmer() -> &'static Stemmer {
@@ -32,7 +33,7 @@ fn stemmer() -> &'static Stemmer {
 }
 
 thread_local! {
-    static STEMS: RefCell<HashMap<String, String>> = RefCell::new(HashMap::new());
+    static STEMS: RefCell<FxHashMap<String, String>> = RefCell::new(FxHashMap::default());
 }
 
 /// The BM25 term of one folded token: ASCII words are stemmed (memoised
@@ -56,7 +57,33 @@ pub fn stem(word: &str) -> String {
 
 /// The BM25 terms of a document text, in order, stop words removed.
 pub fn analyse(text: &str) -> Vec<String> {
-    text::tokens(text).into_iter().filter(|w| !is_stop(w)).map(|w| stem(&w)).collect()
+    let mut out = Vec::new();
+    each_term(text, |t| out.push(t.to_string()));
+    out
+}
+
+/// Calls `f` with each BM25 term of a text (what [`analyse`] returns),
+/// without allocating per term once a word's stem is memoised.
+pub fn each_term(text: &str, mut f: impl FnMut(&str)) {
+    STEMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        text::each_token(text, |w| {
+            if is_stop(w) {
+                return;
+            }
+            if w.len() < 3 || !w.bytes().all(|b| b.is_ascii_lowercase()) {
+                return f(w);
+            }
+            if let Some(s) = cache.get(w) {
+                return f(s);
+            }
+            let s = stemmer().stem(w).into_owned();
+            f(&s);
+            if cache.len() < 200_000 {
+                cache.insert(w.to_string(), s);
+            }
+        })
+    })
 }
 
 #[cfg(test)]
@@ -66,6 +93,7 @@ mod tests {
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(STOP_WORDS.iter().all(|w| w.len() <= 6));
     }
 
     #[test]
