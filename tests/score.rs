@@ -87,12 +87,15 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
+/// topic, score, used_by, freshness, hop, via, match
+type Row<'a> = (String, f64, u64, f64, u64, Option<&'a str>, &'a str);
+
 #[test]
 fn seed_example_scores_hops_and_via() {
     let lib = seed_library();
     let (recs, code) = search(&lib, &["jwt"]);
     assert_eq!(code, 0);
-    let got: Vec<(String, f64, u64, f64, u64, Option<&str>, &str)> = hits(&recs)
+    let got: Vec<Row> = hits(&recs)
         .iter()
         .map(|h| {
             (
@@ -368,6 +371,24 @@ fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
         assert_eq!(records(&out.stdout), good);
         assert!(String::from_utf8_lossy(&out.stderr).contains("rejected"));
     }
+}
+
+#[test]
+fn two_processes_building_the_cache_at_once() {
+    let lib = seed_library();
+    let spawn = || {
+        lib.std_cmd("kb-score")
+            .args(["token", "--no-registries", "--format", "jsonl"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success() && b.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let (warm, _) = search(&lib, &["token"]);
+    assert_eq!(warm, records(&a.stdout));
 }
 
 #[test]

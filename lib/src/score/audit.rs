@@ -30,6 +30,12 @@ pub struct Event {
     pub sources_failed: Vec<String>,
     /// Hits returned.
     pub hits: usize,
+    /// Of which direct.
+    pub direct: usize,
+    /// Of which graph recommendations.
+    pub recommended: usize,
+    /// Documents matching directly, over all sources.
+    pub matched: usize,
 }
 
 /// Appends the event to the local library's audit log under the lock.

@@ -358,5 +358,8 @@ pub fn audit_event(o: &Outcome, ts: String) -> audit::Event {
         sources_with_findings: o.summary.sources_with_findings.clone(),
         sources_failed: o.summary.sources_failed.clone(),
         hits: o.summary.hits,
+        direct: o.summary.direct,
+        recommended: o.summary.recommended,
+        matched: o.summary.matched,
     }
 }

@@ -43,9 +43,9 @@ impl Filters {
     /// Whether a document passes every filter.
     pub fn pass(&self, m: &Meta) -> bool {
         let ty = m.doc_type.as_deref().map(str::to_lowercase);
-        (self.types.is_empty() || ty.is_some_and(|t| self.types.iter().any(|s| *s == t)))
+        (self.types.is_empty() || ty.is_some_and(|t| self.types.contains(&t)))
             && (self.topic.is_empty() || formula::contains_run(&text::tokens(&m.topic), &self.topic))
-            && self.notebook.as_ref().is_none_or(|nb| m.notebooks.iter().any(|x| x == nb))
+            && self.notebook.as_ref().map_or(true, |nb| m.notebooks.contains(nb))
     }
 }
 
