@@ -156,8 +156,7 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         quality_status: entry.quality_status.clone(),
         fresh_from: if verified.is_some() { "last_verified_at" } else { "mtime" }.to_string(),
     };
-    let mut words: Vec<(String, u32)> = counts.into_iter().collect();
-    words.sort_unstable();
+    let words: Vec<(String, u32)> = counts.into_iter().collect();
     let rec = DocRec {
         path: rel.to_string(),
         meta: serde_json::to_vec(&m).unwrap_or_default(),
