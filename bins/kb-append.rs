@@ -161,8 +161,11 @@ fn main() -> ExitCode {
                 };
                 let nb = a.notebook.as_deref().ok_or_else(|| Error::usage("event needs --notebook NB"))?;
                 let ev = write::event(&lib, kind, path, nb, &opts)?;
-                let mut rec = serde_json::to_value(&ev).map_err(|e| Error::msg(e.to_string()))?;
-                rec.as_object_mut().map(|m| m.insert("record".into(), json!("event")));
+                let mut rec = serde_json::Map::new();
+                rec.insert("record".into(), json!("event"));
+                if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&ev) {
+                    rec.extend(fields);
+                }
                 out.record(&rec)?;
             }
             "compact" => {

@@ -111,15 +111,73 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Parses JSON Lines output into values.
+/// Parses JSON Lines output into values, checking each against
+/// `schemas/<record>.schema.json` when that schema exists.
+#[track_caller]
 pub fn records(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8_lossy(stdout)
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}"));
+            conforms(&v);
+            v
+        })
         .collect()
 }
 
+/// Checks a record against its schema's top level: required fields,
+/// no unknown fields where the schema forbids them, `const` and `enum`.
+/// A schema with `oneOf` (one record name used by two binaries) passes
+/// when any branch does.
+#[track_caller]
+pub fn conforms(rec: &Value) {
+    let Some(name) = rec.get("record").and_then(Value::as_str) else { return };
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas").join(format!("{name}.schema.json"));
+    let Ok(text) = std::fs::read_to_string(&p) else { return };
+    let schema: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let result = match schema.get("oneOf").and_then(Value::as_array) {
+        Some(branches) => {
+            let errs: Vec<String> = branches.iter().filter_map(|b| check(name, b, rec).err()).collect();
+            if errs.len() < branches.len() {
+                Ok(())
+            } else {
+                Err(errs.join("; "))
+            }
+        }
+        None => check(name, &schema, rec),
+    };
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+fn check(name: &str, schema: &Value, rec: &Value) -> Result<(), String> {
+    let obj = rec.as_object().ok_or_else(|| format!("{name} record is not an object"))?;
+    for req in schema["required"].as_array().into_iter().flatten() {
+        if !obj.contains_key(req.as_str().unwrap_or_default()) {
+            return Err(format!("{name} record lacks required {req}: {rec}"));
+        }
+    }
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    for (k, v) in obj {
+        match props.get(k) {
+            None if schema["additionalProperties"] == Value::Bool(false) => {
+                return Err(format!("{name} record has unknown field {k}: {rec}"));
+            }
+            None => {}
+            Some(p) => {
+                if p.get("const").is_some_and(|c| c != v) {
+                    return Err(format!("{name}.{k} = {v}, schema says {}", p["const"]));
+                }
+                if p.get("enum").and_then(Value::as_array).is_some_and(|e| !e.contains(v)) {
+                    return Err(format!("{name}.{k} = {v} not in {}", p["enum"]));
+                }
+            }
+        }
+    }
+    Ok(())
+}
 /// Copies a directory tree.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -116,9 +116,18 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp.{}.{n}.{nanos}", std::process::id()))
 }
 
-/// Whether a file name is one of our temp files (left by a killed writer).
-pub fn is_temp_name(name: &str) -> bool {
-    name.starts_with('.') && name.contains(".tmp.")
+/// The pid that made a temp file of ours (`.<name>.tmp.<pid>.<n>.<nanos>`),
+/// so a sweep can remove the ones whose writer died.
+pub fn temp_owner(name: &str) -> Option<u32> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    let (_, tail) = name.rsplit_once(".tmp.")?;
+    let mut parts = tail.split('.');
+    let pid = parts.next()?.parse().ok()?;
+    let n_ok = parts.next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    let nanos_ok = parts.next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    (n_ok && nanos_ok && parts.next().is_none()).then_some(pid)
 }
 
 #[cfg(test)]

@@ -149,7 +149,6 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
         let existing = fs::read_to_string(lib.path(&rel)).ok();
         let mut rows = match existing.as_deref().map(|t| parse(t, &title, DIR_HEADER)) {
             Some(Some(rows)) => rows,
-            None if !lib.path(dir).join(INDEX).exists() => Rows::new(),
             _ => dir_rows_from_disk(lib, dir),
         };
         for (path, e) in items {
@@ -198,10 +197,19 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
     Ok(touched)
 }
 
+/// The rows of one directory read from its documents, for an index that is
+/// missing or not in the generated shape. Only that directory is read
+/// (skill stages: each skill's `SKILL.md`).
 fn dir_rows_from_disk(lib: &Library, dir: &str) -> Rows {
-    let (paths, _) = scan::document_paths(lib);
+    let mut paths = Vec::new();
+    let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+    for e in fs::read_dir(lib.path(dir)).into_iter().flatten().flatten() {
+        let Ok(name) = e.file_name().into_string() else { continue };
+        paths.push(format!("{prefix}{name}"));
+        paths.push(format!("{prefix}{name}/SKILL.md"));
+    }
     let mut rows = Rows::new();
-    for p in paths.iter().filter(|p| entry::classify(p).is_some_and(|i| i.index_dir == dir)) {
+    for p in paths.iter().filter(|p| entry::classify(p).is_some_and(|i| i.index_dir == dir) && lib.path(p).is_file()) {
         if let (Some(doc), _) = scan::read_doc(lib, p) {
             let (k, r) = dir_row(&doc.entry);
             rows.insert(k, r);

@@ -89,13 +89,8 @@ impl Library {
     pub fn for_init(root: Option<&Path>) -> Result<Library> {
         let explicit = root.map(Path::to_path_buf).or_else(|| std::env::var_os("KB_ROOT").map(PathBuf::from));
         let dir = match explicit {
-            Some(d) if d.file_name().is_some_and(|n| n == DIR_NAME) || d.join(DIR_NAME).is_dir() => {
-                if d.join(DIR_NAME).is_dir() && d.file_name().is_none_or(|n| n != DIR_NAME) {
-                    d.join(DIR_NAME)
-                } else {
-                    d
-                }
-            }
+            Some(d) if d.file_name().is_some_and(|n| n == DIR_NAME) => d,
+            Some(d) if d.join(DIR_NAME).is_dir() => d.join(DIR_NAME),
             Some(d) => d,
             None => PathBuf::from(DIR_NAME),
         };

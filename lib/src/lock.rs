@@ -214,7 +214,8 @@ pub struct Swept {
 
 /// Removes seed-style `mkdir` lock directories whose pid is dead: the
 /// library's `.lock` and any `.lock` directory below it (the seed locked
-/// per directory). Live ones are left alone.
+/// per directory). Live ones are left alone. Temp files that a killed
+/// writer left behind (`.<name>.tmp.<pid>.…`, see `atomic`) go too.
 pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
     let mut out = Vec::new();
     for entry in
@@ -225,6 +226,14 @@ pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
             if let Some(pid) = reclaim_legacy(entry.path())? {
                 let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());
                 out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid });
+            }
+        } else if entry.file_type().is_file() {
+            let name = entry.file_name().to_string_lossy();
+            if let Some(pid) = crate::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
+                fs::remove_file(entry.path())
+                    .map_err(|e| Error::io(format!("removing {}", entry.path().display()), e))?;
+                let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());
+                out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid: Some(pid) });
             }
         }
     }

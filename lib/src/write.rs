@@ -175,7 +175,9 @@ pub fn batch(
         let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
         let mut edges = Vec::new();
         let mut touched_docs: Vec<String> = Vec::new();
+        let mut progress = crate::progress::Progress::new("kb-append: writing", requests.len());
         for (line, req) in requests {
+            progress.tick();
             let outcome = match req {
                 Ok(req) => apply(lib, &req).map(|(written, event, text)| {
                     let entry = Entry::from_text(&req.path, &text);

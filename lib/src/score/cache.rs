@@ -58,14 +58,10 @@ impl std::ops::Deref for Bytes {
     }
 }
 
-/// Maps a cache file read-only.
-#[allow(unsafe_code)]
+/// Maps a cache file read-only (kb::io::map: the cache is only ever
+/// replaced by rename, never truncated in place).
 fn map(path: &Path) -> Option<memmap2::Mmap> {
-    let f = File::open(path).ok()?;
-    // SAFETY: cache files are only ever replaced by rename (atomic::write),
-    // never truncated or rewritten in place, so the mapped bytes stay valid
-    // for the map's lifetime; View::open checks every length before use.
-    unsafe { memmap2::Mmap::map(&f) }.ok()
+    crate::io::map(path).ok()
 }
 
 /// Where the cache of `lib` lives. `local` is the querying project's own

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Write benchmark (issue 3): writes/s of `kb-append batch --no-commit` and of
+# bench/seed-write.sh (the seed's 8 steps in shell) on the same requests,
+# run side by side in one go. The shell baseline runs the first
+# $SHELL_N requests (it needs minutes for all of them); rates compare.
+#
+# Usage: bench/append.sh [N=10000] [SHELL_N=1000]   (after cargo build --release)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${KB_BIN:-$here/../target/release}
+n=${1:-10000}
+shell_n=${2:-1000}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+python3 "$here/gen-writes.py" "$n" "$work/data"
+"$bin/kb-append" init --root "$work/kb" >/dev/null
+mkdir -p "$work/sh"
+head -n "$shell_n" "$work/data/manifest.tsv" > "$work/data/manifest-head.tsv"
+
+now() { date +%s.%N; }
+t0=$(now)
+"$bin/kb-append" batch --no-commit --root "$work/kb" < "$work/data/requests.jsonl" > "$work/kb.out"
+t1=$(now)
+(cd "$work/data" && "$here/seed-write.sh" "$work/sh" "$work/data/manifest-head.tsv" "$work/data")
+t2=$(now)
+
+written=$(grep -c '"record":"write"' "$work/kb.out")
+lines=$(grep -c '' "$work/kb/.changelog")
+python3 - "$n" "$written" "$lines" "$t0" "$t1" "$t2" "$shell_n" <<'PY'
+import sys
+n, written, lines = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+t0, t1, t2 = map(float, sys.argv[4:7])
+shell_n = int(sys.argv[7])
+kb = written / (t1 - t0)
+sh = shell_n / (t2 - t1)
+print(f"kb-append batch --no-commit : {written} writes in {t1 - t0:.2f} s = {kb:,.0f} writes/s (changelog lines: {lines})")
+print(f"seed-write.sh (shell, 8 steps): {shell_n} writes in {t2 - t1:.2f} s = {sh:,.0f} writes/s")
+print(f"ratio kb-append / shell        : {kb / sh:.1f}x   (targets: >= 1,000 writes/s and >= 20x)")
+PY

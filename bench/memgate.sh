@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Decide latency with 1,000 and 10,000 notes, served by the search index
+# (.search.idx) and, as the baseline, by a rescan of every note (index
+# removed). Prints medians and ratios. Needs a release build:
+#   cargo build --release && bash bench/memgate.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${KB_MEMGATE:-${CARGO_TARGET_DIR:-$here/../target}/release/kb-memgate}
+runs=${RUNS:-15}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+query='{"mode":"remember","input":{"user_input":{"text":"Never use libcore in tests with apijs.","evidence_spans":[{"start":0,"end":38}]}}}'
+
+median_ms() { # dir -> "wall_ms cpu_ms": medians over $runs runs; CPU = user+sys of the
+  # child (getrusage), which a loaded machine does not inflate the way it does wall time.
+  python3 - "$bin" "$1" "$runs" "$query" <<'PY'
+import resource, statistics, subprocess, sys, time
+bin_, d, runs, q = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+wall, cpu = [], []
+for _ in range(runs):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([bin_, "decide", "--memory-dir", d], input=q.encode(), stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    wall.append((time.perf_counter() - t0) * 1000)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu.append(((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)) * 1000)
+print(f"{statistics.median(wall):.2f} {statistics.median(cpu):.2f}")
+PY
+}
+
+declare -A iw ic sw sc
+for n in 1000 10000; do
+  d="$work/m$n"
+  python3 "$here/memgate_gen.py" "$n" "$d"
+  "$bin" reindex --memory-dir "$d" >/dev/null
+  read -r iw[$n] ic[$n] < <(median_ms "$d")
+  mv "$d/.search.idx" "$d/.search.idx.off"
+  read -r sw[$n] sc[$n] < <(median_ms "$d")
+  mv "$d/.search.idx.off" "$d/.search.idx"
+  echo "notes=$n index-size=$(( $(stat -c %s "$d/.search.idx") / 1024 )) KiB" >&2
+done
+r() { echo "$1 / $2" | bc -l; }
+echo "kb-memgate decide latency, one input (median of $runs runs; cpu = user+sys)"
+printf '%-7s %14s %14s %15s %15s\n' notes "index wall ms" "index cpu ms" "rescan wall ms" "rescan cpu ms"
+for n in 1000 10000; do
+  printf '%-7s %14s %14s %15s %15s\n' "$n" "${iw[$n]}" "${ic[$n]}" "${sw[$n]}" "${sc[$n]}"
+done
+printf 'ratio 10k/1k  index: wall %.2fx cpu %.2fx   rescan (baseline): wall %.2fx cpu %.2fx   (target: well under 10x)\n' \
+  "$(r "${iw[10000]}" "${iw[1000]}")" "$(r "${ic[10000]}" "${ic[1000]}")" "$(r "${sw[10000]}" "${sw[1000]}")" "$(r "${sc[10000]}" "${sc[1000]}")"
+printf 'index vs rescan at 10k: %.1fx less cpu\n' "$(r "${sc[10000]}" "${ic[10000]}")"

@@ -1,0 +1,99 @@
+# kb-tools pipelines. `just --list` shows every recipe.
+set shell := ["bash", "-euo", "pipefail", "-c"]
+# Recipe arguments reach commands as "$@", quoted exactly as typed.
+set positional-arguments
+
+# The binaries come first on PATH for every recipe: KB_BIN_DIR when set
+# (tests point it at their debug build), else the release build.
+bin_dir := env_var_or_default("KB_BIN_DIR", justfile_directory() + "/target/release")
+export PATH := bin_dir + ":" + env_var("PATH")
+
+# Recipes act on KB_ROOT, else the nearest .library (see README).
+root := env_var_or_default("KB_ROOT", "")
+root_flag := if root == "" { "" } else { "--root " + root }
+
+# List the recipes.
+default:
+    @just --list --unsorted
+
+# Build the eight binaries (release).
+build:
+    @[ -n "${KB_BIN_DIR:-}" ] || cargo build --release --quiet --manifest-path {{justfile_directory()}}/Cargo.toml
+
+# Create the .library layout here (or at KB_ROOT).
+init: build
+    kb-append init {{root_flag}}
+
+# Write one document through the 8-step protocol: just write PATH --content "..."
+write path *args: build
+    kb-append write {{root_flag}} "$@"
+
+# Write a batch of JSONL requests from stdin under one lock and one commit.
+write-batch *args: build
+    kb-append batch {{root_flag}} "$@"
+
+# Copy the example library to a temp dir, make it a git repo, write through kb-append, show the result.
+demo: build
+    #!/usr/bin/env bash
+    set -euo pipefail
+    work=$(mktemp -d)
+    cp -r {{justfile_directory()}}/examples/library "$work/.library"
+    cd "$work"
+    git init -q && git add -A
+    git -c user.name=demo -c user.email=demo@localhost commit -qm "example library"
+    export KB_ROOT="$work/.library"
+    echo "== library at $KB_ROOT"
+    printf -- '---\ntopic: connection-pooling\ntype: software\nkeywords: [postgres, pgbouncer, pool]\nrelated: [postgres-migrations]\n---\n# Connection pooling\n\nKeep transactions short; see [migrations](postgres-migrations-v1.md).\n' \
+      | kb-append write .memory/.references/connection-pooling-v1.md --notebook nb-demo
+    printf '%s\n' \
+      '{"path":".memory/.experiences/software/pool-sizing-impl.md","content":"# Pool sizing\n\nStarted at 20 connections per pod.\n","notebook":"nb-demo"}' \
+      '{"path":"team-notes/onboarding-checklist.md","content":"- [ ] Read the connection pooling reference\n","mode":"append","notebook":"nb-demo"}' \
+      | kb-append batch
+    kb-append event referenced .memory/.references/connection-pooling-v1.md --notebook nb-demo
+    echo "== .memory/.references/.index.md"; cat .library/.memory/.references/.index.md
+    echo "== last changelog lines"; tail -n 4 .library/.changelog
+    echo "== relations of the new reference"; grep connection-pooling .library/.relations.jsonl
+    echo "== git log"; git log --format='%h %s' | head -n 4
+
+# Remember what the user said (seed 003): memory input records on stdin;
+# silent decisions are written, gated ones come back with their question.
+remember *args: build
+    kb-memgate decide "$@" | kb-memgate apply "$@"
+
+# Apply answered decisions (each gated decision with "answer" set).
+remember-answer *args: build
+    kb-memgate apply "$@"
+
+# Regenerate the memory INDEX.md and search index from the notes.
+remember-reindex *args: build
+    kb-memgate reindex "$@"
+
+# Apply pending last-word deltas to AGENTS.md, SOUL.md, USER.md: just lastword [apply] [--dry-run] [--file USER.md]
+lastword action="apply" *args: build
+    kb-lastword "$@"
+
+# What last-word has pending and staged.
+lastword-status: build
+    kb-lastword status --format table
+
+# Pre-session-stop hook: queue the session's buffered deltas, then apply them (budget 1.5 s).
+lastword-hook buffer=".agents/last-word.session.jsonl" source="": build
+    if [ -s "{{buffer}}" ]; then kb-lastword plan --source "${2:-session-$$}" "{{buffer}}" >/dev/null && rm -f "{{buffer}}"; fi
+    kb-lastword apply >/dev/null
+
+# Run every test (unit and integration).
+test:
+    cargo nextest run --workspace --no-fail-fast
+
+# Benchmarks (release build): each prints its figures against its baseline.
+bench: build
+    bench/append.sh 10000 1000
+    bash bench/memgate.sh
+    python3 bench/memgate_locomo.py target/release/kb-memgate
+    bash bench/lastword.sh
+
+# What CI checks: formatting, lints as errors, the tests.
+ci:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+    just test

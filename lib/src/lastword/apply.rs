@@ -1,0 +1,284 @@
+//! `kb-lastword apply` (seed 004 §6 step 4): read the pending files, edit
+//! each target's Markdown in one pass, write it atomically under the lock,
+//! then drop the applied entries from the pending file. Entries that cannot
+//! apply (ambiguous heading, a section a person changed since plan, a
+//! target that is a directory or binary) are staged with their error; URL
+//! targets stay pending. Re-applying is idempotent: an entry whose result
+//! is already in the file changes nothing.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::check::{self, TargetKey};
+use super::delta::{Entry, File, Op, Target};
+use super::edit::{Doc, Found};
+use super::home::Home;
+use super::report::Reporter;
+use super::staging::{self, Staged};
+use super::{lock, outline, queue};
+use crate::error::{Exit, Result};
+
+/// What became of one entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The file changed.
+    Applied,
+    /// The file already said so (no-op, re-apply, delete of a missing heading).
+    Unchanged,
+    /// It cannot apply; staged with this message.
+    Failed(String),
+}
+
+/// Applies `entries` in order to a Markdown text. The outline is updated
+/// incrementally; if a fresh parse disagrees at the end (an inserted body
+/// changed how the text after it parses), the whole run is redone with a
+/// full re-parse after every entry, which defines the result.
+pub fn apply_entries(text: &str, entries: &[&Entry]) -> (String, Vec<Outcome>) {
+    let mut doc = Doc::new(text.to_string(), false);
+    let outcomes: Vec<Outcome> = entries.iter().map(|e| apply_one(&mut doc, e)).collect();
+    if doc.consistent() {
+        return (doc.text, outcomes);
+    }
+    let mut doc = Doc::new(text.to_string(), true);
+    let outcomes = entries.iter().map(|e| apply_one(&mut doc, e)).collect();
+    (doc.text, outcomes)
+}
+
+fn apply_one(doc: &mut Doc, e: &Entry) -> Outcome {
+    if e.op == Op::NoOp {
+        return Outcome::Unchanged;
+    }
+    let found = doc.find(&e.heading, e.level);
+    if let Found::Many(lines) = &found {
+        return Outcome::Failed(check::ambiguous(e, lines));
+    }
+    let level = match &found {
+        Found::One(i) => doc.heads[*i].level,
+        _ => e.level.unwrap_or(2),
+    };
+    if let Some(m) = check::escaping_heading(e, level) {
+        return Outcome::Failed(m);
+    }
+    if found == Found::Missing && e.op != Op::Delete && !writable_heading(&e.heading) {
+        return Outcome::Failed(format!(
+            "heading \"{}\" cannot be written as an ATX heading that reads back the same",
+            e.heading
+        ));
+    }
+    let drifted = e.base.as_ref().is_some_and(|b| check::base_of(doc, e).as_ref() != Some(b));
+    if !drifted {
+        return if edit(doc, e, &found) { Outcome::Applied } else { Outcome::Unchanged };
+    }
+    // The section is not what the entry was planned against: fine only if
+    // the entry's result is already there (a re-apply after a crash).
+    let mut trial = doc.clone();
+    if !edit(&mut trial, e, &found) {
+        return Outcome::Unchanged;
+    }
+    Outcome::Failed(format!(
+        "section \"{}\" of {} changed since the entry was planned (edited by a person?); \
+         check it, then `kb-lastword resolve --force FILE` applies the entry over the current text",
+        e.heading,
+        e.target_text()
+    ))
+}
+
+fn edit(doc: &mut Doc, e: &Entry, found: &Found) -> bool {
+    let content = e.content.as_deref().unwrap_or("");
+    let level = e.level.unwrap_or(2);
+    match (e.op, found) {
+        (Op::Update, Found::One(i)) => doc.update(*i, content),
+        (Op::Clear, Found::One(i)) => doc.clear(*i),
+        (Op::Delete, Found::One(i)) => doc.delete(*i),
+        (Op::Update | Op::Clear, Found::Missing) => doc.append(&e.heading, level, content),
+        _ => false,
+    }
+}
+
+fn writable_heading(text: &str) -> bool {
+    let line = format!("## {text}{}\n", if text.ends_with('#') { " #" } else { "" });
+    matches!(outline::fragment_headings(&line, 0).as_slice(), [h] if h.text == text)
+}
+
+/// What `apply` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Print a unified diff and change nothing.
+    pub dry_run: bool,
+    /// Only entries whose target is this file (name or path).
+    pub file: Option<String>,
+}
+
+/// Applies every pending file. Records one `result` per entry.
+pub fn apply(home: &Home, opts: &Options, rep: &mut Reporter) -> Result<()> {
+    if opts.dry_run {
+        return run(home, opts, rep);
+    }
+    lock::with_lock(&home.lock_path(), || run(home, opts, rep))
+}
+
+fn run(home: &Home, opts: &Options, rep: &mut Reporter) -> Result<()> {
+    for q in home.queues()? {
+        apply_queue(home, &q, opts, rep)?;
+    }
+    Ok(())
+}
+
+fn selected(home: &Home, e: &Entry, file: Option<&str>) -> bool {
+    let Some(f) = file else { return true };
+    let t = e.target_text();
+    t == f
+        || Path::new(t).file_name().is_some_and(|n| n == f)
+        || matches!(&e.target, Target::Path(p) if home.resolve(p) == home.resolve(f))
+}
+
+fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) -> Result<()> {
+    let q = queue::read(qpath)?;
+    let qshow = home.show(qpath);
+    if !opts.dry_run {
+        if let Some(st) = queue::stage_unreadable(home, qpath, &q)? {
+            for p in q.problems.iter().chain(q.bad.iter().map(|b| &b.problem)) {
+                let rec = json!({"record": "error", "file": qshow, "entry": p.entry, "field": p.field,
+                    "message": p.message, "staging": home.show(&st)});
+                rep.failure(&format!("{qshow}: {p}"), rec, Exit::Failure)?;
+            }
+        }
+    }
+    if !q.problems.is_empty() {
+        if !opts.dry_run {
+            std::fs::remove_file(qpath).map_err(|e| crate::Error::io(format!("removing {qshow}"), e))?;
+        }
+        return Ok(());
+    }
+    let entries = &q.file.entries;
+    let mut keep = vec![true; entries.len()];
+    let mut staged: Vec<(usize, String)> = Vec::new();
+    let mut results: Vec<(usize, &'static str, Option<String>)> = Vec::new();
+    let mut groups: Vec<(TargetKey, Vec<usize>)> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        if !selected(home, e, opts.file.as_deref()) {
+            continue;
+        }
+        if let Target::Url(_) = e.target {
+            results.push((i, "pending", Some("url targets are not applied yet (seed 004 §7); kept pending".into())));
+            continue;
+        }
+        let k = check::target_key(home, e);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((k, vec![i])),
+        }
+    }
+    for (key, idx) in &groups {
+        let TargetKey::Path(path) = key else { continue };
+        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        let outcome = target(home, &path, entries, idx, opts, rep);
+        match outcome {
+            Ok(outs) => {
+                for (&i, o) in idx.iter().zip(outs) {
+                    match o {
+                        Outcome::Applied => results.push((i, "applied", None)),
+                        Outcome::Unchanged => results.push((i, "unchanged", None)),
+                        Outcome::Failed(m) => staged.push((i, m)),
+                    }
+                    keep[i] = false;
+                }
+            }
+            Err(m) => {
+                for &i in idx {
+                    staged.push((i, m.clone()));
+                    keep[i] = false;
+                }
+            }
+        }
+    }
+    let staging = if staged.is_empty() || opts.dry_run {
+        None
+    } else {
+        let st = Staged {
+            source: q.file.source.clone(),
+            queue: Some(qpath.to_path_buf()),
+            error: format!("apply: {}", staged[0].1),
+            entries: staged.iter().map(|(i, m)| staging::with_error(entries[*i].to_value(), m)).collect(),
+            raw: Vec::new(),
+        };
+        Some(staging::write(home, &st)?)
+    };
+    if !opts.dry_run {
+        let rest = File {
+            source: q.file.source.clone(),
+            extra: Default::default(),
+            entries: entries.iter().zip(&keep).filter(|(_, k)| **k).map(|(e, _)| e.clone()).collect(),
+        };
+        if rest.entries.len() != entries.len() || !q.bad.is_empty() {
+            queue::write(qpath, &rest)?;
+        }
+    }
+    let mut all: Vec<(usize, Value, Option<String>)> =
+        results.into_iter().map(|(i, s, note)| (i, record(&qshow, i, &entries[i], s), note)).collect();
+    for (i, m) in staged {
+        let mut r = record(&qshow, i, &entries[i], if opts.dry_run { "would-stage" } else { "staged" });
+        r["error"] = json!(m);
+        if let Some(p) = &staging {
+            r["staging"] = json!(home.show(p));
+        }
+        all.push((i, r, Some(m)));
+    }
+    all.sort_by_key(|(i, _, _)| *i);
+    for (_, mut r, note) in all {
+        let status = r["status"].as_str().unwrap_or_default().to_string();
+        if status.contains("stage") {
+            let msg = format!("{qshow}: entries[{}]: {}", r["entry"], note.unwrap_or_default());
+            if opts.dry_run {
+                // The diff owns stdout in a dry run; problems go to stderr only.
+                eprintln!("kb-lastword: would stage {msg}");
+                rep.raise(Exit::Negative);
+            } else {
+                rep.failure(&msg, r, Exit::Negative)?;
+            }
+        } else {
+            if let Some(n) = note {
+                r["note"] = json!(n);
+            }
+            if !opts.dry_run {
+                rep.record(&r)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies one target's entries and writes (or diffs) the result; an error
+/// message when the target cannot be edited at all.
+fn target(
+    home: &Home,
+    path: &Path,
+    entries: &[Entry],
+    idx: &[usize],
+    opts: &Options,
+    rep: &mut Reporter,
+) -> std::result::Result<Vec<Outcome>, String> {
+    let old = check::read_target(path, entries[idx[0]].target_text())?;
+    let list: Vec<&Entry> = idx.iter().map(|&i| &entries[i]).collect();
+    let text = old.clone().unwrap_or_default();
+    let (new, outs) = apply_entries(&text, &list);
+    let changed = new != text;
+    if opts.dry_run {
+        if changed {
+            let shown = home.show(path);
+            let d = super::diff::unified(&text, &new, &shown);
+            rep.text(&d).map_err(|e| e.to_string())?;
+        }
+        return Ok(outs);
+    }
+    if changed {
+        crate::atomic::write(path, new.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(outs)
+}
+
+fn record(queue: &str, i: usize, e: &Entry, status: &str) -> Value {
+    json!({"record": "result", "queue": queue, "entry": i, "path": e.target_text(), "heading": e.heading,
+        "level": e.level, "operation": e.op.name(), "status": status})
+}

@@ -1,0 +1,128 @@
+//! Validation beyond one entry's fields (seed 004 §3.3): per target file and
+//! session, `(heading, level)` is unique and an entry without a level
+//! collides with the same heading at any level; and the target itself must
+//! be a text file whose heading the key names once, not twice.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::delta::{Entry, Op, Target};
+use super::edit::{Doc, Found};
+use super::home::Home;
+
+/// The identity of a target for grouping: resolved path or URL.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TargetKey {
+    /// An absolute, lexically normalised path.
+    Path(PathBuf),
+    /// A URL as written.
+    Url(String),
+}
+
+/// Resolves an entry's target.
+pub fn target_key(home: &Home, e: &Entry) -> TargetKey {
+    match &e.target {
+        Target::Path(p) => TargetKey::Path(home.resolve(p)),
+        Target::Url(u) => TargetKey::Url(u.clone()),
+    }
+}
+
+/// The entries (by index) that repeat a key of an earlier entry of the same
+/// target and session, each with its message.
+pub fn duplicates(home: &Home, entries: &[Entry], default_source: Option<&str>) -> Vec<(usize, String)> {
+    let mut seen: BTreeMap<(TargetKey, Option<String>), Vec<usize>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let src = e.source.clone().or_else(|| default_source.map(str::to_string));
+        let group = seen.entry((target_key(home, e), src)).or_default();
+        let clash = group.iter().find(|&&j| {
+            let o = &entries[j];
+            o.heading == e.heading && (o.level.is_none() || e.level.is_none() || o.level == e.level)
+        });
+        if let Some(&j) = clash {
+            let lvl = |l: Option<u8>| l.map_or("any level".to_string(), |l| format!("level {l}"));
+            out.push((
+                i,
+                format!(
+                    "duplicate heading \"{}\" ({}) for {}: entries[{j}] already declares it ({})",
+                    e.heading,
+                    lvl(e.level),
+                    e.target_text(),
+                    lvl(entries[j].level)
+                ),
+            ));
+        }
+        group.push(i);
+    }
+    out
+}
+
+/// Reads a target Markdown file: `Ok(None)` when it does not exist yet, an
+/// error message (naming the target as `shown`) when it is a directory,
+/// unreadable, binary or not UTF-8.
+pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(format!("{shown} is a directory, not a Markdown file")),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.contains(&0) {
+        return Err(format!("{shown} is a binary file (it contains NUL bytes)"));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| format!("{shown} is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+/// The digest `base` records for a key in a document: `sha256:<body>` when
+/// the heading is there once, `absent` when not, `None` when ambiguous.
+pub fn base_of(doc: &Doc, e: &Entry) -> Option<String> {
+    match doc.find(&e.heading, e.level) {
+        Found::Missing => Some("absent".into()),
+        Found::One(i) => {
+            let (s, t) = doc.body(i);
+            Some(format!("sha256:{}", crate::digest::sha256_hex(&doc.text.as_bytes()[s..t])))
+        }
+        Found::Many(_) => None,
+    }
+}
+
+/// Checks one entry against the current target: the error an apply would
+/// stage it with, if any (ambiguous heading). No-op entries always pass.
+pub fn against(doc: &Doc, e: &Entry) -> Option<String> {
+    if e.op == Op::NoOp {
+        return None;
+    }
+    match doc.find(&e.heading, e.level) {
+        Found::Many(lines) => Some(ambiguous(e, &lines)),
+        Found::One(i) => escaping_heading(e, doc.heads[i].level),
+        Found::Missing => escaping_heading(e, e.level.unwrap_or(2)),
+    }
+}
+
+/// An `update` whose content holds a heading at the section's level or
+/// higher would end the section early (and repeat itself on re-apply):
+/// the message saying so, if it does.
+pub fn escaping_heading(e: &Entry, section_level: u8) -> Option<String> {
+    let content = e.content.as_deref().filter(|_| e.op == Op::Update)?;
+    let h = super::outline::fragment_headings(content, 0).into_iter().find(|h| h.level <= section_level)?;
+    Some(format!(
+        "content of \"{}\" contains the heading \"{}\" at level {}, which would end the section (level {section_level}); \
+         use deeper headings or a separate entry",
+        e.heading, h.text, h.level
+    ))
+}
+
+/// The message for a key that names several headings.
+pub fn ambiguous(e: &Entry, lines: &[usize]) -> String {
+    let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
+    format!(
+        "heading \"{}\"{} is ambiguous in {}: it appears on lines {} (give a level or rename one)",
+        e.heading,
+        e.level.map_or(String::new(), |l| format!(" (level {l})")),
+        e.target_text(),
+        lines.join(", ")
+    )
+}

@@ -1,0 +1,249 @@
+//! Where last-word keeps its files (seed 004 §2, §5): the knowledge bases
+//! in `~/.config/agents/`, pending deltas in `last-word/<NAME>.md.yaml`,
+//! project deltas in `./.agents/AGENTS.md.yaml`, failures in
+//! `last-word/staging/`. `KB_LASTWORD_HOME` stands in for `~` so tests and
+//! experiments never touch the real home.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::delta::Target;
+use crate::error::{Context, Error, Result};
+
+/// The variable that overrides the home directory for kb-lastword.
+pub const HOME_VAR: &str = "KB_LASTWORD_HOME";
+
+/// The resolved locations of one run.
+#[derive(Debug, Clone)]
+pub struct Home {
+    /// What `~` expands to.
+    pub home: PathBuf,
+    /// `~/.config/agents`.
+    pub agents: PathBuf,
+    /// `~/.config/agents/last-word`.
+    pub lastword: PathBuf,
+    /// The working directory: relative paths and the project live here.
+    pub cwd: PathBuf,
+    /// The knowledge bases and project settings of `config.yaml`.
+    pub config: Config,
+}
+
+/// `config.yaml` (seed 004 §5).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `(id, file, description)` of the default knowledge bases.
+    pub bases: Vec<(String, String, String)>,
+    /// Whether project knowledge is used.
+    pub project_enabled: bool,
+    /// Project knowledge files, relative to the working directory.
+    pub auto_detect: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bases: vec![
+                ("global-agents".into(), "~/.config/agents/AGENTS.md".into(), "跨项目最佳实践与工具约定".into()),
+                ("soul".into(), "~/.config/agents/SOUL.md".into(), "自我人格、价值观、思考框架".into()),
+                ("user".into(), "~/.config/agents/USER.md".into(), "用户身份、偏好、背景".into()),
+            ],
+            project_enabled: true,
+            auto_detect: vec!["./AGENTS.md".into(), "./.agents/AGENTS.md".into()],
+        }
+    }
+}
+
+impl Config {
+    /// The seed's default `config.yaml` as a value.
+    pub fn to_value(&self) -> Value {
+        json!({
+            "default_knowledge_bases": self.bases.iter()
+                .map(|(id, file, d)| json!({"id": id, "file": file, "description": d}))
+                .collect::<Vec<_>>(),
+            "project_knowledge": {"enabled": self.project_enabled, "auto_detect": self.auto_detect},
+            "session_bootstrap": ["global-agents", "soul", "user", "project"],
+        })
+    }
+
+    fn from_value(v: &Value) -> Result<Config> {
+        let mut c = Config::default();
+        if let Some(list) = v.get("default_knowledge_bases") {
+            let list = list.as_array().ok_or_else(|| Error::msg("default_knowledge_bases must be a list"))?;
+            c.bases = list
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let f = |k: &str| b.get(k).and_then(Value::as_str).map(str::to_string);
+                    let file =
+                        f("file").ok_or_else(|| Error::msg(format!("default_knowledge_bases[{i}].file is missing")))?;
+                    Ok((f("id").unwrap_or_else(|| format!("kb-{i}")), file, f("description").unwrap_or_default()))
+                })
+                .collect::<Result<_>>()?;
+        }
+        if let Some(p) = v.get("project_knowledge") {
+            c.project_enabled = p.get("enabled").and_then(Value::as_bool).unwrap_or(true);
+            if let Some(a) = p.get("auto_detect").and_then(Value::as_array) {
+                c.auto_detect = a.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            }
+        }
+        Ok(c)
+    }
+}
+
+impl Home {
+    /// Resolves the locations from `KB_LASTWORD_HOME` (else `HOME`) and the
+    /// working directory, and reads `config.yaml` when there is one.
+    pub fn from_env() -> Result<Home> {
+        let home = std::env::var_os(HOME_VAR)
+            .filter(|v| !v.is_empty())
+            .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()))
+            .map(PathBuf::from)
+            .ok_or_else(|| Error::msg(format!("neither {HOME_VAR} nor HOME is set")))?;
+        let cwd = std::env::current_dir().ctx(|| "reading the working directory")?;
+        Home::at(&home, &cwd)
+    }
+
+    /// Locations for an explicit home and working directory.
+    pub fn at(home: &Path, cwd: &Path) -> Result<Home> {
+        let home = lexical(&cwd.join(home));
+        let agents = home.join(".config/agents");
+        let lastword = agents.join("last-word");
+        let cfg_path = lastword.join("config.yaml");
+        let config = match std::fs::read_to_string(&cfg_path) {
+            Ok(text) => Config::from_value(&crate::yaml::to_value(&text)?)
+                .map_err(|e| Error::msg(format!("{}: {e}", cfg_path.display())))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(e) => return Err(Error::io(format!("reading {}", cfg_path.display()), e)),
+        };
+        Ok(Home { home, agents, lastword, cwd: cwd.to_path_buf(), config })
+    }
+
+    /// The staging directory.
+    pub fn staging(&self) -> PathBuf {
+        self.lastword.join("staging")
+    }
+
+    /// The project's pending directory (`./.agents`).
+    pub fn project_dir(&self) -> PathBuf {
+        self.cwd.join(".agents")
+    }
+
+    /// The lock every writer of last-word state holds.
+    pub fn lock_path(&self) -> PathBuf {
+        self.lastword.join(".lock")
+    }
+
+    /// Expands `~` and resolves a relative path against the working directory.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let p = if path == "~" {
+            self.home.clone()
+        } else if let Some(rest) = path.strip_prefix("~/") {
+            self.home.join(rest)
+        } else {
+            self.cwd.join(path)
+        };
+        lexical(&p)
+    }
+
+    /// The pending file a target's entries queue in: a default knowledge
+    /// base or any file outside the project → `last-word/<name>.yaml`; a
+    /// file in the project → `./.agents/<name>.yaml`; a URL →
+    /// `last-word/<last URL segment>.yaml`.
+    pub fn queue_for(&self, target: &Target) -> PathBuf {
+        let (dir, name) = match target {
+            Target::Url(u) => {
+                let seg = u.trim_end_matches('/').rsplit('/').next().unwrap_or("remote");
+                (self.lastword.clone(), seg.to_string())
+            }
+            Target::Path(p) => {
+                let abs = self.resolve(p);
+                let name = abs.file_name().map_or("target".into(), |n| n.to_string_lossy().into_owned());
+                let base = self.config.bases.iter().any(|(_, f, _)| self.resolve(f) == abs);
+                if !base && self.config.project_enabled && abs.starts_with(&self.cwd) {
+                    (self.project_dir(), name)
+                } else {
+                    (self.lastword.clone(), name)
+                }
+            }
+        };
+        let name = if matches!(name.as_str(), "config" | "schema" | "") { format!("{name}.target") } else { name };
+        dir.join(format!("{name}.yaml"))
+    }
+
+    /// The pending files present now: `last-word/*.yaml` (not config or
+    /// schema) and `./.agents/*.yaml`, sorted.
+    pub fn queues(&self) -> Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for dir in [self.lastword.clone(), self.project_dir()] {
+            let rd = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(format!("listing {}", dir.display()), e)),
+            };
+            let mut found: Vec<PathBuf> =
+                rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_file() && is_queue_name(p)).collect();
+            found.sort();
+            out.extend(found);
+        }
+        Ok(out)
+    }
+
+    /// Writes `config.yaml`, `schema.yaml` and `staging/` when missing, so
+    /// the layout is the seed's from the first run on.
+    pub fn init(&self) -> Result<()> {
+        std::fs::create_dir_all(self.staging()).ctx(|| format!("creating {}", self.staging().display()))?;
+        let cfg = self.lastword.join("config.yaml");
+        if !cfg.exists() {
+            let text = format!(
+                "# last-word knowledge bases (seed 004 §5)\n{}",
+                crate::yaml::to_string(&self.config.to_value())?
+            );
+            crate::atomic::write(&cfg, text.as_bytes())?;
+        }
+        let schema = self.lastword.join("schema.yaml");
+        if !schema.exists() {
+            let v: Value = serde_json::from_str(SCHEMA).map_err(|e| Error::msg(format!("built-in schema: {e}")))?;
+            let text = format!("# last-word delta file schema (JSON Schema, as YAML)\n{}", crate::yaml::to_string(&v)?);
+            crate::atomic::write(&schema, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// A path for messages and records: `~/…` under home, relative under
+    /// the working directory, else absolute.
+    pub fn show(&self, p: &Path) -> String {
+        if let Ok(rel) = p.strip_prefix(&self.cwd) {
+            if !rel.as_os_str().is_empty() {
+                return rel.to_string_lossy().into_owned();
+            }
+        }
+        if let Ok(rel) = p.strip_prefix(&self.home) {
+            return format!("~/{}", rel.to_string_lossy());
+        }
+        p.to_string_lossy().into_owned()
+    }
+}
+
+/// The JSON Schema of a delta file, also written as `schema.yaml`.
+pub const SCHEMA: &str = include_str!("../../../schemas/lastword-delta-file.schema.json");
+
+fn is_queue_name(p: &Path) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.ends_with(".yaml") && name != "config.yaml" && name != "schema.yaml" && !name.starts_with('.')
+}
+
+/// Removes `.` and `..` components without touching the file system.
+pub fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}

@@ -1,0 +1,73 @@
+//! How kb-lastword speaks (DESIGN.md "Streams"): one record per entry in
+//! JSON Lines, or the same rows as an aligned table on a terminal; every
+//! failure is also one `kb-lastword: …` line on stderr.
+
+use serde_json::{json, Value};
+
+use crate::error::{Exit, Result};
+use crate::jsonl::{self, Format, Out};
+
+/// Collects records and prints them in the chosen format.
+pub struct Reporter {
+    out: Out,
+    format: Format,
+    columns: &'static [&'static str],
+    rows: Vec<Vec<String>>,
+}
+
+impl Reporter {
+    /// A reporter whose table shows `columns` of each record.
+    pub fn new(format: Format, columns: &'static [&'static str]) -> Reporter {
+        Reporter { out: Out::stdout("kb-lastword"), format, columns, rows: Vec::new() }
+    }
+
+    /// Emits a record.
+    pub fn record(&mut self, rec: &Value) -> Result<()> {
+        match self.format {
+            Format::Jsonl => self.out.record(rec),
+            Format::Table => {
+                let cell = |k: &str| match rec.get(k) {
+                    None | Some(Value::Null) => String::new(),
+                    Some(Value::String(s)) => s.replace('\n', " "),
+                    Some(v) => v.to_string(),
+                };
+                self.rows.push(self.columns.iter().map(|c| cell(c)).collect());
+                Ok(())
+            }
+        }
+    }
+
+    /// Emits a record that reports a failure: also a stderr line, and the
+    /// run's exit becomes at least `exit`.
+    pub fn failure(&mut self, message: &str, rec: Value, exit: Exit) -> Result<()> {
+        eprintln!("kb-lastword: {message}");
+        self.out.raise(exit);
+        self.record(&rec)
+    }
+
+    /// Emits an `error` record for a problem in a file.
+    pub fn problem(&mut self, file: &str, entry: Option<usize>, field: &str, message: &str, exit: Exit) -> Result<()> {
+        let rec = json!({"record": "error", "file": file, "entry": entry, "field": field, "message": message});
+        let text = if field.is_empty() { format!("{file}: {message}") } else { format!("{file}: {field}: {message}") };
+        self.failure(&text, rec, exit)
+    }
+
+    /// Raises the exit status.
+    pub fn raise(&mut self, exit: Exit) {
+        self.out.raise(exit);
+    }
+
+    /// Writes raw text (diffs).
+    pub fn text(&mut self, s: &str) -> Result<()> {
+        self.out.text(s)
+    }
+
+    /// Prints the table (if any) and returns the exit status.
+    pub fn finish(mut self) -> Result<Exit> {
+        if self.format == Format::Table && !self.rows.is_empty() {
+            let t = jsonl::table(self.columns, &self.rows);
+            self.out.text(&t)?;
+        }
+        self.out.finish()
+    }
+}

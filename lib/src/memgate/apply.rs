@@ -1,0 +1,398 @@
+//! `kb-memgate apply`: seed 003 "写入" for decisions decide made (and the
+//! user answered where gated). Under the memory dir's lock, atomically:
+//! write the note, move every note a merge or replace removes to
+//! `archive/` (recoverable), update INDEX.md and the search index, and
+//! append one audit line per change with the file's digest before and
+//! after. A decision applied twice changes nothing (same content digest).
+
+use std::io::BufRead;
+
+use serde_json::{json, Value};
+
+use super::audit::{self, Line};
+use super::candidate::Candidate;
+use super::decide::{new_id, Decision};
+use super::gate;
+use super::govern::Action;
+use super::index_md;
+use super::note::{file_digest, Note};
+use super::store::{self, Loaded, Paths};
+use crate::error::{Context, Error, Exit, Result};
+use crate::jsonl::{read_objects, Out};
+use crate::{atomic, clock, lock, text, Library};
+
+/// What an answered decision asks apply to do.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// Write with this action.
+    Write(Action),
+    /// Write nothing; report this status.
+    Nothing(&'static str),
+    /// Gated and unanswered: hand the question back.
+    Pending,
+    /// Show old and new side by side, write nothing.
+    Diff,
+}
+
+fn parse_action(s: &str) -> Result<Action> {
+    Ok(match s {
+        "new" => Action::New,
+        "merge" => Action::Merge,
+        "replace" => Action::Replace,
+        "veto" => Action::Veto,
+        "skip" => Action::Skip,
+        other => return Err(Error::msg(format!("unknown action '{other}'"))),
+    })
+}
+
+fn step(d: &Decision) -> Result<Step> {
+    let action = parse_action(&d.action)?;
+    if action == Action::Skip {
+        return Ok(Step::Nothing("skipped"));
+    }
+    if d.gate == "silent" {
+        return match action {
+            Action::New => Ok(Step::Write(Action::New)),
+            _ => Err(Error::msg(format!("a {} decision is never silent (seed 003: always gated)", d.action))),
+        };
+    }
+    if d.gate != "question" {
+        return Err(Error::msg(format!("unknown gate '{}' (expected silent or question)", d.gate)));
+    }
+    let Some(answer) = d.answer.as_deref() else { return Ok(Step::Pending) };
+    if !gate::answers(action).contains(&answer) {
+        return Err(Error::msg(format!(
+            "answer '{answer}' does not fit a {} question (expected one of: {})",
+            d.action,
+            gate::answers(action).join(", ")
+        )));
+    }
+    Ok(match (action, answer) {
+        (_, "cancel") => Step::Nothing("cancelled"),
+        (Action::Veto, "keep_existing") => Step::Nothing("kept"),
+        (Action::Veto, "replace") => Step::Write(Action::Replace),
+        (_, "new_instead") => Step::Write(Action::New),
+        (_, "show_diff") => Step::Diff,
+        (a, _) => Step::Write(a),
+    })
+}
+
+fn union(into: &mut Vec<String>, from: &[String]) {
+    for x in from {
+        if !into.iter().any(|y| text::canonical(y) == text::canonical(x)) {
+            into.push(x.clone());
+        }
+    }
+}
+
+fn strength_rank(s: &str) -> u8 {
+    match s {
+        "must" => 3,
+        "should" => 2,
+        "may" => 1,
+        _ => 0,
+    }
+}
+
+/// Folds another memory's supporting fields into `base` (merge keeps the
+/// more complete version and loses none of the other's evidence).
+fn absorb(base: &mut Candidate, other: &Candidate) {
+    union(&mut base.when_to_load, &other.when_to_load);
+    base.when_to_load.truncate(3);
+    union(&mut base.signals, &other.signals);
+    union(&mut base.alternatives, &other.alternatives);
+    union(&mut base.counter_signals, &other.counter_signals);
+    union(&mut base.tags, &other.tags);
+    union(&mut base.pointers, &other.pointers);
+    if strength_rank(&other.recommendation.strength) > strength_rank(&base.recommendation.strength) {
+        base.recommendation.strength = other.recommendation.strength.clone();
+    }
+}
+
+/// The end state one decision calls for.
+struct Plan {
+    /// The note to write (or keep).
+    note: Note,
+    /// That note as it is now, if it exists.
+    existing: Option<Loaded>,
+    /// Notes to move to the archive, as they are now.
+    archived: Vec<Loaded>,
+    /// The audit source of this change: user | auto | user-confirmed.
+    source: String,
+}
+
+impl Plan {
+    fn note_changes(&self) -> bool {
+        self.existing.as_ref().is_none_or(|e| e.note.content_digest() != self.note.content_digest())
+    }
+}
+
+fn is_archived(paths: &Paths, id: &str) -> bool {
+    std::fs::read_dir(&paths.archive).is_ok_and(|rd| {
+        rd.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().starts_with(&format!("{id}.")))
+    })
+}
+
+fn plan(paths: &Paths, d: &Decision, action: Action, confirmed: bool, now: &str) -> Result<Plan> {
+    let mut c = d.candidate.clone().ok_or_else(|| Error::msg("the decision carries no candidate"))?;
+    if c.one_liner.trim().is_empty() {
+        return Err(Error::msg("the candidate has an empty oneLiner"));
+    }
+    if confirmed {
+        c.source = "user-confirmed".into();
+    }
+    let (id, archive_ids) = match action {
+        Action::New => (new_id(paths, &c.one_liner)?, Vec::new()),
+        _ => (
+            d.note_id.clone().ok_or_else(|| Error::msg("the decision carries no note_id"))?,
+            if action == Action::Replace && d.action == "veto" { d.targets.clone() } else { d.archive.clone() },
+        ),
+    };
+    if !id.starts_with("MEM-") || id.contains(['/', '\\']) || id.contains("..") {
+        return Err(Error::msg(format!("note id '{id}' is not a MEM- id")));
+    }
+    let mut archived = Vec::new();
+    for a in &archive_ids {
+        match store::read_note(paths, &super::note::file_name(a))? {
+            Some(l) => {
+                if let Some(want) = d.digests.get(a) {
+                    if *want != l.note.content_digest() {
+                        return Err(Error::msg(format!("{a} changed since decide; run decide again")));
+                    }
+                }
+                archived.push(l);
+            }
+            None if is_archived(paths, a) => {}
+            None => return Err(Error::msg(format!("{a} no longer exists in notes/; run decide again"))),
+        }
+    }
+    let existing = store::read_note(paths, &super::note::file_name(&id))?;
+    if existing.is_none() && action == Action::Merge && d.targets.contains(&id) {
+        return Err(Error::msg(format!("{id} no longer exists in notes/; run decide again")));
+    }
+    let mut note = match &existing {
+        Some(l) => l.note.clone(),
+        None => Note {
+            id: id.clone(),
+            body: c.clone(),
+            status: "active".into(),
+            supersedes: Vec::new(),
+            created_at: now.to_string(),
+            updated_at: now.to_string(),
+            session: String::new(),
+        },
+    };
+    if action == Action::Merge {
+        absorb(&mut note.body, &c);
+        for l in &archived {
+            absorb(&mut note.body, &l.note.body);
+        }
+    }
+    if action != Action::New {
+        union(&mut note.supersedes, &archive_ids);
+    }
+    note.updated_at = now.to_string();
+    note.session = d.conversation_id.clone().unwrap_or_default();
+    Ok(Plan { note, existing, archived, source: c.source })
+}
+
+fn audit_line(d: &Decision, event: &str, op: &str, source: &str, file: String, reason: String) -> Line {
+    Line {
+        event: event.into(),
+        ts: String::new(),
+        conversation_id: d.conversation_id.clone(),
+        generation_id: d.generation_id.clone(),
+        note_id: None,
+        operation: op.into(),
+        source: source.into(),
+        file,
+        reason,
+        digest_before: None,
+        digest_after: None,
+        archived_to: None,
+    }
+}
+
+/// Executes a plan under the lock: note, archive, INDEX.md, search index,
+/// audit. Returns the files written and whether anything changed.
+fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> Result<(Vec<String>, bool)> {
+    let index_text = store::read_index_md(paths)?;
+    let mut rows = index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?;
+    let m0 = store::mtime_ns(&paths.notes);
+    let source = p.source.clone();
+    let reason = format!("{} ({})", action.as_str(), d.reason);
+    let mut lines = Vec::new();
+    let mut files = Vec::new();
+    if p.note_changes() {
+        let bytes = p.note.render();
+        let path = paths.note(&p.note.id);
+        atomic::write(&path, bytes.as_bytes())?;
+        let (event, op) =
+            if p.existing.is_some() { ("memory_note_updated", "update") } else { ("memory_note_created", "create") };
+        let mut l = audit_line(d, event, op, &source, paths.rel(&p.note.id), reason.clone());
+        l.note_id = Some(p.note.id.clone());
+        l.digest_before = p.existing.as_ref().map(|e| file_digest(&e.bytes));
+        l.digest_after = Some(file_digest(bytes.as_bytes()));
+        lines.push(l);
+        files.push(paths.rel(&p.note.id));
+    }
+    for a in &p.archived {
+        let digest = file_digest(&a.bytes);
+        let name = format!("{}.{}.md", a.note.id, &digest[..12]);
+        atomic::write(&paths.archive.join(&name), &a.bytes)?;
+        let from = paths.note(&a.note.id);
+        std::fs::remove_file(&from).ctx(|| format!("removing {}", from.display()))?;
+        atomic::sync_dir(&paths.notes)?;
+        let mut l = audit_line(d, "memory_note_deleted", "delete", &source, paths.rel(&a.note.id), reason.clone());
+        l.note_id = Some(a.note.id.clone());
+        l.digest_before = Some(digest);
+        l.archived_to = Some(format!("memory/archive/{name}"));
+        lines.push(l);
+        files.push(format!("memory/archive/{name}"));
+    }
+    let removed: Vec<String> = p.archived.iter().map(|a| a.note.id.clone()).collect();
+    index_md::update(&mut rows, &removed, &[&p.note]);
+    let new_index = index_md::render(&rows);
+    if new_index != index_text {
+        atomic::write(&paths.index_md, new_index.as_bytes())?;
+        let mut l = audit_line(d, "memory_index_updated", "index", &source, "memory/INDEX.md".into(), reason);
+        l.digest_before = (!index_text.is_empty()).then(|| file_digest(index_text.as_bytes()));
+        l.digest_after = Some(file_digest(new_index.as_bytes()));
+        lines.push(l);
+        files.push("memory/INDEX.md".into());
+    }
+    if lines.is_empty() {
+        return Ok((files, false));
+    }
+    update_search_index(paths, m0, &removed, &p.note.id)?;
+    for l in &mut lines {
+        l.ts = now.to_string();
+    }
+    audit::append(paths, &lines)?;
+    Ok((files, true))
+}
+
+/// Brings `.search.idx` up to date after a change: the old entries when the
+/// index was current before it (no rescan), else a full scan.
+fn update_search_index(paths: &Paths, m0: i64, removed: &[String], written: &str) -> Result<()> {
+    let mut entries = match store::index_entries(paths, m0) {
+        Some(e) => e,
+        None => {
+            let (notes, problems) = store::scan(paths)?;
+            if let Some(e) = problems.into_iter().next() {
+                return Err(e);
+            }
+            notes.iter().map(Loaded::entry).collect()
+        }
+    };
+    entries.retain(|e| !removed.contains(&e.id) && e.id != written);
+    if let Some(l) = store::read_note(paths, &super::note::file_name(written))? {
+        entries.push(l.entry());
+    }
+    store::write_index(paths, &entries)
+}
+
+/// The memory dir as a lockable library (kb-lock's mechanism on `.lock`).
+pub fn lockable(paths: &Paths) -> Result<Library> {
+    std::fs::create_dir_all(&paths.dir).ctx(|| format!("creating {}", paths.dir.display()))?;
+    Ok(Library { dir: paths.dir.clone() })
+}
+
+/// Applies one decision; returns the records to print.
+pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
+    let c = d.candidate.clone().unwrap_or_default();
+    let zh = text::mostly_cjk(&c.one_liner);
+    let base = json!({"record": "result", "line": d.line, "action": d.action, "answer": d.answer});
+    let with = |status: &str, extra: Value| {
+        let mut r = base.clone();
+        if let (Value::Object(m), Value::Object(e)) = (&mut r, extra) {
+            m.insert("status".into(), Value::String(status.into()));
+            m.extend(e);
+        }
+        r
+    };
+    match step(d)? {
+        Step::Pending => {
+            let mut rec = serde_json::to_value(d).map_err(|e| Error::msg(e.to_string()))?;
+            if let Value::Object(m) = &mut rec {
+                m.insert("status".into(), Value::String("pending".into()));
+            }
+            Ok(vec![rec])
+        }
+        Step::Nothing(status) => Ok(vec![with(status, json!({"note_id": null, "files": [], "message": ""}))]),
+        Step::Diff => {
+            let now = clock::format(clock::now()?);
+            let p = plan(paths, d, parse_action(&d.action)?, true, &now)?;
+            let before: serde_json::Map<String, Value> = p
+                .existing
+                .iter()
+                .chain(&p.archived)
+                .map(|l| (l.note.id.clone(), Value::String(String::from_utf8_lossy(&l.bytes).into_owned())))
+                .collect();
+            Ok(vec![json!({"record": "diff", "line": d.line, "action": d.action, "note_id": p.note.id,
+                "before": before, "after": p.note.render(), "question": d.question})])
+        }
+        Step::Write(action) => {
+            let confirmed = d.gate == "question";
+            let lib = lockable(paths)?;
+            let (note_id, files, changed) = lock::with_lock(&lib, &lock::Options::default(), || {
+                let now = clock::format(clock::now()?);
+                let p = plan(paths, d, action, confirmed, &now)?;
+                let (files, changed) = execute(paths, d, action, &p, &now)?;
+                Ok((p.note.id.clone(), files, changed))
+            })?;
+            let msg = gate::applied_message(action, &note_id, &c, &d.targets, zh);
+            let status = if changed { "applied" } else { "unchanged" };
+            Ok(vec![with(
+                status,
+                json!({"applied_as": action.as_str(), "note_id": note_id, "files": files, "message": msg}),
+            )])
+        }
+    }
+}
+
+/// Runs apply over a stream of decision records. Error records from decide
+/// pass through; other records than decisions pass through untouched.
+pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
+    for (line, rec) in read_objects(reader) {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                out.line_error(e.line, &e.message, None)?;
+                continue;
+            }
+        };
+        match rec.get("record").and_then(Value::as_str) {
+            Some("decision") => {}
+            Some("error") => {
+                out.record(&rec)?;
+                out.raise(Exit::Failure);
+                continue;
+            }
+            Some(_) => {
+                out.record(&rec)?;
+                continue;
+            }
+            None => {
+                out.line_error(line, "not a record (no \"record\" field)", None)?;
+                continue;
+            }
+        }
+        let d: Decision = match serde_json::from_value(Value::Object(rec)) {
+            Ok(d) => d,
+            Err(e) => {
+                out.line_error(line, &format!("not a decision record: {e}"), None)?;
+                continue;
+            }
+        };
+        match apply_one(paths, &d) {
+            Ok(recs) => {
+                for r in recs {
+                    out.record(&r)?;
+                }
+            }
+            Err(e) => out.line_error(line, &e.to_string(), Some(&json!({"decision_line": d.line})))?,
+        }
+    }
+    Ok(())
+}

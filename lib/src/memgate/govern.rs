@@ -1,0 +1,226 @@
+//! Seed 003 "治理逻辑（语义近邻 TopK）": the Top 5 nearest notes, each
+//! judged for same_scenario, same_conclusion, conflict and completeness,
+//! and the decision:
+//! - merge: same_scenario && same_conclusion → fold into the more complete
+//!   version, the other leaves notes/ (archived), Supersedes updated;
+//! - replace: conflict and the user explicitly chose the new conclusion
+//!   (a cue such as "from now on" / "改用", or target_claim naming the note);
+//! - veto: conflict without a decisive variable → nothing is written;
+//! - new: no neighbour calls for merge or replace.
+
+use serde::Serialize;
+
+use super::candidate::{keywords, Candidate};
+use super::cue;
+use super::search::{Hit, View};
+use super::similarity::{self as sim, Features};
+use super::store::{self, Loaded, Paths};
+use crate::error::Result;
+
+/// How many neighbours are judged (the seed's Top 5).
+pub const TOP_K: usize = 5;
+/// Fused score from which two notes may share a scenario.
+pub const SCENARIO_MIN: f64 = 0.2;
+/// Fused score at which two notes share a scenario whatever their words.
+pub const SCENARIO_SURE: f64 = 0.5;
+/// Similarity of two one-liners from which they state the same conclusion.
+pub const CONCLUSION_MIN: f64 = 0.55;
+/// Share of the smaller one-liner's subject words the other must hold for
+/// the two to state the same conclusion (same polarity).
+pub const SAME_SUBJECT: f64 = 0.8;
+/// Below this share, same-polarity one-liners with words of their own
+/// name different things for one scenario: a conflict (pnpm vs yarn).
+pub const OTHER_SUBJECT: f64 = 0.67;
+/// From this share, opposite polarity on the same subject is a conflict.
+pub const OPPOSED_SUBJECT: f64 = 0.5;
+
+/// |a ∩ b| / min(|a|, |b|) of two keyword lists (0 when one is empty).
+fn containment(a: &[String], b: &[String]) -> f64 {
+    let small = a.len().min(b.len());
+    if small == 0 {
+        return 0.0;
+    }
+    a.iter().filter(|k| b.contains(k)).count() as f64 / small as f64
+}
+
+/// The seed's four decisions, plus skip (nothing to remember).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Create a note.
+    New,
+    /// Fold into an existing note (or absorb it).
+    Merge,
+    /// Supersede a conflicting note.
+    Replace,
+    /// Conflict without a decisive variable: write nothing.
+    Veto,
+    /// No candidate: stay silent.
+    Skip,
+}
+
+impl Action {
+    /// The name in records and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::New => "new",
+            Action::Merge => "merge",
+            Action::Replace => "replace",
+            Action::Veto => "veto",
+            Action::Skip => "skip",
+        }
+    }
+}
+
+/// One judged neighbour, as reported in the decision record.
+#[derive(Debug, Clone, Serialize)]
+pub struct Neighbour {
+    /// Note id.
+    pub id: String,
+    /// `memory/notes/MEM-….md`.
+    pub file: String,
+    /// The note's title.
+    pub title: String,
+    /// Fused similarity.
+    pub score: f64,
+    /// Normalised BM25 part.
+    pub bm25: f64,
+    /// Character n-gram cosine part.
+    pub ngram: f64,
+    /// Same canonical one-liner.
+    pub duplicate: bool,
+    /// Same scenario.
+    pub same_scenario: bool,
+    /// Same conclusion.
+    pub same_conclusion: bool,
+    /// Conflicting conclusion.
+    pub conflict: bool,
+    /// Share of the template's fields filled, 0–1.
+    pub completeness: f64,
+    /// Content digest now (apply refuses to act on a note changed since).
+    pub digest: String,
+    #[serde(skip)]
+    /// The note as read.
+    pub loaded: Loaded,
+}
+
+/// The governance outcome for one candidate.
+#[derive(Debug, Clone)]
+pub struct Governance {
+    /// The decision.
+    pub action: Action,
+    /// Notes it acts on (merged, replaced or in conflict), best first.
+    pub targets: Vec<String>,
+    /// Why, in words.
+    pub reason: String,
+    /// The judged neighbours, best first.
+    pub neighbours: Vec<Neighbour>,
+}
+
+fn subject(c: &Candidate) -> Vec<String> {
+    keywords(&c.search_text(), 12)
+}
+
+/// Judges one neighbour against the candidate.
+fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths) -> Neighbour {
+    let other = &l.note.body;
+    let shared = {
+        let a = subject(c);
+        subject(other).iter().filter(|k| a.contains(k)).count()
+    };
+    let same_scenario = hit.duplicate || hit.score >= SCENARIO_SURE || (hit.score >= SCENARIO_MIN && shared > 0);
+    let neg_c = cue::prohibition(&c.one_liner).is_some();
+    let neg_o = cue::prohibition(&other.one_liner).is_some();
+    let conclusion = sim::pair(&c.one_liner, &other.one_liner);
+    let (ka, kb) = (keywords(&c.one_liner, 12), keywords(&other.one_liner, 12));
+    let overlap = containment(&ka, &kb);
+    let own = |x: &[String], y: &[String]| x.iter().any(|k| !y.contains(k));
+    // Each side names something the other does not (pnpm vs yarn).
+    let differing = own(&ka, &kb) && own(&kb, &ka) && overlap < OTHER_SUBJECT;
+    let same_conclusion = hit.duplicate
+        || (same_scenario && neg_c == neg_o && !differing && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
+    let conflict =
+        same_scenario && !same_conclusion && if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { differing };
+    Neighbour {
+        id: l.note.id.clone(),
+        file: paths.rel(&l.note.id),
+        title: other.title.clone(),
+        score: sim::round(hit.score),
+        bm25: sim::round(hit.bm25),
+        ngram: sim::round(hit.ngram),
+        duplicate: hit.duplicate,
+        same_scenario,
+        same_conclusion,
+        conflict,
+        completeness: other.completeness(),
+        digest: l.note.content_digest(),
+        loaded: l,
+    }
+}
+
+/// Finds and judges the Top 5 neighbours of a candidate, then decides.
+/// `user_text` is searched for a replacement cue; `claim_note` is the note
+/// the target claim names, if it names one (always judged, and decisive).
+pub fn govern(
+    c: &Candidate,
+    q: &Features,
+    view: &View<'_>,
+    paths: &Paths,
+    user_text: &str,
+    claim_note: Option<&Loaded>,
+) -> Result<Governance> {
+    let mut neighbours: Vec<Neighbour> = Vec::new();
+    // Ask for a few more than K: a note deleted since indexing is skipped.
+    for hit in view.search(q, TOP_K * 2) {
+        if neighbours.len() == TOP_K {
+            break;
+        }
+        let (id, file) = view.name(hit.doc);
+        if claim_note.is_some_and(|n| n.note.id == id) {
+            continue;
+        }
+        let Some(l) = store::read_note(paths, &file)? else { continue };
+        let hit = if (l.bytes.len() as u64, l.mtime_ns) == view.stamp(hit.doc) {
+            hit
+        } else {
+            view.score_one(q, &l.entry().features)
+        };
+        neighbours.push(judge(c, &hit, l, paths));
+    }
+    if let Some(l) = claim_note {
+        let hit = view.score_one(q, &l.entry().features);
+        let mut n = judge(c, &hit, l.clone(), paths);
+        // The user names this note: it is in the scenario by definition.
+        n.same_scenario = true;
+        n.conflict = !n.same_conclusion;
+        neighbours.insert(0, n);
+        neighbours.truncate(TOP_K);
+    }
+    neighbours.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    let merge: Vec<String> =
+        neighbours.iter().filter(|n| n.same_scenario && n.same_conclusion).map(|n| n.id.clone()).collect();
+    if !merge.is_empty() {
+        let reason = format!("same scenario and same conclusion as {}", merge.join(", "));
+        return Ok(Governance { action: Action::Merge, targets: merge, reason, neighbours });
+    }
+    let conflicts: Vec<String> = neighbours.iter().filter(|n| n.conflict).map(|n| n.id.clone()).collect();
+    if conflicts.is_empty() {
+        return Ok(Governance {
+            action: Action::New,
+            targets: Vec::new(),
+            reason: "no neighbour shares both scenario and conclusion, none conflicts".into(),
+            neighbours,
+        });
+    }
+    if let Some(l) = claim_note.filter(|l| conflicts.contains(&l.note.id)) {
+        let reason = format!("conflicts with {} and the target claim names it: the user corrects it", l.note.id);
+        return Ok(Governance { action: Action::Replace, targets: vec![l.note.id.clone()], reason, neighbours });
+    }
+    if let Some(cue) = cue::replacement(user_text) {
+        let reason =
+            format!("conflicts with {} and the user chose the new conclusion (\"{cue}\")", conflicts.join(", "));
+        return Ok(Governance { action: Action::Replace, targets: conflicts, reason, neighbours });
+    }
+    let reason = format!("conflicts with {} and the input gives no decisive variable", conflicts.join(", "));
+    Ok(Governance { action: Action::Veto, targets: conflicts, reason, neighbours })
+}

@@ -1,0 +1,365 @@
+//! The TopK neighbour search of seed 003 "治理逻辑" over `notes/`, served
+//! from a derived inverted index `.search.idx` next to `notes/`, so a
+//! decide costs the postings of the query's terms, not a rescan of every
+//! note. The index is rebuilt from the notes alone (`reindex`); when it is
+//! missing or older than `notes/` (the directory's mtime changes with every
+//! add, rename or delete), decide builds one in memory from the notes.
+//!
+//! Layout (little endian): magic `KBMGIX01`, notes-dir mtime (i64 ns),
+//! doc count (u32), term count (u32), total word length (u64); docs
+//! (48 bytes each: name offset u32, name length u32, size u64, mtime i64,
+//! word length u32, n-gram norm f32, duplicate digest 16 bytes); terms
+//! sorted by key (16 bytes: key u64, postings offset u32, count u32);
+//! postings (8 bytes: doc u32, tf u32); names (UTF-8, `id\tfile`).
+
+use std::collections::BTreeMap;
+
+use super::similarity::{self as sim, Features};
+
+const MAGIC: &[u8; 8] = b"KBMGIX01";
+const HEAD: usize = 32;
+const DOC: usize = 48;
+const TERM: usize = 16;
+const POST: usize = 8;
+
+/// One indexed note.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocEntry {
+    /// The note's id.
+    pub id: String,
+    /// Its file name under notes/.
+    pub file: String,
+    /// File size when indexed.
+    pub size: u64,
+    /// File mtime (ns) when indexed.
+    pub mtime_ns: i64,
+    /// Its features.
+    pub features: Features,
+}
+
+/// Serialises the index; docs are stored in id order, which is also the
+/// order ties are broken in.
+pub fn encode(dir_mtime_ns: i64, docs: &[DocEntry]) -> Vec<u8> {
+    let mut docs: Vec<&DocEntry> = docs.iter().collect();
+    docs.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut postings: BTreeMap<u64, Vec<(u32, u32)>> = BTreeMap::new();
+    let mut total: u64 = 0;
+    for (i, d) in docs.iter().enumerate() {
+        total += u64::from(d.features.word_len);
+        for &(k, tf) in d.features.words.iter().chain(&d.features.grams) {
+            postings.entry(k).or_default().push((i as u32, tf));
+        }
+    }
+    let n_post: usize = postings.values().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(HEAD + docs.len() * DOC + postings.len() * TERM + n_post * POST);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&dir_mtime_ns.to_le_bytes());
+    out.extend_from_slice(&(docs.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(postings.len() as u32).to_le_bytes());
+    out.extend_from_slice(&total.to_le_bytes());
+    let mut names = Vec::new();
+    for d in docs {
+        let name = format!("{}\t{}", d.id, d.file);
+        out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        names.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&d.size.to_le_bytes());
+        out.extend_from_slice(&d.mtime_ns.to_le_bytes());
+        out.extend_from_slice(&d.features.word_len.to_le_bytes());
+        out.extend_from_slice(&d.features.gram_norm.to_le_bytes());
+        out.extend_from_slice(&d.features.dup);
+    }
+    let mut off = 0u32;
+    for (k, list) in &postings {
+        out.extend_from_slice(&k.to_le_bytes());
+        out.extend_from_slice(&off.to_le_bytes());
+        out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+        off += list.len() as u32;
+    }
+    for list in postings.values() {
+        for (d, tf) in list {
+            out.extend_from_slice(&d.to_le_bytes());
+            out.extend_from_slice(&tf.to_le_bytes());
+        }
+    }
+    out.extend_from_slice(&names);
+    out
+}
+
+/// A read-only view of an encoded index (mapped or in memory).
+pub struct View<'a> {
+    b: &'a [u8],
+    /// The notes-dir mtime the index was built against.
+    pub dir_mtime_ns: i64,
+    n_docs: usize,
+    n_terms: usize,
+    total_len: u64,
+    terms_at: usize,
+    posts_at: usize,
+    names_at: usize,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4).map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8).map_or(0, |s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_le_bytes(a)
+    })
+}
+
+/// A neighbour found by the search, before governance reads its file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Position in the index.
+    pub doc: usize,
+    /// BM25 over words, divided by the query's own score (0–1).
+    pub bm25: f64,
+    /// Character n-gram cosine.
+    pub ngram: f64,
+    /// Same canonical one-liner.
+    pub duplicate: bool,
+    /// The fused score.
+    pub score: f64,
+}
+
+impl<'a> View<'a> {
+    /// Opens an encoded index; `None` when it is not one (or truncated).
+    pub fn open(b: &'a [u8]) -> Option<View<'a>> {
+        if b.len() < HEAD || &b[..8] != MAGIC {
+            return None;
+        }
+        let n_docs = u32_at(b, 16) as usize;
+        let n_terms = u32_at(b, 20) as usize;
+        let terms_at = HEAD + n_docs * DOC;
+        let posts_at = terms_at + n_terms * TERM;
+        let n_post = if n_terms == 0 {
+            0
+        } else {
+            let last = terms_at + (n_terms - 1) * TERM;
+            (u32_at(b, last + 8) + u32_at(b, last + 12)) as usize
+        };
+        let names_at = posts_at + n_post * POST;
+        if names_at > b.len() {
+            return None;
+        }
+        Some(View {
+            b,
+            dir_mtime_ns: u64_at(b, 8) as i64,
+            n_docs,
+            n_terms,
+            total_len: u64_at(b, 24),
+            terms_at,
+            posts_at,
+            names_at,
+        })
+    }
+
+    /// Number of notes indexed.
+    pub fn len(&self) -> usize {
+        self.n_docs
+    }
+
+    /// Whether no note is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.n_docs == 0
+    }
+
+    fn doc_at(&self, i: usize) -> usize {
+        HEAD + i * DOC
+    }
+
+    /// The id and file name of doc `i`.
+    pub fn name(&self, i: usize) -> (String, String) {
+        let at = self.doc_at(i);
+        let (off, len) = (u32_at(self.b, at) as usize, u32_at(self.b, at + 4) as usize);
+        let s = self.b.get(self.names_at + off..self.names_at + off + len).unwrap_or(&[]);
+        let s = String::from_utf8_lossy(s);
+        let (id, file) = s.split_once('\t').unwrap_or((&s, ""));
+        (id.to_string(), file.to_string())
+    }
+
+    /// Size and mtime of doc `i` when it was indexed.
+    pub fn stamp(&self, i: usize) -> (u64, i64) {
+        let at = self.doc_at(i);
+        (u64_at(self.b, at + 8), u64_at(self.b, at + 16) as i64)
+    }
+
+    fn word_len(&self, i: usize) -> u32 {
+        u32_at(self.b, self.doc_at(i) + 24)
+    }
+
+    fn gram_norm(&self, i: usize) -> f32 {
+        f32::from_bits(u32_at(self.b, self.doc_at(i) + 28))
+    }
+
+    fn dup(&self, i: usize) -> &[u8] {
+        let at = self.doc_at(i) + 32;
+        &self.b[at..at + 16]
+    }
+
+    /// The postings of a term: (doc, tf) pairs.
+    fn postings(&self, key: u64) -> impl Iterator<Item = (usize, u32)> + '_ {
+        let (mut lo, mut hi) = (0usize, self.n_terms);
+        let mut found = None;
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let k = u64_at(self.b, self.terms_at + mid * TERM);
+            match k.cmp(&key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    found = Some(mid);
+                    break;
+                }
+            }
+        }
+        let (off, n) = found.map_or((0, 0), |m| {
+            let at = self.terms_at + m * TERM;
+            (u32_at(self.b, at + 8) as usize, u32_at(self.b, at + 12) as usize)
+        });
+        (off..off + n).map(move |p| {
+            let at = self.posts_at + p * POST;
+            (u32_at(self.b, at) as usize, u32_at(self.b, at + 4))
+        })
+    }
+
+    /// The `k` best notes for a query, best first (ties by id), each with
+    /// its BM25, n-gram cosine, duplicate flag and fused score. Only notes
+    /// sharing a term with the query are touched.
+    pub fn search(&self, q: &Features, k: usize) -> Vec<Hit> {
+        if self.n_docs == 0 {
+            return Vec::new();
+        }
+        let n = self.n_docs as f64;
+        let avg = self.total_len as f64 / n;
+        let mut bm25 = vec![0.0f64; self.n_docs];
+        let mut dot = vec![0.0f64; self.n_docs];
+        let mut seen = vec![false; self.n_docs];
+        let mut ideal = 0.0;
+        for &(key, qtf) in &q.words {
+            let list: Vec<(usize, u32)> = self.postings(key).collect();
+            let idf = sim::idf(n, list.len() as f64);
+            ideal += f64::from(qtf) * sim::bm25_term(idf, f64::from(qtf), f64::from(q.word_len), avg);
+            for (d, tf) in list {
+                let Some(acc) = bm25.get_mut(d) else { continue };
+                seen[d] = true;
+                *acc += f64::from(qtf) * sim::bm25_term(idf, f64::from(tf), f64::from(self.word_len(d)), avg);
+            }
+        }
+        for &(key, qtf) in &q.grams {
+            for (d, tf) in self.postings(key) {
+                let Some(acc) = dot.get_mut(d) else { continue };
+                seen[d] = true;
+                *acc += f64::from(qtf) * f64::from(tf);
+            }
+        }
+        let mut hits: Vec<Hit> = (0..self.n_docs)
+            .filter(|&d| seen[d])
+            .map(|d| {
+                let b = if ideal > 0.0 { (bm25[d] / ideal).min(1.0) } else { 0.0 };
+                let norm = f64::from(q.gram_norm) * f64::from(self.gram_norm(d));
+                let c = if norm > 0.0 { (dot[d] / norm).min(1.0) } else { 0.0 };
+                let duplicate = self.dup(d) == q.dup;
+                Hit { doc: d, bm25: b, ngram: c, duplicate, score: sim::fuse(b, c, duplicate) }
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+        hits.truncate(k);
+        hits
+    }
+
+    /// Scores one document's features against a query with this index's
+    /// statistics (for a note whose file changed since it was indexed).
+    pub fn score_one(&self, q: &Features, d: &Features) -> Hit {
+        let n = self.n_docs.max(1) as f64;
+        let avg = if self.n_docs == 0 { f64::from(d.word_len) } else { self.total_len as f64 / n };
+        let dmap: BTreeMap<u64, u32> = d.words.iter().copied().collect();
+        let (mut b, mut ideal) = (0.0, 0.0);
+        for &(key, qtf) in &q.words {
+            let df = (self.postings(key).count() as f64).max(1.0);
+            let idf = sim::idf(n, df);
+            ideal += f64::from(qtf) * sim::bm25_term(idf, f64::from(qtf), f64::from(q.word_len), avg);
+            if let Some(tf) = dmap.get(&key) {
+                b += f64::from(qtf) * sim::bm25_term(idf, f64::from(*tf), f64::from(d.word_len), avg);
+            }
+        }
+        let gmap: BTreeMap<u64, u32> = d.grams.iter().copied().collect();
+        let dot: f64 = q.grams.iter().filter_map(|(k, c)| gmap.get(k).map(|t| f64::from(*c) * f64::from(*t))).sum();
+        let norm = f64::from(q.gram_norm) * f64::from(d.gram_norm);
+        let bm25 = if ideal > 0.0 { (b / ideal).min(1.0) } else { 0.0 };
+        let ngram = if norm > 0.0 { (dot / norm).min(1.0) } else { 0.0 };
+        let duplicate = q.dup == d.dup;
+        Hit { doc: usize::MAX, bm25, ngram, duplicate, score: sim::fuse(bm25, ngram, duplicate) }
+    }
+
+    /// All entries back as owned values (to update an index in place).
+    pub fn entries(&self) -> Vec<DocEntry> {
+        let mut docs: Vec<DocEntry> = (0..self.n_docs)
+            .map(|i| {
+                let (id, file) = self.name(i);
+                let (size, mtime_ns) = self.stamp(i);
+                let mut dup = [0u8; 16];
+                dup.copy_from_slice(self.dup(i));
+                DocEntry {
+                    id,
+                    file,
+                    size,
+                    mtime_ns,
+                    features: Features {
+                        word_len: self.word_len(i),
+                        gram_norm: self.gram_norm(i),
+                        dup,
+                        ..Features::default()
+                    },
+                }
+            })
+            .collect();
+        for t in 0..self.n_terms {
+            let at = self.terms_at + t * TERM;
+            let key = u64_at(self.b, at);
+            for (d, tf) in self.postings_at(at) {
+                if let Some(doc) = docs.get_mut(d) {
+                    let f = &mut doc.features;
+                    if key & 1 == 1 { &mut f.grams } else { &mut f.words }.push((key, tf));
+                }
+            }
+        }
+        docs
+    }
+
+    fn postings_at(&self, term_at: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
+        let (off, n) = (u32_at(self.b, term_at + 8) as usize, u32_at(self.b, term_at + 12) as usize);
+        (off..off + n).map(move |p| {
+            let at = self.posts_at + p * POST;
+            (u32_at(self.b, at) as usize, u32_at(self.b, at + 4))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: &str, text: &str) -> DocEntry {
+        DocEntry { id: id.into(), file: format!("{id}.md"), size: 1, mtime_ns: 2, features: sim::features(text, text) }
+    }
+
+    #[test]
+    fn encode_search_and_decode() {
+        let docs =
+            vec![doc("MEM-a", "use pnpm for installs"), doc("MEM-b", "不要用 var，用 let"), doc("MEM-c", "tabs")];
+        let bytes = encode(7, &docs);
+        let v = View::open(&bytes).unwrap();
+        assert_eq!(v.dir_mtime_ns, 7);
+        let hits = v.search(&sim::features("Use pnpm for installs.", "Use pnpm for installs."), 5);
+        assert_eq!(v.name(hits[0].doc).0, "MEM-a");
+        assert!(hits[0].duplicate);
+        let hits = v.search(&sim::features("别用 var", "别用 var"), 5);
+        assert_eq!(v.name(hits[0].doc).0, "MEM-b");
+        assert_eq!(v.entries(), docs);
+    }
+}
