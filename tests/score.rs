@@ -162,6 +162,36 @@ fn labelled_queries_find_their_documents() {
     assert_eq!((code, hits(&recs).len()), (1, 0), "no hits is a clean negative answer");
 }
 
+/// The labelled query set over examples/library (English and Chinese):
+/// the expected first hit and how it matched. Chosen so the answer does not
+/// depend on the mtime of documents without `last_verified_at`.
+#[test]
+fn examples_library_labelled_queries() {
+    let lib = Lib::example();
+    let refs = ".memory/.references/";
+    let cases = [
+        ("jwt auth", "jwt-auth-v2.md", "topic-exact"),
+        ("session management", "session-management-v1.md", "topic-exact"),
+        ("ＲＥＤＩＳ caching", "redis-caching-v2.md", "topic-exact"),
+        ("stampede", ".memory/.thinking/patterns/cache-stampede-guard.md", "topic-contains"),
+        ("lock timeout", ".memory/.thinking/raw/ddl-lock-timeout.md", "topic-contains"),
+        ("thiserror", "rust-error-handling-v1.md", "keyword"),
+        ("sentinel failover", "team-notes/incident-2026-01-redis-failover.md", "keyword"),
+        ("credential stuffing", "team-notes/incident-2026-01-redis-failover.md", "fulltext"),
+        ("login unthrottled", "team-notes/incident-2026-01-redis-failover.md", "fulltext"),
+        ("缓存雪崩", "cache-strategy-zh-v1.md", "keyword"),
+        ("布隆过滤器", "cache-strategy-zh-v1.md", "keyword"),
+        ("热点键过期", "cache-strategy-zh-v1.md", "fulltext"),
+    ];
+    for (q, want, tier) in cases {
+        let want = if want.contains('/') { want.to_string() } else { format!("{refs}{want}") };
+        let (recs, code) = search(&lib, &[q, "--no-recommend"]);
+        assert_eq!(code, 0, "{q}");
+        let first = hits(&recs)[0];
+        assert_eq!((first["path"].as_str().unwrap(), first["match"].as_str().unwrap()), (want.as_str(), tier), "{q}");
+    }
+}
+
 #[test]
 fn fulltext_stays_below_the_keyword_tier() {
     let lib = seed_library();
