@@ -265,7 +265,7 @@ impl<'a> View<'a> {
             let at = 16 + i * 16;
             let off = read_u64(b, at).ok_or("short header")? as usize;
             let len = read_u64(b, at + 8).ok_or("short header")? as usize;
-            if off != expect || off.checked_add(len).map_or(true, |e| e > body_end) {
+            if off != expect || off.checked_add(len).is_none_or(|e| e > body_end) {
                 return Err(format!("section {i} out of bounds"));
             }
             *s = (off, len);
@@ -310,7 +310,7 @@ impl<'a> View<'a> {
                 }
                 prev = x;
             }
-            if prev.checked_mul(width).map_or(true, |end| end != self.sec(data).len() as u64) {
+            if prev.checked_mul(width).is_none_or(|end| end != self.sec(data).len() as u64) {
                 return Err(format!("offset table {} does not match its data", off as usize));
             }
         }

@@ -45,7 +45,7 @@ impl Filters {
         let ty = m.doc_type.as_deref().map(str::to_lowercase);
         (self.types.is_empty() || ty.is_some_and(|t| self.types.contains(&t)))
             && (self.topic.is_empty() || formula::contains_run(&text::tokens(&m.topic), &self.topic))
-            && self.notebook.as_ref().map_or(true, |nb| m.notebooks.contains(nb))
+            && self.notebook.as_ref().is_none_or(|nb| m.notebooks.contains(nb))
     }
 }
 
