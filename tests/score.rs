@@ -404,6 +404,23 @@ fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
 }
 
 #[test]
+fn cache_sees_new_documents_anywhere_and_relation_changes() {
+    let lib = seed_library();
+    std::fs::create_dir_all(lib.path("notes/later")).unwrap();
+    let (recs, _) = search(&lib, &["session management", "--no-recommend"]);
+    assert_eq!((paths(&recs)[0].as_str(), hits(&recs)[0]["used_by"].as_u64()), (SESSION, Some(1)));
+    // Written straight into a directory that held no document (no kb-append).
+    std::fs::write(lib.path("notes/later/session-notes.md"), "---\ntopic: session-notes\n---\nSession notes.\n")
+        .unwrap();
+    let (recs, _) = search(&lib, &["session", "--no-recommend"]);
+    assert!(paths(&recs).contains(&"notes/later/session-notes.md".to_string()), "{:?}", paths(&recs));
+    // A new use in .relations.jsonl changes used_by and the score.
+    lib.cmd("kb-append").args(["event", "referenced", SESSION, "--notebook", "nb-z"]).assert().success();
+    let (recs, _) = search(&lib, &["session management", "--no-recommend"]);
+    assert_eq!((paths(&recs)[0].as_str(), hits(&recs)[0]["used_by"].as_u64()), (SESSION, Some(2)));
+}
+
+#[test]
 fn two_processes_building_the_cache_at_once() {
     let lib = seed_library();
     let spawn = || {

@@ -16,13 +16,14 @@ use crate::entry::Entry;
 use crate::error::Result;
 use crate::frontmatter;
 use crate::graph::Graph;
-use crate::library::{self, Library};
+use crate::library::Library;
 use crate::relations::{self, Edge};
 use crate::scan::{self, Problem};
 use crate::text;
 
 use super::index::{self, DocRec, Info, Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::terms;
+use super::walk;
 
 /// Edge kinds that do not count as a use of the target: authorship
 /// (`wrote`) and a document's own notebook (`source`).
@@ -53,24 +54,6 @@ pub fn mtime_ns(m: &fs::Metadata) -> u64 {
 
 /// Files other than documents whose change invalidates an index.
 pub const WATCHED: &[&str] = &[relations::FILE, ".changelog", ".changelog-archive"];
-
-/// The directories whose mtime reveals an added or removed document: the
-/// root, the seed's layout, and every directory holding a document and its
-/// ancestors.
-pub fn watched_dirs(lib: &Library, paths: &[String]) -> Vec<(String, u64)> {
-    let mut dirs: BTreeSet<String> = library::LAYOUT.iter().map(|s| s.to_string()).collect();
-    dirs.insert(String::new());
-    for p in paths {
-        let mut cur = p.as_str();
-        while let Some((d, _)) = cur.rsplit_once('/') {
-            if !dirs.insert(d.to_string()) {
-                break;
-            }
-            cur = d;
-        }
-    }
-    dirs.into_iter().filter_map(|d| fs::metadata(lib.path(&d)).ok().map(|m| (d, mtime_ns(&m)))).collect()
-}
 
 /// `(name, size, mtime ns)` of each [`WATCHED`] file.
 pub fn watched_stamps(lib: &Library) -> Vec<(String, u64, u64)> {
@@ -198,7 +181,16 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             eprintln!("kb-score: profile: {what} at {:?}", t0.elapsed());
         }
     };
-    let (paths, mut problems) = scan::document_paths(lib);
+    // Stamps first: a change made while we read makes the next query update.
+    let stamps = watched_stamps(lib);
+    let walked = match old {
+        Some(v) => {
+            let old_paths: Vec<&str> = (0..v.docs() as u32).map(|d| v.path(d)).collect();
+            walk::update(lib, &old_paths, &v.info.dirs)
+        }
+        None => walk::full(lib),
+    };
+    let (paths, dirs, mut problems) = (walked.paths, walked.dirs, walked.problems);
     lap("walk");
     let old_ids: HashMap<&str, u32> = match old {
         Some(v) => (0..v.docs() as u32).map(|d| (v.path(d), d)).collect(),
@@ -220,10 +212,9 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
         .collect();
     let read = reuse.iter().filter(|r| r.is_none()).count();
     if let Some(v) = old {
-        let stamps = watched_stamps(lib);
         if read == 0 && paths.len() == v.docs() && stamps == v.info.stamps {
             // Nothing indexed changed (a directory was touched): re-stamp only.
-            let info = Info { dirs: watched_dirs(lib, &paths), stamps, ..Info::default() };
+            let info = Info { dirs, stamps, ..Info::default() };
             problems.sort_by(|a, b| a.path.cmp(&b.path));
             return Ok(Built { bytes: index::restamp(v, info), problems, read });
         }
@@ -244,8 +235,15 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
     }
     let mut docs: Vec<DocRec> = Vec::with_capacity(paths.len());
     let mut entries: Vec<Entry> = Vec::with_capacity(paths.len());
-    for ((p, r), (f, probs)) in paths.iter().zip(&reuse).zip(fresh) {
+    // The old graph facts still hold when no document came or went, no
+    // topic changed and the relations are the same.
+    let mut same_graph = old.is_some_and(|v| v.docs() == paths.len() && v.info.stamps == stamps);
+    for (i, ((p, r), (f, probs))) in paths.iter().zip(&reuse).zip(fresh).enumerate() {
         problems.extend(probs);
+        if let Some(v) = old.filter(|_| same_graph) {
+            let d = i as u32;
+            same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.meta(d).topic == f.entry.topic);
+        }
         match (r, f, old) {
             (Some(d), _, Some(v)) => {
                 let (size, mtime_ns) = v.stamp(*d);
@@ -274,18 +272,25 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
     }
     problems.sort_by(|a, b| a.path.cmp(&b.path));
 
-    let edges = match relations::read(lib)? {
-        Some(set) => set,
-        None => {
-            let scan = scan::library(lib);
-            relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
+    lap("assemble");
+    let (used, adj) = match old {
+        Some(v) if same_graph && docs.len() == v.docs() => {
+            let n = v.docs() as u32;
+            ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
+        }
+        _ => {
+            let edges = match relations::read(lib)? {
+                Some(set) => set,
+                None => {
+                    let scan = scan::library(lib);
+                    relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
+                }
+            };
+            graph_facts(&edges, &entries)
         }
     };
-    lap("assemble");
-    let (used, adj) = graph_facts(&edges, &entries);
     lap("graph");
-    let doc_paths: Vec<String> = docs.iter().map(|d| d.path.clone()).collect();
-    let info = Info { dirs: watched_dirs(lib, &doc_paths), stamps: watched_stamps(lib), ..Info::default() };
+    let info = Info { dirs, stamps, ..Info::default() };
     let bytes = index::write(&docs, &vocab.words, &used, &adj, info);
     lap("write");
     Ok(Built { bytes, problems, read })

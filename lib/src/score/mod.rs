@@ -18,6 +18,7 @@ pub mod sources;
 pub mod table;
 pub mod terms;
 pub mod tiers;
+pub mod walk;
 
 use serde::Serialize;
 
