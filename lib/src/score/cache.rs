@@ -94,7 +94,7 @@ pub fn user_cache_dir() -> Option<PathBuf> {
 /// and most editors save) and `.relations.jsonl` and the changelog are
 /// unchanged (every kb-append write logs an event).
 pub fn is_current(lib: &Library, v: &View) -> bool {
-    v.info.dirs.iter().all(|(d, m)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m))
+    v.info.dirs.par_iter().all(|(d, m)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m))
         && v.info.stamps.iter().all(|(f, s, m)| stamp(&lib.path(f)) == (*s, *m))
 }
 

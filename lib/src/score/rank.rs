@@ -128,12 +128,18 @@ pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) ->
         }
     }
     let mut all: Vec<Scored> = best.into_iter().map(|(d, (base, kind))| score(v, d, base, kind, now)).collect();
-    all.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
+    let order = |a: &Scored, b: &Scored| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
     if filters.is_empty() {
         let matched = all.len();
-        all.truncate(limit);
+        if limit < all.len() {
+            // Only the best `limit` need sorting (common words match most documents).
+            all.select_nth_unstable_by(limit, order);
+            all.truncate(limit);
+        }
+        all.sort_unstable_by(order);
         return (all, matched);
     }
+    all.sort_unstable_by(order);
     let kept: Vec<Scored> = all.into_iter().filter(|s| filters.pass(&v.meta(s.doc))).collect();
     let matched = kept.len();
     (kept.into_iter().take(limit).collect(), matched)
