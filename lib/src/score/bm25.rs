@@ -1,7 +1,8 @@
 //! Okapi BM25 over a library's index (title, topic, keywords and body as
 //! one field), the full-text tier that finds documents whose topic and
-//! keywords do not name the query. Parameters were chosen on the SciFact
-//! train queries only (bench/scifact.sh).
+//! keywords do not name the query. k1 0.9 / b 0.4 are Anserini's values;
+//! a grid on the SciFact train queries (bench/scifact.py) changed nDCG@10
+//! by under 0.01, so they stay.
 
 use super::index::View;
 
