@@ -467,6 +467,24 @@ fn same_output_with_one_thread() {
 }
 
 #[test]
+fn closed_pipe_is_a_quiet_success() {
+    use std::io::Read;
+    let lib = seed_library();
+    lib.put("notes/jwt-big.md", &format!("---\ntopic: jwt-big\n---\n{}\n", "jwt payload line\n".repeat(40_000)));
+    let mut child = lib
+        .std_cmd("kb-score")
+        .args(["jwt", "--tier", "3", "--no-registries", "--format", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()), (Some(0), ""));
+}
+
+#[test]
 fn usage_lists_every_flag() {
     let out = Lib::empty().cmd("kb-score").arg("--help").output().unwrap();
     let usage = String::from_utf8(out.stdout).unwrap();
