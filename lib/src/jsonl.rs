@@ -107,11 +107,11 @@ impl Out {
 
     /// Writes one record as a JSON line.
     pub fn record<T: Serialize + ?Sized>(&mut self, rec: &T) -> Result<()> {
-        serde_json::to_writer(&mut self.w, rec).map_err(|e| match e.io_error_kind() {
-            Some(kind) => Error::io("writing to stdout", kind.into()),
-            None => Error::msg(format!("cannot encode record: {e}")),
-        })?;
-        self.w.write_all(b"\n").ctx(|| "writing to stdout")
+        // Encoded first, so a closed pipe surfaces as an I/O error (quiet
+        // exit), not as an encoding error.
+        let mut line = serde_json::to_vec(rec).map_err(|e| Error::msg(format!("cannot encode record: {e}")))?;
+        line.push(b'\n');
+        self.w.write_all(&line).ctx(|| "writing to stdout")
     }
 
     /// Writes raw text (tables, reports).

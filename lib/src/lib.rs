@@ -14,6 +14,7 @@ pub mod error;
 pub mod frontmatter;
 pub mod git;
 pub mod graph;
+pub mod guard;
 pub mod index;
 pub mod io;
 pub mod jsonl;

@@ -1,0 +1,209 @@
+//! kb-guard: the threat scanner (seed 002 guard, seed 000 sanitising).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use kb::error::{run_main, Context, Error, Exit};
+use kb::guard::{self, filter::Outcome, policy::Policy, scan, target, Verdict};
+use kb::jsonl::{self, Format, Out};
+use lexopt::prelude::*;
+use serde_json::json;
+
+const USAGE: &str = "\
+kb-guard: a linear-time threat scanner for skills and library content
+
+Usage:
+  kb-guard scan PATH... [--format jsonl|table|sarif] [--fail-on caution|dangerous]
+                        [--policy FILE] [--root DIR]
+  kb-guard rules list [--format table|jsonl] [--root DIR]
+  kb-guard rules validate FILE...
+  kb-guard filter [--policy FILE] [--root DIR]     write requests on stdin
+  kb-guard sanitize [FILE] [--report FILE]         external text, '-' or stdin
+
+scan prints finding records, then one verdict record per target (a file, a
+skill directory holding SKILL.md, each skill and loose file under any other
+directory, or '-' for stdin). Extended rules are hot-loaded from
+.library/.evolving-rules/security/active/*.yaml when a library is found.
+
+Options:
+  --format F         jsonl (default into a pipe), table (default on a terminal), sarif
+  --fail-on V        exit 1 when a verdict reaches V [default: dangerous]
+  --policy FILE      YAML: disable, severity, suppress (path, rule, reason, expires)
+  --root DIR         the library for extended rules (default: KB_ROOT, else the nearest .library)
+  --report FILE      sanitize: write change records to FILE (default: stderr lines)
+  -h, --help         show this help
+  -V, --version      show the version
+
+Example:
+  kb-guard filter < requests.jsonl | kb-append batch
+";
+
+#[derive(Default)]
+struct Args {
+    words: Vec<String>,
+    format: Option<String>,
+    fail_on: Option<String>,
+    policy: Option<PathBuf>,
+    root: Option<PathBuf>,
+    report: Option<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, Error> {
+    let mut p = lexopt::Parser::from_env();
+    let mut a = Args::default();
+    while let Some(arg) = p.next()? {
+        match arg {
+            Short('h') | Long("help") => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            Short('V') | Long("version") => {
+                println!("kb-guard {}", env!("CARGO_PKG_VERSION"));
+                std::process::exit(0);
+            }
+            Long("format") => a.format = Some(p.value()?.string()?),
+            Long("fail-on") => a.fail_on = Some(p.value()?.string()?),
+            Long("policy") => a.policy = Some(p.value()?.into()),
+            Long("root") => a.root = Some(p.value()?.into()),
+            Long("report") => a.report = Some(p.value()?.into()),
+            Value(v) => a.words.push(v.string()?),
+            _ => return Err(arg.unexpected().into()),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    run_main("kb-guard", || {
+        let a = parse_args()?;
+        let mut out = Out::stdout("kb-guard");
+        let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+        match words.as_slice() {
+            ["rules", "validate", files @ ..] if !files.is_empty() => {
+                for f in files {
+                    let text = std::fs::read_to_string(f).ctx(|| format!("reading {f}"))?;
+                    let v = guard::engine::validate(&text, f);
+                    out.raise(if v.valid { Exit::Success } else { Exit::Negative });
+                    out.record(&v)?;
+                }
+                return out.finish();
+            }
+            ["sanitize", rest @ ..] if rest.len() <= 1 => return sanitize(&a, rest.first().copied(), out),
+            _ => {}
+        }
+        let (engine, errors) = guard::load_engine(a.root.as_deref())?;
+        for e in &errors {
+            out.error(&format!("{}: {}", e.source, e.message), json!({"rule_file": e.source}))?;
+        }
+        let policy = a.policy.as_deref().map(|p| Policy::load(p, &engine)).transpose()?;
+        let now = kb::clock::now()?;
+        match words.as_slice() {
+            ["scan", paths @ ..] if !paths.is_empty() => {
+                let fail_on = Verdict::parse(a.fail_on.as_deref().unwrap_or("dangerous"))?;
+                let paths: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
+                let mut targets = Vec::new();
+                for t in target::collect(&paths) {
+                    match t {
+                        Ok(t) => targets.push(t),
+                        Err(e) => out.error(&format!("{}: {}", e.path, e.message), json!({"path": e.path}))?,
+                    }
+                }
+                let mut stdin = Vec::new();
+                if targets.iter().any(|t| t.kind == target::TargetKind::Stdin) {
+                    std::io::stdin().read_to_end(&mut stdin).ctx(|| "reading stdin")?;
+                }
+                let results = scan::scan_targets(&engine, &targets, &stdin, policy.as_ref(), now);
+                if results.iter().any(|r| r.verdict.verdict >= fail_on && r.verdict.verdict > Verdict::Safe) {
+                    out.raise(Exit::Negative);
+                }
+                match a.format.as_deref() {
+                    Some("sarif") => out.text(&format!("{:#}\n", guard::sarif::log(&engine, &results)))?,
+                    f if f.map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table => {
+                        out.text(&scan::table(&results))?
+                    }
+                    _ => {
+                        for r in &results {
+                            r.findings.iter().try_for_each(|f| out.record(f))?;
+                            out.record(&r.verdict)?;
+                        }
+                    }
+                }
+            }
+            ["rules", "list"] => {
+                let rules = engine.rules();
+                if a.format.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
+                    let rows: Vec<Vec<String>> = rules
+                        .iter()
+                        .map(|r| {
+                            vec![
+                                r.id.clone(),
+                                r.category.clone(),
+                                r.severity.to_string(),
+                                r.source.clone(),
+                                r.description.clone(),
+                            ]
+                        })
+                        .collect();
+                    out.text(&jsonl::table(&["ID", "CATEGORY", "SEVERITY", "SOURCE", "DESCRIPTION"], &rows))?;
+                } else {
+                    for r in rules {
+                        out.record(&guard::rules::Listed::from(r))?;
+                    }
+                }
+            }
+            ["filter"] => {
+                let lines =
+                    jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
+                for (line, outcome) in guard::filter::filter(&engine, policy.as_ref(), now, lines) {
+                    match outcome {
+                        Outcome::Pass(obj) => out.record(&obj)?,
+                        Outcome::Invalid(msg) => out.line_error(line, &msg, None)?,
+                        Outcome::Refused(msg, extra) => {
+                            eprintln!("kb-guard: <stdin>:{line}: {msg}");
+                            let mut rec = json!({"record": "error", "line": line, "message": msg});
+                            rec.as_object_mut()
+                                .into_iter()
+                                .for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
+                            out.record(&rec)?;
+                            out.raise(Exit::Negative);
+                        }
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::usage(
+                    "expected scan PATH..., rules list, rules validate FILE..., filter or sanitize",
+                ))
+            }
+        }
+        out.finish()
+    })
+}
+
+/// `kb-guard sanitize`: the sanitised text on stdout, changes to --report.
+fn sanitize(a: &Args, file: Option<&str>, mut out: Out) -> Result<Exit, Error> {
+    let bytes = match file {
+        None | Some("-") => {
+            let mut b = Vec::new();
+            std::io::stdin().read_to_end(&mut b).ctx(|| "reading stdin")?;
+            b
+        }
+        Some(f) => std::fs::read(f).ctx(|| format!("reading {f}"))?,
+    };
+    let engine = guard::Engine::core()?;
+    let text = guard::normalize::decode_lossy(&bytes);
+    let (clean, changes) = guard::sanitize::sanitize(engine, &text);
+    out.text(&clean)?;
+    match &a.report {
+        Some(p) => {
+            let lines: Vec<String> = changes.iter().filter_map(|c| serde_json::to_string(c).ok()).collect();
+            let body = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
+            std::fs::write(p, body).ctx(|| format!("writing {}", p.display()))?;
+        }
+        None => changes
+            .iter()
+            .for_each(|c| eprintln!("kb-guard: sanitize: line {}: {} {:?} -> {:?}", c.line, c.rule, c.before, c.after)),
+    }
+    out.finish()
+}

@@ -1,0 +1,483 @@
+//! Seed 002 `scanFileContent`, rebuilt to be fast and hard to evade: bytes
+//! are sniffed and normalised, then every rule runs at once in one
+//! linear-time pass over the whole text; only the rules that matched are run
+//! again one by one to locate their lines. Base64 payloads are decoded and
+//! scanned as well. At most [`PER_RULE`] lines per rule and file are
+//! reported; the rest are counted.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+use regex_automata::meta::Regex;
+use regex_automata::Input;
+
+use super::finding::{self, doc_kind, line_contexts, Context, Finding, LineIndex, Lowered};
+use super::normalize;
+use super::pattern::{self, Set};
+use super::rules::{self, Rule, Severity};
+use super::sniff::{self, Kind};
+use crate::error::{Error, Result};
+
+/// Most lines reported per rule and file; further matches are counted in
+/// [`Scanned::omitted`].
+pub const PER_RULE: usize = 20;
+
+/// How deep base64 payloads inside base64 payloads are followed.
+const MAX_DEPTH: usize = 2;
+
+/// Most base64 runs decoded per text.
+const MAX_PAYLOADS: usize = 64;
+
+/// Shortest run of base64 characters decoded as a payload.
+const BASE64_MIN: usize = 40;
+
+/// Words before a match that show prose warns about a command rather than
+/// asks for it; such a match in prose is lowered one level.
+const CAUTION_WORDS: &str = r"(?i)\b(never|don't|do\s+not|must\s+not|should\s+not|avoid|warning|caution|beware|dangerous|destructive|malicious|attackers?|deletes|wipes)\b";
+
+/// Categories whose matches may be lowered by cautionary prose: commands
+/// and paths. Injections and real secrets never are.
+const LOWERABLE: &[&str] = &[
+    "destructive",
+    "supply_chain",
+    "network",
+    "persistence",
+    "execution",
+    "privilege_escalation",
+    "crypto_mining",
+    "path_traversal",
+    "exfiltration",
+    "obfuscation",
+];
+
+struct Compiled {
+    rule: usize,
+    re: Regex,
+    benign: Vec<Regex>,
+}
+
+/// The compiled rule set; build once, share across threads.
+pub struct Engine {
+    rules: Vec<Rule>,
+    by_id: HashMap<String, usize>,
+    set: Set,
+    pats: Vec<Compiled>,
+    caution: Regex,
+}
+
+/// What scanning one file or text found.
+#[derive(Debug, Default, Clone)]
+pub struct Scanned {
+    /// The findings, sorted by line and column.
+    pub findings: Vec<Finding>,
+    /// Matches not reported because of [`PER_RULE`].
+    pub omitted: usize,
+}
+
+/// A rule file or rule that could not be loaded, and why.
+#[derive(Debug, Clone)]
+pub struct LoadError {
+    /// The file (or `core`).
+    pub source: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Engine {
+    /// Compiles `rules`; the first bad pattern is an error naming its rule.
+    pub fn new(rules: Vec<Rule>) -> Result<Engine> {
+        let mut hirs = Vec::new();
+        let mut pats = Vec::new();
+        let mut by_id = HashMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            if by_id.insert(r.id.clone(), i).is_some() {
+                return Err(Error::msg(format!("{}: rule id {} is already defined", r.source, r.id)));
+            }
+            let Some(p) = &r.pattern else { continue };
+            let fail = |e: Error| Error::msg(format!("{}: rule {}: {e}", r.source, r.id));
+            let hir = pattern::parse(p).map_err(fail)?;
+            let re = pattern::single(&hir).map_err(fail)?;
+            let mut benign = Vec::new();
+            for b in &r.benign {
+                let bh = pattern::parse(b).map_err(|e| fail(Error::msg(format!("benign: {e}"))))?;
+                benign.push(pattern::single(&bh).map_err(fail)?);
+            }
+            hirs.push(hir);
+            pats.push(Compiled { rule: i, re, benign });
+        }
+        let set = Set::new(&hirs)?;
+        let caution = pattern::single(&pattern::parse(CAUTION_WORDS)?)?;
+        Ok(Engine { rules, by_id, set, pats, caution })
+    }
+
+    /// The core rules, compiled once per process.
+    pub fn core() -> Result<&'static Engine> {
+        static CORE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
+        CORE.get_or_init(|| rules::core().and_then(Engine::new).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| Error::msg(format!("core rules: {e}")))
+    }
+
+    /// Core rules plus every valid extended rule file in `dir` (when
+    /// given). Each file is checked on its own (fields, patterns, ids, its
+    /// own examples); a broken file is left out and returned as an error so
+    /// the caller reports it: the scan is never silently weaker.
+    pub fn load(dir: Option<&Path>) -> Result<(Engine, Vec<LoadError>)> {
+        let mut all = rules::core()?;
+        let mut errors = Vec::new();
+        if let Some(dir) = dir {
+            for (source, parsed) in rules::extended_files(dir) {
+                match parsed.and_then(|rs| validate_extended(&all, rs)) {
+                    Ok(rs) => all.extend(rs),
+                    Err(e) => errors.push(LoadError { source, message: e.to_string() }),
+                }
+            }
+        }
+        Ok((Engine::new(all)?, errors))
+    }
+
+    /// Every rule, core first, in file order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// A rule by id.
+    pub fn rule(&self, id: &str) -> Option<&Rule> {
+        self.by_id.get(id).map(|&i| &self.rules[i])
+    }
+
+    /// A finding of builtin rule `id` (structure, encoding, binary).
+    pub fn builtin(
+        &self,
+        id: &str,
+        path: &str,
+        line: usize,
+        column: usize,
+        matched: &str,
+        context: Context,
+    ) -> Finding {
+        let (category, severity, description) = match self.rule(id) {
+            Some(r) => (r.category.clone(), r.severity, r.description.clone()),
+            None => ("structure".to_string(), Severity::High, id.to_string()),
+        };
+        Finding {
+            record: "finding",
+            path: path.to_string(),
+            line,
+            column,
+            rule: id.to_string(),
+            category,
+            severity,
+            description,
+            matched: finding::truncate(matched),
+            context,
+            lowered: None,
+            decoded: None,
+            normalized: false,
+            suppressed: None,
+            expired_suppression: None,
+        }
+    }
+
+    /// Scans a file's bytes: sniffing, normalisation, all rules.
+    pub fn scan_bytes(&self, path: &str, bytes: &[u8]) -> Scanned {
+        let mut out = Scanned::default();
+        match sniff::sniff(bytes) {
+            Kind::Binary(name) => out.findings.push(self.builtin("binary_content", path, 1, 1, name, Context::File)),
+            Kind::Data => out.findings.push(self.builtin("binary_data", path, 1, 1, "NUL bytes", Context::File)),
+            Kind::Text => {}
+        }
+        let norm = normalize::normalize(bytes);
+        self.scan_normalized(path, &norm.text, &norm.changed_lines, norm.notes, 0, &mut out);
+        out
+    }
+
+    /// Scans text already in memory (kb-append's content, write requests).
+    pub fn scan_text(&self, path: &str, text: &str) -> Scanned {
+        self.scan_bytes(path, text.as_bytes())
+    }
+
+    fn scan_normalized(
+        &self,
+        path: &str,
+        text: &str,
+        changed: &[usize],
+        notes: Vec<normalize::Note>,
+        depth: usize,
+        out: &mut Scanned,
+    ) {
+        let hay = text.as_bytes();
+        let ids = self.set.matches(hay);
+        let payloads = if depth < MAX_DEPTH { base64_runs(hay) } else { Vec::new() };
+        if ids.is_empty() && notes.is_empty() && payloads.is_empty() {
+            return;
+        }
+        let kind = doc_kind(path);
+        let contexts = line_contexts(kind, text);
+        let ctx = |line: usize| contexts.get(line - 1).copied().unwrap_or(Context::Prose);
+        let start = out.findings.len();
+        for n in notes {
+            let c = ctx(n.line);
+            out.findings.push(self.builtin(n.rule, path, n.line, n.column, &n.matched, c));
+        }
+        let lines = LineIndex::new(hay);
+        self.scan_payloads(path, hay, &payloads, &lines, &ctx, depth, out);
+        for pid in ids {
+            let c = &self.pats[pid];
+            let rule = &self.rules[c.rule];
+            // One match per line is all a finding needs; the next search
+            // starts on the next line, so each line is searched once (an
+            // iterator over every match can be quadratic on long lines).
+            let (mut at, mut reported) = (0, 0);
+            while at < hay.len() {
+                let Some(m) = c.re.search(&Input::new(hay).span(at..hay.len())) else { break };
+                let (line, ls, le) = lines.locate(m.start());
+                at = le + 1;
+                if reported == PER_RULE {
+                    out.omitted += 1;
+                    continue;
+                }
+                reported += 1;
+                let context = ctx(line);
+                let mut severity = rule.severity;
+                let mut lowered = None;
+                if c.benign.iter().any(|b| pattern::matches_at(b, hay, m.start(), le)) {
+                    lowered = Some(Lowered { from: severity, why: "benign use" });
+                    severity = Severity::Medium;
+                } else if context == Context::Prose
+                    && LOWERABLE.contains(&rule.category.as_str())
+                    && self.caution.is_match(&hay[ls..m.start()])
+                {
+                    lowered = Some(Lowered { from: severity, why: "cautionary prose" });
+                    severity = severity.lower();
+                }
+                let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
+                let mut f =
+                    self.builtin(&rule.id, path, line, column, &String::from_utf8_lossy(&hay[m.range()]), context);
+                f.severity = severity;
+                f.lowered = lowered.filter(|l| l.from != severity);
+                f.normalized = changed.binary_search(&line).is_ok();
+                out.findings.push(f);
+            }
+        }
+        out.findings[start..].sort_by_key(|f| (f.line, f.column));
+    }
+
+    /// Decodes base64 runs that decode to text and scans that text; a
+    /// payload that raises anything is an `encoded_payload` finding, and
+    /// each inner finding is reported at the payload's place.
+    #[allow(clippy::too_many_arguments)] // the scan state of one text, passed down once
+    fn scan_payloads(
+        &self,
+        path: &str,
+        hay: &[u8],
+        payloads: &[std::ops::Range<usize>],
+        lines: &LineIndex,
+        ctx: &dyn Fn(usize) -> Context,
+        depth: usize,
+        out: &mut Scanned,
+    ) {
+        for m in payloads {
+            let m = Match { start: m.start, end: m.end };
+            let Some(text) = decode_base64(&hay[m.range()]) else { continue };
+            let mut inner = Scanned::default();
+            let norm = normalize::normalize(text.as_bytes());
+            self.scan_normalized(path, &norm.text, &[], norm.notes, depth + 1, &mut inner);
+            if inner.findings.is_empty() {
+                continue;
+            }
+            let (line, ls, _) = lines.locate(m.start());
+            let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
+            let context = ctx(line);
+            let shown = format!("base64: {}", text.replace('\n', " "));
+            out.findings.push(self.builtin("encoded_payload", path, line, column, &shown, context));
+            for f in inner.findings {
+                out.findings.push(Finding {
+                    line,
+                    column,
+                    context,
+                    decoded: Some("base64"),
+                    path: path.to_string(),
+                    ..f
+                });
+            }
+        }
+    }
+
+    /// Spans of one normalised line that `sanitize` neutralises: matches of
+    /// rules with an `inject` category, and base64 runs whose decoded text
+    /// raises a finding. Returns `(start, end, rule id, inject category)`.
+    pub fn inject_spans(&self, line: &str) -> Vec<(usize, usize, String, String)> {
+        let hay = line.as_bytes();
+        let mut out = Vec::new();
+        for m in base64_runs(hay) {
+            let raises =
+                decode_base64(&hay[m.clone()]).is_some_and(|t| !self.scan_text("payload.txt", &t).findings.is_empty());
+            if raises {
+                out.push((m.start, m.end, "encoded_payload".into(), "encoded_payload".into()));
+            }
+        }
+        for pid in self.set.matches(hay) {
+            let c = &self.pats[pid];
+            let rule = &self.rules[c.rule];
+            let Some(inject) = &rule.inject else { continue };
+            for m in c.re.find_iter(hay) {
+                out.push((m.start(), m.end(), rule.id.clone(), inject.clone()));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Runs each rule's own examples through the whole pipeline; returns
+    /// one message per example that does not behave.
+    pub fn check_examples(&self, rule: &Rule) -> Vec<String> {
+        let mut bad = Vec::new();
+        let raised = |ex: &str| self.scan_text("example.txt", ex).findings.iter().any(|f| f.rule == rule.id);
+        for ex in &rule.matches {
+            if !raised(ex) {
+                bad.push(format!("rule {}: match example does not match: {ex:?}", rule.id));
+            }
+        }
+        for ex in &rule.clean {
+            if raised(ex) {
+                bad.push(format!("rule {}: clean example matches: {ex:?}", rule.id));
+            }
+        }
+        bad
+    }
+}
+
+/// Checks an extended file's rules against the rules already loaded:
+/// no builtins, no id clashes, patterns compile, examples behave.
+fn validate_extended(loaded: &[Rule], rules: Vec<Rule>) -> Result<Vec<Rule>> {
+    for r in &rules {
+        if r.builtin {
+            return Err(Error::msg(format!("rule {}: extended rules cannot be builtin", r.id)));
+        }
+        if let Some(old) = loaded.iter().find(|o| o.id == r.id) {
+            return Err(Error::msg(format!("rule {}: id already defined in {}", r.id, old.source)));
+        }
+    }
+    let engine = Engine::new(rules.clone())?;
+    let bad: Vec<String> = rules.iter().flat_map(|r| engine.check_examples(r)).collect();
+    if !bad.is_empty() {
+        return Err(Error::msg(bad.join("; ")));
+    }
+    Ok(rules)
+}
+
+/// The `validation` record of `kb-guard rules validate FILE`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Validation {
+    /// Always `validation`.
+    pub record: &'static str,
+    /// The file checked.
+    pub file: String,
+    /// Whether every check passed.
+    pub valid: bool,
+    /// Rules in the file.
+    pub rules: usize,
+    /// Examples run.
+    pub examples: usize,
+    /// What is wrong, one line each.
+    pub problems: Vec<String>,
+}
+
+/// Checks a rules file the way the hot loader does: fields, patterns, ids
+/// (against the core rules, unless the file is the core file), examples.
+pub fn validate(text: &str, file: &str) -> Validation {
+    let mut v =
+        Validation { record: "validation", file: file.into(), valid: false, rules: 0, examples: 0, problems: vec![] };
+    let parsed = match rules::parse(text, file) {
+        Ok(r) => r,
+        Err(e) => {
+            v.problems.push(e.to_string());
+            return v;
+        }
+    };
+    v.rules = parsed.len();
+    v.examples = parsed.iter().map(|r| r.matches.len() + r.clean.len()).sum();
+    let result = if text == rules::CORE_YAML {
+        Engine::new(parsed.clone()).map(|e| parsed.iter().flat_map(|r| e.check_examples(r)).collect::<Vec<_>>())
+    } else {
+        rules::core().and_then(|core| validate_extended(&core, parsed.clone())).map(|_| Vec::new())
+    };
+    match result {
+        Ok(bad) => v.problems = bad,
+        Err(e) => v.problems.extend(e.to_string().split("; ").map(String::from)),
+    }
+    v.valid = v.problems.is_empty();
+    v
+}
+
+struct Match {
+    start: usize,
+    end: usize,
+}
+
+impl Match {
+    fn start(&self) -> usize {
+        self.start
+    }
+
+    fn range(&self) -> std::ops::Range<usize> {
+        self.start..self.end
+    }
+}
+
+/// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding),
+/// at most [`MAX_PAYLOADS`]: one cheap byte loop, no automaton.
+fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < hay.len() && out.len() < MAX_PAYLOADS {
+        if !b64(hay[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < hay.len() && b64(hay[i]) {
+            i += 1;
+        }
+        if i - start >= BASE64_MIN {
+            let mut end = i;
+            while end < hay.len() && end - i < 2 && hay[end] == b'=' {
+                end += 1;
+            }
+            out.push(start..end);
+        }
+    }
+    out
+}
+
+/// Decodes a base64 run when it is mostly printable UTF-8 text.
+fn decode_base64(run: &[u8]) -> Option<String> {
+    let t = run.strip_suffix(b"==").or_else(|| run.strip_suffix(b"=")).unwrap_or(run);
+    let trimmed = if t.len() % 4 == 1 { &t[..t.len() - 1] } else { t };
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let bytes = engine.decode(trimmed).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let printable = text.chars().filter(|c| !c.is_control() || c.is_whitespace()).count();
+    (text.chars().count() >= 16 && printable * 10 >= text.chars().count() * 9).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_core_rule_example_behaves() {
+        let engine = Engine::core().unwrap();
+        let bad: Vec<String> = engine.rules().iter().flat_map(|r| engine.check_examples(r)).collect();
+        assert!(bad.is_empty(), "{} bad examples:\n{}", bad.len(), bad.join("\n"));
+    }
+}

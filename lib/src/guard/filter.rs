@@ -1,0 +1,68 @@
+//! `kb-guard filter` (issue 6 "Interface"): the guard in front of kb-append.
+//! Each write request (`{"path","content","mode","notebook"}`) is scanned
+//! as the document it would become; the request passes through unchanged
+//! but for an added `verdict`, and a dangerous one is refused, unless it
+//! carries `allow_risky` with a reason (which kb-append records in the
+//! changelog), so `kb-guard filter | kb-append batch` is the guarded write.
+
+use jiff::Timestamp;
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use super::engine::Engine;
+use super::policy::Policy;
+use super::verdict::{self, Verdict};
+
+/// What happened to one request line.
+pub enum Outcome {
+    /// Passes on, with `verdict` added.
+    Pass(Map<String, Value>),
+    /// Dangerous: refused with a message and the findings behind it.
+    Refused(String, Value),
+    /// Not a usable request (missing or wrong fields).
+    Invalid(String),
+}
+
+/// One input line: its number and the parsed object or why it did not parse.
+pub type Line = (usize, Result<Map<String, Value>, String>);
+
+/// Filters parsed request lines, in parallel, keeping their order.
+pub fn filter(engine: &Engine, policy: Option<&Policy>, now: Timestamp, lines: Vec<Line>) -> Vec<(usize, Outcome)> {
+    lines
+        .into_par_iter()
+        .map(|(line, obj)| {
+            let outcome = match obj {
+                Ok(obj) => one(engine, policy, now, obj),
+                Err(msg) => Outcome::Invalid(msg),
+            };
+            (line, outcome)
+        })
+        .collect()
+}
+
+fn one(engine: &Engine, policy: Option<&Policy>, now: Timestamp, mut obj: Map<String, Value>) -> Outcome {
+    let (path, content) = match (obj.get("path"), obj.get("content")) {
+        (Some(Value::String(p)), Some(Value::String(c))) => (p.clone(), c.clone()),
+        (None, _) => return Outcome::Invalid("missing field 'path'".into()),
+        (_, None) => return Outcome::Invalid("missing field 'content'".into()),
+        _ => return Outcome::Invalid("'path' and 'content' must be strings".into()),
+    };
+    let mut findings = engine.scan_text(&path, &content).findings;
+    if let Some(p) = policy {
+        p.apply(&mut findings, now);
+    }
+    let v = verdict::determine(&findings);
+    let risky_ok = matches!(obj.get("allow_risky"), Some(Value::String(r)) if !r.trim().is_empty());
+    if v == Verdict::Dangerous && !risky_ok {
+        let report = super::scan::Report { verdict: v, findings: findings.clone() };
+        let rules: Vec<Value> = findings
+            .iter()
+            .filter(|f| f.counts())
+            .map(|f| json!({"rule": f.rule, "severity": f.severity, "line": f.line, "matched": f.matched}))
+            .collect();
+        let msg = format!("{path}: refused, {}", report.reason());
+        return Outcome::Refused(msg, json!({"path": path, "verdict": v, "findings": rules}));
+    }
+    obj.insert("verdict".into(), json!(v));
+    Outcome::Pass(obj)
+}

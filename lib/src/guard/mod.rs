@@ -1,0 +1,38 @@
+//! kb-guard: the threat scanner of seed 002 (guard_patterns + guard) and
+//! seed 000's "external content is sanitised before storage". Rules are data
+//! (`rules/core.yaml` plus hot-loaded extended rules), all compiled into one
+//! linear-time automaton; text is normalised before matching so encodings,
+//! invisible characters and look-alike letters do not hide a threat.
+
+pub mod engine;
+pub mod filter;
+pub mod finding;
+pub mod normalize;
+pub mod pattern;
+pub mod policy;
+pub mod rules;
+pub mod sanitize;
+pub mod sarif;
+pub mod scan;
+pub mod sniff;
+pub mod structure;
+pub mod target;
+pub mod verdict;
+
+pub use engine::{Engine, LoadError, Scanned};
+pub use finding::{Context, Finding};
+pub use rules::{Rule, Severity};
+pub use scan::{scan_text, scan_text_with, Report};
+pub use verdict::Verdict;
+
+/// The engine a command runs with: core rules plus the extended rules of
+/// the library (`--root` > `KB_ROOT` > the nearest `.library`), when there
+/// is one. Broken extended files come back as errors to report.
+pub fn load_engine(root: Option<&std::path::Path>) -> crate::Result<(Engine, Vec<LoadError>)> {
+    let dir = match crate::Library::resolve(root) {
+        Ok(lib) => Some(lib.dir.join(".evolving-rules/security/active")),
+        Err(e) if root.is_some() => return Err(e),
+        Err(_) => None,
+    };
+    Engine::load(dir.as_deref())
+}

@@ -1,0 +1,419 @@
+//! Text normalisation before matching (issue 6 "Engine"): the guard must see
+//! what a reader (or a model) sees, not what an attacker typed. UTF-16 with a
+//! BOM is decoded; bytes that are not UTF-8 are reported and replaced, never
+//! skipped; invisible and bidi control characters are removed and reported;
+//! Unicode tag characters are decoded to the ASCII they hide; NFKC folds
+//! fullwidth and compatibility forms; Latin words spelt with Cyrillic or
+//! Greek look-alikes are mapped back to Latin and reported. Line breaks are
+//! never added or removed, so line numbers stay those of the file.
+
+use std::borrow::Cow;
+
+use unicode_normalization::UnicodeNormalization;
+
+/// A normalisation event worth a finding: the rule id, where it first
+/// happened (1-based line and character column), and what was seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// A builtin rule id (`invisible_chars`, `bidi_control`, ...).
+    pub rule: &'static str,
+    /// 1-based line of the first occurrence.
+    pub line: usize,
+    /// 1-based character column of the first occurrence.
+    pub column: usize,
+    /// A short description with the count and the code points.
+    pub matched: String,
+}
+
+/// Decoded, normalised text ready for matching.
+#[derive(Debug)]
+pub struct Normalized<'a> {
+    /// The text the rules run on.
+    pub text: Cow<'a, str>,
+    /// What normalisation found.
+    pub notes: Vec<Note>,
+    /// 1-based numbers of the lines normalisation changed (sorted).
+    pub changed_lines: Vec<usize>,
+    /// `utf-8`, `utf-16le` or `utf-16be`.
+    pub encoding: &'static str,
+}
+
+/// Removes invisible, bidi and tag characters from one line (tags are
+/// dropped, not decoded: what they hide is not meant to be read). Returns
+/// the cleaned line and how many characters of each rule went.
+pub fn strip_hidden(line: &str) -> (String, Vec<(&'static str, usize)>) {
+    let mut counts = [("invisible_chars", 0), ("bidi_control", 0), ("tag_chars", 0)];
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if ('\u{E0000}'..='\u{E007F}').contains(&c) {
+            counts[2].1 += 1;
+        } else if is_bidi(c) {
+            counts[1].1 += 1;
+        } else if is_invisible(c) {
+            let prev = i.checked_sub(1).map(|p| chars[p]);
+            if ordinary_joiner(c, prev, chars.get(i + 1).copied()) {
+                out.push(c);
+            } else {
+                counts[0].1 += 1;
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    (out, counts.into_iter().filter(|(_, n)| *n > 0).collect())
+}
+
+/// Decodes `bytes` (BOM-aware) and normalises the text.
+pub fn normalize(bytes: &[u8]) -> Normalized<'_> {
+    let mut notes = Vec::new();
+    let (text, encoding) = decode(bytes, &mut notes);
+    let (text, changed_lines) = match text {
+        Cow::Borrowed(t) => match fold(t, &mut notes) {
+            None => (Cow::Borrowed(t), Vec::new()),
+            Some((s, c)) => (Cow::Owned(s), c),
+        },
+        Cow::Owned(t) => match fold(&t, &mut notes) {
+            None => (Cow::Owned(t), Vec::new()),
+            Some((s, c)) => (Cow::Owned(s), c),
+        },
+    };
+    Normalized { text, notes, changed_lines, encoding }
+}
+
+/// Bytes to text without folding (for `sanitize`, which keeps lines it does
+/// not change as they were): BOMs, UTF-16 and invalid UTF-8 handled.
+pub fn decode_lossy(bytes: &[u8]) -> String {
+    decode(bytes, &mut Vec::new()).0.into_owned()
+}
+
+/// Bytes to text: a UTF-8 BOM is dropped, UTF-16 with a BOM (or with the
+/// unmistakable zero-byte pattern of ASCII in UTF-16) decoded, and invalid
+/// sequences replaced by U+FFFD with an `invalid_utf8` note.
+fn decode<'a>(bytes: &'a [u8], notes: &mut Vec<Note>) -> (Cow<'a, str>, &'static str) {
+    let utf16 = match bytes {
+        [0xFF, 0xFE, ..] => Some((true, 2)),
+        [0xFE, 0xFF, ..] => Some((false, 2)),
+        _ => looks_utf16(bytes).map(|le| (le, 0)),
+    };
+    if let Some((le, skip)) = utf16 {
+        let units = bytes[skip..].chunks(2).map(|c| {
+            let pair = [c[0], *c.get(1).unwrap_or(&0)];
+            if le {
+                u16::from_le_bytes(pair)
+            } else {
+                u16::from_be_bytes(pair)
+            }
+        });
+        let mut s = String::with_capacity(bytes.len() / 2);
+        let mut bad = 0usize;
+        for ch in char::decode_utf16(units) {
+            match ch {
+                Ok(c) => s.push(c),
+                Err(_) => {
+                    if bad == 0 {
+                        notes.push(position_note("invalid_utf8", &s, "unpaired UTF-16 surrogate".into()));
+                    }
+                    bad += 1;
+                    s.push('\u{FFFD}');
+                }
+            }
+        }
+        return (Cow::Owned(s), if le { "utf-16le" } else { "utf-16be" });
+    }
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(t) => (Cow::Borrowed(t), "utf-8"),
+        Err(e) => {
+            let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
+            let lossy = String::from_utf8_lossy(bytes).into_owned();
+            let count = lossy.matches('\u{FFFD}').count() - valid.matches('\u{FFFD}').count();
+            notes.push(position_note(
+                "invalid_utf8",
+                valid,
+                format!("{count} invalid UTF-8 sequence(s), scanned lossily"),
+            ));
+            (Cow::Owned(lossy), "utf-8")
+        }
+    }
+}
+
+/// A note at the end of `prefix` (the text before the event).
+fn position_note(rule: &'static str, prefix: &str, matched: String) -> Note {
+    let line = prefix.matches('\n').count() + 1;
+    let column = prefix.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Note { rule, line, column, matched }
+}
+
+/// UTF-16 without a BOM: in the first 4 KiB, one byte parity is mostly zero
+/// and the other almost never. Returns whether it is little-endian.
+fn looks_utf16(bytes: &[u8]) -> Option<bool> {
+    let head = &bytes[..bytes.len().min(4096) & !1];
+    if head.len() < 8 {
+        return None;
+    }
+    let pairs = head.len() / 2;
+    let even = head.iter().step_by(2).filter(|&&b| b == 0).count();
+    let odd = head.iter().skip(1).step_by(2).filter(|&&b| b == 0).count();
+    if odd * 10 >= pairs * 7 && even * 20 <= pairs {
+        Some(true)
+    } else if even * 10 >= pairs * 7 && odd * 20 <= pairs {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Per-kind first occurrence and count, turned into notes at the end.
+#[derive(Default)]
+struct Tally {
+    first: Option<(usize, usize)>,
+    count: usize,
+    samples: Vec<char>,
+}
+
+impl Tally {
+    fn add(&mut self, line: usize, col: usize, c: char) {
+        self.first.get_or_insert((line, col));
+        self.count += 1;
+        if self.samples.len() < 4 && !self.samples.contains(&c) {
+            self.samples.push(c);
+        }
+    }
+
+    fn note(&self, rule: &'static str, what: &str, notes: &mut Vec<Note>) {
+        if let Some((line, column)) = self.first {
+            let cps: Vec<String> = self.samples.iter().map(|c| format!("U+{:04X}", *c as u32)).collect();
+            notes.push(Note { rule, line, column, matched: format!("{} {what} ({})", self.count, cps.join(" ")) });
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tallies {
+    invisible: Tally,
+    bidi: Tally,
+    tags: Tally,
+    homoglyph: Tally,
+}
+
+/// Folds the text line by line; `None` when nothing changed (ASCII text
+/// takes the fast path and is never copied).
+fn fold(text: &str, notes: &mut Vec<Note>) -> Option<(String, Vec<usize>)> {
+    if text.is_ascii() {
+        return None;
+    }
+    let mut t = Tallies::default();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        match fold_line(line, i + 1, &mut t) {
+            Some(l) => {
+                out.push_str(&l);
+                changed.push(i + 1);
+            }
+            None => out.push_str(line),
+        }
+    }
+    t.invisible.note("invisible_chars", "invisible character(s) removed", notes);
+    t.bidi.note("bidi_control", "bidi control character(s) removed", notes);
+    t.tags.note("tag_chars", "tag character(s) decoded", notes);
+    t.homoglyph.note("homoglyph", "look-alike letter(s) mapped to Latin", notes);
+    if changed.is_empty() {
+        None
+    } else {
+        Some((out, changed))
+    }
+}
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{FEFF}'
+            | '\u{180E}'
+            | '\u{00AD}'
+            | '\u{034F}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{3164}'
+            | '\u{FFA0}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{E0100}'..='\u{E01EF}'
+    )
+}
+
+/// Joiners and variation selectors between non-ASCII symbols are how emoji
+/// and several scripts are written: removed, but not worth a finding.
+fn ordinary_joiner(c: char, prev: Option<char>, next: Option<char>) -> bool {
+    matches!(c, '\u{200C}' | '\u{200D}' | '\u{FE0E}' | '\u{FE0F}')
+        && !prev.is_some_and(|p| p.is_ascii())
+        && !next.is_some_and(|n| n.is_ascii())
+}
+
+fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
+    if line.is_ascii() {
+        return None;
+    }
+    let chars: Vec<char> = line.chars().collect();
+    let mut kept = String::with_capacity(line.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let col = i + 1;
+        match c {
+            '\u{E0020}'..='\u{E007E}' => {
+                t.tags.add(line_no, col, c);
+                kept.push(char::from((c as u32 - 0xE0000) as u8));
+            }
+            '\u{E0000}'..='\u{E007F}' => t.tags.add(line_no, col, c),
+            c if is_bidi(c) => t.bidi.add(line_no, col, c),
+            c if is_invisible(c) => {
+                let prev = i.checked_sub(1).map(|p| chars[p]);
+                if !ordinary_joiner(c, prev, chars.get(i + 1).copied()) {
+                    t.invisible.add(line_no, col, c);
+                }
+            }
+            c => kept.push(c),
+        }
+    }
+    let mut folded: String =
+        if unicode_normalization::is_nfkc_quick(kept.chars()) == unicode_normalization::IsNormalized::Yes {
+            kept
+        } else {
+            kept.nfkc().collect()
+        };
+    if let Some(mapped) = map_homoglyphs(&folded, line_no, &mut t.homoglyph) {
+        folded = mapped;
+    }
+    (folded != line).then_some(folded)
+}
+
+/// The Latin letter a Cyrillic, Greek or other look-alike stands for.
+fn confusable(c: char) -> Option<char> {
+    Some(match c {
+        'а' | 'α' | 'ɑ' => 'a',
+        'с' | 'ϲ' => 'c',
+        'ԁ' => 'd',
+        'е' | 'ε' => 'e',
+        'һ' => 'h',
+        'і' | 'ι' | 'ı' => 'i',
+        'ј' => 'j',
+        'κ' => 'k',
+        'ӏ' => 'l',
+        'ո' => 'n',
+        'о' | 'ο' | 'օ' => 'o',
+        'р' | 'ρ' => 'p',
+        'ԛ' => 'q',
+        'ѕ' => 's',
+        'υ' | 'ս' => 'u',
+        'ν' => 'v',
+        'ԝ' => 'w',
+        'х' | 'χ' => 'x',
+        'у' | 'ү' => 'y',
+        'ɡ' => 'g',
+        'А' | 'Α' => 'A',
+        'В' | 'Β' => 'B',
+        'С' | 'Ϲ' => 'C',
+        'Е' | 'Ε' => 'E',
+        'Н' | 'Η' => 'H',
+        'І' | 'Ι' => 'I',
+        'Ј' => 'J',
+        'К' | 'Κ' => 'K',
+        'М' | 'Μ' => 'M',
+        'Ν' => 'N',
+        'О' | 'Ο' => 'O',
+        'Р' | 'Ρ' => 'P',
+        'Ѕ' => 'S',
+        'Т' | 'Τ' => 'T',
+        'Х' | 'Χ' => 'X',
+        'У' | 'Υ' => 'Y',
+        'Ζ' => 'Z',
+        _ => return None,
+    })
+}
+
+/// Maps look-alikes inside words that are Latin words in disguise: words
+/// mixing ASCII letters with look-alikes, or made only of look-alikes and at
+/// least four letters long. Real Cyrillic or Greek words are left alone.
+fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> {
+    if s.is_ascii() {
+        return None;
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out: Option<Vec<char>> = None;
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && chars[i].is_alphanumeric() {
+            i += 1;
+        }
+        let word = &chars[start..i];
+        let looks = word.iter().filter(|c| confusable(**c).is_some()).count();
+        if looks == 0 || !word.iter().all(|c| c.is_ascii_alphanumeric() || confusable(*c).is_some()) {
+            continue;
+        }
+        let has_ascii = word.iter().any(|c| c.is_ascii_alphabetic());
+        if !has_ascii && word.len() < 4 {
+            continue;
+        }
+        let buf = out.get_or_insert_with(|| chars.clone());
+        for (k, c) in word.iter().enumerate() {
+            if let Some(l) = confusable(*c) {
+                tally.add(line_no, start + k + 1, *c);
+                buf[start + k] = l;
+            }
+        }
+    }
+    out.map(|v| v.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_is_borrowed_and_untouched() {
+        let n = normalize(b"rm -rf /\n");
+        assert!(matches!(n.text, Cow::Borrowed(_)));
+        assert!(n.notes.is_empty());
+    }
+
+    #[test]
+    fn folds_the_usual_evasions() {
+        let n = normalize("ｒｍ　-rf /\nr\u{200B}m x\n\u{0456}gn\u{043E}re\n".as_bytes());
+        assert_eq!(n.text, "rm -rf /\nrm x\nignore\n");
+        assert_eq!(n.changed_lines, vec![1, 2, 3]);
+        let rules: Vec<_> = n.notes.iter().map(|n| n.rule).collect();
+        assert_eq!(rules, vec!["invisible_chars", "homoglyph"]);
+    }
+
+    #[test]
+    fn utf16_with_bom_is_decoded() {
+        let mut b = vec![0xFF, 0xFE];
+        for u in "curl x | sh".encode_utf16() {
+            b.extend(u.to_le_bytes());
+        }
+        let n = normalize(&b);
+        assert_eq!(n.text, "curl x | sh");
+        assert_eq!(n.encoding, "utf-16le");
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_and_replaced() {
+        let n = normalize(b"ok\nbad \xFF here");
+        assert_eq!(n.text, "ok\nbad \u{FFFD} here");
+        assert_eq!(n.notes[0].rule, "invalid_utf8");
+        assert_eq!((n.notes[0].line, n.notes[0].column), (2, 5));
+    }
+}

@@ -1,0 +1,289 @@
+//! What `kb-guard scan PATH...` scans (issue 6 "Interface"): a file, a skill
+//! directory (one holding SKILL.md, judged as a whole), any other directory
+//! (walked: each skill under it is one target, each loose file another), or
+//! `-` for stdin. The walk never follows symlinks, so loops cannot hang it;
+//! FIFOs and devices are reported, never opened.
+
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+/// What kind of target a verdict is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A skill directory (holds SKILL.md).
+    Skill,
+    /// One file.
+    File,
+    /// Standard input.
+    Stdin,
+}
+
+impl TargetKind {
+    /// The name used in `verdict` records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TargetKind::Skill => "skill",
+            TargetKind::File => "file",
+            TargetKind::Stdin => "stdin",
+        }
+    }
+}
+
+/// What a directory entry is, without following it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed by the walk).
+    Symlink,
+    /// A FIFO, socket or device, named.
+    Special(&'static str),
+    /// Could not even be stat'ed.
+    Unreadable(String),
+}
+
+/// One entry of a target.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Path relative to the target root, `/`-separated (empty for a file target).
+    pub rel: String,
+    /// Path as shown in records.
+    pub display: String,
+    /// Path on disk.
+    pub fs: PathBuf,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes (regular files).
+    pub size: u64,
+    /// Any execute bit set.
+    pub executable: bool,
+}
+
+/// One target of a scan.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// As shown in the verdict record.
+    pub display: String,
+    /// Skill, file or stdin.
+    pub kind: TargetKind,
+    /// Root on disk (the skill dir or the file).
+    pub root: PathBuf,
+    /// Files and directories, sorted by path (skills: all of them).
+    pub entries: Vec<Entry>,
+}
+
+/// A command-line path that could not be scanned at all.
+#[derive(Clone, Debug)]
+pub struct PathError {
+    /// The path as given.
+    pub path: String,
+    /// Why.
+    pub message: String,
+}
+
+/// Turns the command-line paths into targets, in order.
+pub fn collect(paths: &[String]) -> Vec<Result<Target, PathError>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p == "-" {
+            out.push(Ok(Target {
+                display: "-".into(),
+                kind: TargetKind::Stdin,
+                root: PathBuf::new(),
+                entries: Vec::new(),
+            }));
+            continue;
+        }
+        let path = Path::new(p);
+        match fs::metadata(path) {
+            Err(e) => out.push(Err(PathError { path: p.clone(), message: e.to_string() })),
+            Ok(m) if m.is_dir() => walk(path, p, &mut out),
+            Ok(_) => {
+                let entry = entry_for(path, String::new(), p.clone(), true);
+                out.push(Ok(Target {
+                    display: p.clone(),
+                    kind: TargetKind::File,
+                    root: path.into(),
+                    entries: vec![entry],
+                }));
+            }
+        }
+    }
+    out
+}
+
+fn join(display: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        display.to_string()
+    } else if display.ends_with('/') {
+        format!("{display}{rel}")
+    } else {
+        format!("{display}/{rel}")
+    }
+}
+
+fn rel_of(root: &Path, p: &Path) -> String {
+    p.strip_prefix(root)
+        .unwrap_or(p)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// An entry for `path`; `follow` stats through a symlink (command-line
+/// files), otherwise the link itself is described.
+fn entry_for(path: &Path, rel: String, display: String, follow: bool) -> Entry {
+    let meta = if follow { fs::metadata(path) } else { fs::symlink_metadata(path) };
+    let (kind, size, executable) = match meta {
+        Err(e) => (EntryKind::Unreadable(e.to_string()), 0, false),
+        Ok(m) => {
+            let ft = m.file_type();
+            let kind = if ft.is_symlink() {
+                EntryKind::Symlink
+            } else if ft.is_dir() {
+                EntryKind::Dir
+            } else if ft.is_file() {
+                EntryKind::File
+            } else {
+                EntryKind::Special(special_name(&ft))
+            };
+            (kind, m.len(), m.permissions().mode() & 0o111 != 0)
+        }
+    };
+    Entry { rel, display, fs: path.to_path_buf(), kind, size, executable }
+}
+
+fn special_name(ft: &fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() {
+        "block device"
+    } else if ft.is_char_device() {
+        "character device"
+    } else {
+        "special file"
+    }
+}
+
+/// Walks a directory given on the command line: each directory holding a
+/// SKILL.md becomes one skill target (with everything under it), every
+/// other file its own target. `.git` directories are skipped.
+fn walk(root: &Path, display: &str, out: &mut Vec<Result<Target, PathError>>) {
+    if root.join("SKILL.md").symlink_metadata().is_ok() {
+        out.push(Ok(skill(root, display.to_string())));
+        return;
+    }
+    let mut it = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1).into_iter();
+    while let Some(next) = it.next() {
+        let e = match next {
+            Ok(e) => e,
+            Err(err) => {
+                let p = err.path().map(|p| p.display().to_string()).unwrap_or_else(|| display.to_string());
+                out.push(Err(PathError { path: p, message: err.to_string() }));
+                continue;
+            }
+        };
+        let rel = rel_of(root, e.path());
+        let shown = join(display, &rel);
+        if e.file_type().is_dir() {
+            if e.file_name() == ".git" {
+                it.skip_current_dir();
+            } else if e.path().join("SKILL.md").symlink_metadata().is_ok() {
+                out.push(Ok(skill(e.path(), shown)));
+                it.skip_current_dir();
+            }
+            continue;
+        }
+        // Loose files and links: a link is read through (it was found, not
+        // followed into a walk); a broken or looping one is reported.
+        let entry = entry_for(e.path(), String::new(), shown.clone(), e.path_is_symlink());
+        if entry.kind == EntryKind::Dir {
+            continue; // a link to a directory: the walk does not follow links
+        }
+        out.push(Ok(Target { display: shown, kind: TargetKind::File, root: e.path().into(), entries: vec![entry] }));
+    }
+}
+
+/// A skill target: every entry under `root`, sorted, links not followed.
+fn skill(root: &Path, display: String) -> Target {
+    let mut entries = Vec::new();
+    for next in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
+        match next {
+            Ok(e) => {
+                let rel = rel_of(root, e.path());
+                let shown = join(&display, &rel);
+                entries.push(entry_for(e.path(), rel, shown, false));
+            }
+            Err(err) => {
+                let p = err.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
+                let rel = rel_of(root, &p);
+                entries.push(Entry {
+                    display: join(&display, &rel),
+                    rel,
+                    fs: p,
+                    kind: EntryKind::Unreadable(err.to_string()),
+                    size: 0,
+                    executable: false,
+                });
+            }
+        }
+    }
+    Target { display, kind: TargetKind::Skill, root: root.to_path_buf(), entries }
+}
+
+/// File contents: read into memory, or mapped when large.
+pub enum Data {
+    /// Read with `read_to_end`.
+    Bytes(Vec<u8>),
+    /// Mapped (files of [`MAP_AT`] bytes or more).
+    Map(Mmap),
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Bytes(b) => b,
+            Data::Map(m) => m,
+        }
+    }
+}
+
+/// Files this large or larger are mapped rather than read.
+pub const MAP_AT: u64 = 64 << 20;
+
+/// Reads a regular file (refusing anything else without opening it, so a
+/// FIFO cannot block the scan).
+pub fn read(path: &Path) -> io::Result<Data> {
+    let meta = fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut f = fs::File::open(path)?;
+    if meta.len() >= MAP_AT {
+        return map(&f).map(Data::Map);
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.read_to_end(&mut buf)?;
+    Ok(Data::Bytes(buf))
+}
+
+#[allow(unsafe_code)]
+fn map(f: &fs::File) -> io::Result<Mmap> {
+    // SAFETY: the mapping is only read. kb-guard scans files it does not
+    // own: if another process truncates one while it is mapped, reading the
+    // lost pages raises SIGBUS. That risk is taken only for files of 64 MiB
+    // and more, where reading them whole would double the memory use; all
+    // smaller files are read, never mapped.
+    unsafe { Mmap::map(f) }
+}
