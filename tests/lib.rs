@@ -12,3 +12,4 @@ mod lock;
 mod memgate;
 mod recipes;
 mod relate;
+mod score;

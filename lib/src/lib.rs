@@ -35,6 +35,7 @@ pub mod reindex;
 pub mod relations;
 pub mod scan;
 pub mod schedule;
+pub mod score;
 pub mod stale;
 pub mod stats;
 pub mod status;

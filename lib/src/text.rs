@@ -114,6 +114,64 @@ pub fn canonical(text: &str) -> String {
     tokens(text).join(" ")
 }
 
+/// Calls `f` with each token [`tokens`] returns, in the same order,
+/// without allocating a string per token (kb-score indexes whole
+/// libraries with it). ASCII text skips NFKC, which leaves it unchanged.
+pub fn each_token(text: &str, mut f: impl FnMut(&str)) {
+    let norm = if text.is_ascii() { text.to_ascii_lowercase() } else { normalise(text) };
+    let mut word = String::new();
+    let mut cjk: Vec<char> = Vec::new();
+    let mut pair = String::new();
+    let mut flush_cjk = |cjk: &mut Vec<char>, f: &mut dyn FnMut(&str)| {
+        if cjk.len() == 1 {
+            pair.clear();
+            pair.push(cjk[0]);
+            f(&pair);
+        } else {
+            for w in cjk.windows(2) {
+                pair.clear();
+                pair.push(w[0]);
+                pair.push(w[1]);
+                f(&pair);
+            }
+        }
+        cjk.clear();
+    };
+    let flush_word = |word: &mut String, f: &mut dyn FnMut(&str)| {
+        let w = word.trim_matches(|c| c == '\'' || c == '_');
+        if !w.is_empty() {
+            f(w);
+        }
+        word.clear();
+    };
+    for c in norm.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                flush_word(&mut word, &mut f);
+            }
+            cjk.push(c);
+        } else if c.is_alphanumeric() || ((c == '\'' || c == '_') && !word.is_empty()) {
+            if !cjk.is_empty() {
+                flush_cjk(&mut cjk, &mut f);
+            }
+            word.push(c);
+        } else {
+            if !word.is_empty() {
+                flush_word(&mut word, &mut f);
+            }
+            if !cjk.is_empty() {
+                flush_cjk(&mut cjk, &mut f);
+            }
+        }
+    }
+    if !word.is_empty() {
+        flush_word(&mut word, &mut f);
+    }
+    if !cjk.is_empty() {
+        flush_cjk(&mut cjk, &mut f);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +185,21 @@ mod tests {
         assert_eq!(canonical("  Use   PNPM. "), "use pnpm");
         assert!(mostly_cjk("这里不要用 var"));
         assert!(!mostly_cjk("use pnpm for installs, 好"));
+    }
+
+    #[test]
+    fn each_token_matches_tokens() {
+        for t in [
+            "Don't use VAR, use let/const!",
+            "不要用var",
+            "ＡＢＣ 好",
+            "_x_ 'quoted' snake_case 한국어 知识库搜索 A",
+            "",
+            "!!",
+        ] {
+            let mut got = Vec::new();
+            each_token(t, |w| got.push(w.to_string()));
+            assert_eq!(got, tokens(t), "{t}");
+        }
     }
 }

@@ -1,0 +1,326 @@
+//! Builds a library's search index (`score::index`) from its documents
+//! (kb::scan's document list, kb::entry's entries), its relation edges
+//! (kb::relations, seed 000's `.relations.jsonl`) and the graph of
+//! kb::graph. An earlier index is reused incrementally: a document whose
+//! size and mtime did not change is not read again.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::time::UNIX_EPOCH;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::clock;
+use crate::entry::Entry;
+use crate::error::Result;
+use crate::frontmatter;
+use crate::graph::Graph;
+use crate::library::Library;
+use crate::relations::{self, Edge};
+use crate::scan::{self, Problem};
+use crate::text;
+
+use super::index::{self, DocRec, Info, Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
+use super::terms;
+use super::walk;
+
+/// Edge kinds that do not count as a use of the target: authorship
+/// (`wrote`) and a document's own notebook (`source`).
+pub const NOT_USES: &[&str] = &["wrote", "source"];
+
+/// A built index and what went wrong on the way.
+pub struct Built {
+    /// The index bytes.
+    pub bytes: Vec<u8>,
+    /// Files that could not be read (they are left out or indexed by path).
+    pub problems: Vec<Problem>,
+    /// How many documents were read from disk (the rest were reused).
+    pub read: usize,
+}
+
+/// `(size, mtime ns)` of a path, `(0, 0)` when it is missing.
+pub fn stamp(path: &std::path::Path) -> (u64, u64) {
+    match fs::metadata(path) {
+        Ok(m) => (m.len(), mtime_ns(&m)),
+        Err(_) => (0, 0),
+    }
+}
+
+/// A file's mtime in nanoseconds since the epoch (0 when unknown).
+pub fn mtime_ns(m: &fs::Metadata) -> u64 {
+    m.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Files other than documents whose change invalidates an index.
+pub const WATCHED: &[&str] = &[relations::FILE, ".changelog", ".changelog-archive"];
+
+/// `(name, size, mtime ns)` of each [`WATCHED`] file.
+pub fn watched_stamps(lib: &Library) -> Vec<(String, u64, u64)> {
+    WATCHED
+        .iter()
+        .map(|f| {
+            let (s, m) = stamp(&lib.path(f));
+            (f.to_string(), s, m)
+        })
+        .collect()
+}
+
+/// One document read from disk.
+struct Fresh {
+    entry: Entry,
+    rec: DocRec,
+    words: Vec<(String, u32)>,
+}
+
+/// Reads and analyses one document; `None` (with problems) when unreadable.
+fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
+    let full = lib.path(rel);
+    let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
+    let meta = match fs::metadata(&full) {
+        Ok(m) => m,
+        Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
+    };
+    let mut problems = Vec::new();
+    let text = if meta.len() > scan::MAX_DOC_BYTES {
+        problems.push(problem("too-large", format!("{} bytes; indexed by path only", meta.len())));
+        String::new()
+    } else {
+        match fs::read(&full) {
+            Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| {
+                problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }),
+            Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
+        }
+    };
+    let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
+    if let Some(err) = &entry.frontmatter_error {
+        problems.push(problem("frontmatter", err.clone()));
+    }
+    let body = frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
+    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+    let mut len = 0u32;
+    let title = entry.title.as_deref().unwrap_or("");
+    for part in [title, entry.topic.as_str(), &entry.keywords.join(" "), body] {
+        terms::each_term(part, |t| {
+            len += 1;
+            match counts.get_mut(t) {
+                Some(c) => *c += 1,
+                None => {
+                    counts.insert(t.to_string(), 1);
+                }
+            }
+        });
+    }
+    let topic_words = text::tokens(&entry.topic);
+    for w in &topic_words {
+        counts.insert(format!("{TOPIC_PREFIX}{w}"), 1);
+    }
+    for k in &entry.keywords {
+        for w in text::tokens(k) {
+            counts.insert(format!("{KEYWORD_PREFIX}{w}"), 1);
+        }
+    }
+    let mtime = mtime_ns(&meta);
+    let verified = entry.last_verified_at.as_deref().and_then(clock::parse_instant);
+    let fresh_at = match verified {
+        Some(ts) => ts.as_second(),
+        None if mtime > 0 => (mtime / 1_000_000_000) as i64,
+        None => NO_DATE,
+    };
+    let m = Meta {
+        category: entry.category.as_str().to_string(),
+        topic: entry.topic.clone(),
+        title: entry.title.clone(),
+        doc_type: entry.doc_type.clone(),
+        keywords: entry.keywords.clone(),
+        notebooks: entry.notebooks.clone(),
+        quality_status: entry.quality_status.clone(),
+        fresh_from: if verified.is_some() { "last_verified_at" } else { "mtime" }.to_string(),
+    };
+    let words: Vec<(String, u32)> = counts.into_iter().collect();
+    let rec = DocRec {
+        path: rel.to_string(),
+        meta: serde_json::to_vec(&m).unwrap_or_default(),
+        terms: Vec::new(),
+        len,
+        fresh_at,
+        size: meta.len(),
+        mtime_ns: mtime,
+        topic_n: topic_words.len() as u32,
+    };
+    (Some(Fresh { entry, rec, words }), problems)
+}
+
+/// Interns term strings to dense ids.
+#[derive(Default)]
+struct Vocab {
+    ids: FxHashMap<String, u32>,
+    words: Vec<String>,
+}
+
+impl Vocab {
+    fn id(&mut self, w: &str) -> u32 {
+        if let Some(&i) = self.ids.get(w) {
+            return i;
+        }
+        let i = self.words.len() as u32;
+        self.ids.insert(w.to_string(), i);
+        self.words.push(w.to_string());
+        i
+    }
+}
+
+/// Builds the index of `lib`, reusing unchanged documents of `old`.
+pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
+    let t0 = std::time::Instant::now();
+    let prof = std::env::var_os("KB_SCORE_PROFILE").is_some();
+    let lap = |what: &str| {
+        if prof {
+            eprintln!("kb-score: profile: {what} at {:?}", t0.elapsed());
+        }
+    };
+    // Stamps first: a change made while we read makes the next query update.
+    let stamps = watched_stamps(lib);
+    let walked = match old {
+        Some(v) => {
+            let old_paths: Vec<&str> = (0..v.docs() as u32).map(|d| v.path(d)).collect();
+            walk::update(lib, &old_paths, &v.info.dirs)
+        }
+        None => walk::full(lib),
+    };
+    let (paths, dirs, mut problems) = (walked.paths, walked.dirs, walked.problems);
+    lap("walk");
+    let old_ids: HashMap<&str, u32> = match old {
+        Some(v) => (0..v.docs() as u32).map(|d| (v.path(d), d)).collect(),
+        None => HashMap::new(),
+    };
+    // Which documents can be reused: same path, size and mtime.
+    let reuse: Vec<Option<u32>> = paths
+        .par_iter()
+        .map(|p| {
+            let d = *old_ids.get(p.as_str())?;
+            let v = old?;
+            (stamp(&lib.path(p)) == v.stamp(d)).then_some(d)
+        })
+        .collect();
+    let fresh: Vec<(Option<Fresh>, Vec<Problem>)> = paths
+        .par_iter()
+        .zip(reuse.par_iter())
+        .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p) })
+        .collect();
+    let read = reuse.iter().filter(|r| r.is_none()).count();
+    if let Some(v) = old {
+        if read == 0 && paths.len() == v.docs() && stamps == v.info.stamps {
+            // Nothing indexed changed (a directory was touched): re-stamp only.
+            let info = Info { dirs, stamps, ..Info::default() };
+            problems.sort_by(|a, b| a.path.cmp(&b.path));
+            return Ok(Built { bytes: index::restamp(v, info), problems, read });
+        }
+    }
+
+    lap("read");
+    let mut vocab = Vocab::default();
+    // Forward lists (new term id, tf) of reused documents, from the old postings.
+    let mut old_fwd: Vec<Vec<(u32, u32)>> = Vec::new();
+    if let Some(v) = old.filter(|_| reuse.iter().any(Option::is_some)) {
+        old_fwd = vec![Vec::new(); v.docs()];
+        let old_map: Vec<u32> = (0..v.terms()).map(|t| vocab.id(v.term(t))).collect();
+        for (t, new) in old_map.iter().enumerate() {
+            for (d, tf) in v.postings_of(t) {
+                old_fwd[d as usize].push((*new, tf));
+            }
+        }
+    }
+    let mut docs: Vec<DocRec> = Vec::with_capacity(paths.len());
+    let mut entries: Vec<Entry> = Vec::with_capacity(paths.len());
+    // The old graph facts still hold when no document came or went, no
+    // topic changed and the relations are the same.
+    let mut same_graph = old.is_some_and(|v| v.docs() == paths.len() && v.info.stamps == stamps);
+    for (i, ((p, r), (f, probs))) in paths.iter().zip(&reuse).zip(fresh).enumerate() {
+        problems.extend(probs);
+        if let Some(v) = old.filter(|_| same_graph) {
+            let d = i as u32;
+            same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.meta(d).topic == f.entry.topic);
+        }
+        match (r, f, old) {
+            (Some(d), _, Some(v)) => {
+                let (size, mtime_ns) = v.stamp(*d);
+                let Some(mut e) = Entry::from_text(p, "") else { continue };
+                e.topic = v.meta(*d).topic;
+                entries.push(e);
+                docs.push(DocRec {
+                    path: p.clone(),
+                    meta: v.meta_bytes(*d).to_vec(),
+                    terms: std::mem::take(&mut old_fwd[*d as usize]),
+                    len: v.len(*d),
+                    fresh_at: v.fresh_at(*d),
+                    size,
+                    mtime_ns,
+                    topic_n: v.topic_n(*d),
+                });
+            }
+            (_, Some(f), _) => {
+                let mut rec = f.rec;
+                rec.terms = f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)).collect();
+                docs.push(rec);
+                entries.push(f.entry);
+            }
+            _ => {}
+        }
+    }
+    problems.sort_by(|a, b| a.path.cmp(&b.path));
+
+    lap("assemble");
+    let (used, adj) = match old {
+        Some(v) if same_graph && docs.len() == v.docs() => {
+            let n = v.docs() as u32;
+            ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
+        }
+        _ => {
+            let edges = match relations::read(lib)? {
+                Some(set) => set,
+                None => {
+                    let scan = scan::library(lib);
+                    relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
+                }
+            };
+            graph_facts(&edges, &entries)
+        }
+    };
+    lap("graph");
+    let info = Info { dirs, stamps, ..Info::default() };
+    let bytes = index::write(&docs, &vocab.words, &used, &adj, info);
+    lap("write");
+    Ok(Built { bytes, problems, read })
+}
+
+/// used_by per document (distinct sources of edges into it, topic targets
+/// fanned out, [`NOT_USES`] kinds skipped) and graph adjacency by id.
+pub fn graph_facts(edges: &BTreeSet<Edge>, entries: &[Entry]) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let ids: HashMap<&str, u32> = entries.iter().enumerate().map(|(i, e)| (e.path.as_str(), i as u32)).collect();
+    let mut by_topic: HashMap<&str, Vec<u32>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        by_topic.entry(e.topic.as_str()).or_default().push(i as u32);
+    }
+    let mut users: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); entries.len()];
+    for e in edges.iter().filter(|e| !NOT_USES.contains(&e.kind.as_str())) {
+        let targets: Vec<u32> = match e.to.strip_prefix("topic:") {
+            Some(t) => by_topic.get(t).cloned().unwrap_or_default(),
+            None => ids.get(e.to.as_str()).map(|&i| vec![i]).unwrap_or_default(),
+        };
+        for t in targets {
+            if entries[t as usize].path != e.from {
+                users[t as usize].insert(e.from.as_str());
+            }
+        }
+    }
+    let used = users.iter().map(|u| u.len() as u32).collect();
+    let g = Graph::from_edges(edges, entries);
+    let adj = entries
+        .iter()
+        .map(|e| g.neighbors(&e.path).into_iter().filter_map(|(p, _)| ids.get(p).copied()).collect())
+        .collect();
+    (used, adj)
+}

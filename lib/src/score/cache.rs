@@ -1,0 +1,198 @@
+//! The persistent index cache, so a warm query does not rescan the
+//! library. It is invalidated by size and mtime: the watched directories
+//! (a document added or removed), `.relations.jsonl` and the changelog,
+//! and every indexed document. A stale cache is rebuilt incrementally
+//! (only changed documents are read again); a corrupt or truncated one is
+//! rebuilt from scratch, never trusted. Two processes building at once is
+//! safe: each writes a private temp file and renames it over the cache,
+//! so readers see one whole index or the other.
+//!
+//! The local library's cache lives in its `.cache/kb-score/`; an external
+//! library (seed 001: strictly read-only) gets its cache in the local
+//! library's cache dir, else in the user cache dir, never inside itself.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::atomic;
+use crate::digest;
+use crate::error::Result;
+use crate::library::Library;
+use crate::scan::Problem;
+
+use super::build::{self, stamp};
+use super::index::{self, View};
+
+/// The cache directory inside a library.
+pub const DIR: &str = ".cache/kb-score";
+
+/// How the index of a query was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The cache was current.
+    Warm,
+    /// The cache was stale and was updated incrementally.
+    Updated,
+    /// There was no usable cache; the index was built from scratch.
+    Built,
+}
+
+/// Index bytes: mapped from the cache file or held in memory.
+pub enum Bytes {
+    /// A read-only map of the cache file.
+    Map(memmap2::Mmap),
+    /// Built in memory.
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+/// Maps a cache file read-only (kb::io::map: the cache is only ever
+/// replaced by rename, never truncated in place).
+fn map(path: &Path) -> Option<memmap2::Mmap> {
+    crate::io::map(path).ok()
+}
+
+/// Where the cache of `lib` lives. `local` is the querying project's own
+/// library (None when there is none); `external` says `lib` is not it.
+pub fn path_for(lib: &Library, local: Option<&Library>, external: bool) -> Option<PathBuf> {
+    let name = format!("index-v{}.bin", index::FORMAT_VERSION);
+    if !external {
+        return Some(lib.path(DIR).join(name));
+    }
+    let canon = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
+    let key = &digest::sha256_hex(canon.to_string_lossy().as_bytes())[..16];
+    let file = format!("ext-{key}-v{}.bin", index::FORMAT_VERSION);
+    match local {
+        Some(l) => Some(l.path(DIR).join(file)),
+        None => user_cache_dir().map(|d| d.join(file)),
+    }
+}
+
+/// `$XDG_CACHE_HOME/kb-tools/score`, else `~/.cache/kb-tools/score`.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("kb-tools").join("score"))
+}
+
+/// The quick check of every query: no watched directory changed (no
+/// document added, removed or replaced by rename, which is how kb-append
+/// and most editors save) and `.relations.jsonl` and the changelog are
+/// unchanged (every kb-append write logs an event).
+pub fn is_current(lib: &Library, v: &View) -> bool {
+    v.info.dirs.par_iter().all(|(d, m)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m))
+        && v.info.stamps.iter().all(|(f, s, m)| stamp(&lib.path(f)) == (*s, *m))
+}
+
+/// Whether the given documents still have the size and mtime indexed.
+pub fn docs_current(lib: &Library, v: &View, docs: &[u32]) -> bool {
+    docs.par_iter().all(|&d| stamp(&lib.path(v.path(d))) == v.stamp(d))
+}
+
+/// What [`with_index`] reports besides the closure's result.
+pub struct Report {
+    /// Warm, updated or built.
+    pub status: Status,
+    /// Documents read from disk.
+    pub read: usize,
+    /// Unreadable documents met while building.
+    pub problems: Vec<Problem>,
+    /// Why the cache could not be used or written, if so.
+    pub warnings: Vec<String>,
+}
+
+/// Runs `f` over the current index of `lib`, from the cache at `cache`
+/// when it is current, else after (re)building and saving it. `f` returns
+/// its result and the documents it used: when one of those was edited in
+/// place since indexing, the index is updated and `f` runs again. With
+/// `verify_all`, every document's size and mtime is checked first.
+pub fn with_index<R>(
+    lib: &Library,
+    cache: Option<&Path>,
+    verify_all: bool,
+    f: impl Fn(&View) -> (R, Vec<u32>),
+) -> Result<(R, Report)> {
+    let mut warnings = Vec::new();
+    let mapped = cache.and_then(map).map(Bytes::Map);
+    if let (None, Some(dir)) = (&mapped, cache.and_then(Path::parent)) {
+        // Created before the build records directory mtimes, so the new
+        // directory does not make the fresh cache look stale.
+        let _ = fs::create_dir_all(dir);
+    }
+    let mut old_ok = false;
+    if let Some(bytes) = &mapped {
+        match View::open(bytes) {
+            Ok(v) if is_current(lib, &v) => {
+                let all: Vec<u32> = if verify_all { (0..v.docs() as u32).collect() } else { Vec::new() };
+                if docs_current(lib, &v, &all) {
+                    let (r, used) = f(&v);
+                    if docs_current(lib, &v, &used) {
+                        return Ok((r, Report { status: Status::Warm, read: 0, problems: Vec::new(), warnings }));
+                    }
+                }
+                old_ok = true;
+            }
+            Ok(_) => old_ok = true,
+            Err(why) => warnings.push(format!("cache {} rejected: {why}; rebuilding", show(cache))),
+        }
+    }
+    let old = if old_ok { mapped.as_deref().and_then(|b| View::open(b).ok()) } else { None };
+    let built = build::build(lib, old.as_ref())?;
+    let status = if old.is_some() { Status::Updated } else { Status::Built };
+    drop(old);
+    drop(mapped);
+    if let Some(p) = cache {
+        if let Err(e) = save(p, &built.bytes) {
+            warnings.push(format!("cannot write cache {}: {e}", p.display()));
+        }
+    }
+    let bytes = Bytes::Owned(built.bytes);
+    let v = View::open(&bytes).map_err(|e| crate::Error::msg(format!("internal: built index unreadable: {e}")))?;
+    let (r, _) = f(&v);
+    Ok((r, Report { status, read: built.read, problems: built.problems, warnings }))
+}
+
+fn show(p: Option<&Path>) -> String {
+    p.map_or_else(String::new, |p| p.display().to_string())
+}
+
+/// Saves index bytes: a private temp file renamed over the cache, so
+/// readers see the old or the new index whole. Unlike library files it is
+/// not fsynced: after a crash a torn cache fails View::open's trailer and
+/// length checks and is rebuilt, which costs less than syncing 70 MB on
+/// every rebuild.
+fn save(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().ok_or_else(|| crate::Error::msg(format!("{} has no parent", path.display())))?;
+    fs::create_dir_all(dir).map_err(|e| crate::Error::io(format!("creating {}", dir.display()), e))?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        atomic::write(&ignore, b"*\n")?;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("index");
+    let tmp = dir.join(format!(".{name}.tmp.{}.{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let res = File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| fs::rename(&tmp, path))
+        .map_err(|e| crate::Error::io(format!("writing {}", path.display()), e));
+    if res.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    res
+}

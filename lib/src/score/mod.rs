@@ -1,0 +1,366 @@
+//! kb-score: seed 000's `library search` over one or many libraries
+//! (seed 001). For each source: direct hits (base tiers + BM25, the
+//! seed's final score, filters) from its cached index, graph
+//! recommendations from the best direct hits; then one ranking across
+//! sources, tier loading under a token budget, a final summary record and
+//! an audit event in the local library.
+
+pub mod audit;
+pub mod bm25;
+pub mod build;
+pub mod cache;
+pub mod formula;
+pub mod index;
+pub mod query;
+pub mod rank;
+pub mod recommend;
+pub mod sources;
+pub mod table;
+pub mod terms;
+pub mod tiers;
+pub mod walk;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+use formula::Match;
+use query::Query;
+use rank::Filters;
+use sources::{Source, SourceError};
+use tiers::Tier;
+
+/// What the user asked for besides the query.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Direct hits to return.
+    pub limit: usize,
+    /// Graph recommendations on (`--no-recommend` turns them off).
+    pub recommend: bool,
+    /// Tier to load.
+    pub tier: Tier,
+    /// Token budget.
+    pub budget: Option<usize>,
+    /// Filters.
+    pub filters: Filters,
+    /// Check every document's size and mtime before trusting the cache.
+    pub verify: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            limit: 10,
+            recommend: true,
+            tier: Tier::Index,
+            budget: None,
+            filters: Filters::default(),
+            verify: false,
+        }
+    }
+}
+
+/// One `hit` record (`schemas/hit.schema.json`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Hit {
+    /// Always `hit`.
+    pub record: &'static str,
+    /// 1-based rank.
+    pub rank: usize,
+    /// The library it comes from (`local` or an external's name).
+    pub source: String,
+    /// Library-relative path.
+    pub path: String,
+    /// Topic.
+    pub topic: String,
+    /// Title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Type.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub doc_type: Option<String>,
+    /// Keywords.
+    pub keywords: Vec<String>,
+    /// Final score (rounded to 4 decimals).
+    pub score: f64,
+    /// Base of the direct tier (0 for graph hits).
+    pub base: f64,
+    /// How it matched.
+    #[serde(rename = "match")]
+    pub matched: Match,
+    /// used_by count (uncapped).
+    pub used_by: u32,
+    /// Freshness in [0, 1].
+    pub freshness: f64,
+    /// 0 for a direct hit, k for a document k hops from one.
+    pub hop: usize,
+    /// The document it was reached through (graph hits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The topic of `via`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via_topic: Option<String>,
+    /// Estimated tokens of what this record loads.
+    pub tokens: usize,
+    /// Tier 2: `.summary.md` snippet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Tier 3: full content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(skip)]
+    exact: f64,
+    #[serde(skip)]
+    order: usize,
+}
+
+/// The final `summary` record (`schemas/summary.schema.json`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// Always `summary`.
+    pub record: &'static str,
+    /// The query.
+    pub query: String,
+    /// Hit records emitted.
+    pub hits: usize,
+    /// Of which direct.
+    pub direct: usize,
+    /// Of which graph recommendations.
+    pub recommended: usize,
+    /// Documents matching directly, over all sources (before `--limit`).
+    pub matched: usize,
+    /// Tier loaded.
+    pub tier: u8,
+    /// `--budget`, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
+    /// Estimated tokens of all hit records emitted.
+    pub tokens_used: usize,
+    /// Hits left out because the budget would have been exceeded.
+    pub omitted: usize,
+    /// Sources queried, local first then alphabetical.
+    pub sources_queried: Vec<String>,
+    /// Sources with at least one direct hit.
+    pub sources_with_findings: Vec<String>,
+    /// Sources that could not be queried.
+    pub sources_failed: Vec<String>,
+    /// Whether a cross-library synthesis applies (≥ 2 sources with findings).
+    pub synthesis: bool,
+}
+
+/// Everything a search produced, ready to print.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Hits in rank order.
+    pub hits: Vec<Hit>,
+    /// The summary.
+    pub summary: Summary,
+    /// Failed sources.
+    pub errors: Vec<SourceError>,
+    /// Warnings for stderr (cache trouble, unreadable documents).
+    pub warnings: Vec<String>,
+}
+
+/// A per-source result before the cross-source merge.
+struct Partial {
+    direct: Vec<Hit>,
+    recs: Vec<(Hit, String)>,
+    matched: usize,
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+/// Searches one source.
+fn search_source(
+    src: &Source,
+    order: usize,
+    local: Option<&crate::Library>,
+    q: &Query,
+    opts: &Options,
+    now: i64,
+) -> Result<(Partial, cache::Report)> {
+    let cache_path = cache::path_for(&src.lib, local, src.external);
+    cache::with_index(&src.lib, cache_path.as_deref(), opts.verify, |v| {
+        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit);
+        let mk = |d: u32, score: f64, base: f64, kind: Match, freshness: f64, hop: usize, via: Option<u32>| {
+            let m = v.meta(d);
+            Hit {
+                record: "hit",
+                rank: 0,
+                source: src.name.clone(),
+                path: v.path(d).to_string(),
+                topic: m.topic,
+                title: m.title,
+                doc_type: m.doc_type,
+                keywords: m.keywords,
+                score: round4(score),
+                base,
+                matched: kind,
+                used_by: v.used_by(d),
+                freshness: round4(freshness),
+                hop,
+                via: via.map(|x| v.path(x).to_string()),
+                via_topic: via.map(|x| v.meta(x).topic),
+                tokens: 0,
+                summary: None,
+                content: None,
+                exact: score,
+                order,
+            }
+        };
+        let hits: Vec<Hit> =
+            direct.iter().map(|s| mk(s.doc, s.score, round4(s.base), s.kind, s.freshness, 0, None)).collect();
+        let mut rec_docs = Vec::new();
+        let recs = if opts.recommend {
+            let roots: Vec<(u32, f64)> = direct.iter().map(|s| (s.doc, s.score)).collect();
+            let keep = |d: u32| opts.filters.is_empty() || opts.filters.pass(&v.meta(d));
+            recommend::recommend(v, &roots, keep)
+                .into_iter()
+                .map(|r| {
+                    rec_docs.push(r.doc);
+                    let f = rank::freshness_of(v, r.doc, now);
+                    (mk(r.doc, r.score, 0.0, Match::Graph, f, r.hop, Some(r.via)), v.path(r.root).to_string())
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut used: Vec<u32> = direct.iter().map(|s| s.doc).collect();
+        used.extend(rec_docs);
+        (Partial { direct: hits, recs, matched }, used)
+    })
+}
+
+fn by_rank(a: &Hit, b: &Hit) -> std::cmp::Ordering {
+    b.exact.total_cmp(&a.exact).then(a.hop.cmp(&b.hop)).then(a.order.cmp(&b.order)).then_with(|| a.path.cmp(&b.path))
+}
+
+/// Runs a search over resolved sources. `errors` are the sources that
+/// already failed to resolve; `now` is epoch seconds.
+pub fn search(
+    sources: &[Source],
+    mut errors: Vec<SourceError>,
+    q: &Query,
+    opts: &Options,
+    now: i64,
+) -> Result<Outcome> {
+    let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
+    let mut warnings = Vec::new();
+    let mut direct: Vec<Hit> = Vec::new();
+    let mut recs: Vec<(Hit, String)> = Vec::new();
+    let mut matched = 0;
+    let mut queried = Vec::new();
+    let mut with_findings = Vec::new();
+    for (i, src) in sources.iter().enumerate() {
+        match search_source(src, i, local, q, opts, now) {
+            Ok((p, report)) => {
+                queried.push(src.name.clone());
+                warnings.extend(report.warnings.into_iter().map(|w| format!("{}: {w}", src.name)));
+                for pr in report.problems.iter().filter(|p| p.kind != "frontmatter") {
+                    warnings.push(format!("{}: {}: {}", src.name, pr.path, pr.message));
+                }
+                if !p.direct.is_empty() {
+                    with_findings.push(src.name.clone());
+                }
+                matched += p.matched;
+                direct.extend(p.direct);
+                recs.extend(p.recs);
+            }
+            Err(e) => errors.push(SourceError::new(&src.name, &src.lib.dir, e.to_string())),
+        }
+    }
+    if queried.is_empty() {
+        let why = errors.iter().map(|e| format!("{}: {}", e.source, e.message)).collect::<Vec<_>>().join("; ");
+        return Err(Error::msg(if why.is_empty() {
+            "no knowledge base available: no local library and no activated external library \
+             (run 'kb-append init', or pass --source NAME=DIR)"
+                .to_string()
+        } else {
+            format!("no usable source: {why}")
+        }));
+    }
+    direct.sort_by(by_rank);
+    direct.truncate(opts.limit);
+    let kept: std::collections::HashSet<(usize, String)> = direct.iter().map(|h| (h.order, h.path.clone())).collect();
+    let mut rec_hits: Vec<Hit> = Vec::new();
+    for (h, root) in recs {
+        if kept.contains(&(h.order, root)) && !kept.contains(&(h.order, h.path.clone())) {
+            rec_hits.push(h);
+        }
+    }
+    rec_hits.sort_by(by_rank);
+    rec_hits.truncate(formula::MAX_GRAPH_EXPAND);
+    let mut hits = direct;
+    hits.extend(rec_hits);
+    hits.sort_by(by_rank);
+
+    // Tier loading under the budget.
+    let mut used = 0usize;
+    let mut out = Vec::with_capacity(hits.len());
+    let total = hits.len();
+    for mut h in hits {
+        let lib = &sources[h.order].lib;
+        if opts.tier >= Tier::Summary {
+            h.summary = tiers::snippet(lib, &h.path, &h.topic);
+        }
+        if opts.tier >= Tier::Full {
+            h.content = tiers::content(lib, &h.path);
+        }
+        h.tokens = row_tokens(&h);
+        if opts.budget.is_some_and(|b| used + h.tokens > b) {
+            break;
+        }
+        used += h.tokens;
+        h.rank = out.len() + 1;
+        out.push(h);
+    }
+    let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
+    let summary = Summary {
+        record: "summary",
+        query: q.text.clone(),
+        hits: out.len(),
+        direct: out.iter().filter(|h| h.hop == 0).count(),
+        recommended: out.iter().filter(|h| h.hop > 0).count(),
+        matched,
+        tier: opts.tier as u8,
+        budget: opts.budget,
+        tokens_used: used,
+        omitted: total - out.len(),
+        synthesis: with_findings.len() >= 2,
+        sources_queried: queried,
+        sources_with_findings: with_findings,
+        sources_failed: failed,
+    };
+    Ok(Outcome { hits: out, summary, errors, warnings })
+}
+
+/// Estimated tokens of a hit as loaded: its index row, snippet and content.
+fn row_tokens(h: &Hit) -> usize {
+    let row = format!(
+        "{} {} {} {} {}",
+        h.path,
+        h.topic,
+        h.title.as_deref().unwrap_or(""),
+        h.doc_type.as_deref().unwrap_or(""),
+        h.keywords.join(", ")
+    );
+    tiers::tokens(&row) + h.summary.as_deref().map_or(0, tiers::tokens) + h.content.as_deref().map_or(0, tiers::tokens)
+}
+
+/// The audit event of an outcome.
+pub fn audit_event(o: &Outcome, ts: String) -> audit::Event {
+    audit::Event {
+        ts,
+        event_type: "query",
+        query: o.summary.query.clone(),
+        sources_queried: o.summary.sources_queried.clone(),
+        sources_with_findings: o.summary.sources_with_findings.clone(),
+        sources_failed: o.summary.sources_failed.clone(),
+        hits: o.summary.hits,
+        direct: o.summary.direct,
+        recommended: o.summary.recommended,
+        matched: o.summary.matched,
+    }
+}

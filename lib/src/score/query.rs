@@ -1,0 +1,83 @@
+//! A search query as kb-score sees it: its folded words (for topic and
+//! keyword matching, seed 000's base tiers) and its BM25 terms. Empty,
+//! wordless and oversized queries are usage errors, never panics.
+
+use crate::error::{Error, Result};
+use crate::text;
+
+use super::terms;
+
+/// The longest query accepted, in characters.
+pub const MAX_QUERY_CHARS: usize = 4096;
+
+/// A parsed query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// The query as typed.
+    pub text: String,
+    /// Its folded words in order (stop words kept: they are part of topics).
+    pub words: Vec<String>,
+    /// Distinct BM25 terms; stop words dropped unless nothing else is left.
+    pub terms: Vec<String>,
+}
+
+impl Query {
+    /// Parses a query, rejecting empty, wordless and oversized ones.
+    pub fn parse(text: &str) -> Result<Query> {
+        if text.trim().is_empty() {
+            return Err(Error::usage("empty query: give the words to search for"));
+        }
+        let n = text.chars().count();
+        if n > MAX_QUERY_CHARS {
+            return Err(Error::usage(format!("query is {n} characters long; at most {MAX_QUERY_CHARS} are searched")));
+        }
+        let words = text::tokens(text);
+        if words.is_empty() {
+            return Err(Error::usage(format!("query '{}' has no letters or digits to search for", text.trim())));
+        }
+        let content: Vec<&String> = words.iter().filter(|w| !terms::is_stop(w)).collect();
+        let chosen: Vec<&String> = if content.is_empty() { words.iter().collect() } else { content };
+        let mut out: Vec<String> = Vec::new();
+        for w in chosen {
+            let t = terms::stem(w);
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        Ok(Query { text: text.trim().to_string(), words, terms: out })
+    }
+
+    /// The distinct words worth looking up in topic and keyword postings:
+    /// non-stop words, or all words when the query has only stop words.
+    pub fn lookup_words(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.words.iter().map(String::as_str).filter(|w| !terms::is_stop(w)).collect();
+        if out.is_empty() {
+            out = self.words.iter().map(String::as_str).collect();
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_queries_are_usage_errors() {
+        assert!(Query::parse("   ").is_err());
+        assert!(Query::parse("?!-- ...").is_err());
+        assert!(Query::parse(&"x".repeat(MAX_QUERY_CHARS + 1)).is_err());
+    }
+
+    #[test]
+    fn stop_word_queries_still_search() {
+        let q = Query::parse("the of").unwrap();
+        assert_eq!(q.terms, ["the", "of"]);
+        let q = Query::parse("How does JWT auth work?").unwrap();
+        assert_eq!(q.words, ["how", "does", "jwt", "auth", "work"]);
+        assert_eq!(q.terms, ["jwt", "auth", "work"]);
+        assert_eq!(q.lookup_words(), ["auth", "jwt", "work"]);
+    }
+}

@@ -1,0 +1,110 @@
+//! Seed 000's three-tier loading, to keep token cost down: tier 1 returns
+//! the index rows of the hits, tier 2 adds a `.summary.md` snippet of each
+//! selected entry, tier 3 adds the full content. `--budget TOKENS` stops
+//! before the next hit would exceed the budget; the final summary record
+//! reports the tokens used.
+
+use std::fs;
+
+use crate::frontmatter;
+use crate::library::Library;
+
+/// How much of each hit is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    /// Index rows only.
+    Index = 1,
+    /// Plus `.summary.md` snippets.
+    Summary = 2,
+    /// Plus full content.
+    Full = 3,
+}
+
+impl Tier {
+    /// Parses `--tier 1|2|3`.
+    pub fn parse(s: &str) -> crate::Result<Tier> {
+        match s.trim() {
+            "1" => Ok(Tier::Index),
+            "2" => Ok(Tier::Summary),
+            "3" => Ok(Tier::Full),
+            _ => Err(crate::Error::usage(format!("--tier wants 1, 2 or 3, got '{s}'"))),
+        }
+    }
+}
+
+/// Longest snippet, in characters.
+pub const SNIPPET_CHARS: usize = 400;
+
+/// Estimated tokens of a text: about four ASCII bytes per token, one token
+/// per other character (CJK text is roughly a token per character).
+pub fn tokens(s: &str) -> usize {
+    let ascii = s.bytes().filter(u8::is_ascii).count();
+    let other = s.chars().filter(|c| !c.is_ascii()).count();
+    ascii.div_ceil(4) + other
+}
+
+/// The `.summary.md` snippet of a document: the lines of its directory's
+/// `.summary.md` that mention its file name or topic, else that summary's
+/// first paragraph, else the document's own first paragraph.
+pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
+    let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
+    let summary = fs::read_to_string(lib.path(dir).join(".summary.md")).ok();
+    let text = summary.as_deref().map(strip_frontmatter);
+    let found = text.and_then(|t| {
+        let stem = file.trim_end_matches(".md");
+        let lines: Vec<&str> = t
+            .lines()
+            .filter(|l| l.contains(file) || l.contains(stem) || (!topic.is_empty() && l.contains(topic)))
+            .collect();
+        if lines.is_empty() {
+            first_paragraph(t)
+        } else {
+            Some(lines.join("\n"))
+        }
+    });
+    let found = found.or_else(|| {
+        let doc = fs::read_to_string(lib.path(path)).ok()?;
+        first_paragraph(strip_frontmatter(&doc))
+    })?;
+    Some(clip(found.trim(), SNIPPET_CHARS))
+}
+
+/// The full text of a document.
+pub fn content(lib: &Library, path: &str) -> Option<String> {
+    fs::read(lib.path(path)).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+fn strip_frontmatter(t: &str) -> &str {
+    frontmatter::locate(t).map_or(t, |(_, _, b)| &t[b..])
+}
+
+fn first_paragraph(t: &str) -> Option<String> {
+    let para: Vec<&str> = t
+        .lines()
+        .skip_while(|l| l.trim().is_empty() || l.starts_with('#') || l.starts_with("<!--"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    (!para.is_empty()).then(|| para.join("\n"))
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_estimate() {
+        assert_eq!(tokens(""), 0);
+        assert_eq!(tokens("abcd"), 1);
+        assert_eq!(tokens("abcde"), 2);
+        assert_eq!(tokens("知识库"), 3);
+    }
+}

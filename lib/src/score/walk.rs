@@ -1,0 +1,184 @@
+//! The documents of a library and every directory that may hold one, so
+//! the index cache can watch all of them: a document added to any
+//! directory, even one that held no document yet, changes that
+//! directory's mtime. The rules are kb::scan::document_paths' (top-level
+//! dot directories other than `.memory` and `.skills` are internal, `.git`
+//! is skipped everywhere, kb::entry::classify decides what a document is);
+//! a test checks both walks agree. An update lists again only the
+//! directories whose mtime changed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+
+use crate::entry;
+use crate::library::Library;
+use crate::scan::Problem;
+
+use super::build::mtime_ns;
+
+/// Documents (sorted), directories with their mtime (sorted), problems.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Library-relative document paths.
+    pub paths: Vec<String>,
+    /// Library-relative directories (`""` is the root) and their mtime (ns).
+    pub dirs: Vec<(String, u64)>,
+    /// Unreadable directories and non-UTF-8 names.
+    pub problems: Vec<Problem>,
+}
+
+/// Whether a directory below the root is walked (scan::document_paths' rule).
+fn walked_dir(depth: usize, name: &str) -> bool {
+    !(depth == 1 && name.starts_with('.') && name != ".memory" && name != ".skills") && name != ".git"
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Lists one directory: its documents, and its walked subdirectories.
+fn list(lib: &Library, dir: &str, out: &mut Walk) -> Vec<String> {
+    let full = lib.path(dir);
+    let mut subdirs = Vec::new();
+    let rd = match fs::read_dir(&full) {
+        Ok(rd) => rd,
+        Err(e) => {
+            out.problems.push(Problem { path: dir.to_string(), kind: "walk".into(), message: e.to_string() });
+            return subdirs;
+        }
+    };
+    if let Ok(m) = fs::metadata(&full) {
+        out.dirs.push((dir.to_string(), mtime_ns(&m)));
+    }
+    let depth = if dir.is_empty() { 1 } else { dir.split('/').count() + 1 };
+    for e in rd.flatten() {
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            if e.file_name().to_string_lossy().ends_with(".md") {
+                out.problems.push(Problem {
+                    path: e.path().to_string_lossy().into_owned(),
+                    kind: "walk".into(),
+                    message: "file name is not UTF-8; not indexed".into(),
+                });
+            }
+            continue;
+        };
+        // Follow symlinks, as scan::document_paths does.
+        let Ok(meta) = fs::metadata(e.path()) else { continue };
+        let rel = join(dir, &name);
+        if meta.is_dir() {
+            if walked_dir(depth, &name) {
+                subdirs.push(rel);
+            }
+        } else if meta.is_file() && entry::classify(&rel).is_some() {
+            out.paths.push(rel);
+        }
+    }
+    subdirs
+}
+
+/// Walks the whole library.
+pub fn full(lib: &Library) -> Walk {
+    let mut out = Walk::default();
+    let mut todo = vec![String::new()];
+    let mut seen = BTreeSet::new();
+    while let Some(d) = todo.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        todo.extend(list(lib, &d, &mut out));
+    }
+    finish(out)
+}
+
+/// Walks again only what changed since `old_paths` / `old_dirs` were
+/// taken: directories whose mtime differs are listed again (new
+/// subdirectories walked whole); the others keep their documents.
+pub fn update(lib: &Library, old_paths: &[&str], old_dirs: &[(String, u64)]) -> Walk {
+    let mut by_dir: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for p in old_paths {
+        by_dir.entry(p.rsplit_once('/').map_or("", |(d, _)| d)).or_default().push(p);
+    }
+    let known: BTreeMap<&str, u64> = old_dirs.iter().map(|(d, m)| (d.as_str(), *m)).collect();
+    let mut out = Walk::default();
+    // Walk the tree through known directories; list only the changed ones.
+    let mut todo = vec![String::new()];
+    let mut seen = BTreeSet::new();
+    let children: BTreeMap<&str, Vec<&str>> = {
+        let mut c: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (d, _) in old_dirs.iter().filter(|(d, _)| !d.is_empty()) {
+            c.entry(d.rsplit_once('/').map_or("", |(p, _)| p)).or_default().push(d);
+        }
+        c
+    };
+    while let Some(d) = todo.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        let now = fs::metadata(lib.path(&d)).ok().map(|m| mtime_ns(&m));
+        match (now, known.get(d.as_str())) {
+            (Some(n), Some(&m)) if n == m => {
+                out.dirs.push((d.clone(), n));
+                out.paths.extend(by_dir.get(d.as_str()).into_iter().flatten().map(|p| p.to_string()));
+                todo.extend(children.get(d.as_str()).into_iter().flatten().map(|c| c.to_string()));
+            }
+            (Some(_), _) => todo.extend(list(lib, &d, &mut out)),
+            (None, _) => {}
+        }
+    }
+    finish(out)
+}
+
+fn finish(mut w: Walk) -> Walk {
+    w.paths.sort();
+    w.paths.dedup();
+    w.dirs.sort();
+    w.dirs.dedup_by(|a, b| a.0 == b.0);
+    w.problems.sort_by(|a, b| a.path.cmp(&b.path));
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan;
+
+    #[test]
+    fn agrees_with_kb_scan_and_watches_empty_directories() {
+        let root = std::env::temp_dir().join(format!("kb-score-walk-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let lib = Library { dir: root.join(".library") };
+        for (p, t) in [
+            ("notes/a.md", "# A"),
+            ("notes/deep/b.md", "# B"),
+            (".memory/.references/x-v1.md", "# X"),
+            (".memory/.references/.index.md", "generated"),
+            (".skills/.active/tool/SKILL.md", "# T"),
+            (".skills/.active/tool/references/r.md", "# R"),
+            (".changelog-archive/2026-01.md", "# old"),
+            (".git/notes.md", "# git"),
+            ("notes/.git/c.md", "# nested git"),
+            ("notes/readme.txt", "not markdown"),
+        ] {
+            let f = lib.path(p);
+            fs::create_dir_all(f.parent().unwrap()).unwrap();
+            fs::write(f, t).unwrap();
+        }
+        fs::create_dir_all(lib.path("notes/empty")).unwrap();
+        let w = full(&lib);
+        assert_eq!(w.paths, scan::document_paths(&lib).0);
+        assert!(w.dirs.iter().any(|(d, _)| d == "notes/empty"), "{:?}", w.dirs);
+        assert!(!w.dirs.iter().any(|(d, _)| d.starts_with(".git") || d.starts_with(".changelog-archive")));
+
+        // An update lists only changed directories and finds new documents.
+        fs::write(lib.path("notes/empty/new.md"), "# N").unwrap();
+        let old: Vec<&str> = w.paths.iter().map(String::as_str).collect();
+        let u = update(&lib, &old, &w.dirs);
+        assert_eq!(u.paths, scan::document_paths(&lib).0);
+        assert!(u.paths.contains(&"notes/empty/new.md".to_string()));
+        fs::remove_dir_all(&root).unwrap();
+    }
+}

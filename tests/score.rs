@@ -1,0 +1,509 @@
+//! kb-score: seed 000's search (formula, BM25 tier, graph hops, table,
+//! tiers and budget, filters) and seed 001's many libraries, run on real
+//! libraries written by kb-append with KB_NOW fixed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::util::{records, Lib};
+
+const JWT: &str = ".memory/.references/jwt-auth-v1.md";
+const SESSION: &str = ".memory/.references/session-management-v1.md";
+const RATE: &str = ".memory/.references/rate-limiting-v1.md";
+const OAUTH: &str = ".memory/.references/oauth-flow-v1.md";
+const ZH: &str = "notes/知识库/知识库搜索.md";
+const EXP: &str = ".memory/.experiences/software/login-retry-impl.md";
+
+/// The seed's example library: jwt-auth (used by 3, 2 days old) ←
+/// session-management (used by 1, 20 days) ← rate-limiting (0.9 days);
+/// oauth-flow → jwt-auth; plus a Chinese note and an experience.
+fn seed_library() -> Lib {
+    let lib = Lib::new();
+    let docs = [
+        (JWT, "---\ntopic: jwt-auth\nkeywords: [bearer token, authentication]\nlast_verified_at: 2026-02-27T12:00:00Z\n---\n# JWT authentication\n\nSigned JSON Web Tokens carry the user's claims; verify the signature and expiry on every request.\n"),
+        (SESSION, "---\ntopic: session-management\nkeywords: [cookies, sessions]\nlast_verified_at: 2026-02-09T12:00:00Z\nrelated: [jwt-auth]\n---\n# Session management\n\nServer-side sessions keep state in a store keyed by a cookie.\n"),
+        (RATE, "---\ntopic: rate-limiting\nkeywords: [throttling]\nlast_verified_at: 2026-02-28T14:24:00Z\nrelated: [session-management]\n---\n# Rate limiting\n\nToken buckets throttle clients per session.\n"),
+        (OAUTH, "---\ntopic: oauth-flow\nkeywords: [oauth2, authorization code]\nlast_verified_at: 2026-01-01T00:00:00Z\nrelated: [jwt-auth]\n---\n# OAuth flow\n\nThe authorization code flow with PKCE for public clients.\n"),
+        (ZH, "---\ntitle: 知识库搜索指南\nkeywords: [检索]\nlast_verified_at: 2026-02-15T12:00:00Z\n---\n# 知识库搜索指南\n\n本文介绍如何在知识库中查找参考资料和经验，包括关键词匹配与全文检索。\n"),
+        (EXP, "---\ntype: software\nkeywords: [retries]\nsources:\n  notebook: nb-login\nlast_verified_at: 2026-02-25T12:00:00Z\n---\n# Login retry\n\nExponential backoff with jitter for the login endpoint.\n"),
+    ];
+    let batch: String =
+        docs.iter().map(|(p, c)| json!({"path": p, "content": c, "notebook": "nb-seed"}).to_string() + "\n").collect();
+    lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(batch).assert().success();
+    lib.cmd("kb-append").args(["event", "referenced", JWT, "--notebook", "nb-a"]).assert().success();
+    lib
+}
+
+/// Writes a file in the workspace (outside the library), e.g. `.sdlc/`.
+fn put_root(lib: &Lib, rel: &str, text: &str) {
+    let p = lib.root().join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn search(lib: &Lib, args: &[&str]) -> (Vec<Value>, i32) {
+    let out = lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl"]).args(args).output().unwrap();
+    (records(&out.stdout), out.status.code().unwrap_or(-1))
+}
+
+fn hits(recs: &[Value]) -> Vec<&Value> {
+    recs.iter().filter(|r| r["record"] == "hit").collect()
+}
+
+fn summary(recs: &[Value]) -> &Value {
+    recs.last().filter(|r| r["record"] == "summary").expect("a final summary record")
+}
+
+fn paths(recs: &[Value]) -> Vec<String> {
+    hits(recs).iter().map(|h| h["path"].as_str().unwrap().to_string()).collect()
+}
+
+/// Every file under a directory with its bytes and mtime.
+fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
+    let mut out = BTreeMap::new();
+    for e in walk(dir) {
+        let m = std::fs::metadata(&e).unwrap();
+        out.insert(e.display().to_string(), (std::fs::read(&e).unwrap(), m.modified().unwrap()));
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    let mut files = Vec::new();
+    while let Some(d) = out.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// topic, score, used_by, freshness, hop, via, match
+type Row<'a> = (String, f64, u64, f64, u64, Option<&'a str>, &'a str);
+
+#[test]
+fn seed_example_scores_hops_and_via() {
+    let lib = seed_library();
+    let (recs, code) = search(&lib, &["jwt"]);
+    assert_eq!(code, 0);
+    let got: Vec<Row> = hits(&recs)
+        .iter()
+        .map(|h| {
+            (
+                h["topic"].as_str().unwrap().to_string(),
+                h["score"].as_f64().unwrap(),
+                h["used_by"].as_u64().unwrap(),
+                h["freshness"].as_f64().unwrap(),
+                h["hop"].as_u64().unwrap(),
+                h["via"].as_str(),
+                h["match"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // final = 0.8 × (0.5 + 0.3 × 3/5 + 0.2 × (1 − 2/30)) = 0.69333;
+    // hop k = direct × 0.5^k.
+    let want = vec![
+        ("jwt-auth".to_string(), 0.6933, 3, 0.9333, 0, None, "topic-contains"),
+        ("oauth-flow".to_string(), 0.3467, 0, 0.0, 1, Some(JWT), "graph"),
+        ("session-management".to_string(), 0.3467, 1, 0.3333, 1, Some(JWT), "graph"),
+        ("rate-limiting".to_string(), 0.1733, 0, 0.97, 2, Some(SESSION), "graph"),
+    ];
+    assert_eq!(got, want);
+    let s = summary(&recs);
+    assert_eq!((s["hits"].as_u64(), s["direct"].as_u64(), s["recommended"].as_u64()), (Some(4), Some(1), Some(3)));
+    assert_eq!(s["sources_queried"], json!(["local"]));
+    assert_eq!(s["synthesis"], json!(false));
+
+    let (recs, _) = search(&lib, &["jwt", "--no-recommend"]);
+    assert_eq!(paths(&recs), [JWT]);
+}
+
+#[test]
+fn seed_table_golden() {
+    let lib = seed_library();
+    let out = lib.cmd("kb-score").args(["jwt", "--no-registries", "--format", "table"]).output().unwrap();
+    assert!(out.status.success());
+    crate::util::golden("kb-score/seed-table.txt", &String::from_utf8(out.stdout).unwrap());
+}
+
+#[test]
+fn labelled_queries_find_their_documents() {
+    let lib = seed_library();
+    // (query, expected first hit, expected tier of that hit)
+    let cases = [
+        ("session management", SESSION, "topic-exact"),
+        ("how does rate limiting work", RATE, "topic-contains"),
+        ("throttling", RATE, "keyword"),
+        ("bearer token", JWT, "keyword"),
+        ("PKCE for public clients", OAUTH, "fulltext"),
+        ("cookie store", SESSION, "fulltext"),
+        ("exponential backoff", EXP, "fulltext"),
+        ("知识库", ZH, "topic-contains"),
+        ("全文检索", ZH, "keyword"),
+        ("参考资料", ZH, "fulltext"),
+        ("ＪＷＴ", JWT, "topic-contains"),
+    ];
+    for (q, want, tier) in cases {
+        let (recs, code) = search(&lib, &[q, "--no-recommend"]);
+        assert_eq!(code, 0, "{q}");
+        let first = hits(&recs)[0];
+        assert_eq!((first["path"].as_str().unwrap(), first["match"].as_str().unwrap()), (want, tier), "query {q}");
+    }
+    let (recs, code) = search(&lib, &["quantum chromodynamics"]);
+    assert_eq!((code, hits(&recs).len()), (1, 0), "no hits is a clean negative answer");
+}
+
+/// The labelled query set over examples/library (English and Chinese):
+/// the expected first hit and how it matched. Chosen so the answer does not
+/// depend on the mtime of documents without `last_verified_at`.
+#[test]
+fn examples_library_labelled_queries() {
+    let lib = Lib::example();
+    let refs = ".memory/.references/";
+    let cases = [
+        ("jwt auth", "jwt-auth-v2.md", "topic-exact"),
+        ("session management", "session-management-v1.md", "topic-exact"),
+        ("ＲＥＤＩＳ caching", "redis-caching-v2.md", "topic-exact"),
+        ("stampede", ".memory/.thinking/patterns/cache-stampede-guard.md", "topic-contains"),
+        ("lock timeout", ".memory/.thinking/raw/ddl-lock-timeout.md", "topic-contains"),
+        ("thiserror", "rust-error-handling-v1.md", "keyword"),
+        ("sentinel failover", "team-notes/incident-2026-01-redis-failover.md", "keyword"),
+        ("credential stuffing", "team-notes/incident-2026-01-redis-failover.md", "fulltext"),
+        ("login unthrottled", "team-notes/incident-2026-01-redis-failover.md", "fulltext"),
+        ("缓存雪崩", "cache-strategy-zh-v1.md", "keyword"),
+        ("布隆过滤器", "cache-strategy-zh-v1.md", "keyword"),
+        ("热点键过期", "cache-strategy-zh-v1.md", "fulltext"),
+    ];
+    for (q, want, tier) in cases {
+        let want = if want.contains('/') { want.to_string() } else { format!("{refs}{want}") };
+        let (recs, code) = search(&lib, &[q, "--no-recommend"]);
+        assert_eq!(code, 0, "{q}");
+        let first = hits(&recs)[0];
+        assert_eq!((first["path"].as_str().unwrap(), first["match"].as_str().unwrap()), (want.as_str(), tier), "{q}");
+    }
+}
+
+#[test]
+fn fulltext_stays_below_the_keyword_tier() {
+    let lib = seed_library();
+    let (recs, _) = search(&lib, &["session", "--no-recommend"]);
+    let by_path: BTreeMap<&str, &Value> = hits(&recs).into_iter().map(|h| (h["path"].as_str().unwrap(), h)).collect();
+    assert_eq!(by_path[SESSION]["match"], "topic-contains");
+    assert_eq!(by_path[RATE]["match"], "fulltext");
+    assert!(by_path[RATE]["base"].as_f64().unwrap() <= 0.5);
+}
+
+#[test]
+fn filters_type_topic_notebook() {
+    let lib = seed_library();
+    let (recs, _) = search(&lib, &["login", "--type", "data|software"]);
+    assert_eq!(paths(&recs), [EXP]);
+    let (recs, code) = search(&lib, &["login", "--type", "data"]);
+    assert_eq!((code, hits(&recs).len()), (1, 0));
+    let (recs, _) = search(&lib, &["backoff", "--notebook", "nb-login"]);
+    assert_eq!(paths(&recs), [EXP]);
+    let (recs, _) = search(&lib, &["token", "--topic", "rate", "--no-recommend"]);
+    assert_eq!(paths(&recs), [RATE]);
+}
+
+#[test]
+fn tiers_and_budget() {
+    let lib = seed_library();
+    lib.put(
+        ".memory/.references/.summary.md",
+        "# References\n\n- jwt-auth-v1.md: how we sign and check tokens.\n- other\n",
+    );
+    let (recs, _) = search(&lib, &["jwt", "--tier", "2", "--no-recommend"]);
+    assert_eq!(hits(&recs)[0]["summary"], "- jwt-auth-v1.md: how we sign and check tokens.");
+    assert!(hits(&recs)[0].get("content").is_none());
+    let (recs, _) = search(&lib, &["jwt", "--tier", "3", "--no-recommend"]);
+    assert_eq!(hits(&recs)[0]["content"].as_str().unwrap(), lib.read(JWT));
+
+    let (all, _) = search(&lib, &["jwt", "--tier", "3"]);
+    let costs: Vec<u64> = hits(&all).iter().map(|h| h["tokens"].as_u64().unwrap()).collect();
+    assert_eq!(summary(&all)["tokens_used"].as_u64().unwrap(), costs.iter().sum::<u64>());
+    let budget = costs[0] + costs[1] + costs[2] - 1;
+    let (recs, _) = search(&lib, &["jwt", "--tier", "3", "--budget", &budget.to_string()]);
+    assert_eq!(hits(&recs).len(), 2, "stops before the budget is exceeded");
+    let s = summary(&recs);
+    assert_eq!(
+        (s["tokens_used"].as_u64().unwrap(), s["budget"].as_u64(), s["omitted"].as_u64()),
+        (costs[0] + costs[1], Some(budget), Some(2))
+    );
+}
+
+#[test]
+fn external_sources_are_attributed_ordered_and_never_written() {
+    let lib = seed_library();
+    let ext = tempfile::tempdir().unwrap();
+    let zed = tempfile::tempdir().unwrap();
+    for (dir, body) in
+        [(ext.path(), "JWT rotation policy for the corporate platform."), (zed.path(), "JWT audit notes.")]
+    {
+        let p = dir.join(".library/notes/jwt-rotation.md");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("---\ntopic: jwt-rotation\nlast_verified_at: 2026-02-27T12:00:00Z\n---\n{body}\n"))
+            .unwrap();
+    }
+    let before = (snapshot(ext.path()), snapshot(zed.path()));
+    let missing = lib.root().join("no-such-dir");
+    let args = [
+        "jwt",
+        "--no-recommend",
+        "--source",
+        &format!("zed={}", zed.path().display()),
+        "--source",
+        &format!("corp={}", ext.path().display()),
+        "--source",
+        &format!("gone={}", missing.display()),
+    ];
+    for _ in 0..2 {
+        let out = lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("kb-score: warning: source 'gone' skipped"), "{stderr}");
+        let recs = records(&out.stdout);
+        assert_eq!(recs[0]["record"], "source_error");
+        assert_eq!(recs[0]["source"], "gone");
+        let got: Vec<(String, String)> = hits(&recs)
+            .iter()
+            .map(|h| (h["source"].as_str().unwrap().to_string(), h["path"].as_str().unwrap().to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("local".to_string(), JWT.to_string()),
+                ("corp".to_string(), "notes/jwt-rotation.md".to_string()),
+                ("zed".to_string(), "notes/jwt-rotation.md".to_string()),
+            ]
+        );
+        let s = summary(&recs);
+        assert_eq!(s["sources_queried"], json!(["local", "corp", "zed"]));
+        assert_eq!(s["sources_with_findings"], json!(["local", "corp", "zed"]));
+        assert_eq!(s["sources_failed"], json!(["gone"]));
+        assert_eq!(s["synthesis"], json!(true));
+    }
+    assert_eq!((snapshot(ext.path()), snapshot(zed.path())), before, "externals are read-only");
+    let audit = lib.read(".audit.log");
+    let last: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event_type"], "query");
+    assert_eq!(last["sources_failed"], json!(["gone"]));
+    assert_eq!(last["sources_with_findings"], json!(["local", "corp", "zed"]));
+    assert_eq!(audit.lines().count(), 2);
+}
+
+#[test]
+fn registries_activate_external_libraries() {
+    let lib = seed_library();
+    let corp = tempfile::tempdir().unwrap();
+    let p = corp.path().join(".library/notes/jwt-corp.md");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, "---\ntopic: jwt-corp\n---\nCorporate JWT rules.\n").unwrap();
+    put_root(
+        &lib,
+        ".sdlc/global-libraries.json",
+        &json!({"version": 1, "libraries": [
+            {"name": "corporate", "type": "filesystem", "path": corp.path()},
+            {"name": "unused", "path": "/nowhere"}
+        ]})
+        .to_string(),
+    );
+    put_root(&lib, ".sdlc/libraries.json", &json!({"version": 1, "active": ["corporate", "ghost"]}).to_string());
+    let out = lib.cmd("kb-score").args(["jwt", "--no-recommend", "--format", "jsonl"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let recs = records(&out.stdout);
+    assert_eq!(recs[0]["record"], "source_error");
+    assert_eq!(recs[0]["source"], "ghost");
+    assert_eq!(summary(&recs)["sources_queried"], json!(["local", "corporate"]));
+
+    put_root(&lib, ".sdlc/libraries.json", "{not json");
+    let out = lib.cmd("kb-score").args(["jwt", "--no-recommend", "--format", "jsonl"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let recs = records(&out.stdout);
+    assert_eq!(recs[0]["source"], "registry:project");
+    assert!(recs[0]["message"].as_str().unwrap().starts_with("invalid activation JSON"));
+    assert_eq!(summary(&recs)["sources_queried"], json!(["local"]));
+}
+
+#[test]
+fn no_usable_source_is_an_error() {
+    let empty = Lib::empty();
+    let out = empty.cmd("kb-score").args(["jwt", "--source", "x=/no/such/dir"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no usable source"), "{stderr}");
+    let out = empty.cmd("kb-score").arg("jwt").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no knowledge base available"));
+    let file = empty.root().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = empty.cmd("kb-score").args(["jwt", "--source", &format!("f={}", file.display())]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a directory"));
+}
+
+#[test]
+fn bad_queries_are_clear_usage_errors() {
+    let lib = seed_library();
+    for q in ["", "   ", "?!... --", &"word ".repeat(2000)] {
+        let out = lib.cmd("kb-score").args(["--no-registries", "--", q]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{q:.20}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("kb-score: "));
+    }
+    let (recs, code) = search(&lib, &["the", "of"]);
+    assert_eq!(summary(&recs)["record"], "summary");
+    assert!(code == 0 || code == 1);
+    let out = lib.cmd("kb-score").args(["jwt", "--limit", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
+    let lib = seed_library();
+    let (first, _) = search(&lib, &["jwt"]);
+    let cache = lib.path(".cache/kb-score/index-v4.bin");
+    let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
+    let (again, _) = search(&lib, &["jwt"]);
+    let (again2, _) = search(&lib, &["jwt"]);
+    assert_eq!((&first, &again), (&again2, &again2));
+    assert_eq!(lib.read(".cache/kb-score/.gitignore"), "*\n");
+
+    // A new document written by kb-append is found on the next query.
+    lib.cmd("kb-append")
+        .args(["write", "notes/jwt-faq.md", "--content", "---\ntopic: jwt-faq\n---\nQuestions.\n", "--no-commit"])
+        .assert()
+        .success();
+    let (recs, _) = search(&lib, &["jwt", "--no-recommend"]);
+    assert!(paths(&recs).contains(&"notes/jwt-faq.md".to_string()));
+    assert!(std::fs::metadata(&cache).unwrap().modified().unwrap() >= m1);
+
+    // A hit edited in place (no rename) is re-read before it is shown.
+    std::fs::write(lib.path("notes/jwt-faq.md"), "---\ntopic: jwt-faq-renamed\n---\nQuestions, more of them.\n")
+        .unwrap();
+    let (recs, _) = search(&lib, &["jwt", "--no-recommend"]);
+    assert!(hits(&recs).iter().any(|h| h["topic"] == "jwt-faq-renamed"));
+
+    // Truncated and garbage caches are rebuilt, with the same answer.
+    let (good, _) = search(&lib, &["jwt"]);
+    let bytes = std::fs::read(&cache).unwrap();
+    for bad in [bytes[..bytes.len() / 2].to_vec(), vec![0u8; 64], b"KBSCORE1 but not really".to_vec()] {
+        std::fs::write(&cache, &bad).unwrap();
+        let out = lib.cmd("kb-score").args(["jwt", "--no-registries", "--format", "jsonl"]).output().unwrap();
+        assert_eq!(records(&out.stdout), good);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("rejected"));
+    }
+}
+
+#[test]
+fn cache_sees_new_documents_anywhere_and_relation_changes() {
+    let lib = seed_library();
+    std::fs::create_dir_all(lib.path("notes/later")).unwrap();
+    let (recs, _) = search(&lib, &["session management", "--no-recommend"]);
+    assert_eq!((paths(&recs)[0].as_str(), hits(&recs)[0]["used_by"].as_u64()), (SESSION, Some(1)));
+    // Written straight into a directory that held no document (no kb-append).
+    std::fs::write(lib.path("notes/later/session-notes.md"), "---\ntopic: session-notes\n---\nSession notes.\n")
+        .unwrap();
+    let (recs, _) = search(&lib, &["session", "--no-recommend"]);
+    assert!(paths(&recs).contains(&"notes/later/session-notes.md".to_string()), "{:?}", paths(&recs));
+    // A new use in .relations.jsonl changes used_by and the score.
+    lib.cmd("kb-append").args(["event", "referenced", SESSION, "--notebook", "nb-z"]).assert().success();
+    let (recs, _) = search(&lib, &["session management", "--no-recommend"]);
+    assert_eq!((paths(&recs)[0].as_str(), hits(&recs)[0]["used_by"].as_u64()), (SESSION, Some(2)));
+}
+
+#[test]
+fn two_processes_building_the_cache_at_once() {
+    let lib = seed_library();
+    let spawn = || {
+        lib.std_cmd("kb-score")
+            .args(["token", "--no-registries", "--format", "jsonl"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success() && b.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let (warm, _) = search(&lib, &["token"]);
+    assert_eq!(warm, records(&a.stdout));
+}
+
+#[test]
+fn broken_documents_do_not_stop_a_search() {
+    let lib = seed_library();
+    lib.put("notes/broken.md", "---\ntopic: [unclosed\nkeywords: jwt\n---\nJWT body text survives.\n");
+    lib.put("notes/binary.md", "\u{0}\u{1}jwt\u{fffd}");
+    std::fs::write(lib.path("notes/latin1.md"), b"caf\xe9 jwt\n").unwrap();
+    let (recs, code) = search(&lib, &["jwt", "--no-recommend"]);
+    assert_eq!(code, 0);
+    let ps = paths(&recs);
+    for p in ["notes/broken.md", "notes/binary.md", "notes/latin1.md", JWT] {
+        assert!(ps.contains(&p.to_string()), "{p} in {ps:?}");
+    }
+}
+
+#[test]
+fn same_output_with_one_thread() {
+    let lib = seed_library();
+    let a = lib.cmd("kb-score").args(["token session", "--no-registries", "--format", "jsonl"]).output().unwrap();
+    std::fs::remove_dir_all(lib.path(".cache")).unwrap();
+    let b = lib
+        .cmd("kb-score")
+        .env("RAYON_NUM_THREADS", "1")
+        .args(["token session", "--no-registries", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn closed_pipe_is_a_quiet_success() {
+    use std::io::Read;
+    let lib = seed_library();
+    lib.put("notes/jwt-big.md", &format!("---\ntopic: jwt-big\n---\n{}\n", "jwt payload line\n".repeat(40_000)));
+    let mut child = lib
+        .std_cmd("kb-score")
+        .args(["jwt", "--tier", "3", "--no-registries", "--format", "jsonl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()), (Some(0), ""));
+}
+
+#[test]
+fn usage_lists_every_flag() {
+    let out = Lib::empty().cmd("kb-score").arg("--help").output().unwrap();
+    let usage = String::from_utf8(out.stdout).unwrap();
+    for flag in [
+        "--type",
+        "--topic",
+        "--notebook",
+        "--limit",
+        "--no-recommend",
+        "--tier",
+        "--budget",
+        "--source",
+        "--no-registries",
+        "--verify",
+        "--root",
+        "--format",
+        "--help",
+        "--version",
+    ] {
+        assert!(usage.contains(flag), "{flag}");
+    }
+}
