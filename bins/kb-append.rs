@@ -22,6 +22,15 @@ Usage:
   kb-append batch [--no-commit]          JSONL requests on stdin
   kb-append event referenced|replan|accept PATH --notebook NB
   kb-append compact [--older-than 90d] [--no-commit]
+  kb-append skill create NAME [--stage candidates|drafts|active] [--content S | --content-file F]
+  kb-append skill edit NAME [--content S | --content-file F]
+  kb-append skill patch NAME --old-string S --new-string S [--file-path P] [--replace-all]
+  kb-append skill delete NAME
+  kb-append skill write-file NAME --file-path P [--content S | --content-file F]
+  kb-append skill remove-file NAME --file-path P
+  kb-append skill promote NAME --to drafts|active
+  kb-append skill list [--format jsonl|table]
+  kb-append skill nudge [--calls N] [--interval N] [--notebook NB]
 
 write reads the content from stdin when neither --content nor
 --content-file is given. batch reads one request per line:
@@ -41,6 +50,15 @@ Options:
   --older-than DUR      compact: archive lines older than this [default: 90d]
   --max-bytes N         largest content accepted [default: 1048576]
   --timeout DUR         how long to wait for the library lock [default: 30s]
+  --stage S             skill create: the stage a new skill starts in [default: candidates]
+  --old-string S        skill patch: the text to replace (must occur once)
+  --new-string S        skill patch: its replacement
+  --replace-all         skill patch: replace every occurrence
+  --file-path P         skill: a supporting file (references/, templates/, scripts/, assets/)
+  --to S                skill promote: drafts or active
+  --format F            skill list: jsonl or table [default: table on a terminal]
+  --calls N             skill nudge: tool calls to count [default: 1]
+  --interval N          skill nudge: calls between reviews [default: 10]
   -h, --help            show this help
   -V, --version         show the version
 
@@ -62,6 +80,7 @@ struct Args {
     older_than: Option<String>,
     max_bytes: Option<usize>,
     timeout: Option<String>,
+    skill: kb::skills::cli::Flags,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -87,6 +106,11 @@ fn parse_args() -> Result<Args, Error> {
             Long("older-than") => a.older_than = Some(p.value()?.string()?),
             Long("max-bytes") => a.max_bytes = Some(p.value()?.parse()?),
             Long("timeout") => a.timeout = Some(p.value()?.string()?),
+            Long(f @ ("stage" | "old-string" | "new-string" | "file-path" | "to" | "format" | "calls" | "interval")) => {
+                let f = f.to_string();
+                a.skill.set(&f, p.value()?.string()?)?
+            }
+            Long("replace-all") => a.skill.replace_all = true,
             Value(v) if a.command.is_none() => a.command = Some(v.string()?),
             Value(v) => a.positional.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
@@ -175,6 +199,13 @@ fn main() -> ExitCode {
                     None => 90,
                 };
                 out.record(&maintain::compact(&lib, days, opts.commit, &opts.lock)?)?;
+            }
+            "skill" => {
+                let lib = Library::resolve(a.root.as_deref())?;
+                let content = || write::content_from_args(a.content.as_deref(), a.content_file.as_deref(), opts.max_bytes);
+                let s = kb::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
+                let recs = kb::skills::cli::run(&lib, &a.positional, &a.skill, a.notebook.as_deref(), content, &s)?;
+                kb::skills::cli::print(&mut out, recs)?;
             }
             other => return Err(Error::usage(format!("unknown command '{other}'"))),
         }

@@ -36,6 +36,7 @@ pub mod relations;
 pub mod scan;
 pub mod schedule;
 pub mod score;
+pub mod skills;
 pub mod stale;
 pub mod stats;
 pub mod status;

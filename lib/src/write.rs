@@ -167,6 +167,25 @@ pub fn content_from_bytes(bytes: Vec<u8>, what: &str, max_bytes: usize) -> Resul
     String::from_utf8(bytes).map_err(|_| Error::msg(format!("{what} is not UTF-8")))
 }
 
+/// The content of a write: `--content`, `--content-file`, else stdin
+/// (UTF-8, within the limit).
+pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, max_bytes: usize) -> Result<String> {
+    match (content, file) {
+        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
+        (Some(c), None) => content_from_bytes(c.as_bytes().to_vec(), "--content", max_bytes),
+        (None, Some(f)) => {
+            let bytes = fs::read(f).map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
+            content_from_bytes(bytes, &f.display().to_string(), max_bytes)
+        }
+        (None, None) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+                .map_err(|e| Error::io("reading stdin", e))?;
+            content_from_bytes(bytes, "stdin", max_bytes)
+        }
+    }
+}
+
 /// Runs a batch of requests (line number, request or the reason it was
 /// rejected) under one lock, with one changelog append, one index and
 /// relations update, and one commit.
@@ -211,28 +230,45 @@ pub fn batch(
         if events.is_empty() {
             return Ok(());
         }
-        changelog::append(lib, &events)?;
-        let mut touched = touched_docs.clone();
-        touched.push(changelog::FILE.to_string());
-        touched.extend(index::update(lib, &changed)?);
-        let mut last_edges: Vec<(String, Vec<relations::Edge>)> = Vec::new();
-        for (p, e) in edges {
-            last_edges.retain(|(q, _)| q != &p);
-            last_edges.push((p, e));
-        }
-        if relations::update(lib, &last_edges, &events, || derived::rebuilt_edges(lib))? {
-            touched.push(relations::FILE.to_string());
-        }
-        if opts.commit {
-            let message = commit_message(&events);
-            match git::commit(lib, &touched, &message) {
-                Ok(c) => result.committed = c,
-                Err(e) => result.commit_error = Some(e.to_string()),
-            }
-        }
+        let message = opts.commit.then(|| commit_message(&events));
+        (result.committed, result.commit_error) =
+            record(lib, &events, &changed, edges, touched_docs, message.as_deref())?;
         Ok(())
     })?;
     Ok(result)
+}
+
+/// Steps 4–6 and 8 after files were written under the lock: the changelog
+/// lines, the `.index.md`/`.master-index.md` rows of the changed documents
+/// (`None` = removed), their relations, and a commit of every touched path
+/// when `message` is given. Shared by every writer (batch writes, skills).
+/// Returns whether a commit was made and a commit error (the writes stay).
+pub fn record(
+    lib: &Library,
+    events: &[Event],
+    changed: &[(String, Option<Entry>)],
+    edges: Vec<(String, Vec<relations::Edge>)>,
+    mut touched: Vec<String>,
+    message: Option<&str>,
+) -> Result<(bool, Option<String>)> {
+    changelog::append(lib, events)?;
+    touched.push(changelog::FILE.to_string());
+    touched.extend(index::update(lib, changed)?);
+    let mut last_edges: Vec<(String, Vec<relations::Edge>)> = Vec::new();
+    for (p, e) in edges {
+        last_edges.retain(|(q, _)| q != &p);
+        last_edges.push((p, e));
+    }
+    if relations::update(lib, &last_edges, events, || derived::rebuilt_edges(lib))? {
+        touched.push(relations::FILE.to_string());
+    }
+    match message {
+        Some(m) => match git::commit(lib, &touched, m) {
+            Ok(c) => Ok((c, None)),
+            Err(e) => Ok((false, Some(e.to_string()))),
+        },
+        None => Ok((false, None)),
+    }
 }
 
 /// Where the extended guard rules live (hot-loaded by every batch).

@@ -1,0 +1,164 @@
+//! `kb-append skill ...`: turns the words and flags kb-append parsed into
+//! one skill operation and its records, so the binary stays glue.
+
+use serde_json::{json, Value};
+
+use super::manage::{self, Op, Outcome, Request};
+use super::{list, nudge, promote, Stage};
+use crate::error::{Error, Result};
+use crate::jsonl::{Format, Out};
+use crate::library::Library;
+
+/// The skill flags as typed.
+#[derive(Debug, Default, Clone)]
+pub struct Flags {
+    /// `--stage`.
+    pub stage: Option<String>,
+    /// `--old-string`.
+    pub old_string: Option<String>,
+    /// `--new-string`.
+    pub new_string: Option<String>,
+    /// `--file-path`.
+    pub file_path: Option<String>,
+    /// `--to`.
+    pub to: Option<String>,
+    /// `--format`.
+    pub format: Option<Format>,
+    /// `--calls`.
+    pub calls: Option<u64>,
+    /// `--interval`.
+    pub interval: Option<u64>,
+    /// `--replace-all`.
+    pub replace_all: bool,
+}
+
+impl Flags {
+    /// Stores the value of the long flag `name`.
+    pub fn set(&mut self, name: &str, value: String) -> Result<()> {
+        let number = |v: &str| v.parse::<u64>().map_err(|_| Error::usage(format!("--{name} takes a number, got {v:?}")));
+        match name {
+            "stage" => self.stage = Some(value),
+            "old-string" => self.old_string = Some(value),
+            "new-string" => self.new_string = Some(value),
+            "file-path" => self.file_path = Some(value),
+            "to" => self.to = Some(value),
+            "format" => self.format = Some(Format::parse(&value)?),
+            "calls" => self.calls = Some(number(&value)?),
+            "interval" => self.interval = Some(number(&value)?),
+            other => return Err(Error::usage(format!("unknown skill flag --{other}"))),
+        }
+        Ok(())
+    }
+}
+
+/// What the binary prints.
+#[derive(Debug, Clone)]
+pub enum Rec {
+    /// A record.
+    Record(Value),
+    /// An error record (message, extra fields).
+    Error(String, Value),
+    /// A table for people.
+    Table(String),
+}
+
+fn to_value(v: &impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Runs `skill <action> [NAME]`; `content` reads --content, --content-file
+/// or stdin when the action needs content.
+pub fn run(
+    lib: &Library,
+    words: &[String],
+    flags: &Flags,
+    notebook: Option<&str>,
+    content: impl Fn() -> Result<String>,
+    opts: &manage::Options,
+) -> Result<Vec<Rec>> {
+    let (action, rest) = words.split_first().ok_or_else(|| {
+        Error::usage("skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge")
+    })?;
+    match (action.as_str(), rest) {
+        ("list", []) => {
+            let (engine, errors) = super::engine(lib)?;
+            let skills = list::list(lib, &engine)?;
+            let mut out: Vec<Rec> = errors.into_iter().map(|e| Rec::Error(e, json!({}))).collect();
+            match flags.format.unwrap_or_else(Format::default_for_stdout) {
+                Format::Table => out.push(Rec::Table(list::table(&skills))),
+                Format::Jsonl => out.extend(skills.iter().map(|s| Rec::Record(to_value(s)))),
+            }
+            Ok(out)
+        }
+        ("nudge", []) => {
+            let n = nudge::nudge(
+                lib,
+                notebook,
+                flags.calls.unwrap_or(1),
+                flags.interval.unwrap_or(nudge::DEFAULT_INTERVAL),
+            )?;
+            Ok(vec![Rec::Record(to_value(&n))])
+        }
+        ("promote", [name]) => {
+            let to = flags.to.as_deref().ok_or_else(|| Error::usage("skill promote needs --to drafts|active"))?;
+            let (w, errors, commit_error) = promote::promote(lib, name, Stage::parse(to)?, notebook, opts)?;
+            Ok(finish(to_value(&w), errors, commit_error))
+        }
+        (op, [name]) => {
+            let need = |v: &Option<String>, flag: &str| {
+                v.clone().ok_or_else(|| Error::usage(format!("skill {op} needs --{flag}")))
+            };
+            let op = match op {
+                "create" => {
+                    let stage = flags.stage.as_deref().map(Stage::parse).transpose()?.unwrap_or(Stage::Candidates);
+                    Op::Create { content: content()?, stage }
+                }
+                "edit" => Op::Edit { content: content()? },
+                "patch" => Op::Patch {
+                    old: need(&flags.old_string, "old-string")?,
+                    new: need(&flags.new_string, "new-string")?,
+                    file: flags.file_path.clone(),
+                    replace_all: flags.replace_all,
+                },
+                "delete" => Op::Delete,
+                "write-file" => Op::WriteFile { file: need(&flags.file_path, "file-path")?, content: content()? },
+                "remove-file" => Op::RemoveFile { file: need(&flags.file_path, "file-path")? },
+                other => return Err(Error::usage(format!("unknown skill action '{other}'"))),
+            };
+            let req = Request { name: name.clone(), op, notebook: notebook.map(str::to_string) };
+            match manage::run(lib, &req, opts)? {
+                Outcome::Done { written, guard_errors, commit_error } => {
+                    Ok(finish(to_value(&written), guard_errors, commit_error))
+                }
+                Outcome::RolledBack { message, findings, verdict } => {
+                    let mut out: Vec<Rec> = findings.iter().map(|f| Rec::Record(to_value(f))).collect();
+                    out.push(Rec::Record(to_value(&verdict)));
+                    out.push(Rec::Error(message, json!({"name": name, "verdict": "dangerous", "rolled_back": true})));
+                    Ok(out)
+                }
+            }
+        }
+        (a, _) => Err(Error::usage(format!("skill {a}: wrong number of arguments (see --help)"))),
+    }
+}
+
+fn finish(record: Value, guard_errors: Vec<String>, commit_error: Option<String>) -> Vec<Rec> {
+    let mut out = vec![Rec::Record(record)];
+    out.extend(guard_errors.into_iter().map(|e| Rec::Error(e, json!({}))));
+    if let Some(e) = commit_error {
+        out.push(Rec::Error(format!("the skill was written but the git commit failed: {e}"), json!({})));
+    }
+    out
+}
+
+/// Prints the records.
+pub fn print(out: &mut Out, recs: Vec<Rec>) -> Result<()> {
+    for r in recs {
+        match r {
+            Rec::Record(v) => out.record(&v)?,
+            Rec::Error(m, extra) => out.error(&m, extra)?,
+            Rec::Table(t) => out.text(&t)?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! Seed 002 `skill_list`: every skill with its name and description (so a
+//! reviewer does not create a duplicate), plus what the library knows on
+//! top: stage, trust tier and the guard's current verdict.
+
+use std::fs;
+
+use serde::Serialize;
+
+use super::judge;
+use super::stage::{self, ALL};
+use crate::error::Result;
+use crate::frontmatter;
+use crate::guard::{Engine, Verdict};
+use crate::jsonl;
+use crate::library::Library;
+
+/// One `skill` record.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Listed {
+    /// Always `skill`.
+    pub record: &'static str,
+    /// The skill's name (its directory).
+    pub name: String,
+    /// SKILL.md's description ("" when missing).
+    pub description: String,
+    /// candidates, drafts or active.
+    pub stage: &'static str,
+    /// T1–T4, when SKILL.md says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_tier: Option<String>,
+    /// The guard's verdict on the skill now.
+    pub verdict: Verdict,
+    /// Findings that count.
+    pub findings: usize,
+    /// The skill's SKILL.md, library-relative.
+    pub path: String,
+}
+
+/// Every skill directory (holding SKILL.md) of every stage, stage order
+/// then name order, judged in parallel.
+pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
+    let mut found = Vec::new();
+    for s in ALL {
+        let mut names: Vec<String> = fs::read_dir(lib.path(&s.dir()))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .filter(|n| lib.path(&format!("{}/SKILL.md", stage::skill_dir(s, n))).is_file())
+            .collect();
+        names.sort();
+        found.extend(names.into_iter().map(|n| (s, n)));
+    }
+    let dirs: Vec<String> = found.iter().map(|(s, n)| stage::skill_dir(*s, n)).collect();
+    let judged = judge::skills(lib, engine, &dirs)?;
+    Ok(found
+        .into_iter()
+        .zip(dirs)
+        .zip(judged)
+        .map(|(((s, name), dir), j)| {
+            let path = format!("{dir}/SKILL.md");
+            let text = fs::read_to_string(lib.path(&path)).unwrap_or_default();
+            let fm = frontmatter::parse(&text);
+            Listed {
+                record: "skill",
+                name,
+                description: frontmatter::text(&fm.fields, "description").unwrap_or_default(),
+                stage: s.as_str(),
+                trust_tier: frontmatter::text(&fm.fields, "trust_tier"),
+                verdict: j.verdict.verdict,
+                findings: j.verdict.findings,
+                path,
+            }
+        })
+        .collect())
+}
+
+/// The list as a table for people (descriptions cut to 60 characters).
+pub fn table(skills: &[Listed]) -> String {
+    if skills.is_empty() {
+        return "(no skills)\n".into();
+    }
+    let rows: Vec<Vec<String>> = skills
+        .iter()
+        .map(|s| {
+            let mut d: String = s.description.chars().take(60).collect();
+            if s.description.chars().count() > 60 {
+                d.push('…');
+            }
+            vec![
+                s.name.clone(),
+                s.stage.to_string(),
+                s.trust_tier.clone().unwrap_or("-".into()),
+                s.verdict.to_string(),
+                d,
+            ]
+        })
+        .collect();
+    jsonl::table(&["NAME", "STAGE", "TRUST", "VERDICT", "DESCRIPTION"], &rows)
+}

@@ -1,0 +1,498 @@
+//! Seed 002 `skill_manage` (create, edit, patch, delete, write_file,
+//! remove_file) through the SkillWriter's steps, made crash-safe:
+//!
+//! 1. validate the request (name, frontmatter, limits, subdirectories)
+//!    before anything is written;
+//! 2. under the library lock, work out the one file the operation changes
+//!    and keep its previous bytes;
+//! 3. write it atomically (or remove it), then let the guard judge the
+//!    whole resulting skill (structure and content, core and evolved rules);
+//! 4. a `dangerous` verdict restores the exact previous bytes (or removes
+//!    what was created) and reports the findings; `caution` keeps the write
+//!    with the warning in the record and the changelog;
+//! 5. changelog line, index and relations of SKILL.md, and a git commit
+//!    `task-ai(library):skill <action> <name>`.
+//!
+//! Removals (delete, remove-file) cannot add a threat, so they are never
+//! rolled back; delete renames the directory aside before removing it, so
+//! a crash never leaves half a skill under its name.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::judge;
+use super::stage::{self, Stage};
+use super::validate;
+use crate::atomic;
+use crate::changelog::Event;
+use crate::clock;
+use crate::digest;
+use crate::entry::Entry;
+use crate::error::{Error, Result};
+use crate::guard::{verdict, Finding, Verdict};
+use crate::library::Library;
+use crate::lock;
+use crate::relations;
+use crate::write;
+
+/// What a skill operation does (the seed's `action` and its arguments).
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// A new skill with this SKILL.md, in this stage (candidates by default).
+    Create {
+        /// The SKILL.md text.
+        content: String,
+        /// Where the new skill starts.
+        stage: Stage,
+    },
+    /// Replace SKILL.md.
+    Edit {
+        /// The new SKILL.md text.
+        content: String,
+    },
+    /// Replace `old` by `new` in SKILL.md or a supporting file.
+    Patch {
+        /// Text to find (must occur once unless `replace_all`).
+        old: String,
+        /// Its replacement.
+        new: String,
+        /// A supporting file instead of SKILL.md.
+        file: Option<String>,
+        /// Replace every occurrence.
+        replace_all: bool,
+    },
+    /// Remove the whole skill.
+    Delete,
+    /// Write a supporting file under references/, templates/, scripts/ or assets/.
+    WriteFile {
+        /// Path inside the skill.
+        file: String,
+        /// Its content.
+        content: String,
+    },
+    /// Remove a supporting file.
+    RemoveFile {
+        /// Path inside the skill.
+        file: String,
+    },
+}
+
+impl Op {
+    /// The action's name in records, the changelog and commit messages.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Op::Create { .. } => "create",
+            Op::Edit { .. } => "edit",
+            Op::Patch { .. } => "patch",
+            Op::Delete => "delete",
+            Op::WriteFile { .. } => "write-file",
+            Op::RemoveFile { .. } => "remove-file",
+        }
+    }
+}
+
+/// One skill operation.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The skill's name (its directory).
+    pub name: String,
+    /// What to do.
+    pub op: Op,
+    /// The notebook (agent session) asking.
+    pub notebook: Option<String>,
+}
+
+/// The `skill_write` record of an operation that landed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Written {
+    /// Always `skill_write`.
+    pub record: &'static str,
+    /// The skill.
+    pub name: String,
+    /// create, edit, patch, delete, write-file, remove-file or promote.
+    pub action: &'static str,
+    /// The skill's stage after the operation.
+    pub stage: &'static str,
+    /// The library-relative file changed (SKILL.md for create/edit/delete).
+    pub path: String,
+    /// Size of the file after the write (absent for removals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// SHA-256 of the file after the write (absent for removals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Occurrences replaced by a patch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<usize>,
+    /// Promotion: the stage the skill left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<&'static str>,
+    /// The skill's trust tier after the operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_tier: Option<String>,
+    /// The guard's verdict on the resulting skill: safe or caution.
+    pub verdict: Verdict,
+    /// The guard's findings behind a caution, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// Findings that count.
+    pub findings: usize,
+    /// Whether a git commit was made.
+    pub committed: bool,
+    /// When.
+    pub ts: String,
+}
+
+/// What an operation came to.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// It landed.
+    Done {
+        /// The record.
+        written: Written,
+        /// Evolved rule files that could not be loaded (the scan ran without them).
+        guard_errors: Vec<String>,
+        /// A commit that failed after the write landed.
+        commit_error: Option<String>,
+    },
+    /// The guard judged the result dangerous: the previous bytes are back.
+    RolledBack {
+        /// What happened, naming the worst findings.
+        message: String,
+        /// The findings.
+        findings: Vec<Finding>,
+        /// The verdict record of the rejected state.
+        verdict: verdict::Record,
+    },
+}
+
+/// How operations are carried out.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Commit when the library is a git repository.
+    pub commit: bool,
+    /// Lock timeout and holder command.
+    pub lock: lock::Options,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { commit: true, lock: lock::Options::default() }
+    }
+}
+
+/// The one file an operation changes and how to undo it.
+struct Change {
+    /// Library-relative path.
+    rel: String,
+    /// The new bytes (None: removal).
+    new: Option<String>,
+    /// The bytes before (None: the file did not exist).
+    old: Option<Vec<u8>>,
+    /// Directories the write creates, outermost first.
+    created: Vec<PathBuf>,
+}
+
+/// Runs one skill operation (see the module doc for the steps).
+pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
+    validate::name(&req.name).map_err(Error::msg)?;
+    precheck(&req.name, &req.op).map_err(Error::msg)?;
+    let (engine, guard_errors) = super::engine(lib)?;
+    lock::with_lock(lib, &opts.lock, || {
+        if let Op::Delete = req.op {
+            return delete(lib, req, opts);
+        }
+        let stage = match (&req.op, stage::find(lib, &req.name)?) {
+            (Op::Create { .. }, Some(s)) => {
+                return Err(Error::msg(format!(
+                    "skill '{}' already exists in {s}; use edit or patch",
+                    req.name
+                )))
+            }
+            (Op::Create { stage, .. }, None) => *stage,
+            (_, Some(s)) => s,
+            (_, None) => return Err(Error::msg(format!("skill '{}' does not exist", req.name))),
+        };
+        let dir = stage::skill_dir(stage, &req.name);
+        let (mut change, replaced) = plan(lib, &dir, req)?;
+        apply(lib, &mut change)?;
+        let judged = judge::skill(lib, &engine, &dir);
+        let judged = match judged {
+            Ok(j) => j,
+            Err(e) => {
+                undo(lib, &change)?;
+                return Err(e);
+            }
+        };
+        let v = &judged.verdict;
+        if v.verdict == Verdict::Dangerous && change.new.is_some() {
+            undo(lib, &change)?;
+            let report = crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() };
+            let message = format!(
+                "refused: {} {} of skill '{}' rolled back ({})",
+                req.op.action(),
+                change.rel,
+                req.name,
+                report.reason()
+            );
+            return Ok(Outcome::RolledBack { message, findings: judged.findings, verdict: judged.verdict });
+        }
+        let flagged = v.verdict != Verdict::Safe;
+        let warning =
+            flagged.then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
+        let ts = clock::format(clock::now()?);
+        let text = change.new.clone();
+        let sha = text.as_ref().map(|t| digest::sha256_hex(t.as_bytes()));
+        let event = Event {
+            ts: ts.clone(),
+            event: "skill".into(),
+            path: change.rel.clone(),
+            action: Some(req.op.action().into()),
+            notebook: req.notebook.clone(),
+            category: Some("skill".into()),
+            topic: Some(req.name.clone()),
+            sha256: sha.clone(),
+            bytes: text.as_ref().map(|t| t.len() as u64),
+            reason: warning.clone(),
+        };
+        let skill_md = format!("{dir}/SKILL.md");
+        let md_text = fs::read_to_string(lib.path(&skill_md)).unwrap_or_default();
+        let entry = Entry::from_text(&skill_md, &md_text);
+        let (changed, edges) = if change.rel == skill_md {
+            let edges = entry.as_ref().map(|e| relations::doc_edges(e, &md_text)).unwrap_or_default();
+            (vec![(skill_md.clone(), entry.clone())], vec![(skill_md.clone(), edges)])
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let message = format!("task-ai(library):skill {} {}", req.op.action(), req.name);
+        let (committed, commit_error) = write::record(
+            lib,
+            std::slice::from_ref(&event),
+            &changed,
+            edges,
+            vec![change.rel.clone()],
+            opts.commit.then_some(message.as_str()),
+        )?;
+        let written = Written {
+            record: "skill_write",
+            name: req.name.clone(),
+            action: req.op.action(),
+            stage: stage.as_str(),
+            path: change.rel.clone(),
+            bytes: text.as_ref().map(|t| t.len() as u64),
+            sha256: sha,
+            replaced,
+            from: None,
+            trust_tier: entry.and_then(|e| e.trust_tier),
+            verdict: v.verdict,
+            warning,
+            findings: v.findings,
+            committed,
+            ts,
+        };
+        Ok(Outcome::Done { written, guard_errors: guard_errors.clone(), commit_error })
+    })
+}
+
+/// Step 1: what can be checked without the disk.
+fn precheck(name: &str, op: &Op) -> std::result::Result<(), String> {
+    match op {
+        Op::Create { content, .. } | Op::Edit { content } => validate::skill_md(content, name),
+        Op::Patch { old, file, .. } => {
+            if old.is_empty() {
+                return Err("patch needs a non-empty old_string".into());
+            }
+            match file.as_deref() {
+                None | Some("SKILL.md") => Ok(()),
+                Some(f) => validate::file_path(f).map(drop),
+            }
+        }
+        Op::WriteFile { file, content } => {
+            let f = validate::file_path(file)?;
+            validate::file_size(&f, content.len())
+        }
+        Op::RemoveFile { file } => validate::file_path(file).map(drop),
+        Op::Delete => Ok(()),
+    }
+}
+
+/// Step 2: the file to change, its new bytes, and the patch count.
+fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize>)> {
+    let in_skill = |f: &str| format!("{dir}/{f}");
+    let (rel, new, replaced) = match &req.op {
+        Op::Create { content, .. } | Op::Edit { content } => (in_skill("SKILL.md"), Some(content.clone()), None),
+        Op::Patch { old, new, file, replace_all } => {
+            let f = match file.as_deref() {
+                None | Some("SKILL.md") => "SKILL.md".to_string(),
+                Some(f) => validate::file_path(f).map_err(Error::msg)?,
+            };
+            let rel = in_skill(&f);
+            let text = match fs::read(lib.path(&rel)) {
+                Ok(b) => String::from_utf8(b).map_err(|_| Error::msg(format!("patch: {f} is not UTF-8 text")))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::msg(format!("patch: skill '{}' has no file {f}", req.name)))
+                }
+                Err(e) => return Err(Error::io(format!("reading {rel}"), e)),
+            };
+            let count = text.matches(old.as_str()).count();
+            if count == 0 {
+                return Err(Error::msg(format!("patch: old_string not found in {f} of skill '{}'", req.name)));
+            }
+            if count > 1 && !replace_all {
+                return Err(Error::msg(format!(
+                    "patch: old_string occurs {count} times in {f} of skill '{}'; add context to make it unique or pass --replace-all",
+                    req.name
+                )));
+            }
+            let patched = if *replace_all { text.replace(old.as_str(), new) } else { text.replacen(old.as_str(), new, 1) };
+            if f == "SKILL.md" {
+                validate::skill_md(&patched, &req.name).map_err(|e| Error::msg(format!("patch: {e}")))?;
+            } else {
+                validate::file_size(&f, patched.len()).map_err(Error::msg)?;
+            }
+            (rel, Some(patched), Some(if *replace_all { count } else { 1 }))
+        }
+        Op::WriteFile { file, content } => {
+            (in_skill(&validate::file_path(file).map_err(Error::msg)?), Some(content.clone()), None)
+        }
+        Op::RemoveFile { file } => {
+            let rel = in_skill(&validate::file_path(file).map_err(Error::msg)?);
+            if !lib.path(&rel).is_file() {
+                return Err(Error::msg(format!("remove-file: skill '{}' has no file {file}", req.name)));
+            }
+            (rel, None, None)
+        }
+        Op::Delete => return Err(Error::msg("delete has no single file to plan")),
+    };
+    lib.check_inside(&rel)?;
+    let full = lib.path(&rel);
+    if full.is_dir() {
+        return Err(Error::msg(format!("'{rel}' is a directory")));
+    }
+    let old = match fs::read(&full) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(format!("reading {rel}"), e)),
+    };
+    if let Some(n) = &new {
+        let (files, bytes) = sizes(&lib.path(dir));
+        let old_len = old.as_ref().map_or(0, |o| o.len() as u64);
+        let files = files + usize::from(old.is_none());
+        validate::totals(files, bytes - old_len.min(bytes) + n.len() as u64).map_err(Error::msg)?;
+    }
+    let mut created = Vec::new();
+    let mut p = full.parent();
+    while let Some(d) = p.filter(|d| !d.exists()) {
+        created.insert(0, d.to_path_buf());
+        p = d.parent();
+    }
+    Ok((Change { rel, new, old, created }, replaced))
+}
+
+/// Files and bytes under a skill directory (links not followed).
+fn sizes(dir: &Path) -> (usize, u64) {
+    walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .fold((0, 0), |(n, b), e| (n + 1, b + e.metadata().map_or(0, |m| m.len())))
+}
+
+/// Step 3: the atomic write or the removal.
+fn apply(lib: &Library, c: &mut Change) -> Result<()> {
+    let full = lib.path(&c.rel);
+    match &c.new {
+        Some(text) => atomic::write(&full, text.as_bytes()),
+        None => {
+            fs::remove_file(&full).map_err(|e| Error::io(format!("removing {}", c.rel), e))?;
+            if let Some(parent) = full.parent() {
+                atomic::sync_dir(parent)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Step 4's rollback: the exact previous bytes, or the created file and
+/// directories removed.
+fn undo(lib: &Library, c: &Change) -> Result<()> {
+    let full = lib.path(&c.rel);
+    match &c.old {
+        Some(old) => atomic::write(&full, old),
+        None => {
+            match fs::remove_file(&full) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("rolling back {}", c.rel), e)),
+            }
+            for d in c.created.iter().rev() {
+                let _ = fs::remove_dir(d);
+            }
+            if let Some(parent) = c.created.first().and_then(|d| d.parent()).or(full.parent()) {
+                atomic::sync_dir(parent)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `delete`: rename the skill aside (atomic), remove it, record it.
+fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
+    let stage = stage::require(lib, &req.name)?;
+    let dir = stage::skill_dir(stage, &req.name);
+    lib.check_inside(&dir)?;
+    let full = lib.path(&dir);
+    let files: Vec<String> = walkdir::WalkDir::new(&full)
+        .follow_links(false)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_type().is_dir())
+        .filter_map(|e| e.path().strip_prefix(&lib.dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
+        .collect();
+    let aside = lib.path(&format!("{}/.{}.deleting.{}", stage.dir(), req.name, std::process::id()));
+    fs::rename(&full, &aside).map_err(|e| Error::io(format!("moving {dir} aside"), e))?;
+    atomic::sync_dir(&lib.path(&stage.dir()))?;
+    fs::remove_dir_all(&aside).map_err(|e| Error::io(format!("removing {}", aside.display()), e))?;
+    let ts = clock::format(clock::now()?);
+    let skill_md = format!("{dir}/SKILL.md");
+    let event = Event {
+        ts: ts.clone(),
+        event: "skill".into(),
+        path: skill_md.clone(),
+        action: Some("delete".into()),
+        notebook: req.notebook.clone(),
+        category: Some("skill".into()),
+        topic: Some(req.name.clone()),
+        ..Event::default()
+    };
+    let message = format!("task-ai(library):skill delete {}", req.name);
+    let (committed, commit_error) = write::record(
+        lib,
+        std::slice::from_ref(&event),
+        &[(skill_md.clone(), None)],
+        vec![(skill_md.clone(), Vec::new())],
+        files,
+        opts.commit.then_some(message.as_str()),
+    )?;
+    let written = Written {
+        record: "skill_write",
+        name: req.name.clone(),
+        action: "delete",
+        stage: stage.as_str(),
+        path: skill_md,
+        bytes: None,
+        sha256: None,
+        replaced: None,
+        from: None,
+        trust_tier: None,
+        verdict: Verdict::Safe,
+        warning: None,
+        findings: 0,
+        committed,
+        ts,
+    };
+    Ok(Outcome::Done { written, guard_errors: Vec::new(), commit_error })
+}

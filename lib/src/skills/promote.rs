@@ -1,0 +1,129 @@
+//! Seed 000's skill pipeline moves: `kb-append skill promote NAME --to
+//! drafts|active` moves a skill forward (candidates → drafts → active),
+//! sets its trust tier to the stage's (T2, T3) unless it already holds a
+//! higher one, and refuses a skill the guard judges dangerous. The tier is
+//! written first and the directory renamed second (both atomic), so a crash
+//! leaves the skill whole in one stage and a rerun finishes the move.
+
+use std::fs;
+
+use super::judge;
+use super::manage::{Options, Written};
+use super::stage::{self, Stage};
+use crate::atomic;
+use crate::changelog::Event;
+use crate::clock;
+use crate::entry::Entry;
+use crate::error::{Error, Result};
+use crate::frontmatter;
+use crate::guard::Verdict;
+use crate::library::Library;
+use crate::lock;
+use crate::relations;
+use crate::write;
+
+/// Moves skill `name` to stage `to`. Returns the `skill_write` record
+/// (action `promote`), evolved-rule load errors, and a commit error.
+pub fn promote(
+    lib: &Library,
+    name: &str,
+    to: Stage,
+    notebook: Option<&str>,
+    opts: &Options,
+) -> Result<(Written, Vec<String>, Option<String>)> {
+    super::validate::name(name).map_err(Error::msg)?;
+    if to == Stage::Candidates {
+        return Err(Error::usage("a skill is promoted to drafts or active; candidates is where skills start"));
+    }
+    let (engine, guard_errors) = super::engine(lib)?;
+    lock::with_lock(lib, &opts.lock, || {
+        let from = stage::require(lib, name)?;
+        if from >= to {
+            return Err(Error::msg(format!(
+                "skill '{name}' is in {from}; promotion moves forward only (candidates -> drafts -> active)"
+            )));
+        }
+        let old_dir = stage::skill_dir(from, name);
+        let new_dir = stage::skill_dir(to, name);
+        lib.check_inside(&old_dir)?;
+        let judged = judge::skill(lib, &engine, &old_dir)?;
+        if judged.verdict.verdict == Verdict::Dangerous {
+            let report = crate::guard::Report { verdict: Verdict::Dangerous, findings: judged.findings };
+            return Err(Error::msg(format!("refused: skill '{name}' cannot be promoted ({})", report.reason())));
+        }
+        let old_md = format!("{old_dir}/SKILL.md");
+        let text = fs::read_to_string(lib.path(&old_md)).map_err(|e| Error::io(format!("reading {old_md}"), e))?;
+        let fm = frontmatter::parse(&text);
+        let current = frontmatter::text(&fm.fields, "trust_tier");
+        let tier = match current.as_deref() {
+            Some(t) if super::validate::TIERS.contains(&t) && t > to.tier() => t.to_string(),
+            _ => to.tier().to_string(),
+        };
+        let text = match frontmatter::set_field(&text, "trust_tier", &tier) {
+            Some(new) => {
+                atomic::write(&lib.path(&old_md), new.as_bytes())?;
+                new
+            }
+            None => text,
+        };
+        let files: Vec<String> = walkdir::WalkDir::new(lib.path(&old_dir))
+            .follow_links(false)
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_type().is_dir())
+            .filter_map(|e| e.path().strip_prefix(lib.path(&old_dir)).ok().map(|p| p.to_string_lossy().to_string()))
+            .collect();
+        fs::create_dir_all(lib.path(&to.dir())).map_err(|e| Error::io(format!("creating {}", to.dir()), e))?;
+        fs::rename(lib.path(&old_dir), lib.path(&new_dir))
+            .map_err(|e| Error::io(format!("moving {old_dir} to {new_dir}"), e))?;
+        atomic::sync_dir(&lib.path(&from.dir()))?;
+        atomic::sync_dir(&lib.path(&to.dir()))?;
+        let new_md = format!("{new_dir}/SKILL.md");
+        let ts = clock::format(clock::now()?);
+        let event = Event {
+            ts: ts.clone(),
+            event: "skill".into(),
+            path: new_md.clone(),
+            action: Some("promote".into()),
+            notebook: notebook.map(str::to_string),
+            category: Some("skill".into()),
+            topic: Some(name.to_string()),
+            reason: Some(format!("{from} -> {to}")),
+            ..Event::default()
+        };
+        let entry = Entry::from_text(&new_md, &text);
+        let edges = entry.as_ref().map(|e| relations::doc_edges(e, &text)).unwrap_or_default();
+        let touched: Vec<String> =
+            files.iter().flat_map(|f| [format!("{old_dir}/{f}"), format!("{new_dir}/{f}")]).collect();
+        let message = format!("task-ai(library):skill promote {name} {from}->{to}");
+        let (committed, commit_error) = write::record(
+            lib,
+            std::slice::from_ref(&event),
+            &[(old_md.clone(), None), (new_md.clone(), entry)],
+            vec![(old_md, Vec::new()), (new_md.clone(), edges)],
+            touched,
+            opts.commit.then_some(message.as_str()),
+        )?;
+        let v = &judged.verdict;
+        let warning = (v.verdict != Verdict::Safe)
+            .then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
+        let written = Written {
+            record: "skill_write",
+            name: name.to_string(),
+            action: "promote",
+            stage: to.as_str(),
+            path: new_md,
+            bytes: None,
+            sha256: None,
+            replaced: None,
+            from: Some(from.as_str()),
+            trust_tier: Some(tier),
+            verdict: v.verdict,
+            warning,
+            findings: v.findings,
+            committed,
+            ts,
+        };
+        Ok((written, guard_errors.clone(), commit_error))
+    })
+}
