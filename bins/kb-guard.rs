@@ -17,7 +17,12 @@ Usage:
   kb-guard scan PATH... [--format jsonl|table|sarif] [--fail-on caution|dangerous]
                         [--policy FILE] [--root DIR]
   kb-guard rules list [--format table|jsonl] [--root DIR]
-  kb-guard rules validate FILE...
+  kb-guard rules validate FILE... [--corpus DIR]  a rule file, plus its backtest over the library
+  kb-guard rules propose [INTEL.jsonl|-] [--scheduled [--force]]   threat intel -> CORE-XXX.md
+  kb-guard rules validate [CORE-XXX...|-] [--corpus DIR]   pattern, examples, historical backtest
+  kb-guard rules review [CORE-XXX...|-]          composite score; approved at >= 0.95
+  kb-guard rules integrate [CORE-XXX...|-]       approved rules into the rule set in force
+  kb-guard rules status [--format table|jsonl]   last scans, proposals by state, rule counts
   kb-guard filter [--policy FILE] [--root DIR]     write requests on stdin
   kb-guard sanitize [FILE] [--report FILE]         external text, '-' or stdin
 
@@ -32,8 +37,17 @@ Options:
   --policy FILE      YAML: disable, severity, suppress (path, rule, reason, expires)
   --root DIR         the library for extended rules (default: KB_ROOT, else the nearest .library)
   --report FILE      sanitize: write change records to FILE (default: stderr lines)
+  --corpus DIR       rules validate: also backtest over DIR (repeatable)
+  --scheduled        rules propose: only the layers due (core 7 d, extended 1 d)
+  --force            rules propose --scheduled: ignore the intervals
+  --no-commit        evolve steps: do not git commit
   -h, --help         show this help
   -V, --version      show the version
+
+The evolve steps read the proposals named by `proposal` records on stdin
+('-'), by id, or by default every proposal waiting for the step, and print
+one proposal record each, so they compose:
+  kb-guard rules propose intel.jsonl | kb-guard rules validate - | kb-guard rules review - | kb-guard rules integrate -
 
 Example:
   kb-guard filter < requests.jsonl | kb-append batch
@@ -47,6 +61,7 @@ struct Args {
     policy: Option<PathBuf>,
     root: Option<PathBuf>,
     report: Option<PathBuf>,
+    evolve: guard::evolve::cli::Flags,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -67,6 +82,10 @@ fn parse_args() -> Result<Args, Error> {
             Long("policy") => a.policy = Some(p.value()?.into()),
             Long("root") => a.root = Some(p.value()?.into()),
             Long("report") => a.report = Some(p.value()?.into()),
+            Long("corpus") => a.evolve.corpus.push(p.value()?.string()?),
+            Long("scheduled") => a.evolve.scheduled = true,
+            Long("force") => a.evolve.force = true,
+            Long("no-commit") => a.evolve.no_commit = true,
             Value(v) => a.words.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
         }
@@ -80,13 +99,10 @@ fn main() -> ExitCode {
         let mut out = Out::stdout("kb-guard");
         let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
         match words.as_slice() {
-            ["rules", "validate", files @ ..] if !files.is_empty() => {
-                for f in files {
-                    let text = std::fs::read_to_string(f).ctx(|| format!("reading {f}"))?;
-                    let v = guard::engine::validate(&text, f);
-                    out.raise(if v.valid { Exit::Success } else { Exit::Negative });
-                    out.record(&v)?;
-                }
+            ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
+                let format = a.format.as_deref().map(Format::parse).transpose()?;
+                let recs = guard::evolve::cli::run(a.root.as_deref(), step, rest, &a.evolve, format)?;
+                guard::evolve::print(&mut out, recs)?;
                 return out.finish();
             }
             ["sanitize", rest @ ..] if rest.len() <= 1 => return sanitize(&a, rest.first().copied(), out),
@@ -173,7 +189,7 @@ fn main() -> ExitCode {
             }
             _ => {
                 return Err(Error::usage(
-                    "expected scan PATH..., rules list, rules validate FILE..., filter or sanitize",
+                    "expected scan PATH..., rules list|validate|propose|review|integrate|status, filter or sanitize",
                 ))
             }
         }

@@ -120,15 +120,23 @@ impl Engine {
             .map_err(|e| Error::msg(format!("core rules: {e}")))
     }
 
-    /// Core rules plus every valid extended rule file in `dir` (when
-    /// given). Each file is checked on its own (fields, patterns, ids, its
+    /// Core rules, the library's evolved core rules (`core.yaml` next to
+    /// `dir`), then every valid extended rule file in `dir` (when given). Each file is checked on its own (fields, patterns, ids, its
     /// own examples); a broken file is left out and returned as an error so
     /// the caller reports it: the scan is never silently weaker.
     pub fn load(dir: Option<&Path>) -> Result<(Engine, Vec<LoadError>)> {
         let mut all = rules::core()?;
         let mut errors = Vec::new();
         if let Some(dir) = dir {
-            for (source, parsed) in rules::extended_files(dir) {
+            let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE)).filter(|p| p.is_file());
+            let files = library_core.map(|p| {
+                let name = p.display().to_string();
+                let parsed = std::fs::read_to_string(&p)
+                    .map_err(|e| Error::io(format!("reading {name}"), e))
+                    .and_then(|t| rules::parse(&t, &name));
+                (name, parsed)
+            });
+            for (source, parsed) in files.into_iter().chain(rules::extended_files(dir)) {
                 match parsed.and_then(|rs| validate_extended(&all, rs)) {
                     Ok(rs) => all.extend(rs),
                     Err(e) => errors.push(LoadError { source, message: e.to_string() }),

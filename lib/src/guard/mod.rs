@@ -5,6 +5,7 @@
 //! invisible characters and look-alike letters do not hide a threat.
 
 pub mod engine;
+pub mod evolve;
 pub mod filter;
 pub mod finding;
 pub mod normalize;

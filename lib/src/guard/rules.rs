@@ -15,6 +15,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::yaml;
 
+/// The library's evolved core rules, next to the extended `active/`
+/// directory (`.evolving-rules/security/core.yaml`): `kb-guard rules
+/// integrate` appends approved Core proposals here, and every scanner of
+/// the library loads it right after the compiled-in core rules.
+pub const LIBRARY_CORE_FILE: &str = "core.yaml";
+
 /// The core rules, compiled in.
 pub const CORE_YAML: &str = include_str!("../../../rules/core.yaml");
 
@@ -201,7 +207,9 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Rule>> {
     Ok(rules)
 }
 
-fn check_fields(r: &Rule) -> std::result::Result<(), String> {
+/// Checks one rule's fields: id charset, known category and inject
+/// category, a pattern (or builtin) and at least one `match` example.
+pub fn check_fields(r: &Rule) -> std::result::Result<(), String> {
     if r.id.is_empty() || !r.id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
         return Err("id must be non-empty letters, digits, '-', '_' or '.'".into());
     }

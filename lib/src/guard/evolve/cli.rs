@@ -1,0 +1,83 @@
+//! `kb-guard rules propose|validate|review|integrate|status`: the words and
+//! flags kb-guard parsed turned into one evolve step, so the binary stays
+//! glue.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::proposal;
+use super::select::Selection;
+use super::{integrate, propose, review, status, validate, Rec};
+use crate::error::{Context, Error, Result};
+use crate::jsonl::{self, Format};
+use crate::library::Library;
+use crate::lock;
+
+/// The evolve flags as typed.
+#[derive(Debug, Default, Clone)]
+pub struct Flags {
+    /// `--corpus DIR` (repeatable).
+    pub corpus: Vec<String>,
+    /// `--scheduled`.
+    pub scheduled: bool,
+    /// `--force`.
+    pub force: bool,
+    /// `--no-commit`.
+    pub no_commit: bool,
+}
+
+type Lines = Vec<(usize, std::result::Result<serde_json::Map<String, Value>, String>)>;
+
+fn read_lines(path: Option<&str>) -> Result<Lines> {
+    let parse = |r: Box<dyn std::io::BufRead>| jsonl::read_objects(r).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
+    Ok(match path {
+        None | Some("-") => parse(Box::new(std::io::stdin().lock())),
+        Some(p) => parse(Box::new(BufReader::new(File::open(p).ctx(|| format!("reading {p}"))?))),
+    })
+}
+
+/// Whether `validate`'s words name rule files rather than proposals.
+fn names_files(words: &[&str]) -> bool {
+    !words.is_empty() && words.iter().all(|w| *w != "-" && !proposal::is_id(w))
+}
+
+/// Runs one step.
+pub fn run(root: Option<&Path>, step: &str, words: &[&str], flags: &Flags, format: Option<Format>) -> Result<Vec<Rec>> {
+    let lock = lock::Options::default();
+    let commit = !flags.no_commit;
+    if step == "validate" && names_files(words) {
+        let lib = Library::resolve(root).ok();
+        let mut out = Vec::new();
+        for f in words {
+            let text = std::fs::read_to_string(f).ctx(|| format!("reading {f}"))?;
+            out.extend(validate::file(&text, f, lib.as_ref(), &flags.corpus)?);
+        }
+        return Ok(out);
+    }
+    let lib = Library::resolve(root)?;
+    let selection = || Selection::from_words(words, || Selection::Records(read_lines(None).unwrap_or_default()));
+    match step {
+        "status" => {
+            let s = status::status(&lib)?;
+            Ok(vec![match format.unwrap_or_else(Format::default_for_stdout) {
+                Format::Table => Rec::Table(status::table(&s)),
+                Format::Jsonl => Rec::Record(serde_json::to_value(&s).unwrap_or(Value::Null)),
+            }])
+        }
+        "propose" => {
+            let ([] | [_]) = words else { return Err(Error::usage("rules propose takes one intel file (or - for stdin)")) };
+            let opts = propose::Options { scheduled: flags.scheduled, force: flags.force, commit, lock };
+            propose::propose(&lib, read_lines(words.first().copied())?, &opts)
+        }
+        "validate" => {
+            let opts = validate::Options { corpus: flags.corpus.clone(), commit, lock };
+            validate::validate(&lib, selection(), &opts)
+        }
+        "review" => review::review(&lib, selection(), commit, &lock),
+        "integrate" => integrate::integrate(&lib, selection(), commit, &lock),
+        other => Err(Error::usage(format!("unknown rules step '{other}'"))),
+    }
+}
