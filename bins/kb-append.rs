@@ -106,7 +106,9 @@ fn parse_args() -> Result<Args, Error> {
             Long("older-than") => a.older_than = Some(p.value()?.string()?),
             Long("max-bytes") => a.max_bytes = Some(p.value()?.parse()?),
             Long("timeout") => a.timeout = Some(p.value()?.string()?),
-            Long(f @ ("stage" | "old-string" | "new-string" | "file-path" | "to" | "format" | "calls" | "interval")) => {
+            Long(
+                f @ ("stage" | "old-string" | "new-string" | "file-path" | "to" | "format" | "calls" | "interval"),
+            ) => {
                 let f = f.to_string();
                 a.skill.set(&f, p.value()?.string()?)?
             }
@@ -202,7 +204,8 @@ fn main() -> ExitCode {
             }
             "skill" => {
                 let lib = Library::resolve(a.root.as_deref())?;
-                let content = || write::content_from_args(a.content.as_deref(), a.content_file.as_deref(), opts.max_bytes);
+                let content =
+                    || write::content_from_args(a.content.as_deref(), a.content_file.as_deref(), opts.max_bytes);
                 let s = kb::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
                 let recs = kb::skills::cli::run(&lib, &a.positional, &a.skill, a.notebook.as_deref(), content, &s)?;
                 kb::skills::cli::print(&mut out, recs)?;

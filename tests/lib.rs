@@ -13,3 +13,4 @@ mod memgate;
 mod recipes;
 mod relate;
 mod score;
+mod skills;

@@ -179,8 +179,7 @@ pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, 
         }
         (None, None) => {
             let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
-                .map_err(|e| Error::io("reading stdin", e))?;
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(|e| Error::io("reading stdin", e))?;
             content_from_bytes(bytes, "stdin", max_bytes)
         }
     }

@@ -35,7 +35,8 @@ pub struct Flags {
 impl Flags {
     /// Stores the value of the long flag `name`.
     pub fn set(&mut self, name: &str, value: String) -> Result<()> {
-        let number = |v: &str| v.parse::<u64>().map_err(|_| Error::usage(format!("--{name} takes a number, got {v:?}")));
+        let number =
+            |v: &str| v.parse::<u64>().map_err(|_| Error::usage(format!("--{name} takes a number, got {v:?}")));
         match name {
             "stage" => self.stage = Some(value),
             "old-string" => self.old_string = Some(value),
@@ -77,7 +78,9 @@ pub fn run(
     opts: &manage::Options,
 ) -> Result<Vec<Rec>> {
     let (action, rest) = words.split_first().ok_or_else(|| {
-        Error::usage("skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge")
+        Error::usage(
+            "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge",
+        )
     })?;
     match (action.as_str(), rest) {
         ("list", []) => {
@@ -101,8 +104,10 @@ pub fn run(
         }
         ("promote", [name]) => {
             let to = flags.to.as_deref().ok_or_else(|| Error::usage("skill promote needs --to drafts|active"))?;
-            let (w, errors, commit_error) = promote::promote(lib, name, Stage::parse(to)?, notebook, opts)?;
-            Ok(finish(to_value(&w), errors, commit_error))
+            match promote::promote(lib, name, Stage::parse(to)?, notebook, opts) {
+                Ok((w, errors, commit_error)) => Ok(finish(to_value(&w), errors, commit_error)),
+                Err(e) => refused(e, name, "promote"),
+            }
         }
         (op, [name]) => {
             let need = |v: &Option<String>, flag: &str| {
@@ -126,7 +131,11 @@ pub fn run(
                 other => return Err(Error::usage(format!("unknown skill action '{other}'"))),
             };
             let req = Request { name: name.clone(), op, notebook: notebook.map(str::to_string) };
-            match manage::run(lib, &req, opts)? {
+            let outcome = match manage::run(lib, &req, opts) {
+                Ok(o) => o,
+                Err(e) => return refused(e, name, req.op.action()),
+            };
+            match outcome {
                 Outcome::Done { written, guard_errors, commit_error } => {
                     Ok(finish(to_value(&written), guard_errors, commit_error))
                 }
@@ -139,6 +148,15 @@ pub fn run(
             }
         }
         (a, _) => Err(Error::usage(format!("skill {a}: wrong number of arguments (see --help)"))),
+    }
+}
+
+/// An operation's failure as an error record naming the skill (exit 2);
+/// usage errors stay errors, printed with the help hint.
+fn refused(e: Error, name: &str, action: &str) -> Result<Vec<Rec>> {
+    match e {
+        Error::Usage(_) => Err(e),
+        e => Ok(vec![Rec::Error(e.to_string(), json!({"name": name, "action": action}))]),
     }
 }
 

@@ -206,10 +206,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
         }
         let stage = match (&req.op, stage::find(lib, &req.name)?) {
             (Op::Create { .. }, Some(s)) => {
-                return Err(Error::msg(format!(
-                    "skill '{}' already exists in {s}; use edit or patch",
-                    req.name
-                )))
+                return Err(Error::msg(format!("skill '{}' already exists in {s}; use edit or patch", req.name)))
             }
             (Op::Create { stage, .. }, None) => *stage,
             (_, Some(s)) => s,
@@ -346,7 +343,8 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
                     req.name
                 )));
             }
-            let patched = if *replace_all { text.replace(old.as_str(), new) } else { text.replacen(old.as_str(), new, 1) };
+            let patched =
+                if *replace_all { text.replace(old.as_str(), new) } else { text.replacen(old.as_str(), new, 1) };
             if f == "SKILL.md" {
                 validate::skill_md(&patched, &req.name).map_err(|e| Error::msg(format!("patch: {e}")))?;
             } else {

@@ -43,7 +43,9 @@ pub fn skill_md(content: &str, skill: &str) -> Result<(), String> {
     }
     match frontmatter::text(&fm.fields, "name") {
         None => return Err("SKILL.md frontmatter needs a name".into()),
-        Some(n) if n != skill => return Err(format!("SKILL.md frontmatter name {n:?} differs from the skill name {skill:?}")),
+        Some(n) if n != skill => {
+            return Err(format!("SKILL.md frontmatter name {n:?} differs from the skill name {skill:?}"))
+        }
         Some(_) => {}
     }
     match frontmatter::text(&fm.fields, "description") {

@@ -69,12 +69,8 @@ impl Corpus {
         let safe_before = self.safe.iter().filter(|s| **s).count();
         let mut out = BTreeMap::new();
         for r in rules {
-            let mut bt = Backtest {
-                files: self.targets.len(),
-                safe_before,
-                corpus: self.dirs.clone(),
-                ..Backtest::default()
-            };
+            let mut bt =
+                Backtest { files: self.targets.len(), safe_before, corpus: self.dirs.clone(), ..Backtest::default() };
             for (res, safe) in after.iter().zip(&self.safe) {
                 let hits: Vec<_> = res.findings.iter().filter(|f| f.rule == r.id && f.counts()).collect();
                 if hits.is_empty() {
@@ -90,7 +86,8 @@ impl Corpus {
                     }
                 }
             }
-            bt.fp_rate = if safe_before == 0 { 0.0 } else { super::round4(bt.newly_flagged as f64 / safe_before as f64) };
+            bt.fp_rate =
+                if safe_before == 0 { 0.0 } else { super::round4(bt.newly_flagged as f64 / safe_before as f64) };
             out.insert(r.id.clone(), bt);
         }
         Ok(out)

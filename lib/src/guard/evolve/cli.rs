@@ -32,7 +32,8 @@ pub struct Flags {
 type Lines = Vec<(usize, std::result::Result<serde_json::Map<String, Value>, String>)>;
 
 fn read_lines(path: Option<&str>) -> Result<Lines> {
-    let parse = |r: Box<dyn std::io::BufRead>| jsonl::read_objects(r).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
+    let parse =
+        |r: Box<dyn std::io::BufRead>| jsonl::read_objects(r).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
     Ok(match path {
         None | Some("-") => parse(Box::new(std::io::stdin().lock())),
         Some(p) => parse(Box::new(BufReader::new(File::open(p).ctx(|| format!("reading {p}"))?))),
@@ -68,7 +69,9 @@ pub fn run(root: Option<&Path>, step: &str, words: &[&str], flags: &Flags, forma
             }])
         }
         "propose" => {
-            let ([] | [_]) = words else { return Err(Error::usage("rules propose takes one intel file (or - for stdin)")) };
+            let ([] | [_]) = words else {
+                return Err(Error::usage("rules propose takes one intel file (or - for stdin)"));
+            };
             let opts = propose::Options { scheduled: flags.scheduled, force: flags.force, commit, lock };
             propose::propose(&lib, read_lines(words.first().copied())?, &opts)
         }

@@ -52,7 +52,8 @@ fn target(lib: &Library, l: &Loaded, rule: Rule) -> Result<(String, String)> {
             if lib.path(&rel).exists() {
                 return Err(Error::msg(format!("{rel} already exists")));
             }
-            let header = format!("# kb-guard extended rule from {} (source {}): kb-guard rules integrate\n", p.id, p.source);
+            let header =
+                format!("# kb-guard extended rule from {} (source {}): kb-guard rules integrate\n", p.id, p.source);
             Ok((rel, render(&[rule], &header)?))
         }
         Layer::Core => {
@@ -64,7 +65,8 @@ fn target(lib: &Library, l: &Loaded, rule: Rule) -> Result<(String, String)> {
                 Err(e) => return Err(Error::io(format!("reading {CORE_FILE}"), e)),
             };
             current.push(rule);
-            let header = "# kb-guard library core rules: approved Core proposals, appended by kb-guard rules integrate\n";
+            let header =
+                "# kb-guard library core rules: approved Core proposals, appended by kb-guard rules integrate\n";
             Ok((CORE_FILE.to_string(), render(&current, header)?))
         }
     }
@@ -143,7 +145,13 @@ pub fn integrate(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::
                     out.push(into_rec(Item::Work(l)));
                 }
                 Err(e) => {
-                    audits.push(Line::new(&ts, "integrate", Some(&l.proposal.id), "approved", json!({"error": e.to_string()})));
+                    audits.push(Line::new(
+                        &ts,
+                        "integrate",
+                        Some(&l.proposal.id),
+                        "approved",
+                        json!({"error": e.to_string()}),
+                    ));
                     out.push(Rec::Error(e.to_string(), json!({"proposal": l.proposal.id})));
                 }
             }

@@ -78,7 +78,10 @@ pub fn parse(obj: Map<String, Value>) -> Result<Intel, String> {
 
 /// Keywords that name a category when the intel does not.
 const KEYWORDS: &[(&str, &[&str])] = &[
-    ("prompt_injection", &["prompt injection", "jailbreak", "ignore previous", "system prompt", "instruction override"]),
+    (
+        "prompt_injection",
+        &["prompt injection", "jailbreak", "ignore previous", "system prompt", "instruction override"],
+    ),
     ("crypto_mining", &["miner", "mining", "xmrig", "stratum"]),
     ("credential_exposure", &["hardcoded", "api key", "access key", "secret key", "token leak"]),
     ("exfiltration", &["exfiltrat", "steal", "leak", "credential"]),

@@ -384,4 +384,3 @@ pub fn body(id: &str, title: &str, description: &str) -> String {
     }
     b
 }
-

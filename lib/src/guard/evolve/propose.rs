@@ -96,24 +96,50 @@ pub fn propose(
             if !run(layer) {
                 let next_due = last_scan(lib, layer).map(|t| t + interval(layer));
                 let next_due = next_due.and_then(|t| jiff::Timestamp::from_second(t).ok()).map(clock::format);
-                out.push(Rec::Record(json!({"record": "deferred", "source": intel.id, "layer": layer.as_str(), "next_due": next_due})));
-                audits.push(Line::new(&ts, "propose", None, "deferred", json!({"source": intel.id, "layer": layer.as_str()})));
+                out.push(Rec::Record(
+                    json!({"record": "deferred", "source": intel.id, "layer": layer.as_str(), "next_due": next_due}),
+                ));
+                audits.push(Line::new(
+                    &ts,
+                    "propose",
+                    None,
+                    "deferred",
+                    json!({"source": intel.id, "layer": layer.as_str()}),
+                ));
                 continue;
             }
             let all = existing.iter().chain(new.iter());
             if let Some(dups) = duplicate_of(&intel, all, &engine) {
                 let reason = dups.1;
-                out.push(Rec::Record(json!({"record": "duplicate", "source": intel.id, "duplicate_of": dups.0, "reason": reason})));
-                audits.push(Line::new(&ts, "propose", None, "duplicate", json!({"source": intel.id, "duplicate_of": dups.0})));
+                out.push(Rec::Record(
+                    json!({"record": "duplicate", "source": intel.id, "duplicate_of": dups.0, "reason": reason}),
+                ));
+                audits.push(Line::new(
+                    &ts,
+                    "propose",
+                    None,
+                    "duplicate",
+                    json!({"source": intel.id, "duplicate_of": dups.0}),
+                ));
                 continue;
             }
             let id = format!("CORE-{next:03}");
             next += 1;
             let p = from_intel(&id, &intel, layer, &ts);
-            let l = Loaded { body: proposal::body(&id, &intel.title, &intel.description), path: proposal::path_of(&id), proposal: p };
+            let l = Loaded {
+                body: proposal::body(&id, &intel.title, &intel.description),
+                path: proposal::path_of(&id),
+                proposal: p,
+            };
             proposal::save(lib, &l)?;
             let missing = l.proposal.missing();
-            audits.push(Line::new(&ts, "propose", Some(&id), l.proposal.status.as_str(), json!({"source": intel.id, "missing": missing})));
+            audits.push(Line::new(
+                &ts,
+                "propose",
+                Some(&id),
+                l.proposal.status.as_str(),
+                json!({"source": intel.id, "missing": missing}),
+            ));
             out.push(Rec::Record(l.record()));
             new.push(l);
         }

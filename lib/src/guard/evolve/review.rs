@@ -95,7 +95,8 @@ pub fn score(p: &Proposal, ts: &str) -> Review {
         }
     };
     if let Some(b) = bt.filter(|b| b.newly_flagged > 0) {
-        reasons.push(format!("newly flags {} of {} safe files (fp rate {})", b.newly_flagged, b.safe_before, b.fp_rate));
+        reasons
+            .push(format!("newly flags {} of {} safe files (fp rate {})", b.newly_flagged, b.safe_before, b.fp_rate));
     }
     let fraction = v.map_or(1.0, |v| v.overlap_fraction);
     if fraction > 0.0 {
@@ -118,8 +119,9 @@ pub fn score(p: &Proposal, ts: &str) -> Review {
         overlap: super::round4(1.0 - fraction),
         severity,
     };
-    let total =
-        super::round4(W_EXAMPLES * c.examples + W_BACKTEST * c.backtest + W_OVERLAP * c.overlap + W_SEVERITY * c.severity);
+    let total = super::round4(
+        W_EXAMPLES * c.examples + W_BACKTEST * c.backtest + W_OVERLAP * c.overlap + W_SEVERITY * c.severity,
+    );
     Review { ts: ts.to_string(), score: total, approved: total >= APPROVE_AT, components: c, reasons }
 }
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::propose::{due, interval, last_scan};
 use super::proposal::{self, Layer, STATUSES};
+use super::propose::{due, interval, last_scan};
 use super::CORE_FILE;
 use crate::clock;
 use crate::error::Result;
@@ -104,7 +104,9 @@ pub fn table(s: &Status) -> String {
         vec!["last core scan (7 d)".to_string(), when(&s.core_scan)],
         vec!["last extended sync (1 d)".to_string(), when(&s.extended_scan)],
     ];
-    rows.extend(s.proposals.iter().map(|(k, v)| vec![format!("proposals {k}"), v.to_string()]));
+    rows.extend(STATUSES.iter().map(|st| {
+        vec![format!("proposals {}", st.as_str()), s.proposals.get(st.as_str()).copied().unwrap_or(0).to_string()]
+    }));
     rows.extend(s.rules.iter().map(|(k, v)| vec![format!("rules {k}"), v.to_string()]));
     rows.push(vec!["extended rule files".into(), s.extended_files.to_string()]);
     rows.extend(s.malformed.iter().map(|m| vec!["malformed proposal".into(), m.clone()]));

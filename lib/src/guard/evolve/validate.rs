@@ -53,7 +53,9 @@ pub fn pattern_ok(p: &str) -> std::result::Result<(), String> {
     meta::Builder::new()
         .configure(meta::Config::new().nfa_size_limit(Some(NFA_LIMIT)).utf8_empty(false).backtrack(false))
         .build_from_hir(&hir)
-        .map_err(|_| format!("pattern is too large for the linear-time engine (over {NFA_LIMIT} bytes; would be slow)"))?;
+        .map_err(|_| {
+            format!("pattern is too large for the linear-time engine (over {NFA_LIMIT} bytes; would be slow)")
+        })?;
     Ok(())
 }
 
