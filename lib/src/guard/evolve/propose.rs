@@ -143,20 +143,25 @@ pub fn propose(
             out.push(Rec::Record(l.record()));
             new.push(l);
         }
+        let mut paths: Vec<String> = new.iter().map(|l| l.path.clone()).collect();
         for layer in [Layer::Core, Layer::Extended] {
             if run(layer) {
                 atomic::write(&lib.path(stamp_file(layer)), format!("{}\n", now.as_second()).as_bytes())?;
                 audits.push(Line::new(&ts, "scan", None, layer.as_str(), json!({"stamp": now.as_second()})));
+                paths.push(stamp_file(layer).into());
             }
         }
         audit::append(lib, &audits)?;
-        if opts.commit && !new.is_empty() {
-            let mut paths: Vec<String> = new.iter().map(|l| l.path.clone()).collect();
+        if opts.commit && !audits.is_empty() {
             paths.push(audit::FILE.into());
-            let first = &new[0].proposal.id;
-            let last = &new[new.len() - 1].proposal.id;
-            let range = if first == last { first.clone() } else { format!("{first}..{last}") };
-            git::commit(lib, &paths, &format!("task-ai(library):evolve propose {range}"))?;
+            let message = match (new.first(), new.last()) {
+                (Some(a), Some(b)) if a.proposal.id != b.proposal.id => {
+                    format!("task-ai(library):evolve propose {}..{}", a.proposal.id, b.proposal.id)
+                }
+                (Some(a), _) => format!("task-ai(library):evolve propose {}", a.proposal.id),
+                _ => "task-ai(library):evolve scan".to_string(),
+            };
+            git::commit(lib, &paths, &message)?;
         }
         Ok(out)
     })

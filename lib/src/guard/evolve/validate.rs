@@ -214,3 +214,17 @@ pub fn file(text: &str, name: &str, lib: Option<&Library>, corpus: &[String]) ->
     out.insert(0, Rec::Record(rec));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_core_pattern_passes_the_evolve_pattern_checks() {
+        for r in rules::core().unwrap() {
+            if let Some(p) = &r.pattern {
+                assert_eq!(pattern_ok(p), Ok(()), "core rule {}", r.id);
+            }
+        }
+    }
+}
