@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::proposal;
 use super::select::Selection;
-use super::{integrate, propose, review, status, validate, Rec};
+use super::{integrate, propose, review, status, validate, Lines, Rec};
 use crate::error::{Context, Error, Result};
 use crate::jsonl::{self, Format};
 use crate::library::Library;
@@ -28,8 +28,6 @@ pub struct Flags {
     /// `--no-commit`.
     pub no_commit: bool,
 }
-
-type Lines = Vec<(usize, std::result::Result<serde_json::Map<String, Value>, String>)>;
 
 fn read_lines(path: Option<&str>) -> Result<Lines> {
     let parse =

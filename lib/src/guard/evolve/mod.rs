@@ -43,6 +43,9 @@ pub const ACTIVE_DIR: &str = crate::write::GUARD_RULES;
 /// The library's evolved core rule file.
 pub const CORE_FILE: &str = ".evolving-rules/security/core.yaml";
 
+/// Parsed JSON lines: line number and object, or why the line is not one.
+pub type Lines = Vec<(usize, std::result::Result<serde_json::Map<String, Value>, String>)>;
+
 /// What a step prints.
 #[derive(Debug, Clone)]
 pub enum Rec {

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use super::audit::{self, Line};
 use super::intel::{self, Intel};
@@ -63,11 +63,7 @@ pub fn due(lib: &Library, layer: Layer, now: i64) -> bool {
 }
 
 /// Runs PROPOSE over parsed intel lines.
-pub fn propose(
-    lib: &Library,
-    lines: Vec<(usize, std::result::Result<Map<String, Value>, String>)>,
-    opts: &Options,
-) -> Result<Vec<Rec>> {
+pub fn propose(lib: &Library, lines: super::Lines, opts: &Options) -> Result<Vec<Rec>> {
     let now = clock::now()?;
     let ts = clock::format(now);
     let (engine, _) = super::engine(lib)?;

@@ -2,7 +2,7 @@
 //! named by `proposal` records on stdin (`-`; any other record passes
 //! through untouched), or by default every proposal waiting for the step.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::proposal::{self, Loaded, Status};
 use super::Rec;
@@ -16,7 +16,7 @@ pub enum Selection {
     /// These ids.
     Ids(Vec<String>),
     /// Parsed stdin lines (line number, object or the parse error).
-    Records(Vec<(usize, std::result::Result<Map<String, Value>, String>)>),
+    Records(super::Lines),
 }
 
 impl Selection {
@@ -36,14 +36,14 @@ pub enum Item {
     /// Printed as it is (other records, errors, proposals not in the step's statuses).
     Pass(Rec),
     /// A proposal for the step to work on.
-    Work(Loaded),
+    Work(Box<Loaded>),
 }
 
 /// Resolves a selection against the statuses the step consumes.
 pub fn resolve(lib: &Library, sel: Selection, wanted: &[Status]) -> Vec<Item> {
     let pick = |l: Loaded| {
         if wanted.contains(&l.proposal.status) {
-            Item::Work(l)
+            Item::Work(Box::new(l))
         } else {
             Item::Pass(Rec::Record(l.record()))
         }
@@ -52,7 +52,7 @@ pub fn resolve(lib: &Library, sel: Selection, wanted: &[Status]) -> Vec<Item> {
         Selection::Pending => proposal::all(lib)
             .into_iter()
             .filter_map(|(id, r)| match r {
-                Ok(l) if wanted.contains(&l.proposal.status) => Some(Item::Work(l)),
+                Ok(l) if wanted.contains(&l.proposal.status) => Some(Item::Work(Box::new(l))),
                 Ok(_) => None,
                 Err(e) => Some(Item::Pass(Rec::Error(e.to_string(), serde_json::json!({"proposal": id})))),
             })
