@@ -386,3 +386,51 @@ fn validate_file_adds_the_backtest_when_a_library_is_at_hand() {
     let recs = records(&out.stdout);
     assert!(recs[0].get("backtest").is_none());
 }
+
+/// `just` on the repository's justfile plus docs/skills.just (until the
+/// lead folds those recipes into the justfile).
+fn just(lib: &Lib) -> assert_cmd::Command {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let main = std::fs::read_to_string(repo.join("justfile")).unwrap();
+    let text = if main.contains("\nevolve step=") {
+        main
+    } else {
+        main + "\n" + &std::fs::read_to_string(repo.join("docs/skills.just")).unwrap()
+    };
+    let jf = lib.root().join("test.justfile");
+    std::fs::write(&jf, text).unwrap();
+    let mut c = std::process::Command::new("just");
+    crate::util::isolate(&mut c, lib.root());
+    c.env("KB_BIN_DIR", crate::recipes::bin_dir()).arg("--justfile").arg(&jf).arg("--working-directory").arg(lib.root());
+    assert_cmd::Command::from_std(c)
+}
+
+#[test]
+fn recipes_run_evolve_and_skill_pipelines() {
+    let lib = Lib::example();
+    let file = intel(&lib, &[HISTORY, CURL]);
+    let out = just(&lib).args(["evolve", "full", &file]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&out.stdout);
+    assert_eq!(statuses(&recs), vec![("CORE-001".into(), "integrated".into())]);
+    assert_eq!(recs.iter().filter(|r| r["record"] == "duplicate").count(), 1);
+    let out = just(&lib).args(["evolve"]).output().unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("proposals integrated      1\n"), "{table}");
+    assert!(table.contains("rules extended            1\n"), "{table}");
+    // Scheduled the same day: nothing is due, nothing flows.
+    let out = just(&lib).args(["evolve", "scheduled", &file]).output().unwrap();
+    assert!(out.status.success());
+    let recs = records(&out.stdout);
+    assert!(recs.iter().all(|r| r["record"] == "deferred"), "{recs:?}");
+    let md = "---\nname: hello\ndescription: Say hello.\n---\nSay hello.\n";
+    let out = just(&lib).args(["skill", "create", "hello", "--content", md]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = just(&lib).args(["skill", "promote", "hello", "--to", "drafts"]).output().unwrap();
+    assert!(out.status.success());
+    let out = just(&lib).args(["skills"]).output().unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("hello                 drafts      T2     safe     Say hello."), "{table}");
+    let out = just(&lib).args(["skill-nudge", "12"]).output().unwrap();
+    assert_eq!(records(&out.stdout)[0]["record"], "review_due");
+}
