@@ -401,7 +401,11 @@ fn just(lib: &Lib) -> assert_cmd::Command {
     std::fs::write(&jf, text).unwrap();
     let mut c = std::process::Command::new("just");
     crate::util::isolate(&mut c, lib.root());
-    c.env("KB_BIN_DIR", crate::recipes::bin_dir()).arg("--justfile").arg(&jf).arg("--working-directory").arg(lib.root());
+    c.env("KB_BIN_DIR", crate::recipes::bin_dir())
+        .arg("--justfile")
+        .arg(&jf)
+        .arg("--working-directory")
+        .arg(lib.root());
     assert_cmd::Command::from_std(c)
 }
 

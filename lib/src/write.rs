@@ -198,7 +198,7 @@ pub fn batch(
         result.outcomes = requests.into_iter().filter_map(|(l, r)| r.err().map(|e| (l, Err(e)))).collect();
         return Ok(result);
     }
-    let (engine, load_errors) = guard::Engine::load(Some(&lib.path(GUARD_RULES)))?;
+    let (engine, load_errors) = guard::library_engine(lib)?;
     result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
     lock::with_lock(lib, &opts.lock, || {
         let mut events = Vec::new();

@@ -37,3 +37,10 @@ pub fn load_engine(root: Option<&std::path::Path>) -> crate::Result<(Engine, Vec
     };
     Engine::load(dir.as_deref())
 }
+
+/// The engine in force for an opened library: core rules, the library's
+/// evolved core rules and its extended rules (broken files come back as
+/// errors to report). Every writer and every evolve step scans with it.
+pub fn library_engine(lib: &crate::Library) -> crate::Result<(Engine, Vec<LoadError>)> {
+    Engine::load(Some(&lib.path(crate::write::GUARD_RULES)))
+}

@@ -132,7 +132,8 @@ pub struct Written {
     /// The skill's trust tier after the operation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trust_tier: Option<String>,
-    /// The guard's verdict on the resulting skill: safe or caution.
+    /// The guard's verdict on the resulting skill: safe or caution (dangerous
+    /// only after a removal, which is never rolled back).
     pub verdict: Verdict,
     /// The guard's findings behind a caution, in one line.
     #[serde(skip_serializing_if = "Option::is_none")]

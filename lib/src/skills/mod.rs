@@ -20,6 +20,6 @@ pub use stage::Stage;
 /// The guard engine every skill operation scans with: the core rules plus
 /// the library's evolved rules (broken rule files come back as messages).
 pub fn engine(lib: &crate::Library) -> crate::Result<(crate::guard::Engine, Vec<String>)> {
-    let (engine, errors) = crate::guard::Engine::load(Some(&lib.path(crate::write::GUARD_RULES)))?;
+    let (engine, errors) = crate::guard::library_engine(lib)?;
     Ok((engine, errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect()))
 }

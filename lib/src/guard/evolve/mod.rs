@@ -61,10 +61,7 @@ pub enum Rec {
     Raise(crate::Exit),
 }
 
-/// The engine in force for the library: core, evolved core, extended.
-pub fn engine(lib: &crate::Library) -> crate::Result<(crate::guard::Engine, Vec<crate::guard::LoadError>)> {
-    crate::guard::Engine::load(Some(&lib.path(ACTIVE_DIR)))
-}
+pub use crate::guard::library_engine as engine;
 
 /// Rounds a score or rate to 4 decimals so records and files are stable.
 pub fn round4(x: f64) -> f64 {
