@@ -438,3 +438,34 @@ fn recipes_run_evolve_and_skill_pipelines() {
     let out = just(&lib).args(["skill-nudge", "12"]).output().unwrap();
     assert_eq!(records(&out.stdout)[0]["record"], "review_due");
 }
+
+#[test]
+fn malformed_proposals_are_named_and_the_rest_go_on() {
+    let lib = Lib::new();
+    let file = intel(&lib, &[HISTORY]);
+    guard(&lib, &["rules", "propose", &file], "");
+    lib.put(".core-rule-proposals/CORE-007.md", "---\nid: CORE-007\ntitle: [unclosed\n---\n");
+    let copy = lib.read(".core-rule-proposals/CORE-001.md").replace("id: CORE-001", "id: CORE-009");
+    lib.put(".core-rule-proposals/CORE-008.md", &copy);
+    lib.put(".core-rule-proposals/CORE-010.md", "---\nid: CORE-010\ntitle: t\n---\n");
+    let (recs, code, _) = guard(&lib, &["rules", "validate"], "");
+    assert_eq!(code, 2);
+    assert_eq!(statuses(&recs), vec![("CORE-001".into(), "validated".into())]);
+    let errors: Vec<&str> =
+        recs.iter().filter(|r| r["record"] == "error").map(|r| r["message"].as_str().unwrap()).collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].starts_with(".core-rule-proposals/CORE-007.md: frontmatter does not parse"), "{}", errors[0]);
+    assert_eq!(errors[1], ".core-rule-proposals/CORE-008.md: id CORE-009 does not match the file name");
+    assert_eq!(errors[2], ".core-rule-proposals/CORE-010.md: not a proposal: missing field `layer`");
+    let (recs, _, _) = guard(&lib, &["rules", "status", "--format", "jsonl"], "");
+    assert_eq!(recs[0]["malformed"].as_array().unwrap().len(), 3);
+    // Unknown ids and stdin lines that are not JSON are errors too.
+    let (recs, code, _) =
+        guard(&lib, &["rules", "review", "-"], "{\"record\":\"proposal\",\"id\":\"CORE-404\"}\nnot json\n");
+    assert_eq!(code, 2);
+    assert_eq!(recs.iter().filter(|r| r["record"] == "error").count(), 2);
+    // The next number skips past malformed files.
+    let file = intel(&lib, &[NOTE]);
+    let (recs, _, _) = guard(&lib, &["rules", "propose", &file], "");
+    assert_eq!(statuses(&recs), vec![("CORE-011".into(), "proposed".into())]);
+}

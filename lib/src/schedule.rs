@@ -6,8 +6,8 @@
 //!   incrementally, then `.last-maintained` is set to now.
 //! - scheduled: gated to once per 24 h by `.last-scheduled` (epoch s;
 //!   `--force` bypasses it, a gated run does no work): 30-day staleness
-//!   count, T3 → T4 promotion, core-rule scan (kb-guard's; reported as
-//!   skipped here), compact when `.last-compact` is ≥ 30 days old,
+//!   count, T3 → T4 promotion, core-rule scan state (which evolve layers
+//!   are due: `just evolve scheduled` runs them), compact when `.last-compact` is ≥ 30 days old,
 //!   rebuild-index, rebuild-relations, commit
 //!   `library(scheduled): daily maintenance <date>`.
 //!
@@ -159,7 +159,15 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     let cands = promote::candidates(&entries, &usage::load(lib)?);
     let promoted = promote::apply(lib, &cands, false, opts)?;
     steps.push(json!({"step": 2, "name": "promote", "candidates": cands.len(), "promoted": promoted}));
-    steps.push(json!({"step": 3, "name": "core-rules", "skipped": "the core-rule scan is kb-guard's (just evolve)"}));
+    let evolve = crate::guard::evolve::status::status(lib)?;
+    steps.push(json!({
+        "step": 3,
+        "name": "core-rules",
+        "core_due": evolve.core_scan.due,
+        "extended_due": evolve.extended_scan.due,
+        "pending_proposals": evolve.pending,
+        "run": "just evolve scheduled (kb-guard rules propose --scheduled | validate - | review - | integrate -)",
+    }));
     let last_compact = read_stamp(lib, maintain::LAST_COMPACT);
     let due = last_compact.is_none_or(|t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);
     if due {
