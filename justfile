@@ -54,6 +54,7 @@ demo: build
     echo "== last changelog lines"; tail -n 4 .library/.changelog
     echo "== relations of the new reference"; grep connection-pooling .library/.relations.jsonl
     echo "== git log"; git log --format='%h %s' | head -n 4
+    echo "== just search 'connection pooling'"; kb-score connection pooling --format table
 
 # Search the library with seed 000's scoring: just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
 search query *args: build

@@ -59,6 +59,8 @@ fn demo_writes_through_kb_append_on_the_example_library() {
     );
     assert!(out.contains("task-ai(library):reference created connection-pooling"), "{out}");
     assert!(out.contains("task-ai(library):batch 2 writes"), "{out}");
+    let search = &out[out.find("== just search").unwrap()..];
+    assert!(search.contains("Score") && search.contains("connection-pooling"), "{search}");
 }
 
 #[test]
