@@ -54,9 +54,79 @@ demo: build
     echo "== last changelog lines"; tail -n 4 .library/.changelog
     echo "== relations of the new reference"; grep connection-pooling .library/.relations.jsonl
     echo "== git log"; git log --format='%h %s' | head -n 4
+    echo "== just search 'connection pooling'"; kb-score connection pooling --format table
 
-# Remember what the user said (seed 003): memory input records on stdin;
-# silent decisions are written, gated ones come back with their question.
+# Search the library with seed 000's scoring: just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
+search query *args: build
+    kb-score {{root_flag}} --format table "$@"
+
+# List library contents per category (seed `list`): just list [--type 'software|data-pipeline'] [--topic T]
+list *args: build
+    kb-index list {{root_flag}} --format table "$@"
+
+# Audit the library in six dimensions (seed `status`); exits 1 when one needs attention
+status: build
+    kb-index status {{root_flag}} --format table
+
+# Maintain under one lock: quick (default) rebuild-index rebuild-relations compact check-staleness full|audit|all scheduled [--force]
+maintain mode="quick" *flags: build
+    kb-lock {{root_flag}} -- {{quote(just_executable())}} --justfile {{quote(justfile())}} --working-directory {{quote(invocation_directory())}} _maintain-{{mode}} "${@:2}"
+
+_maintain-quick:
+    kb-index quick {{root_flag}}
+
+_maintain-rebuild-index:
+    kb-index rebuild {{root_flag}}
+
+_maintain-rebuild-relations:
+    kb-relate rebuild {{root_flag}}
+
+_maintain-compact:
+    kb-append compact {{root_flag}}
+
+_maintain-check-staleness:
+    kb-index stale {{root_flag}}
+
+_maintain-full:
+    kb-lock sweep {{root_flag}}
+    kb-index rebuild {{root_flag}} --no-commit
+    kb-relate rebuild {{root_flag}}
+    kb-append compact {{root_flag}} --no-commit
+    kb-index stale {{root_flag}}
+    kb-index commit {{root_flag}} full
+
+_maintain-audit: _maintain-full
+
+_maintain-all: _maintain-full
+
+_maintain-scheduled *flags:
+    kb-index scheduled {{root_flag}} "$@"
+
+# Run `just maintain scheduled` daily at 03:00 from cron (idempotent; output to .library/.scheduled.log)
+install-cron: build
+    kb-index cron install {{root_flag}} --just {{quote(just_executable())}} --justfile {{quote(justfile())}}
+
+# Remove this library's cron line, keeping every other crontab line
+uninstall-cron: build
+    kb-index cron uninstall {{root_flag}}
+
+# Scan skills or files for threats (table for people; exit 1 if dangerous)
+scan +paths: build
+    kb-guard scan {{root_flag}} --format table "$@"
+
+# Scan for GitHub code scanning (SARIF 2.1.0 into kb-guard.sarif)
+scan-sarif +paths: build
+    kb-guard scan {{root_flag}} --format sarif "$@" > kb-guard.sarif
+
+# The guarded write pipeline: requests on stdin are scanned, dangerous ones refused
+guarded-write *args: build
+    kb-guard filter {{root_flag}} | kb-append batch {{root_flag}} "$@"
+
+# Neutralise injected instructions in external content before it is stored
+sanitize file: build
+    kb-guard sanitize "$@"
+
+# Remember what the user said (seed 003): silent decisions are written, gated ones come back with their question.
 remember *args: build
     kb-memgate decide "$@" | kb-memgate apply "$@"
 
@@ -76,7 +146,7 @@ lastword action="apply" *args: build
 lastword-status: build
     kb-lastword status --format table
 
-# Pre-session-stop hook: queue the session's buffered deltas, then apply them (budget 1.5 s).
+# Pre-session-stop hook: queue the session's buffered deltas, then apply them.
 lastword-hook buffer=".agents/last-word.session.jsonl" source="": build
     if [ -s "{{buffer}}" ]; then kb-lastword plan --source "${2:-session-$$}" "{{buffer}}" >/dev/null && rm -f "{{buffer}}"; fi
     kb-lastword apply >/dev/null
@@ -91,6 +161,9 @@ bench: build
     bash bench/memgate.sh
     python3 bench/memgate_locomo.py target/release/kb-memgate
     bash bench/lastword.sh
+    bash bench/index.sh 100000
+    bash bench/score.sh
+    bash bench/guard.sh 3000
 
 # What CI checks: formatting, lints as errors, the tests.
 ci:

@@ -418,34 +418,12 @@ fn scheduled_is_gated_to_once_a_day_and_runs_seven_steps() {
     assert_eq!(forced["steps"][3], json!({"step": 4, "name": "compact", "ran": true, "archived": 0}));
 }
 
-/// The justfile preamble the lead's justfile has (shell, positional
-/// arguments, binaries from KB_BIN_DIR first on PATH, `root_flag`, `build`).
-const PREAMBLE: &str = r#"set shell := ["bash", "-euo", "pipefail", "-c"]
-set positional-arguments
-bin_dir := env_var_or_default("KB_BIN_DIR", justfile_directory() + "/target/release")
-export PATH := bin_dir + ":" + env_var("PATH")
-root := env_var_or_default("KB_ROOT", "")
-root_flag := if root == "" { "" } else { "--root " + root }
-
-build:
-    @true
-
-"#;
-
-/// Runs a recipe of `docs/kb-index.just` (under the lead's preamble) with
-/// the built binaries (KB_BIN_DIR) and `fakebin` first on PATH.
+/// Runs a recipe of the repository's justfile with the built binaries
+/// (KB_BIN_DIR) and `fakebin` (a fake crontab) first on PATH.
 fn just(lib: &Lib, args: &[&str]) -> std::process::Output {
-    let jf = lib.root().join("justfile");
-    if !jf.exists() {
-        let recipes =
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kb-index.just")).unwrap();
-        std::fs::write(&jf, format!("{PREAMBLE}{recipes}")).unwrap();
-    }
-    let bins = assert_cmd::cargo::cargo_bin("kb-index").parent().unwrap().to_path_buf();
     let path = format!("{}:{}", lib.root().join("fakebin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut c = std::process::Command::new("just");
-    crate::util::isolate(&mut c, lib.root());
-    c.env("PATH", path).env("KB_BIN_DIR", bins).arg("--justfile").arg(&jf).args(args).output().expect("just is on PATH")
+    let mut c = crate::recipes::just(lib.root());
+    c.env("PATH", path).args(args).output().expect("just is on PATH")
 }
 
 #[test]

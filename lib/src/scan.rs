@@ -126,35 +126,38 @@ pub fn read_entry(lib: &Library, rel: &str) -> (Option<(Entry, u64, u128)>, Vec<
 }
 
 fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Problem>) {
-    let full = lib.path(rel);
-    let mut problems = Vec::new();
-    let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
-    let meta = match fs::metadata(&full) {
-        Ok(m) => m,
-        Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
+    let (meta, text, mut problems) = match read_text(lib, rel) {
+        Ok(read) => read,
+        Err(p) => return (None, vec![p]),
     };
     let mtime_ns = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+    let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
+    if let Some(err) = &entry.frontmatter_error {
+        problems.push(Problem { path: rel.to_string(), kind: "frontmatter".into(), message: err.clone() });
+    }
+    let edges = if with_edges { relations::doc_edges(&entry, &text) } else { Vec::new() };
+    (Some(Doc { entry, edges, size: meta.len(), mtime_ns }), problems)
+}
+
+/// A document's metadata and text, the way every reader of the library
+/// takes it: larger than [`MAX_DOC_BYTES`] is read as empty and not UTF-8
+/// is read lossily (each with a problem); unreadable is the error.
+pub fn read_text(lib: &Library, rel: &str) -> Result<(fs::Metadata, String, Vec<Problem>), Problem> {
+    let full = lib.path(rel);
+    let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
+    let meta = fs::metadata(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+    let mut problems = Vec::new();
     let text = if meta.len() > MAX_DOC_BYTES {
         problems.push(problem("too-large", format!("{} bytes; indexed by path only", meta.len())));
         String::new()
     } else {
-        match fs::read(&full) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => {
-                    problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
-                    String::from_utf8_lossy(e.as_bytes()).into_owned()
-                }
-            },
-            Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
-        }
+        let bytes = fs::read(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+        String::from_utf8(bytes).unwrap_or_else(|e| {
+            problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        })
     };
-    let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
-    if let Some(err) = &entry.frontmatter_error {
-        problems.push(problem("frontmatter", err.clone()));
-    }
-    let edges = if with_edges { relations::doc_edges(&entry, &text) } else { Vec::new() };
-    (Some(Doc { entry, edges, size: meta.len(), mtime_ns }), problems)
+    Ok((meta, text, problems))
 }
 
 /// A path relative to the library, `/`-separated; `None` when not UTF-8.

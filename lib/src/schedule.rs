@@ -166,7 +166,7 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
         "core_due": evolve.core_scan.due,
         "extended_due": evolve.extended_scan.due,
         "pending_proposals": evolve.pending,
-        "run": "just evolve scheduled (kb-guard rules propose --scheduled | validate - | review - | integrate -)",
+        "run": "just evolve scheduled",
     }));
     let last_compact = read_stamp(lib, maintain::LAST_COMPACT);
     let due = last_compact.is_none_or(|t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);

@@ -75,28 +75,13 @@ struct Fresh {
 
 /// Reads and analyses one document; `None` (with problems) when unreadable.
 fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
-    let full = lib.path(rel);
-    let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
-    let meta = match fs::metadata(&full) {
-        Ok(m) => m,
-        Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
-    };
-    let mut problems = Vec::new();
-    let text = if meta.len() > scan::MAX_DOC_BYTES {
-        problems.push(problem("too-large", format!("{} bytes; indexed by path only", meta.len())));
-        String::new()
-    } else {
-        match fs::read(&full) {
-            Ok(bytes) => String::from_utf8(bytes).unwrap_or_else(|e| {
-                problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
-                String::from_utf8_lossy(e.as_bytes()).into_owned()
-            }),
-            Err(e) => return (None, vec![problem("unreadable", e.to_string())]),
-        }
+    let (meta, text, mut problems) = match scan::read_text(lib, rel) {
+        Ok(read) => read,
+        Err(p) => return (None, vec![p]),
     };
     let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
     if let Some(err) = &entry.frontmatter_error {
-        problems.push(problem("frontmatter", err.clone()));
+        problems.push(Problem { path: rel.to_string(), kind: "frontmatter".into(), message: err.clone() });
     }
     let body = frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
     let mut counts: FxHashMap<String, u32> = FxHashMap::default();
