@@ -126,6 +126,45 @@ guarded-write *args: build
 sanitize file: build
     kb-guard sanitize "$@"
 
+# Manage a skill (seed 002 skill_manage): just skill create|edit|patch|delete|write-file|remove-file|promote NAME [flags]
+skill action name *args: build
+    kb-append skill {{root_flag}} "$@"
+
+# The skills with stage, trust tier and the guard's verdict (seed 002 skill_list)
+skills *args: build
+    kb-append skill list {{root_flag}} --format table "$@"
+
+# Agent hook after each turn: count its tool calls; prints review_due when a skill review is due
+skill-nudge calls="1" *args: build
+    kb-append skill nudge {{root_flag}} --calls "$@"
+
+# Security rules evolution (seed 000 evolve): status | propose INTEL | validate | review | integrate | full INTEL | scheduled [INTEL]
+evolve step="status" *args: build
+    {{quote(just_executable())}} --justfile {{quote(justfile())}} --working-directory {{quote(invocation_directory())}} _evolve-{{step}} "${@:2}"
+
+_evolve-status:
+    kb-guard rules status {{root_flag}} --format table
+
+_evolve-propose intel:
+    kb-guard rules propose {{root_flag}} "$1"
+
+_evolve-validate *args:
+    kb-guard rules validate {{root_flag}} "$@"
+
+_evolve-review *args:
+    kb-guard rules review {{root_flag}} "$@"
+
+_evolve-integrate *args:
+    kb-guard rules integrate {{root_flag}} "$@"
+
+# propose -> validate -> review -> integrate, one pipeline; extra args go to validate (--corpus DIR)
+_evolve-full intel *args:
+    kb-guard rules propose {{root_flag}} "$1" | kb-guard rules validate {{root_flag}} - "${@:2}" | kb-guard rules review {{root_flag}} - | kb-guard rules integrate {{root_flag}} -
+
+# The same, only for the layers due (core 7 d, extended 1 d); cron-friendly
+_evolve-scheduled intel="-" *args:
+    kb-guard rules propose {{root_flag}} --scheduled "$1" | kb-guard rules validate {{root_flag}} - "${@:2}" | kb-guard rules review {{root_flag}} - | kb-guard rules integrate {{root_flag}} -
+
 # Remember what the user said (seed 003): silent decisions are written, gated ones come back with their question.
 remember *args: build
     kb-memgate decide "$@" | kb-memgate apply "$@"
@@ -164,6 +203,7 @@ bench: build
     bash bench/index.sh 100000
     bash bench/score.sh
     bash bench/guard.sh 3000
+    bash bench/evolve.sh
 
 # What CI checks: formatting, lints as errors, the tests.
 ci:

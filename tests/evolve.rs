@@ -387,26 +387,9 @@ fn validate_file_adds_the_backtest_when_a_library_is_at_hand() {
     assert!(recs[0].get("backtest").is_none());
 }
 
-/// `just` on the repository's justfile plus docs/skills.just (until the
-/// lead folds those recipes into the justfile).
+/// `just` on the repository's justfile, in the library's workspace.
 fn just(lib: &Lib) -> assert_cmd::Command {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let main = std::fs::read_to_string(repo.join("justfile")).unwrap();
-    let text = if main.contains("\nevolve step=") {
-        main
-    } else {
-        main + "\n" + &std::fs::read_to_string(repo.join("docs/skills.just")).unwrap()
-    };
-    let jf = lib.root().join("test.justfile");
-    std::fs::write(&jf, text).unwrap();
-    let mut c = std::process::Command::new("just");
-    crate::util::isolate(&mut c, lib.root());
-    c.env("KB_BIN_DIR", crate::recipes::bin_dir())
-        .arg("--justfile")
-        .arg(&jf)
-        .arg("--working-directory")
-        .arg(lib.root());
-    assert_cmd::Command::from_std(c)
+    crate::recipes::just(lib.root())
 }
 
 #[test]
