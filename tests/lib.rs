@@ -7,3 +7,4 @@ mod util;
 mod append;
 mod lock;
 mod recipes;
+mod sync;

@@ -36,18 +36,28 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
         return Ok(false);
     }
     let mut c = git(&lib.dir);
-    if !has_identity(&lib.dir) {
-        c.args(["-c", "user.name=kb-tools", "-c", "user.email=kb-tools@localhost"]);
-    }
+    c.args(identity_args(&lib.dir));
     c.args(["commit", "--quiet", "--no-verify", "-m", message, "--"]).args(paths);
     run(c, "git commit")?;
     Ok(true)
 }
 
-fn git(dir: &Path) -> Command {
+/// A git command run in `dir` with no stdin: the one place kb-tools builds
+/// git invocations (sync adds its own environment on top).
+pub fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
     c.arg("-C").arg(dir).stdin(Stdio::null());
     c
+}
+
+/// `-c user.name=... -c user.email=...` when the repository has no
+/// identity, so commits never fail for want of one.
+pub fn identity_args(dir: &Path) -> Vec<&'static str> {
+    if has_identity(dir) {
+        Vec::new()
+    } else {
+        vec!["-c", "user.name=kb-tools", "-c", "user.email=kb-tools@localhost"]
+    }
 }
 
 fn has_identity(dir: &Path) -> bool {

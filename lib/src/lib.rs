@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod progress;
 pub mod relations;
 pub mod scan;
+pub mod sync;
 pub mod write;
 pub mod yaml;
 
