@@ -37,8 +37,12 @@ pub fn config() -> Vec<(&'static str, String)> {
 
 /// Registers both drivers in the clone's config (only what differs).
 pub fn register(repo: &Repo) -> Result<()> {
+    let out = repo.output(&["config", "--local", "--get-regexp", r"^merge\.kb-"])?;
+    let current = String::from_utf8_lossy(&out.stdout);
     for (k, v) in config() {
-        repo.set_config(k, &v)?;
+        if !current.lines().any(|l| l.split_once(' ') == Some((k, v.as_str()))) {
+            repo.set_config(k, &v)?;
+        }
     }
     Ok(())
 }

@@ -142,7 +142,20 @@ impl Repo {
         }
     }
 
-    /// Commits what is staged (a merge commit when a merge is in progress).
+    /// Records the staged merge as a commit with parents HEAD and
+    /// `theirs`, by plumbing (no index refresh, no hooks), then forgets
+    /// the merge state.
+    pub fn commit_merge(&self, theirs: &str, message: &str) -> Result<()> {
+        let tree = self.run(&["write-tree"], "git write-tree")?.trim().to_string();
+        let head = self.rev("HEAD").ok_or_else(|| Error::msg("HEAD vanished during the merge"))?;
+        let mut args: Vec<&str> = crate::git::identity_args(&self.top);
+        args.extend(["commit-tree", &tree, "-p", &head, "-p", theirs, "-m", message]);
+        let commit = self.run(&args, "git commit-tree")?.trim().to_string();
+        self.run(&["update-ref", "-m", message, "HEAD", &commit, &head], "git update-ref")?;
+        self.run(&["merge", "--quit"], "git merge --quit").map(|_| ())
+    }
+
+    /// Commits what is staged.
     pub fn commit(&self, message: &str) -> Result<()> {
         let mut args: Vec<&str> = crate::git::identity_args(&self.top);
         args.extend(["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message]);

@@ -5,6 +5,9 @@
 //! gives what a full rebuild ([`crate::derived::rebuild`]) gives, at the
 //! cost of the touched documents only.
 
+use std::collections::HashSet;
+
+use crate::changelog::{self, Event};
 use crate::derived;
 use crate::entry;
 use crate::error::Result;
@@ -12,12 +15,13 @@ use crate::index;
 use crate::library::Library;
 use crate::relations;
 use crate::scan;
+use crate::sync::gitcmd::Repo;
 
 /// Re-derives the index rows and relation edges of the library-relative
 /// `paths` (documents that changed; missing ones were deleted) and adds
-/// the edges of the whole event history. Callers hold the library lock.
-/// Returns the derived files that changed on disk.
-pub fn documents(lib: &Library, paths: &[String]) -> Result<Vec<String>> {
+/// the edges of `events` (`None`: the whole history). Callers hold the
+/// library lock. Returns the derived files that changed on disk.
+pub fn documents(lib: &Library, paths: &[String], events: Option<&[Event]>) -> Result<Vec<String>> {
     let mut entries = Vec::new();
     let mut edges = Vec::new();
     for p in paths.iter().filter(|p| entry::classify(p).is_some()) {
@@ -33,12 +37,40 @@ pub fn documents(lib: &Library, paths: &[String]) -> Result<Vec<String>> {
         }
     }
     let mut touched = if entries.is_empty() { Vec::new() } else { index::update(lib, &entries)? };
-    let events = relations::history(lib)?;
-    if relations::update(lib, &edges, &events, || derived::rebuilt_edges(lib))? {
+    let history;
+    let events = match events {
+        Some(e) => e,
+        None => {
+            history = relations::history(lib)?;
+            &history
+        }
+    };
+    if relations::update(lib, &edges, events, || derived::rebuilt_edges(lib))? {
         touched.push(relations::FILE.to_string());
     }
     touched.sort();
     Ok(touched)
+}
+
+/// The events logged since commit `base`: the lines of the library's
+/// logs (`.changelog` and its archives) that `base` did not have. A merge
+/// adds the edges of these and no others.
+pub fn events_since(lib: &Library, repo: &Repo, base: &str) -> Result<Vec<Event>> {
+    let mut logs = vec![changelog::FILE.to_string()];
+    let archives = repo.top_path(".changelog-archive/");
+    for p in repo.list(&["diff", "--name-only", "-z", base, "--", &archives], "git diff")? {
+        logs.extend(repo.in_library(&p).map(str::to_string));
+    }
+    let mut events = Vec::new();
+    for rel in logs {
+        let old = repo.output(&["show", &format!("{base}:{}", repo.top_path(&rel))])?;
+        let old = if old.status.success() { String::from_utf8_lossy(&old.stdout).into_owned() } else { String::new() };
+        let seen: HashSet<&str> = old.lines().collect();
+        let now = std::fs::read(lib.path(&rel)).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        let fresh: String = now.lines().filter(|l| !seen.contains(l)).map(|l| format!("{l}\n")).collect();
+        events.extend(changelog::parse(&fresh).events.into_iter().map(|(_, e)| e));
+    }
+    Ok(events)
 }
 
 /// The full rebuild, for when a plain `git merge` left derived files of

@@ -112,7 +112,7 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
         changelog::append(lib, std::slice::from_ref(&event))?;
         let mut touched = vec![path.clone(), changelog::FILE.to_string()];
         touched.extend(removed.iter().cloned());
-        touched.extend(refresh::documents(lib, std::slice::from_ref(&path))?);
+        touched.extend(refresh::documents(lib, std::slice::from_ref(&path), Some(&[]))?);
         let committed = commit && crate::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
         Ok(Resolved {
             record: "resolve",

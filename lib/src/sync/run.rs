@@ -64,7 +64,7 @@ pub struct Report {
     pub branch: String,
     /// Commits fetched from the remote and merged.
     pub fetched: usize,
-    /// Library documents the merges changed here.
+    /// Library documents the merged commits changed (what came in).
     pub merged: usize,
     /// Kept sides of overlapping edits (`.conflicts/...`).
     pub conflicts: Vec<String>,
@@ -272,7 +272,7 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
         .map(str::to_string)
         .collect();
     if !pending.is_empty() {
-        rebuilt.extend(refresh::documents(lib, &pending)?);
+        rebuilt.extend(refresh::documents(lib, &pending, None)?);
     }
     if !entries.is_empty() || !rebuilt.is_empty() {
         add_library(repo)?;
@@ -307,44 +307,56 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
         }
         _ => None,
     };
-    let changed: Vec<String> = match &base {
+    let (changed, since) = match &base {
         None => {
             repo.run(&["merge", "--ff-only", "--quiet", &theirs], "git merge --ff-only")?;
-            library_docs(repo, &repo.changed(&before, &theirs)?)
+            let incoming = library_docs(repo, &repo.changed(&before, &theirs)?);
+            step.merged = incoming.len();
+            (incoming, before.clone())
         }
         Some(base) => {
+            let incoming = library_docs(repo, &repo.changed(base, &theirs)?);
+            step.merged = incoming.len();
             let mut both = library_docs(repo, &repo.changed(base, &before)?);
-            both.extend(library_docs(repo, &repo.changed(base, &theirs)?));
+            both.extend(incoming);
             both.sort();
             both.dedup();
             crate::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
-            let out = repo.output(&["merge", "--no-ff", "--no-commit", "--quiet", &theirs])?;
+            let mut args = crate::git::identity_args(&repo.top);
+            args.extend(["merge", "--no-ff", "--no-commit", "--quiet", &theirs]);
+            let out = repo.output(&args)?;
             if !out.status.success() && !repo.git_path("MERGE_HEAD").exists() {
                 return Err(Error::msg(format!("git merge failed: {}", stderr_of(&out))));
             }
-            step.conflicts = settle(lib, repo, &before, &theirs)?;
-            both
+            (both, base.clone())
         }
     };
-    step.rebuilt = refresh::documents(lib, &changed)?;
+    let mut touched = Vec::new();
+    if base.is_some() {
+        touched = settle(lib, repo, &before, &theirs)?;
+        step.conflicts = touched.iter().filter(|p| p.starts_with(conflicts::DIR)).cloned().collect();
+    }
+    let events = refresh::events_since(lib, repo, &since)?;
+    step.rebuilt = refresh::documents(lib, &changed, Some(&events))?;
+    touched.extend(step.rebuilt.iter().cloned());
     remove_marker(repo, REBUILD_MARKER)?;
-    add_library(repo)?;
+    add_paths(repo, &touched)?;
     if !repo.list(&["ls-files", "--unmerged", "-z"], "git ls-files")?.is_empty() {
         return Err(Error::msg("the merge left unmerged paths after sync settled them"));
     }
     if base.is_some() {
-        repo.commit(&format!("task-ai(library):sync {remote}/{branch}"))?;
-    } else if !repo.ok(&["diff", "--cached", "--quiet"]) {
+        repo.commit_merge(&theirs, &format!("task-ai(library):sync {remote}/{branch}"))?;
+    } else if !touched.is_empty() {
         repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
     }
     remove_marker(repo, MERGE_MARKER)?;
-    step.merged = library_docs(repo, &repo.changed(&before, "HEAD")?).len();
     Ok(step)
 }
 
 /// Settles every conflicted path: logs by the union merge, derived files
 /// by keeping ours (they are rebuilt next), documents by keeping both
 /// sides. A conflict outside the library is an error (the caller aborts).
+/// Returns the library paths it wrote (kept copies among them).
 fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<String>> {
     let mut stages: BTreeMap<String, [Option<String>; 3]> = BTreeMap::new();
     for e in repo.list(&["ls-files", "--unmerged", "-z"], "git ls-files")? {
@@ -361,12 +373,13 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
             "merge conflict in '{outside}', which kb-tools does not own; nothing was merged (merge it with git by hand)"
         )));
     }
-    let mut kept = Vec::new();
+    let mut touched = Vec::new();
     let mut events: Vec<Event> = Vec::new();
     for (top_rel, [base, a, b]) in &stages {
         let rel = repo.in_library(top_rel).unwrap_or(top_rel);
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
         let (base, a, b) = (read(base)?, read(a)?, read(b)?);
+        touched.push(rel.to_string());
         match attributes::kind(rel) {
             Kind::Log => {
                 let merged = merge_log::merge(
@@ -385,15 +398,16 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
                 let ours = Side { bytes: a, commit: ours.to_string() };
                 let theirs = Side { bytes: b, commit: theirs.to_string() };
                 let settled = conflicts::settle(lib, repo, rel, top_rel, ours, theirs)?;
-                kept.extend(settled.kept);
+                touched.extend(settled.kept);
                 events.push(settled.event);
             }
         }
     }
     if !events.is_empty() {
         changelog::append(lib, &events)?;
+        touched.push(changelog::FILE.to_string());
     }
-    Ok(kept)
+    Ok(touched)
 }
 
 /// Library documents among top-relative paths, library-relative.
@@ -404,6 +418,17 @@ fn library_docs(repo: &Repo, paths: &[String]) -> Vec<String> {
         .filter(|p| entry::classify(p).is_some())
         .map(str::to_string)
         .collect()
+}
+
+/// Stages library paths sync wrote (deleted ones included).
+fn add_paths(repo: &Repo, paths: &[String]) -> Result<()> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut args = vec!["add".to_string(), "--all".into(), "--".into()];
+    args.extend(paths.iter().map(|p| repo.top_path(p)));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    repo.run(&args, "git add").map(|_| ())
 }
 
 /// Stages the whole library (never its lock file).
