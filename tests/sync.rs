@@ -456,7 +456,10 @@ fn bad_inputs_fail_with_a_clear_error_and_leave_the_library_as_it_was() {
 
 #[test]
 fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
-    for (round, delay_ms) in [30u64, 120, 300].into_iter().enumerate() {
+    // Kill when the merge begins, when git has left it to sync's settling,
+    // and at fixed delays.
+    let triggers = [(Some("kb-sync-merge"), 0u64), (Some("MERGE_HEAD"), 0), (None, 60), (None, 300)];
+    for (round, (trigger, delay_ms)) in triggers.into_iter().enumerate() {
         let hub = Hub::new();
         let a = hub.first();
         let b = hub.clone();
@@ -474,11 +477,23 @@ fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
         let before = head(&b);
         let mut child = b.std_cmd("kb-append").arg("sync").stdout(std::process::Stdio::null()).spawn().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        child.kill().unwrap();
+        if let Some(name) = trigger {
+            let marker = b.root().join(".git").join(name);
+            let t = std::time::Instant::now();
+            while !marker.exists() && t.elapsed().as_secs() < 20 && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        }
+        let _ = child.kill();
         child.wait().unwrap();
         // give an orphaned git child time to finish, as after a real crash
         std::thread::sleep(std::time::Duration::from_millis(500));
         let after_kill = head(&b);
+        let interrupted = b.root().join(".git/MERGE_HEAD").exists();
+        eprintln!(
+            "kill at {trigger:?}+{delay_ms} ms: merge in progress {interrupted}, HEAD moved {}",
+            after_kill != before
+        );
         assert!(
             after_kill == before || b.git(&["merge-base", "--is-ancestor", &before, &after_kill]).is_empty(),
             "round {round}: HEAD moved somewhere unexpected"
@@ -499,4 +514,43 @@ fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
         assert_eq!(b.git(&["status", "--porcelain", "--untracked-files=all"]), "", "round {round}");
         assert_derived_match_rebuild(&b);
     }
+}
+
+/// The README session: a bare remote, two clones, a write on each, `just
+/// sync` on both (the recipe from docs/sync.just on top of the justfile).
+#[test]
+fn just_sync_recipe_converges_two_clones() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let hub = Hub::new();
+    let justfile = hub.dir.path().join("justfile");
+    let text = std::fs::read_to_string(repo.join("justfile")).unwrap()
+        + "\n"
+        + &std::fs::read_to_string(repo.join("docs/sync.just")).unwrap();
+    std::fs::write(&justfile, text).unwrap();
+    let just = |lib: &Lib, args: &[&str]| {
+        let mut c = std::process::Command::new("just");
+        crate::util::isolate(&mut c, lib.root());
+        c.env("KB_BIN_DIR", crate::recipes::bin_dir()).arg("--justfile").arg(&justfile);
+        c.arg("--working-directory").arg(lib.root()).args(args);
+        assert_cmd::Command::from_std(c)
+    };
+    let laptop = hub.first();
+    let server = hub.clone();
+    just(&server, &["sync"]).assert().success();
+    write(
+        &laptop,
+        ".memory/.references/pgbouncer-v1.md",
+        "---\ntopic: pgbouncer\n---\n# PgBouncer\n",
+        "2026-03-02T09:00:00Z",
+        "nb-laptop",
+    );
+    write(&server, "team-notes/pool.md", "# Pool sizing\n", "2026-03-02T09:05:00Z", "nb-ci");
+    just(&server, &["sync"]).assert().success();
+    let out = just(&laptop, &["sync"]).assert().success().get_output().stdout.clone();
+    let rec = &records(&out)[0];
+    assert_eq!((rec["fetched"].as_u64(), rec["pushed"].as_bool()), (Some(1), Some(true)), "{rec}");
+    just(&server, &["sync"]).assert().success();
+    assert_eq!(tree(&laptop), tree(&server));
+    assert_eq!(server.read(".changelog").lines().count(), 2);
+    assert!(server.read(".master-index.md").contains(".memory/.references/pgbouncer-v1.md"));
 }
