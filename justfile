@@ -110,6 +110,14 @@ install-cron: build
 uninstall-cron: build
     kb-index cron uninstall {{root_flag}}
 
+# Share the library with its git remote: commit pending writes, fetch, merge (logs united, derived files rebuilt, overlapping edits kept in .conflicts/), push. just sync [--remote NAME] [--branch B] [--no-push]
+sync *args: build
+    kb-append sync {{root_flag}} "$@"
+
+# End a kept conflict: just resolve PATH --keep ours|theirs|FILE
+resolve path *args: build
+    kb-append resolve {{root_flag}} "$@"
+
 # Scan skills or files for threats (table for people; exit 1 if dangerous)
 scan +paths: build
     kb-guard scan {{root_flag}} --format table "$@"
@@ -204,6 +212,7 @@ bench: build
     bash bench/score.sh
     bash bench/guard.sh 3000
     bash bench/evolve.sh
+    bash bench/sync.sh 10000 100 1000
 
 # What CI checks: formatting, lints as errors, the tests.
 ci:

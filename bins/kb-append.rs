@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use kb::error::{run_main, Context, Error, Exit};
 use kb::jsonl::{self, Out};
 use kb::write::{self, Mode, Options};
-use kb::{maintain, Library};
+use kb::{maintain, sync, Library};
 use lexopt::prelude::*;
 use serde_json::json;
 
@@ -31,6 +31,10 @@ Usage:
   kb-append skill promote NAME --to drafts|active
   kb-append skill list [--format jsonl|table]
   kb-append skill nudge [--calls N] [--interval N] [--notebook NB]
+  kb-append sync [--remote NAME] [--branch B] [--no-push]
+  kb-append resolve PATH --keep ours|theirs|FILE [--no-commit]
+  kb-append merge-log BASE OURS THEIRS       git merge driver for logs
+  kb-append merge-derived BASE OURS THEIRS PATH   git merge driver, derived files
 
 write reads the content from stdin when neither --content nor
 --content-file is given. batch reads one request per line:
@@ -48,6 +52,10 @@ Options:
   --no-commit           do not git commit (for batching several writes)
   --allow-risky REASON  write content the guard flags, recording why
   --older-than DUR      compact: archive lines older than this [default: 90d]
+  --remote NAME         sync: the remote [default: the branch's, else origin]
+  --branch B            sync: the branch [default: the current branch]
+  --no-push             sync: fetch and merge only
+  --keep WHICH          resolve: ours, theirs, or a FILE with the content
   --max-bytes N         largest content accepted [default: 1048576]
   --timeout DUR         how long to wait for the library lock [default: 30s]
   --stage S             skill create: the stage a new skill starts in [default: candidates]
@@ -62,8 +70,9 @@ Options:
   -h, --help            show this help
   -V, --version         show the version
 
-Example:
+Examples:
   echo '{\"path\":\"notes/setup.md\",\"content\":\"# Setup\\n\"}' | kb-append batch --no-commit
+  kb-append sync --remote origin && kb-index status
 ";
 
 #[derive(Default)]
@@ -81,6 +90,10 @@ struct Args {
     max_bytes: Option<usize>,
     timeout: Option<String>,
     skill: kb::skills::cli::Flags,
+    remote: Option<String>,
+    branch: Option<String>,
+    no_push: bool,
+    keep: Option<String>,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -113,6 +126,10 @@ fn parse_args() -> Result<Args, Error> {
                 a.skill.set(&f, p.value()?.string()?)?
             }
             Long("replace-all") => a.skill.replace_all = true,
+            Long("remote") => a.remote = Some(p.value()?.string()?),
+            Long("branch") => a.branch = Some(p.value()?.string()?),
+            Long("no-push") => a.no_push = true,
+            Long("keep") => a.keep = Some(p.value()?.string()?),
             Value(v) if a.command.is_none() => a.command = Some(v.string()?),
             Value(v) => a.positional.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
@@ -124,8 +141,10 @@ fn parse_args() -> Result<Args, Error> {
 fn main() -> ExitCode {
     run_main("kb-append", || {
         let a = parse_args()?;
-        let command =
-            a.command.clone().ok_or_else(|| Error::usage("missing command (init, write, batch, event or compact)"))?;
+        let command = a
+            .command
+            .clone()
+            .ok_or_else(|| Error::usage("missing command (init, write, batch, event, compact, sync or resolve)"))?;
         let mut opts = Options { commit: !a.no_commit, ..Options::default() };
         if let Some(t) = &a.timeout {
             opts.lock.timeout = kb::clock::parse_duration(t)?;
@@ -209,6 +228,46 @@ fn main() -> ExitCode {
                 let s = kb::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
                 let recs = kb::skills::cli::run(&lib, &a.positional, &a.skill, a.notebook.as_deref(), content, &s)?;
                 kb::skills::cli::print(&mut out, recs)?;
+            }
+            "sync" => {
+                let lib = Library::resolve(a.root.as_deref())?;
+                let o = sync::Options {
+                    remote: a.remote,
+                    branch: a.branch,
+                    push: !a.no_push,
+                    lock: opts.lock,
+                    ..Default::default()
+                };
+                match sync::sync(&lib, &o) {
+                    Ok(report) => out.record(&report)?,
+                    Err(e) => out.error(&e.to_string(), json!({"command": "sync"}))?,
+                }
+            }
+            "resolve" => {
+                let lib = Library::resolve(a.root.as_deref())?;
+                let [path] = a.positional.as_slice() else {
+                    return Err(Error::usage("resolve takes exactly one PATH"));
+                };
+                let keep = a.keep.as_deref().ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
+                out.record(&sync::resolve::resolve(
+                    &lib,
+                    path,
+                    &sync::resolve::Keep::parse(keep),
+                    opts.commit,
+                    &opts.lock,
+                )?)?;
+            }
+            "merge-log" => {
+                let [base, ours, theirs] = a.positional.as_slice() else {
+                    return Err(Error::usage("merge-log takes BASE OURS THEIRS"));
+                };
+                sync::drivers::merge_log_files(base, ours, theirs)?;
+            }
+            "merge-derived" => {
+                let [_, _, _, path] = a.positional.as_slice() else {
+                    return Err(Error::usage("merge-derived takes BASE OURS THEIRS PATH"));
+                };
+                sync::drivers::merge_derived(path)?;
             }
             other => return Err(Error::usage(format!("unknown command '{other}'"))),
         }

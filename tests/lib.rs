@@ -15,3 +15,4 @@ mod recipes;
 mod relate;
 mod score;
 mod skills;
+mod sync;

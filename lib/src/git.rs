@@ -29,9 +29,15 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     }
     // A path that is gone and was never committed (a cleared log) is no
     // change; naming it would make `git add` fail.
+    // A path git ignores (the lock, caches) is never committed; naming it
+    // would make `git add` refuse the whole commit.
     let tracked = tracked(lib, paths);
-    let paths: Vec<&String> =
-        paths.iter().filter(|p| p.starts_with(':') || lib.path(p).exists() || tracked.contains(p.as_str())).collect();
+    let ignored = ignored(lib, paths);
+    let paths: Vec<&String> = paths
+        .iter()
+        .filter(|p| p.starts_with(':') || lib.path(p).exists() || tracked.contains(p.as_str()))
+        .filter(|p| !ignored.contains(p.as_str()))
+        .collect();
     if paths.is_empty() {
         return Ok(false);
     }
@@ -44,9 +50,7 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
         return Ok(false);
     }
     let mut c = git(&lib.dir);
-    if !has_identity(&lib.dir) {
-        c.args(["-c", "user.name=kb-tools", "-c", "user.email=kb-tools@localhost"]);
-    }
+    c.args(identity_args(&lib.dir));
     c.args(["commit", "--quiet", "--no-verify", "-m", message, "--"]).args(&paths);
     run(c, "git commit")?;
     Ok(true)
@@ -68,6 +72,16 @@ fn tracked(lib: &Library, paths: &[String]) -> std::collections::BTreeSet<String
     }
 }
 
+/// The given paths that git ignores (and does not track).
+fn ignored(lib: &Library, paths: &[String]) -> std::collections::BTreeSet<String> {
+    let mut c = git(&lib.dir);
+    c.args(["check-ignore", "--"]).args(paths.iter().filter(|p| !p.starts_with(':')));
+    match c.stderr(Stdio::null()).output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect(),
+        Err(_) => Default::default(),
+    }
+}
+
 /// The library directory's path inside the work tree, with a trailing `/`
 /// (empty when the library is the work tree's root).
 fn show_prefix(lib: &Library) -> String {
@@ -75,10 +89,22 @@ fn show_prefix(lib: &Library) -> String {
     out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
 }
 
-fn git(dir: &Path) -> Command {
+/// A git command run in `dir` with no stdin: the one place kb-tools builds
+/// git invocations (sync adds its own environment on top).
+pub fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
     c.arg("-C").arg(dir).stdin(Stdio::null());
     c
+}
+
+/// `-c user.name=... -c user.email=...` when the repository has no
+/// identity, so commits never fail for want of one.
+pub fn identity_args(dir: &Path) -> Vec<&'static str> {
+    if has_identity(dir) {
+        Vec::new()
+    } else {
+        vec!["-c", "user.name=kb-tools", "-c", "user.email=kb-tools@localhost"]
+    }
 }
 
 fn has_identity(dir: &Path) -> bool {

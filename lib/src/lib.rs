@@ -40,6 +40,7 @@ pub mod skills;
 pub mod stale;
 pub mod stats;
 pub mod status;
+pub mod sync;
 pub mod text;
 pub mod usage;
 pub mod write;

@@ -222,7 +222,9 @@ pub struct Init {
 
 impl Library {
     /// Creates seed 000's layout (idempotent): the category directories, an
-    /// empty `.changelog` and `.relations.jsonl`, and the master index.
+    /// empty `.changelog` and `.relations.jsonl`, and the master index; then
+    /// the `.gitattributes`, `.gitignore` and git merge drivers that sync
+    /// relies on (issue 11).
     pub fn init(&self) -> Result<Init> {
         let mut created = Vec::new();
         if !self.dir.is_dir() {
@@ -243,6 +245,7 @@ impl Library {
                 created.push(f.to_string());
             }
         }
+        created.extend(crate::sync::drivers::install(self)?);
         Ok(Init { dir: self.dir.display().to_string(), created })
     }
 }

@@ -192,7 +192,14 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
 /// (seed `--full`/`--scheduled`: `git add -A && git commit`). False when
 /// the library is not in git or nothing changed.
 pub fn commit_all(lib: &Library, message: &str) -> Result<bool> {
-    git::commit(lib, &[".".into(), ":(exclude).cache".into(), ":(exclude).lock".into()], message)
+    // `kb-append init` writes a .gitignore for the lock and caches; git
+    // refuses an exclude pathspec that names an ignored path, so the
+    // exclusions are spelled out only for libraries without it.
+    if lib.path(".gitignore").is_file() {
+        git::commit(lib, &[".".into()], message)
+    } else {
+        git::commit(lib, &[".".into(), ":(exclude).cache".into(), ":(exclude).lock".into()], message)
+    }
 }
 
 /// The message of `kb-index commit full|scheduled`.

@@ -74,6 +74,10 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
         integrity.push(json!({"record": "inconsistency", "kind": "dead-lock", "path": ".lock",
             "message": format!("a mkdir lock of dead pid {pid:?} is left; run kb-lock sweep")}));
     }
+    for c in crate::sync::conflicts::list(lib) {
+        integrity.push(json!({"record": "inconsistency", "kind": "conflict", "path": c.path,
+            "message": format!("an overlapping edit is kept in {}; end it with kb-append resolve {} --keep ours|theirs|FILE", c.kept, c.path)}));
+    }
     let count_text = counts.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     Ok(vec![
         dim(1, "index", format!("{} index problems (logged to {})", rows.len(), consistency::LOG), values(&rows)),
@@ -91,7 +95,7 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
             format!("{} patterns: {count_text}; {} deprecated need review", patterns.len(), review.len()),
             values(&review),
         ),
-        dim(6, "integrity", format!("{} unreadable or malformed inputs", integrity.len()), integrity),
+        dim(6, "integrity", format!("{} unreadable or malformed inputs or kept conflicts", integrity.len()), integrity),
     ])
 }
 

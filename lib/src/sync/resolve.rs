@@ -1,0 +1,126 @@
+//! `kb-append resolve PATH --keep ours|theirs|FILE` (issue 11 item 3):
+//! ends a kept conflict. The document gets the chosen content, its kept
+//! copies go, a changelog `resolve` event records the choice, the derived
+//! files follow, and the whole is one commit.
+
+use std::fs;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::changelog::{self, Event};
+use crate::clock;
+use crate::digest;
+use crate::entry::{self, Category, Entry};
+use crate::error::{Error, Result};
+use crate::library::{self, Library};
+use crate::lock;
+use crate::sync::{conflicts, refresh};
+
+/// Which content the document ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Keep {
+    /// The content in place (the side sync chose).
+    Ours,
+    /// The kept copy (there must be exactly one).
+    Theirs,
+    /// The content of a file (a hand merge, or one of several copies).
+    File(PathBuf),
+}
+
+impl Keep {
+    /// Parses `--keep`: `ours`, `theirs`, or a file path.
+    pub fn parse(s: &str) -> Keep {
+        match s {
+            "ours" => Keep::Ours,
+            "theirs" => Keep::Theirs,
+            other => Keep::File(PathBuf::from(other)),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Keep::Ours => "ours",
+            Keep::Theirs => "theirs",
+            Keep::File(_) => "file",
+        }
+    }
+}
+
+/// The `resolve` record.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolved {
+    /// Always `resolve`.
+    pub record: &'static str,
+    /// The document.
+    pub path: String,
+    /// ours, theirs or file.
+    pub keep: &'static str,
+    /// SHA-256 of the document afterwards.
+    pub sha256: String,
+    /// The kept copies removed.
+    pub removed: Vec<String>,
+    /// Whether a git commit was made.
+    pub committed: bool,
+}
+
+/// Resolves the kept conflicts of `path`. Callers pass the lock options;
+/// `commit` commits the result when the library is in git.
+pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: &lock::Options) -> Result<Resolved> {
+    let path = library::normalise(path)?;
+    let chosen = match keep {
+        Keep::File(f) => Some(fs::read(f).map_err(|e| Error::io(format!("reading {}", f.display()), e))?),
+        _ => None,
+    };
+    lock::with_lock(lib, lock_opts, || {
+        let copies = conflicts::of(lib, &path);
+        if copies.is_empty() {
+            return Err(Error::msg(format!("'{path}' has no kept conflict (kb-index status lists them)")));
+        }
+        let full = lib.path(&path);
+        let bytes = match (keep, &chosen) {
+            (Keep::File(_), Some(b)) => b.clone(),
+            (Keep::Theirs, _) => match copies.as_slice() {
+                [one] => fs::read(lib.path(&one.kept)).map_err(|e| Error::io(format!("reading {}", one.kept), e))?,
+                many => {
+                    let names: Vec<&str> = many.iter().map(|c| c.kept.as_str()).collect();
+                    return Err(Error::usage(format!(
+                        "'{path}' has {} kept versions ({}); give --keep FILE",
+                        many.len(),
+                        names.join(", ")
+                    )));
+                }
+            },
+            _ => fs::read(&full).unwrap_or_default(),
+        };
+        crate::atomic::write_if_changed(&full, &bytes)?;
+        let removed = conflicts::remove(lib, &copies)?;
+        let text = String::from_utf8_lossy(&bytes);
+        let info = entry::classify(&path);
+        let event = Event {
+            ts: clock::format(clock::now()?),
+            event: "resolve".into(),
+            path: path.clone(),
+            action: Some(format!("keep-{}", keep.name())),
+            category: Some(info.and_then(|i| i.category).map_or("file", Category::as_str).to_string()),
+            topic: Entry::from_text(&path, &text).map(|e| e.topic),
+            sha256: Some(digest::sha256_hex(&bytes)),
+            bytes: Some(bytes.len() as u64),
+            reason: Some(format!("removed {}", removed.join(", "))),
+            ..Event::default()
+        };
+        changelog::append(lib, std::slice::from_ref(&event))?;
+        let mut touched = vec![path.clone(), changelog::FILE.to_string()];
+        touched.extend(removed.iter().cloned());
+        touched.extend(refresh::documents(lib, std::slice::from_ref(&path), Some(&[]))?);
+        let committed = commit && crate::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
+        Ok(Resolved {
+            record: "resolve",
+            path: path.clone(),
+            keep: keep.name(),
+            sha256: digest::sha256_hex(&bytes),
+            removed,
+            committed,
+        })
+    })
+}
