@@ -133,6 +133,19 @@ impl Out {
         self.record(&rec)
     }
 
+    /// Passes a parsed input object through, or reports its line as an
+    /// error record (see [`Out::line_error`]) and yields `None` so the
+    /// caller goes on with the next line.
+    pub fn accept(
+        &mut self,
+        rec: std::result::Result<serde_json::Map<String, Value>, LineError>,
+    ) -> Result<Option<serde_json::Map<String, Value>>> {
+        match rec {
+            Ok(m) => Ok(Some(m)),
+            Err(e) => self.line_error(e.line, &e.message, None).map(|()| None),
+        }
+    }
+
     /// Reports an error that is not tied to an input line (a file, a rule).
     pub fn error(&mut self, message: &str, extra: Value) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);

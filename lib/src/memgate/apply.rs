@@ -355,13 +355,7 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
 /// pass through; other records than decisions pass through untouched.
 pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
     for (line, rec) in read_objects(reader) {
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                out.line_error(e.line, &e.message, None)?;
-                continue;
-            }
-        };
+        let Some(rec) = out.accept(rec)? else { continue };
         match rec.get("record").and_then(Value::as_str) {
             Some("decision") => {}
             Some("error") => {

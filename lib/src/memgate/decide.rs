@@ -212,13 +212,7 @@ pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
     let view = View::open(bytes.bytes())
         .ok_or_else(|| crate::Error::msg("the search index is corrupted; run 'kb-memgate reindex'"))?;
     for (line, rec) in read_objects(reader) {
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                out.line_error(e.line, &e.message, None)?;
-                continue;
-            }
-        };
+        let Some(rec) = out.accept(rec)? else { continue };
         let inp = match input::parse(&rec) {
             Ok(i) => i,
             Err(m) => {
