@@ -20,12 +20,14 @@ Rules run: 50 unrelated English rules, then 50 Chinese, remembered one
 after another (decide, answer "confirm" where gated, apply): every one
 should come out `new`, none vetoed.
 
-Usage: memgate_locomo.py KB_MEMGATE [KB_MEMGATE_BEFORE]
-(the second binary, e.g. a build of main, is run on the same tasks.)"""
+Usage: memgate_locomo.py [--train] KB_MEMGATE [KB_MEMGATE_BEFORE]
+(the second binary, e.g. a build of main, is run on the same tasks;
+--train: the train split only, no rules run — for tuning.)"""
 import json, math, os, re, subprocess, sys, tempfile
 from collections import Counter
 
-bins = sys.argv[1:]
+train_only = "--train" in sys.argv[1:]
+bins = [a for a in sys.argv[1:] if a != "--train"]
 if not bins:
     sys.exit(__doc__)
 data = os.environ.get("LOCOMO", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../shared/data/locomo/locomo10.json"))
@@ -148,6 +150,8 @@ def locomo():
     notes_n = Counter()
     for ci, c in enumerate(convs):
         split = "train 1-5" if ci < 5 else "held-out 6-10"
+        if train_only and ci >= 5:
+            break
         facts = []
         for sess, by_speaker in sorted(c["observation"].items()):
             for speaker, items in by_speaker.items():
@@ -188,7 +192,7 @@ def locomo():
     names = [("bm25", "BM25 (k1 .9, b .4)"), ("rrf", "BM25 + trigram RRF")]
     names += [(f"memgate{i}", "kb-memgate" + (" (this build)" if i == 0 else " (before)")) for i in range(len(bins))]
     print(f"LoCoMo: {len(convs)} conversations; notes: " + ", ".join(f"{s} {c}" for s, c in notes_n.items()))
-    for split in ("train 1-5", "held-out 6-10"):
+    for split in ("train 1-5",) if train_only else ("train 1-5", "held-out 6-10"):
         na, nb = n[(split, "A")], n[(split, "B")]
         print(f"\n{split}: Task A {na} restatements, Task B {nb} questions")
         print(f"{'ranker':<26}{'A R@1':>8}{'A R@5':>8}{'B R@1':>8}{'B R@5':>8}")
@@ -331,6 +335,8 @@ def rules(bin_):
 
 if __name__ == "__main__":
     locomo()
+    if train_only:
+        sys.exit(0)
     print(f"\nRules run: {len(RULES_EN)} unrelated English rules, then {len(RULES_ZH)} Chinese, remembered in a row")
     for bi, b in enumerate(bins):
         tally, vetoed, written = rules(b)

@@ -11,6 +11,7 @@ mod index;
 mod lastword;
 mod lock;
 mod memgate;
+mod memgate_quality;
 mod recipes;
 mod relate;
 mod score;

@@ -33,6 +33,9 @@ pub const SAME_SUBJECT: f64 = 0.8;
 pub const OTHER_SUBJECT: f64 = 0.67;
 /// From this share, opposite polarity on the same subject is a conflict.
 pub const OPPOSED_SUBJECT: f64 = 0.5;
+/// At most this many subject words of its own on each side for two
+/// same-polarity statements to be alternatives (pnpm vs yarn).
+pub const SWAP_MAX: usize = 2;
 
 /// |a ∩ b| / min(|a|, |b|) of two keyword lists (0 when one is empty).
 fn containment(a: &[String], b: &[String]) -> f64 {
@@ -85,7 +88,7 @@ pub struct Neighbour {
     pub score: f64,
     /// Normalised BM25 part.
     pub bm25: f64,
-    /// Character n-gram cosine part.
+    /// Normalised character n-gram BM25 part.
     pub ngram: f64,
     /// Same canonical one-liner.
     pub duplicate: bool,
@@ -117,30 +120,92 @@ pub struct Governance {
     pub neighbours: Vec<Neighbour>,
 }
 
+/// Stemmed subject words of the user's statement (one-liner and
+/// decision), never of generated fields: "When the work involves …" and
+/// "this constraint must be obeyed" are in every note and made unrelated
+/// rules share a subject.
 fn subject(c: &Candidate) -> Vec<String> {
-    keywords(&c.search_text(), 12)
+    stems(keywords(&format!("{}\n{}", c.one_liner, c.decision), 12))
 }
 
-/// Judges one neighbour against the candidate.
-fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths) -> Neighbour {
+fn stems(words: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        let s = crate::score::terms::stem(&w);
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// English words that open the scope of a rule: "use tabs | in Go files".
+const SCOPE_EN: &[&str] =
+    &["in", "for", "on", "when", "whenever", "inside", "within", "during", "before", "after", "while", "under", "across", "if"];
+/// Chinese markers that open the rule itself: what precedes the first one
+/// is its scope ("Go 文件里 | 用 tabs", "前端上线前 | 把…").
+const RULE_ZH: &[&str] = &["不要", "不能", "不用", "不许", "不准", "别", "禁止", "必须", "一定", "统一", "改用", "使用", "采用", "用", "把"];
+
+/// The stemmed subject words of a one-liner's rule and of its scope.
+fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
+    if crate::text::mostly_cjk(one_liner) {
+        let at = RULE_ZH.iter().filter_map(|m| one_liner.find(m)).min().unwrap_or(0);
+        return (stems(keywords(&one_liner[at..], 12)), stems(keywords(&one_liner[..at], 12)));
+    }
+    let toks = crate::text::tokens(one_liner);
+    let at = toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map_or(toks.len(), |i| i + 1);
+    (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
+}
+
+/// Each side has subject words the other lacks and they share less than
+/// [`OTHER_SUBJECT`] of the smaller: they name different things.
+fn differ(a: &[String], b: &[String]) -> bool {
+    let own = |x: &[String], y: &[String]| x.iter().any(|k| !y.contains(k));
+    own(a, b) && own(b, a) && containment(a, b) < OTHER_SUBJECT
+}
+
+/// Judges one neighbour against the candidate. `replacing`: the user's
+/// words carry a cue that they move from an old choice to a new one
+/// ("instead", "以后改用").
+fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) -> Neighbour {
     let other = &l.note.body;
     let shared = {
         let a = subject(c);
         subject(other).iter().filter(|k| a.contains(k)).count()
     };
-    let same_scenario = hit.duplicate || hit.score >= SCENARIO_SURE || (hit.score >= SCENARIO_MIN && shared > 0);
+    // Same rule in two different scopes ("tabs in Python files" / "tabs in
+    // Go files") is two scenarios, however many words they share.
+    let ((_, scope_c), (_, scope_o)) = (rule_and_scope(&c.one_liner), rule_and_scope(&other.one_liner));
+    let other_scope = !scope_c.is_empty() && !scope_o.is_empty() && differ(&scope_c, &scope_o);
+    // A user who says they move away from something names the note's
+    // subject themselves: a shared subject word is the scenario.
+    let same_scenario = hit.duplicate
+        || (!other_scope
+            && (hit.score >= SCENARIO_SURE || (shared > 0 && (hit.score >= SCENARIO_MIN || replacing))));
     let neg_c = cue::prohibition(&c.one_liner).is_some();
     let neg_o = cue::prohibition(&other.one_liner).is_some();
     let conclusion = sim::pair(&c.one_liner, &other.one_liner);
-    let (ka, kb) = (keywords(&c.one_liner, 12), keywords(&other.one_liner, 12));
+    let (ka, kb) = (stems(keywords(&c.one_liner, 12)), stems(keywords(&other.one_liner, 12)));
     let overlap = containment(&ka, &kb);
-    let own = |x: &[String], y: &[String]| x.iter().any(|k| !y.contains(k));
+    let own_a = ka.iter().filter(|k| !kb.contains(k)).count();
+    let own_b = kb.iter().filter(|k| !ka.contains(k)).count();
     // Each side names something the other does not (pnpm vs yarn).
-    let differing = own(&ka, &kb) && own(&kb, &ka) && overlap < OTHER_SUBJECT;
+    let differing = differ(&ka, &kb);
+    // A swap of one or two words in otherwise shared words: alternatives
+    // for one slot. Two statements that differ in many words are about
+    // different things, not in conflict.
+    let swap = differing && overlap > 0.0 && own_a <= SWAP_MAX && own_b <= SWAP_MAX;
+    // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
+    let moves = replacing && own_a > 0 && overlap > 0.0;
     let same_conclusion = hit.duplicate
-        || (same_scenario && neg_c == neg_o && !differing && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
-    let conflict =
-        same_scenario && !same_conclusion && if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { differing };
+        || (same_scenario
+            && neg_c == neg_o
+            && !differing
+            && !moves
+            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
+    let conflict = same_scenario
+        && !same_conclusion
+        && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),
@@ -170,6 +235,7 @@ pub fn govern(
     claim_note: Option<&Loaded>,
 ) -> Result<Governance> {
     let mut neighbours: Vec<Neighbour> = Vec::new();
+    let replacing = cue::replacement(user_text).is_some();
     // Ask for a few more than K: a note deleted since indexing is skipped.
     for hit in view.search(q, TOP_K * 2) {
         if neighbours.len() == TOP_K {
@@ -185,11 +251,11 @@ pub fn govern(
         } else {
             view.score_one(q, &l.entry().features)
         };
-        neighbours.push(judge(c, &hit, l, paths));
+        neighbours.push(judge(c, &hit, l, paths, replacing));
     }
     if let Some(l) = claim_note {
         let hit = view.score_one(q, &l.entry().features);
-        let mut n = judge(c, &hit, l.clone(), paths);
+        let mut n = judge(c, &hit, l.clone(), paths, replacing);
         // The user names this note: it is in the scenario by definition.
         n.same_scenario = true;
         n.conflict = !n.same_conclusion;
