@@ -121,3 +121,37 @@ fn phrase_table_gates() {
     assert!(wrong.is_empty(), "{} of {} phrasings wrong:\n{}", wrong.len(), rows.len(), wrong.join("\n"));
     assert!(notes(&lib).is_empty(), "decide never writes");
 }
+
+/// The Chinese paraphrase / refine / conflict set (`fixtures/memgate/
+/// zh_pairs.tsv`, 101 pairs): each old note alone in a memory, the new
+/// statement decided against it. Lexical rules cannot tell 蓝色 from 绿色
+/// or 打包产物 from 密钥 (a segmenter with word classes could), so each
+/// kind has a floor at what was measured, and every miss is printed.
+#[test]
+fn chinese_pairs_get_their_action() {
+    let table = include_str!("fixtures/memgate/zh_pairs.tsv");
+    let mut tally: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    let mut misses = Vec::new();
+    for l in table.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = l.split('\t').collect();
+        let [want, old, new] = f[..] else { panic!("bad pair line: {l:?}") };
+        let lib = Lib::empty();
+        keep(&lib, old);
+        let d = decide(&lib, &[said("remember", new)]);
+        let got = d[0]["action"].as_str().unwrap_or_default();
+        let t = tally.entry(want).or_default();
+        t.1 += 1;
+        if got == want {
+            t.0 += 1;
+        } else {
+            misses.push(format!("{want} → {got}: {old} | {new}"));
+        }
+    }
+    eprintln!("Chinese pairs: {tally:?}\nmisses:\n{}", misses.join("\n"));
+    let floor = [("merge", 54, 56), ("new", 10, 10), ("replace", 25, 25), ("veto", 8, 10)];
+    for (kind, min, n) in floor {
+        let (ok, total) = tally.get(kind).copied().unwrap_or_default();
+        assert_eq!(total, n, "{kind} pairs");
+        assert!(ok >= min, "{kind}: {ok}/{total} right, floor {min}; misses:\n{}", misses.join("\n"));
+    }
+}

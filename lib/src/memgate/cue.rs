@@ -287,6 +287,10 @@ const NOT_BEFORE: &str = "要能可行好是用";
 /// Characters after 不用 that make it "no need to …" rather than "do not use".
 const BUYONG_AFTER: &str = "谢担客管急怕说";
 
+/// Comparatives after 不要 / 不能 that make a bound, not a refusal:
+/// 不要超过五十行 says what 不超过五十行 says.
+const BOUNDS: &[&str] = &["超过", "低于", "小于", "大于", "少于", "多于", "高于", "短于", "长于"];
+
 /// Whether a Chinese marker occurs as a word somewhere in the text, not
 /// as a piece of a longer one (要不用 is "how about using").
 fn zh_word_at(norm: &str, w: &str) -> bool {
@@ -295,7 +299,8 @@ fn zh_word_at(norm: &str, w: &str) -> bool {
         let after = norm[i + w.len()..].chars().next();
         let negated = w.starts_with('不') && before.is_some_and(|c| NOT_BEFORE.contains(c));
         let no_need = w == "不用" && after.is_some_and(|c| BUYONG_AFTER.contains(c));
-        !negated && !no_need
+        let bound = BOUNDS.iter().any(|b| norm[i + w.len()..].trim_start().starts_with(b));
+        !negated && !no_need && !bound
     })
 }
 

@@ -21,10 +21,15 @@ use crate::error::Result;
 pub const TOP_K: usize = 5;
 /// Fused score from which two notes may share a scenario.
 pub const SCENARIO_MIN: f64 = 0.2;
+/// Pair similarity of two one-liners from which, with a shared subject
+/// word, they share a scenario (Chinese rewordings: .43–.89 on the pairs
+/// of tests/fixtures/memgate/zh_pairs.tsv, unrelated neighbours mostly
+/// under .4).
+pub const SCENARIO_PAIR: f64 = 0.4;
 /// Fused score at which two notes share a scenario whatever their words.
 pub const SCENARIO_SURE: f64 = 0.5;
 /// Similarity of two one-liners from which they state the same conclusion.
-pub const CONCLUSION_MIN: f64 = 0.55;
+pub const CONCLUSION_MIN: f64 = 0.5;
 /// Share of the smaller one-liner's subject words the other must hold for
 /// the two to state the same conclusion (same polarity).
 pub const SAME_SUBJECT: f64 = 0.8;
@@ -157,6 +162,52 @@ fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
     (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
 }
 
+/// The words of a Chinese statement written in Latin letters or digits,
+/// function words out: the names of tools, languages and versions.
+fn names(words: &[String]) -> Vec<String> {
+    words.iter().filter(|w| !w.chars().any(crate::text::is_cjk) && !cue::is_function_word(w)).cloned().collect()
+}
+
+/// Whether a statement refuses or forbids what the other one is about: a
+/// prohibition in a clause that shares a subject word with `other` (or in
+/// a statement of one clause). "缓存过期时间设为十分钟，避免数据太旧"
+/// does not refuse the cache rule; "以后改用 yarn，不用 pnpm 了" refuses pnpm.
+fn negated(one_liner: &str, other: &[String]) -> bool {
+    let clauses: Vec<&str> =
+        one_liner.split(['，', ',', ';', '；', '：', ':']).filter(|c| !c.trim().is_empty()).collect();
+    if clauses.len() <= 1 {
+        return cue::prohibition(one_liner).is_some();
+    }
+    clauses.iter().any(|cl| {
+        cue::prohibition(cl).is_some() && stems(keywords(cl, 12)).iter().any(|k| other.contains(k))
+    })
+}
+
+/// Markers after which a statement names what it moves away from.
+const REJECT: &[&str] =
+    &["instead of", "rather than", "no longer use", "not use", "stop using", "不用", "不再用", "不再", "而不是", "别用", "不要用"];
+
+/// The names a statement rejects: the first subject word after each
+/// rejection marker ("instead of yarn" → yarn, "不用 pnpm 了" → pnpm);
+/// in Chinese only names in Latin letters or digits count (a bigram after
+/// 而不是 is too often a common word).
+fn rejected(one_liner: &str) -> Vec<String> {
+    let norm = crate::text::normalise(one_liner);
+    let chinese = crate::text::mostly_cjk(one_liner);
+    let mut out = Vec::new();
+    for m in REJECT {
+        for (i, _) in norm.match_indices(m) {
+            let first = keywords(&norm[i + m.len()..], 1).into_iter().next();
+            // Two-letter words stem into collisions ("ad" hoc / "adding").
+            let name = |w: &String| w.chars().count() > 2 && !(chinese && w.chars().any(crate::text::is_cjk));
+            if let Some(w) = first.filter(name) {
+                out.push(crate::score::terms::stem(&w));
+            }
+        }
+    }
+    out
+}
+
 /// Each side has subject words the other lacks and they share less than
 /// [`OTHER_SUBJECT`] of the smaller: they name different things.
 fn differ(a: &[String], b: &[String]) -> bool {
@@ -175,28 +226,53 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     };
     // Same rule in two different scopes ("tabs in Python files" / "tabs in
     // Go files") is two scenarios, however many words they share.
+    let chinese = crate::text::mostly_cjk(&c.one_liner) && crate::text::mostly_cjk(&other.one_liner);
     let ((_, scope_c), (_, scope_o)) = (rule_and_scope(&c.one_liner), rule_and_scope(&other.one_liner));
-    let other_scope = !scope_c.is_empty() && !scope_o.is_empty() && differ(&scope_c, &scope_o);
-    // A user who says they move away from something names the note's
-    // subject themselves: a shared subject word is the scenario.
-    let same_scenario = hit.duplicate
-        || (!other_scope
-            && (hit.score >= SCENARIO_SURE || (shared > 0 && (hit.score >= SCENARIO_MIN || replacing))));
-    let neg_c = cue::prohibition(&c.one_liner).is_some();
-    let neg_o = cue::prohibition(&other.one_liner).is_some();
+    let other_scope = if chinese {
+        let (a, b) = (names(&scope_c), names(&scope_o));
+        a.iter().any(|k| !b.contains(k)) && b.iter().any(|k| !a.contains(k))
+    } else {
+        !scope_c.is_empty() && !scope_o.is_empty() && differ(&scope_c, &scope_o)
+    };
+    // The index's BM25 is relative to the store (in a store of one note
+    // every shared word is common); the pair similarity of the two
+    // statements is not, and says the same thing reworded.
     let conclusion = sim::pair(&c.one_liner, &other.one_liner);
     let (ka, kb) = (stems(keywords(&c.one_liner, 12)), stems(keywords(&other.one_liner, 12)));
+    let neg_c = negated(&c.one_liner, &kb);
+    let neg_o = negated(&other.one_liner, &ka);
     let overlap = containment(&ka, &kb);
-    let own_a = ka.iter().filter(|k| !kb.contains(k)).count();
-    let own_b = kb.iter().filter(|k| !ka.contains(k)).count();
+    // In Chinese, word order reshuffles the character bigrams ("依赖升级" /
+    // "升级依赖"), so only the names written in Latin letters or digits
+    // (tools, versions: yup / zod, Node 18 / 20) tell two choices apart.
+    let (na, nb) = if chinese {
+        (names(&crate::text::tokens(&c.one_liner)), names(&crate::text::tokens(&other.one_liner)))
+    } else {
+        (ka.clone(), kb.clone())
+    };
+    let own_a = na.iter().filter(|k| !nb.contains(k)).count();
+    let own_b = nb.iter().filter(|k| !na.contains(k)).count();
     // Each side names something the other does not (pnpm vs yarn).
-    let differing = differ(&ka, &kb);
+    let differing = if chinese { own_a > 0 && own_b > 0 } else { differ(&ka, &kb) };
     // A swap of one or two words in otherwise shared words: alternatives
     // for one slot. Two statements that differ in many words are about
     // different things, not in conflict.
     let swap = differing && overlap > 0.0 && own_a <= SWAP_MAX && own_b <= SWAP_MAX;
+    // A user who says they move to another name for the note's subject
+    // ("数据库以后改用 Postgres"), or away from what the note names ("不用
+    // pnpm 了", "instead of yarn"), puts it in the scenario themselves.
+    let same_scenario = hit.duplicate
+        || (!other_scope
+            && (hit.score >= SCENARIO_SURE
+                || (shared > 0 && (hit.score >= SCENARIO_MIN || conclusion >= SCENARIO_PAIR))
+                || (replacing && shared > 0 && swap)
+                || (replacing && rejected(&c.one_liner).iter().any(|r| subject(other).contains(r)))));
     // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
-    let moves = replacing && own_a > 0 && overlap > 0.0;
+    // A cue the note itself holds ("而不是" in both) moves nowhere.
+    let moves = replacing
+        && ka.iter().any(|k| !kb.contains(k))
+        && overlap > 0.0
+        && cue::replacement(&other.one_liner).is_none();
     let same_conclusion = hit.duplicate
         || (same_scenario
             && neg_c == neg_o
