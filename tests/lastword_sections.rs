@@ -76,12 +76,14 @@ fn corpus_every_section_edit_keeps_the_bytes_outside_it() {
         }
     }
     eprintln!("corpus: {sections} sections × 3 edits; last-section deletes byte-exact: {last_exact}/{last}");
-    assert_eq!(last, 58);
+    // 58 files end in a section; one of them ends in a second `### Frontend`,
+    // which no key names once (apply stages it as ambiguous).
+    assert_eq!(last, 57);
     assert!(bad.is_empty(), "{} edits touched bytes outside their section:\n{}", bad.len(), bad.join("\n"));
 }
 
 /// The binaries on the case: the last section of each corpus file
-/// deleted (one plan, one apply over 58 copies); the file is exactly the
+/// deleted (one plan, one apply over 57 copies); the file is exactly the
 /// bytes before that heading, the previous section's blank lines included.
 #[test]
 fn corpus_last_section_delete_is_byte_exact() {
@@ -92,8 +94,12 @@ fn corpus_last_section_delete_is_byte_exact() {
     for (n, src) in files.iter().enumerate() {
         let text = fs::read_to_string(src).unwrap();
         let heads = headings(&text);
-        let Some(h) = heads.last() else { continue };
+        let Some(h) = heads.last() else {
+            eprintln!("{}: no heading, no last section", src.display());
+            continue;
+        };
         if h.text.is_empty() || matches(&heads, &h.text, Some(h.level)).len() != 1 {
+            eprintln!("{}: last heading {:?} (level {}) cannot be named once", src.display(), h.text, h.level);
             continue;
         }
         let rel = format!("c{n:02}/AGENTS.md");
@@ -102,7 +108,7 @@ fn corpus_last_section_delete_is_byte_exact() {
         entries.push(entry(&rel, &h.text, Some(h.level), "delete", None));
         cases.push((src.clone(), rel, text[..h.start].to_string()));
     }
-    assert_eq!(cases.len(), 58);
+    assert_eq!(cases.len(), 57, "58 files end in a section, one in an ambiguous heading");
     let (code, _, err) = lw.run(&["plan"], &doc(&entries));
     assert_eq!(code, 0, "{err}");
     let (code, recs, err) = lw.run(&["apply"], "");
