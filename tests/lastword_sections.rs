@@ -70,7 +70,12 @@ fn corpus_every_section_edit_keeps_the_bytes_outside_it() {
                     last_exact += usize::from(ok);
                 }
                 if !ok {
-                    bad.push(format!("{} {op} {:?} (line {})", src.display(), h.text, text[..h.start].lines().count() + 1));
+                    bad.push(format!(
+                        "{} {op} {:?} (line {})",
+                        src.display(),
+                        h.text,
+                        text[..h.start].lines().count() + 1
+                    ));
                 }
             }
         }
@@ -188,7 +193,11 @@ fn neighbour_edits_are_not_conflicts() {
             entry("AGENTS.md", "B", None, "update", Some("b2")),
             "# T\n\n## A\n\na\n\n## B\n\nb2\n\n## NEW\n\nn\n",
         ),
-        (entry("AGENTS.md", "B", None, "delete", None), entry("AGENTS.md", "A", None, "update", Some("a2")), "# T\n\n## A\n\na2\n\n"),
+        (
+            entry("AGENTS.md", "B", None, "delete", None),
+            entry("AGENTS.md", "A", None, "update", Some("a2")),
+            "# T\n\n## A\n\na2\n\n",
+        ),
     ] {
         fs::write(&agents, start).unwrap();
         assert_eq!(lw.run(&["plan", "--source", "s1"], &doc(&[first])).0, 0);
@@ -222,7 +231,10 @@ fn parent_and_child_in_one_delta_reapply_changes_nothing() {
     ] {
         let lw = Lw::new();
         fs::write(lw.proj().join("AGENTS.md"), text).unwrap();
-        let delta = [entry("AGENTS.md", "A", Some(2), "update", Some("x")), entry("AGENTS.md", "B", Some(3), "update", Some("y"))];
+        let delta = [
+            entry("AGENTS.md", "A", Some(2), "update", Some("x")),
+            entry("AGENTS.md", "B", Some(3), "update", Some("y")),
+        ];
         let (once, st) = plan_apply(&lw, &delta);
         assert_eq!((once.as_str(), st), (want, vec!["applied".to_string(), "applied".into()]), "{text:?}");
         let (again, st) = plan_apply(&lw, &delta);
@@ -244,7 +256,10 @@ fn missing_heading_delete_and_clear() {
     fs::write(lw.proj().join("AGENTS.md"), "## A\n\na\n").unwrap();
     let (code, _, _) = lw.run(
         &["plan"],
-        &doc(&[entry("AGENTS.md", "Gone", None, "delete", None), entry("AGENTS.md", "Mark", Some(3), "clear", Some(""))]),
+        &doc(&[
+            entry("AGENTS.md", "Gone", None, "delete", None),
+            entry("AGENTS.md", "Mark", Some(3), "clear", Some("")),
+        ]),
     );
     assert_eq!(code, 0);
     let (code, recs, err) = lw.run(&["apply"], "");
