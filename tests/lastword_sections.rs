@@ -309,12 +309,11 @@ fn thousand_entry_batch_with_parents_and_children_equals_one_at_a_time() {
         keys.swap(i, next(i + 1));
     }
     let mut specs: Vec<(String, u8, &str, Option<String>)> = Vec::new();
-    for k in 0..1000 {
+    for (k, (h, l)) in keys.iter().take(1000).cloned().enumerate() {
         if k % 10 == 9 {
             specs.push((format!("New {k}"), 2 + (k % 3) as u8, "update", Some(format!("created {k}"))));
             continue;
         }
-        let (h, l) = keys[k].clone();
         let (op, content) = match k % 10 {
             0..=5 => ("update", Some(format!("- fact {k}\n- more"))),
             6 | 7 => ("clear", Some(String::new())),
