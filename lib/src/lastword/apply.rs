@@ -1,9 +1,9 @@
 //! `kb-lastword apply` (seed 004 §6 step 4): read the pending files, edit
 //! each target's Markdown in one pass, write it atomically under the lock,
 //! then drop the applied entries from the pending file. Entries that cannot
-//! apply (ambiguous heading, a section a person changed since plan, a
-//! target that is a directory or binary) are staged with their error; URL
-//! targets stay pending. Entries apply in the order queued, each on the
+//! apply (ambiguous heading, a section changed since plan by a person or
+//! another session, a target that is a directory or binary) are staged
+//! with their error; URL targets stay pending. Entries apply in the order queued, each on the
 //! text the ones before it left (like one plan + apply per entry).
 //! Re-applying is idempotent: an entry whose result is already in the file
 //! changes nothing.
