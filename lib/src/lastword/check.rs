@@ -90,7 +90,7 @@ pub fn base_of(doc: &Doc, e: &Entry) -> Option<String> {
 }
 
 fn digest(doc: &Doc, (s, t): (usize, usize)) -> String {
-    format!("sha256:{}", crate::digest::sha256_hex(&doc.text.as_bytes()[s..t]))
+    format!("sha256:{}", crate::doc::digest::sha256_hex(&doc.text.as_bytes()[s..t]))
 }
 
 /// Whether the key's section in `doc` is the one `base` was taken from.
