@@ -67,8 +67,9 @@ pub struct Entry {
     pub meta: Option<Map<String, Value>>,
     /// The session that declared it.
     pub source: Option<String>,
-    /// Digest of the section body when planned (`sha256:…` or `absent`),
-    /// so apply can tell a person's edit in between from its own.
+    /// Digest of the section's own bytes when planned (`sha256:…` or
+    /// `absent`, see `check::base_of`), so apply can tell a change made in
+    /// between by someone else from its own.
     pub base: Option<String>,
     /// Why this entry was staged (staging files only).
     pub error: Option<String>,
@@ -374,14 +375,14 @@ impl File {
 
     /// The file as YAML text.
     pub fn to_yaml(&self) -> crate::Result<String> {
-        crate::yaml::to_string(&self.to_value())
+        crate::doc::yaml::to_string(&self.to_value())
     }
 }
 
 /// Parses YAML (or JSON) text into a delta file; a text that is not YAML is
 /// one file-level problem.
 pub fn parse_text(text: &str) -> (File, Vec<Bad>, Vec<Problem>) {
-    match crate::yaml::to_value(text) {
+    match crate::doc::yaml::to_value(text) {
         Ok(v) => parse_file(&v),
         Err(e) => (File::default(), Vec::new(), vec![problem(None, String::new(), e.to_string())]),
     }
