@@ -129,7 +129,7 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
         ("Maybe use pnpm for installs.", "maybe"),
         ("可能用 pnpm 安装依赖更好", "可能"),
         ("也许以后都用 tabs 缩进", "也许"),
-        ("先别记：测试用 vitest", "先别记"),
+        ("估计用 pnpm 会快一点", "估计"),
     ] {
         let d = decide(&lib, &[said("remember", text)]);
         assert_eq!(d[0]["action"], "new", "{text}");

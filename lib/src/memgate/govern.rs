@@ -41,6 +41,9 @@ pub const OPPOSED_SUBJECT: f64 = 0.5;
 /// At most this many subject words of its own on each side for two
 /// same-polarity statements to be alternatives (pnpm vs yarn).
 pub const SWAP_MAX: usize = 2;
+/// Share of CJK characters two Chinese statements must have in common for
+/// their different names to be alternatives for one slot.
+pub const SWAP_FRAME: f64 = 0.7;
 
 /// |a ∩ b| / min(|a|, |b|) of two keyword lists (0 when one is empty).
 fn containment(a: &[String], b: &[String]) -> f64 {
@@ -183,6 +186,21 @@ fn negated(one_liner: &str, other: &[String]) -> bool {
     })
 }
 
+/// Whether two Chinese statements say the same around their names: the
+/// Dice overlap of their CJK characters (function characters such as 用,
+/// 以, 后, 改 left out) is at least [`SWAP_FRAME`]
+/// ("表单校验用 yup" / "表单校验用 zod": 1; "构建时压缩 JavaScript" /
+/// "构建时生成 source map": .6, two different rules).
+fn same_frame(a: &str, b: &str) -> bool {
+    use std::collections::BTreeSet;
+    let chars = |t: &str| -> BTreeSet<char> {
+        t.chars().filter(|c| crate::text::is_cjk(*c) && !cue::is_function_char(*c)).collect()
+    };
+    let (x, y) = (chars(a), chars(b));
+    let n = x.len() + y.len();
+    n > 0 && 2.0 * x.intersection(&y).count() as f64 / n as f64 >= SWAP_FRAME
+}
+
 /// Markers after which a statement names what it moves away from.
 const REJECT: &[&str] =
     &["instead of", "rather than", "no longer use", "not use", "stop using", "不用", "不再用", "不再", "而不是", "别用", "不要用"];
@@ -257,7 +275,11 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // A swap of one or two words in otherwise shared words: alternatives
     // for one slot. Two statements that differ in many words are about
     // different things, not in conflict.
-    let swap = differing && overlap > 0.0 && own_a <= SWAP_MAX && own_b <= SWAP_MAX;
+    let swap = differing
+        && overlap > 0.0
+        && own_a <= SWAP_MAX
+        && own_b <= SWAP_MAX
+        && (!chinese || same_frame(&c.one_liner, &other.one_liner));
     // A user who says they move to another name for the note's subject
     // ("数据库以后改用 Postgres"), or away from what the note names ("不用
     // pnpm 了", "instead of yarn"), puts it in the scenario themselves.
