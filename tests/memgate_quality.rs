@@ -61,7 +61,8 @@ fn one_rule_in_two_scopes_does_not_merge() {
 fn chinese_paraphrase_finds_its_neighbour() {
     let lib = Lib::empty();
     let target = remember(&lib, "前端上线前把调试用的打印语句清理干净。");
-    for other in ["数据库迁移必须先在测试环境跑一遍。", "接口返回的时间统一用 UTC。", "样式文件统一放在 styles 目录。"] {
+    for other in ["数据库迁移必须先在测试环境跑一遍。", "接口返回的时间统一用 UTC。", "样式文件统一放在 styles 目录。"]
+    {
         remember(&lib, other);
     }
     let d = decide(&lib, &[said("remember", "发布前端之前，要把调试打印语句删干净")]);

@@ -373,9 +373,9 @@ pub fn is_function_word(token: &str) -> bool {
         "never", "always", "please", "should", "must", "here", "there", "instead", "rather", "than", "from", "now",
         "on", "no", "longer", "avoid", "prefer", "let's", "lets", "can", "can't", "cannot", "will", "would", "all",
         "any", "when", "then", "so", "but", "also", "just", "only", "us", "me", "your", "project", "code", "like",
-        "want", "need", "have", "has", "was", "were", "been", "anymore", "switch", "into", "about",
-        "不要", "不能", "不用", "要用", "用的", "这里", "我们", "项目", "以后", "现在", "一下", "的", "了", "是", "在",
-        "用", "别", "要", "不", "请", "改用",
+        "want", "need", "have", "has", "was", "were", "been", "anymore", "switch", "into", "about", "不要", "不能",
+        "不用", "要用", "用的", "这里", "我们", "项目", "以后", "现在", "一下", "的", "了", "是", "在", "用", "别",
+        "要", "不", "请", "改用",
     ];
     STOP.contains(&token)
 }

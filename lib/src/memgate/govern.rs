@@ -148,11 +148,14 @@ fn stems(words: Vec<String>) -> Vec<String> {
 }
 
 /// English words that open the scope of a rule: "use tabs | in Go files".
-const SCOPE_EN: &[&str] =
-    &["in", "for", "on", "when", "whenever", "inside", "within", "during", "before", "after", "while", "under", "across", "if"];
+const SCOPE_EN: &[&str] = &[
+    "in", "for", "on", "when", "whenever", "inside", "within", "during", "before", "after", "while", "under", "across",
+    "if",
+];
 /// Chinese markers that open the rule itself: what precedes the first one
 /// is its scope ("Go 文件里 | 用 tabs", "前端上线前 | 把…").
-const RULE_ZH: &[&str] = &["不要", "不能", "不用", "不许", "不准", "别", "禁止", "必须", "一定", "统一", "改用", "使用", "采用", "用", "把"];
+const RULE_ZH: &[&str] =
+    &["不要", "不能", "不用", "不许", "不准", "别", "禁止", "必须", "一定", "统一", "改用", "使用", "采用", "用", "把"];
 
 /// The stemmed subject words of a one-liner's rule and of its scope.
 fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
@@ -160,7 +163,14 @@ fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
         let at = RULE_ZH.iter().filter_map(|m| one_liner.find(m)).min().unwrap_or(0);
         return (stems(keywords(&one_liner[at..], 12)), stems(keywords(&one_liner[..at], 12)));
     }
-    let toks = crate::text::tokens(one_liner);
+    // The scope of the first clause ("never use var in JavaScript; use
+    // let"), with time phrases out ("from now on" opens no scope).
+    let mut norm = crate::text::normalise(one_liner);
+    for time in ["from now on", "from here on", "going forward"] {
+        norm = norm.replace(time, " ");
+    }
+    let clause = norm.split([';', ',']).find(|c| !c.trim().is_empty()).unwrap_or("");
+    let toks = crate::text::tokens(clause);
     let at = toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map_or(toks.len(), |i| i + 1);
     (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
 }
@@ -181,9 +191,7 @@ fn negated(one_liner: &str, other: &[String]) -> bool {
     if clauses.len() <= 1 {
         return cue::prohibition(one_liner).is_some();
     }
-    clauses.iter().any(|cl| {
-        cue::prohibition(cl).is_some() && stems(keywords(cl, 12)).iter().any(|k| other.contains(k))
-    })
+    clauses.iter().any(|cl| cue::prohibition(cl).is_some() && stems(keywords(cl, 12)).iter().any(|k| other.contains(k)))
 }
 
 /// Whether two Chinese statements say the same around their names: the
@@ -202,8 +210,19 @@ fn same_frame(a: &str, b: &str) -> bool {
 }
 
 /// Markers after which a statement names what it moves away from.
-const REJECT: &[&str] =
-    &["instead of", "rather than", "no longer use", "not use", "stop using", "不用", "不再用", "不再", "而不是", "别用", "不要用"];
+const REJECT: &[&str] = &[
+    "instead of",
+    "rather than",
+    "no longer use",
+    "not use",
+    "stop using",
+    "不用",
+    "不再用",
+    "不再",
+    "而不是",
+    "别用",
+    "不要用",
+];
 
 /// The names a statement rejects: the first subject word after each
 /// rejection marker ("instead of yarn" → yarn, "不用 pnpm 了" → pnpm);
@@ -301,9 +320,8 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
             && !differing
             && !moves
             && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
-    let conflict = same_scenario
-        && !same_conclusion
-        && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
+    let conflict =
+        same_scenario && !same_conclusion && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),

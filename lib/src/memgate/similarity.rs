@@ -179,7 +179,8 @@ pub fn pair(a: &str, b: &str) -> f64 {
     }
     let (wa, wb): (BTreeSet<String>, BTreeSet<String>) =
         (terms::analyse(a).into_iter().collect(), terms::analyse(b).into_iter().collect());
-    let (ga, gb): (BTreeSet<String>, BTreeSet<String>) = (grams(a).into_iter().collect(), grams(b).into_iter().collect());
+    let (ga, gb): (BTreeSet<String>, BTreeSet<String>) =
+        (grams(a).into_iter().collect(), grams(b).into_iter().collect());
     0.5 * dice(&wa, &wb) + 0.5 * dice(&ga, &gb)
 }
 
