@@ -16,11 +16,12 @@ kb-append: write to the library safely (lock, atomic write, changelog,
 indexes, relations, git commit)
 
 Usage:
-  kb-append init [--root DIR]
+  kb-append init [--root DIR] [--no-commit]
+  kb-append --justfile                  the path of kb-tools' justfile (for `import`/`mod`)
   kb-append write PATH [--content S | --content-file F] [--notebook NB] [--append]
-                       [--no-commit] [--allow-risky REASON]
+                       [--no-commit] [--allow-risky REASON] [--allow-empty]
   kb-append batch [--no-commit]          JSONL requests on stdin
-  kb-append event referenced|replan|accept PATH --notebook NB
+  kb-append event referenced|replan|accept PATH --notebook NB [--no-commit]
   kb-append compact [--older-than 90d] [--no-commit]
   kb-append skill create NAME [--stage candidates|drafts|active] [--content S | --content-file F]
   kb-append skill edit NAME [--content S | --content-file F]
@@ -51,6 +52,8 @@ Options:
   --append              append instead of overwriting
   --no-commit           do not git commit (for batching several writes)
   --allow-risky REASON  write content the guard flags, recording why
+  --allow-empty         write: accept empty content (else refused: an empty stdin is a mistake)
+  --justfile            print the path of the kb-tools justfile this binary was built from
   --older-than DUR      compact: archive lines older than this [default: 90d]
   --remote NAME         sync: the remote [default: the branch's, else origin]
   --branch B            sync: the branch [default: the current branch]
@@ -94,6 +97,8 @@ struct Args {
     branch: Option<String>,
     no_push: bool,
     keep: Option<String>,
+    allow_empty: bool,
+    justfile: bool,
 }
 
 fn parse_args() -> Result<Args, Error> {
@@ -130,6 +135,8 @@ fn parse_args() -> Result<Args, Error> {
             Long("branch") => a.branch = Some(p.value()?.string()?),
             Long("no-push") => a.no_push = true,
             Long("keep") => a.keep = Some(p.value()?.string()?),
+            Long("allow-empty") => a.allow_empty = true,
+            Long("justfile") => a.justfile = true,
             Value(v) if a.command.is_none() => a.command = Some(v.string()?),
             Value(v) => a.positional.push(v.string()?),
             _ => return Err(arg.unexpected().into()),
@@ -141,6 +148,9 @@ fn parse_args() -> Result<Args, Error> {
 fn main() -> ExitCode {
     run_main("kb-append", || {
         let a = parse_args()?;
+        if a.justfile {
+            return print_justfile();
+        }
         let command = a
             .command
             .clone()
@@ -156,7 +166,12 @@ fn main() -> ExitCode {
         match command.as_str() {
             "init" => {
                 let lib = Library::for_init(a.root.as_deref())?;
-                out.record(&json!({"record": "init", "dir": lib.dir, "created": lib.init()?.created}))?;
+                let created = lib.init()?.created;
+                // The files init writes are part of the library: commit
+                // them, so a fresh library starts with a clean tree.
+                let files: Vec<String> = created.iter().filter(|p| lib.path(p).is_file()).cloned().collect();
+                let committed = opts.commit && kb::git::commit(&lib, &files, "task-ai(library):init")?;
+                out.record(&json!({"record": "init", "dir": lib.dir, "created": created, "committed": committed}))?;
             }
             "write" => {
                 let lib = Library::resolve(a.root.as_deref())?;
@@ -174,6 +189,11 @@ fn main() -> ExitCode {
                         write::content_from_bytes(bytes, "stdin", opts.max_bytes)?
                     }
                 };
+                if content.is_empty() && !a.allow_empty {
+                    return Err(Error::usage(format!(
+                        "refusing to write empty content to '{path}' (an empty stdin?); pass --allow-empty to mean it"
+                    )));
+                }
                 let mode = if a.append { Mode::Append } else { Mode::Overwrite };
                 let req = write::request(
                     &lib,
@@ -192,6 +212,12 @@ fn main() -> ExitCode {
                 let mut requests = Vec::new();
                 for (line, obj) in jsonl::read_objects(stdin) {
                     let req = match obj {
+                        // An upstream refusal (kb-guard filter's error
+                        // record) stays a refusal, with its own message.
+                        Ok(obj) if obj.get("record").and_then(|r| r.as_str()) == Some("error") => {
+                            let msg = obj.get("message").and_then(|m| m.as_str()).unwrap_or("refused upstream");
+                            Err(format!("refused: {msg}"))
+                        }
                         Ok(obj) => write::parse_request(&lib, &obj, opts.max_bytes),
                         Err(e) => Err(e.message),
                     };
@@ -273,6 +299,21 @@ fn main() -> ExitCode {
         }
         out.finish()
     })
+}
+
+/// `kb-append --justfile`: the justfile of the checkout this binary was
+/// built from, for a project's `import` or `mod` line.
+fn print_justfile() -> Result<Exit, Error> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("justfile");
+    if !path.is_file() {
+        return Err(Error::msg(format!(
+            "{} is gone (the kb-tools checkout moved?); reinstall with `just install` from the checkout",
+            path.display()
+        )));
+    }
+    let mut out = Out::stdout("kb-append");
+    out.text(&format!("{}\n", path.display()))?;
+    out.finish()
 }
 
 /// Prints one record per request; rejected ones as error records with

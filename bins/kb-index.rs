@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use kb::error::{run_main, Error, Exit};
+use kb::error::{run_main, Context, Error, Exit};
 use kb::jsonl::{Format, Out};
 use kb::{clock, consistency, listing, lock, reindex, scan, schedule, stale, status, usage, Library};
 use lexopt::prelude::*;
@@ -170,7 +170,10 @@ fn main() -> ExitCode {
             "cron" => match a.positional.first().map(String::as_str) {
                 Some("install") => {
                     let jf = a.justfile.as_deref().ok_or_else(|| Error::usage("cron install needs --justfile"))?;
-                    out.record(&schedule::cron_install(&lib, a.just.as_deref().unwrap_or("just"), jf)?)?
+                    let exe = std::env::current_exe().ctx(|| "locating kb-index")?;
+                    let bin_dir = exe.parent().unwrap_or(std::path::Path::new("/"));
+                    let just = a.just.as_deref().unwrap_or("just");
+                    out.record(&schedule::cron_install(&lib, &schedule::CronCommand { just, justfile: jf, bin_dir })?)?
                 }
                 Some("uninstall") => out.record(&schedule::cron_uninstall(&lib)?)?,
                 _ => return Err(Error::usage("cron takes install or uninstall")),

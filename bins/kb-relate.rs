@@ -141,10 +141,20 @@ fn main() -> ExitCode {
             "promote" => {
                 let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
                 let cands = promote::candidates(&entries, &usage::load(&lib)?);
-                if !a.dry_run {
+                if a.dry_run {
+                    // A dry run promotes nothing: `promoted` stays false and
+                    // `would_promote` says what a real run would do.
+                    for c in &cands {
+                        let mut rec = serde_json::to_value(c).map_err(|e| Error::msg(e.to_string()))?;
+                        rec["promoted"] = json!(false);
+                        rec["would_promote"] = json!(c.promoted);
+                        rec["dry_run"] = json!(true);
+                        out.record(&rec)?;
+                    }
+                } else {
                     promote::apply(&lib, &cands, !a.no_commit, &lock_opts)?;
+                    cands.iter().try_for_each(|c| out.record(c))?;
                 }
-                cands.iter().try_for_each(|c| out.record(c))?;
             }
             other => return Err(Error::usage(format!("unknown command '{other}'"))),
         }

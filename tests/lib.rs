@@ -11,6 +11,7 @@ mod index;
 mod lastword;
 mod lock;
 mod memgate;
+mod readme;
 mod recipes;
 mod relate;
 mod score;

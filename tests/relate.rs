@@ -129,8 +129,8 @@ fn promote_moves_used_never_failed_t3_skills_to_t4() {
     assert_eq!(
         dry,
         vec![
-            json!({"record": "promotion", "path": ".skills/.active/csv-tools/SKILL.md", "skill": "csv-tools", "usage_count": 4, "failures": 1, "promoted": false}),
-            json!({"record": "promotion", "path": ".skills/.active/pdf-tools/SKILL.md", "skill": "pdf-tools", "usage_count": 3, "failures": 0, "promoted": true}),
+            json!({"record": "promotion", "path": ".skills/.active/csv-tools/SKILL.md", "skill": "csv-tools", "usage_count": 4, "failures": 1, "promoted": false, "would_promote": false, "dry_run": true}),
+            json!({"record": "promotion", "path": ".skills/.active/pdf-tools/SKILL.md", "skill": "pdf-tools", "usage_count": 3, "failures": 0, "promoted": false, "would_promote": true, "dry_run": true}),
         ]
     );
     assert!(lib.read(".skills/.active/pdf-tools/SKILL.md").contains("trust_tier: T3"));

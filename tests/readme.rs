@@ -1,0 +1,196 @@
+//! The README is the user's manual: its set-up commands, its links and
+//! its agent-hook snippets are checked here against the real thing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::recipes::bin_dir;
+use crate::util::{isolate, Lib};
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+/// The fenced blocks of `text` as (info string, body), outermost only.
+pub fn blocks(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, String, String)> = None; // fence, info, body
+    for line in text.lines() {
+        match &mut open {
+            None => {
+                let fence: String = line.chars().take_while(|c| *c == '`').collect();
+                if fence.len() >= 3 {
+                    open = Some((fence.clone(), line[fence.len()..].trim().to_string(), String::new()));
+                }
+            }
+            Some((fence, info, body)) => {
+                if line.trim_end() == fence.as_str() {
+                    out.push((info.clone(), std::mem::take(body)));
+                    open = None;
+                } else {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The one block whose info string is `info`.
+#[track_caller]
+fn block(info: &str) -> String {
+    let found: Vec<String> = blocks(&readme()).into_iter().filter(|(i, _)| i == info).map(|(_, b)| b).collect();
+    assert_eq!(found.len(), 1, "README has one ```{info} block");
+    found[0].clone()
+}
+
+/// Issue 18: the README's first command installs the binaries and runs the
+/// main job; the second runs the tests; `just install` is cargo install.
+#[test]
+fn issue_18_readme_first_two_commands_install_and_test() {
+    let sh: Vec<String> = blocks(&readme()).into_iter().filter(|(i, _)| i == "sh").map(|(_, b)| b).take(2).collect();
+    assert_eq!(sh[0], "cargo install --locked just && just install && just demo\n");
+    assert_eq!(sh[1], "cargo install --locked just && just ci\n");
+    let justfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("justfile");
+    let show = |recipe: &str| {
+        let out = Command::new("just").arg("-f").arg(&justfile).args(["--show", recipe]).output().expect("just");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(show("install").contains("cargo install --locked --quiet --path"), "{}", show("install"));
+    let ci = show("ci");
+    assert!(ci.contains("cargo clippy") && ci.contains("cargo fmt") && ci.contains(" test"), "{ci}");
+    assert!(show("test").contains("cargo nextest run"));
+    // No recipe builds at run time: the binaries come from PATH.
+    let text = std::fs::read_to_string(&justfile).unwrap();
+    for (n, l) in text.lines().enumerate() {
+        let in_dev_recipe =
+            ["cargo install", "cargo nextest", "cargo fmt", "cargo clippy", "cargo build --release --quiet"];
+        assert!(!l.contains("cargo ") || in_dev_recipe.iter().any(|d| l.contains(d)), "justfile:{}: {l}", n + 1);
+    }
+}
+
+/// Issue 18: every repository path the README names exists (no dead
+/// links), and the licenses Cargo.toml names are there.
+#[test]
+fn issue_18_readme_has_no_dead_links() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = readme();
+    let mut dead = Vec::new();
+    // Markdown links to relative targets.
+    for part in text.split("](").skip(1) {
+        let target = part.split(')').next().unwrap_or_default();
+        if target.contains("://") || target.starts_with('#') || target.contains(' ') || target.is_empty() {
+            continue;
+        }
+        if !repo.join(target.split('#').next().unwrap()).exists() {
+            dead.push(target.to_string());
+        }
+    }
+    // Paths in prose or code: folders of this repository.
+    for word in text.split(|c: char| c.is_whitespace() || "`()[],;:'\"".contains(c)) {
+        let word = word.trim_end_matches('.');
+        let ours = ["docs/", "bench/", "schemas/", "examples/", "tests/", "bins/", "lib/src/"];
+        let plain = !word.contains('*') && !word.contains('<') && !word.contains('{');
+        if ours.iter().any(|d| word.starts_with(d)) && plain && !repo.join(word).exists() {
+            dead.push(word.to_string());
+        }
+    }
+    assert!(dead.is_empty(), "dead links in README: {dead:?}");
+    for f in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        assert!(repo.join(f).is_file(), "{f}");
+    }
+}
+
+/// A project directory with an initialised library, an AGENTS.md and a
+/// session buffer of one last-word delta.
+fn hook_project() -> (Lib, PathBuf) {
+    let lib = Lib::new();
+    let home = lib.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(lib.root().join("AGENTS.md"), "# Project\n\n## Build\n\nmake\n").unwrap();
+    buffer(&lib, "cargo build");
+    (lib, home)
+}
+
+fn buffer(lib: &Lib, build: &str) {
+    std::fs::create_dir_all(lib.root().join(".agents")).unwrap();
+    std::fs::write(
+        lib.root().join(".agents/last-word.session.jsonl"),
+        format!(
+            "{{\"path\":\"./AGENTS.md\",\"heading\":\"Build\",\"content\":\"{build}\\n\",\"operation\":\"update\"}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Runs a snippet's command as the agent would: a shell in the project,
+/// the installed binaries on PATH.
+#[track_caller]
+fn run_hook(lib: &Lib, home: &Path, command: &str, stdin: &str) -> String {
+    let mut c = Command::new("sh");
+    isolate(&mut c, lib.root());
+    let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+    c.env("PATH", path).env("KB_LASTWORD_HOME", home).env("CLAUDE_PROJECT_DIR", lib.root()).args(["-c", command]);
+    let out = assert_cmd::Command::from_std(c).write_stdin(stdin.to_string()).output().unwrap();
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn agents_md(lib: &Lib) -> String {
+    std::fs::read_to_string(lib.root().join("AGENTS.md")).unwrap()
+}
+
+/// Issue 18: the Claude Code settings snippet's commands work from a
+/// project: SessionEnd and PreCompact apply the last word, Stop nudges.
+#[test]
+fn issue_18_claude_code_hooks_run_from_a_project() {
+    let settings: serde_json::Value = serde_json::from_str(&block("json claude-settings")).expect("valid JSON");
+    let command = |event: &str| settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let (lib, home) = hook_project();
+    run_hook(&lib, &home, &command("SessionEnd"), "{}");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+    assert!(!lib.root().join(".agents/last-word.session.jsonl").exists());
+    buffer(&lib, "cargo build --release");
+    run_hook(&lib, &home, &command("PreCompact"), "{}");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build --release\n");
+    let out = run_hook(&lib, &home, &command("Stop"), "{}");
+    assert!(out.contains("\"record\":\"nudge\""), "{out}");
+}
+
+/// The command lines of the ```sh blocks inside a snippet.
+fn commands(snippet: &str) -> Vec<String> {
+    blocks(snippet)
+        .into_iter()
+        .filter(|(i, _)| i == "sh")
+        .flat_map(|(_, b)| b.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Issue 18: the Codex AGENTS.md section's end-of-task commands work.
+#[test]
+fn issue_18_codex_agents_md_commands_run_from_a_project() {
+    let cmds = commands(&block("markdown codex-agents"));
+    assert_eq!(cmds.len(), 2, "{cmds:?}");
+    let (lib, home) = hook_project();
+    run_hook(&lib, &home, &cmds[0], "");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+    assert!(run_hook(&lib, &home, &cmds[1], "").contains("\"record\":\"nudge\""));
+}
+
+/// Issue 18: the Cursor rule's commands work, with kb-memgate's notes in
+/// `.cursor/.lingxi`.
+#[test]
+fn issue_18_cursor_rule_commands_run_from_a_project() {
+    let rule = block("markdown cursor-rule");
+    assert!(rule.starts_with("---\ndescription: "), "an .mdc rule with frontmatter");
+    let cmds = commands(&rule);
+    assert_eq!(cmds.len(), 2, "{cmds:?}");
+    let (lib, home) = hook_project();
+    let said = "{\"mode\":\"remember\",\"input\":{\"user_input\":{\"text\":\"Never use var here\",\"evidence_spans\":[{\"start\":0,\"end\":18}]}}}\n";
+    let out = run_hook(&lib, &home, &cmds[0], said);
+    assert!(out.contains("\"status\":"), "{out}");
+    assert!(lib.root().join(".cursor/.lingxi/memory/INDEX.md").is_file());
+    run_hook(&lib, &home, &cmds[1], "");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+}
