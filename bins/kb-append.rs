@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kb::error::{run_main, Context, Error, Exit};
-use kb::jsonl::{self, Out};
-use kb::write::{self, Mode, Options};
-use kb::{maintain, sync, Library};
+use kb::library::write::{self, Mode, Options};
+use kb::maintain::compact;
+use kb::out::jsonl::{self, Out};
+use kb::{sync, Library};
 use lexopt::prelude::*;
 use serde_json::json;
 
@@ -170,7 +171,7 @@ fn main() -> ExitCode {
                 // The files init writes are part of the library: commit
                 // them, so a fresh library starts with a clean tree.
                 let files: Vec<String> = created.iter().filter(|p| lib.path(p).is_file()).cloned().collect();
-                let committed = opts.commit && kb::git::commit(&lib, &files, "task-ai(library):init")?;
+                let committed = opts.commit && kb::library::git::commit(&lib, &files, "task-ai(library):init")?;
                 out.record(&json!({"record": "init", "dir": lib.dir, "created": created, "committed": committed}))?;
             }
             "write" => {
@@ -245,7 +246,7 @@ fn main() -> ExitCode {
                     Some(d) => (kb::clock::parse_duration(d)?.as_secs() / 86_400) as i64,
                     None => 90,
                 };
-                out.record(&maintain::compact(&lib, days, opts.commit, &opts.lock)?)?;
+                out.record(&compact::compact(&lib, days, opts.commit, &opts.lock)?)?;
             }
             "skill" => {
                 let lib = Library::resolve(a.root.as_deref())?;

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::changelog::{self, Event};
-use crate::entry;
 use crate::error::{Error, Result};
+use crate::library::changelog::{self, Event};
+use crate::library::entry;
 use crate::library::Library;
 use crate::lock;
 use crate::sync::attributes::{self, Kind};
@@ -321,8 +321,8 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
             both.extend(incoming);
             both.sort();
             both.dedup();
-            crate::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
-            let mut args = crate::git::identity_args(&repo.top);
+            crate::fs::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
+            let mut args = crate::library::git::identity_args(&repo.top);
             args.extend(["merge", "--no-ff", "--no-commit", "--quiet", &theirs]);
             let out = repo.output(&args)?;
             if !out.status.success() && !repo.git_path("MERGE_HEAD").exists() {
@@ -387,11 +387,11 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
                     a.as_deref().unwrap_or_default(),
                     b.as_deref().unwrap_or_default(),
                 );
-                crate::atomic::write(&lib.path(rel), &merged)?;
+                crate::fs::atomic::write(&lib.path(rel), &merged)?;
             }
             Kind::Derived => {
                 if let Some(bytes) = a.or(b) {
-                    crate::atomic::write(&lib.path(rel), &bytes)?;
+                    crate::fs::atomic::write(&lib.path(rel), &bytes)?;
                 }
             }
             Kind::Document => {
