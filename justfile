@@ -252,6 +252,11 @@ lastword-hook buffer=".agents/last-word.session.jsonl" source="":
     if [ -s {{quote(buffer)}} ]; then kb-lastword plan --source "${2:-session-$$}" {{quote(buffer)}} >/dev/null && rm -f {{quote(buffer)}}; fi
     kb-lastword apply >/dev/null
 
+# Bash completions for the eight binaries, from their flag tables: just completions > ~/.local/share/bash-completion/completions/kb-tools
+[no-cd]
+completions:
+    kb-append completions bash
+
 # Run every test (unit and integration) of this checkout.
 [no-cd]
 test:

@@ -307,6 +307,8 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     let work = demo.lines().next().and_then(|l| l.strip_prefix("== library at ")).expect("demo names its library");
     assert!(!Path::new(work).exists(), "demo removes its temp folder {work}");
     assert!(ok(&[], "").contains("Available recipes"));
+    assert!(ok(&["completions"], "").contains("complete -o default -F _kb_index kb-index\n"));
+    ran.push("completions");
     ran.extend(["demo", "default"]);
     // These act on the kb-tools checkout by design (build, test, bench).
     let checkout = ["install", "test", "bench", "ci"];

@@ -158,10 +158,10 @@ fn output_is_the_same_with_one_thread() {
 fn help_names_every_flag_and_a_closed_pipe_is_quiet() {
     let lib = Lib::new();
     for (bin, src) in
-        [("kb-index", include_str!("../bins/kb-index.rs")), ("kb-relate", include_str!("../bins/kb-relate.rs"))]
+        [("kb-index", include_str!("../lib/src/cli/index.rs")), ("kb-relate", include_str!("../lib/src/cli/relate.rs"))]
     {
         let help = String::from_utf8(lib.cmd(bin).arg("--help").output().unwrap().stdout).unwrap();
-        for flag in src.split("Long(\"").skip(1).map(|s| s.split('"').next().unwrap()) {
+        for flag in crate::util::table_flags(src) {
             assert!(help.contains(&format!("--{flag}")), "{bin} --help lacks --{flag}");
         }
         assert!(help.contains("Example:"));

@@ -1,5 +1,7 @@
 //! Progress for long runs, on stderr and only when stderr is a terminal, so
-//! pipes and logs stay clean.
+//! pipes and logs stay clean; and only once the work has taken a second,
+//! so a single write or a quick run never flashes a counter. (A counter
+//! this small needs no progress-bar crate.)
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -10,13 +12,18 @@ pub struct Progress {
     total: usize,
     done: usize,
     last: Option<Instant>,
+    start: Instant,
     enabled: bool,
 }
+
+/// Work shorter than this shows no progress at all.
+const QUIET_FOR: Duration = Duration::from_secs(1);
 
 impl Progress {
     /// A counter for `total` items; silent unless stderr is a terminal.
     pub fn new(label: &'static str, total: usize) -> Progress {
-        Progress { label, total, done: 0, last: None, enabled: std::io::stderr().is_terminal() && total > 0 }
+        let enabled = std::io::stderr().is_terminal() && total > 1;
+        Progress { label, total, done: 0, last: None, start: Instant::now(), enabled }
     }
 
     /// Counts one item, redrawing at most four times a second.
@@ -26,6 +33,9 @@ impl Progress {
             return;
         }
         let now = Instant::now();
+        if now - self.start < QUIET_FOR {
+            return;
+        }
         if self.last.is_none_or(|t| now - t >= Duration::from_millis(250)) {
             self.last = Some(now);
             eprint!("\r{}: {}/{}", self.label, self.done, self.total);
