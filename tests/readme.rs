@@ -194,3 +194,157 @@ fn issue_18_cursor_rule_commands_run_from_a_project() {
     run_hook(&lib, &home, &cmds[1], "");
     assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
 }
+
+/// A `console` block: the `<!-- readme-test: NAME -->` comment before it
+/// and its text.
+fn console_blocks(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut last = "";
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line == "```console" {
+            let name = last.strip_prefix("<!-- readme-test: ").and_then(|r| r.strip_suffix(" -->")).unwrap_or("");
+            let mut body = String::new();
+            for l in lines.by_ref().take_while(|l| *l != "```") {
+                body.push_str(l);
+                body.push('\n');
+            }
+            out.push((name.to_string(), body));
+        }
+        if !line.trim().is_empty() {
+            last = line;
+        }
+    }
+    out
+}
+
+/// (command, expected output lines) steps of a console block; `\`
+/// continues a command on the next line.
+fn steps(body: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut cont = false;
+    for line in body.lines() {
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            out.push((cmd.to_string(), Vec::new()));
+            cont = cmd.ends_with('\\');
+        } else if cont {
+            let last = out.last_mut().expect("a command first");
+            last.0.push('\n');
+            last.0.push_str(line);
+            cont = line.ends_with('\\');
+        } else {
+            out.last_mut().expect("a command first").1.push(line.to_string());
+        }
+    }
+    out
+}
+
+/// Whether `actual` is `want`, where `...` in `want` stands for any text.
+fn matches(want: &str, actual: &str) -> bool {
+    let parts: Vec<&str> = want.split("...").collect();
+    if parts.len() == 1 {
+        return want == actual;
+    }
+    let Some(mut rest) = actual.strip_prefix(parts[0]) else { return false };
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        }
+        match rest.find(p) {
+            Some(at) => rest = &rest[at + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The state each named README example starts from. `same` goes on in
+/// the previous example's project.
+fn setup(name: &str, dir: &Path, home: &Path) {
+    let write = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    match name {
+        "same" => {}
+        "library" => {
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-append"));
+            isolate(&mut c, dir);
+            assert!(c.arg("init").output().unwrap().status.success());
+        }
+        "git-project" => {
+            crate::util::git(dir, &["init", "-q"]);
+            crate::util::git(dir, &["config", "user.name", "Test"]);
+            crate::util::git(dir, &["config", "user.email", "test@example.invalid"]);
+            write("jwt.md", "---\ntopic: jwt-auth\ntype: security\nkeywords: [jwt, auth]\n---\n# JWT auth\n\nVerify the signature before reading any claim.\n");
+        }
+        "old-changelog" => {
+            let old = "{\"ts\":\"2025-10-15T09:00:00Z\",\"event\":\"referenced\",\"path\":\"team-notes/a.md\",\"notebook\":\"nb-1\"}\n\
+                       {\"ts\":\"2025-11-15T09:00:00Z\",\"event\":\"referenced\",\"path\":\"team-notes/a.md\",\"notebook\":\"nb-1\"}\n";
+            let log = dir.join(".library/.changelog");
+            let now = std::fs::read_to_string(&log).unwrap();
+            std::fs::write(&log, format!("{old}{now}")).unwrap();
+            crate::util::git(dir, &["commit", "-qam", "older history"]);
+        }
+        "lastword" => {
+            let agents = home.join(".config/agents");
+            std::fs::create_dir_all(&agents).unwrap();
+            std::fs::write(
+                agents.join("USER.md"),
+                "# USER\n\n## Research Interests\n\n- Compilers\n\n## Temporary Notes\n\nscratch\n",
+            )
+            .unwrap();
+            std::fs::write(agents.join("SOUL.md"), "# SOUL\n\n## Values\n\nHonesty.\n").unwrap();
+            let yaml = blocks(&readme()).into_iter().find(|(i, b)| i == "yaml" && b.starts_with("version: \"1.0.0\""));
+            write("session.yaml", &yaml.expect("the README's session.yaml").1);
+        }
+        "dup" => write(
+            "dup.yaml",
+            "version: \"1.0.0\"\nentries:\n  - key: {path: \"USER.md\", heading: \"Projects\", level: 2}\n    operation: update\n    content: \"- kb-tools\\n\"\n  - key: {path: \"USER.md\", heading: \"Projects\"}\n    operation: update\n    content: \"- other\\n\"\n",
+        ),
+        other => panic!("README example with unknown setup '{other}'"),
+    }
+}
+
+/// Issue 18: every `console` example of the README runs, in a temporary
+/// project, and prints what the README shows (`...` stands for text that
+/// varies); the project path prints as `/work/proj`.
+#[test]
+fn issue_18_readme_console_examples_print_what_they_show() {
+    let text = readme();
+    let examples = console_blocks(&text);
+    assert!(examples.len() >= 5, "{}", examples.len());
+    let mut tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (n, (name, body)) in examples.iter().enumerate() {
+        assert!(!name.is_empty(), "console example {n} has no <!-- readme-test: NAME --> before it:\n{body}");
+        if !name.starts_with("same") {
+            tmp = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(tmp.path().join("proj")).unwrap();
+            std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+        }
+        let (dir, home) = (tmp.path().join("proj"), tmp.path().join("home"));
+        for part in name.split('+') {
+            setup(part, &dir, &home);
+        }
+        for (cmd, want) in steps(body) {
+            let mut c = Command::new("sh");
+            isolate(&mut c, &dir);
+            let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+            c.env("PATH", path).env("KB_LASTWORD_HOME", &home).env("COLUMNS", "200").args(["-c", &cmd]);
+            let out = c.output().unwrap();
+            let actual = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let actual = actual.replace(&dir.display().to_string(), "/work/proj");
+            let got: Vec<&str> = actual.lines().collect();
+            let ok = got.len() == want.len() && want.iter().zip(&got).all(|(w, g)| matches(w, g));
+            if !ok {
+                failures.push(format!(
+                    "example {n} ({name}): $ {cmd}\n--- README\n{}\n--- actual\n{actual}",
+                    want.join("\n")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
