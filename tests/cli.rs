@@ -128,3 +128,23 @@ fn issue_18_bash_completions_come_from_the_same_tables() {
     let words = String::from_utf8_lossy(&got.stdout).into_owned();
     assert_eq!(words, "--root\n--days\n--format\n--help\n", "{}", String::from_utf8_lossy(&got.stderr));
 }
+
+/// Issue 18: on a terminal, a single write shows no progress counter (it
+/// used to print "writing: 1/1"); counters appear only for work over 1 s.
+#[test]
+fn issue_18_a_single_write_on_a_terminal_shows_no_progress() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: `script` (util-linux) is not installed, so no pseudo-terminal");
+        return;
+    }
+    let lib = Lib::new();
+    let bin = assert_cmd::cargo::cargo_bin("kb-append");
+    let mut c = std::process::Command::new("script");
+    crate::util::isolate(&mut c, lib.root());
+    let cmd = format!("'{}' write notes/t.md --content x --no-commit", bin.display());
+    let out = c.args(["-qec", &cmd, "/dev/null"]).output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{screen}");
+    assert!(screen.contains("\"record\":\"write\""), "{screen}");
+    assert!(!screen.contains("writing"), "no progress for one write: {screen}");
+}
