@@ -257,6 +257,12 @@ lastword-hook buffer=".agents/last-word.session.jsonl" source="":
 completions:
     kb-append completions bash
 
+# Man pages of the eight binaries, from their flag tables, into DIR/man1: just man ~/.local/share/man
+[no-cd]
+man dir:
+    mkdir -p {{quote(dir / "man1")}}
+    for b in kb-append kb-guard kb-index kb-lastword kb-lock kb-memgate kb-relate kb-score; do kb-append man "$b" > {{quote(dir / "man1")}}/"$b".1; done
+
 # Run every test (unit and integration) of this checkout.
 [no-cd]
 test:

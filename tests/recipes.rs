@@ -309,6 +309,11 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     assert!(ok(&[], "").contains("Available recipes"));
     assert!(ok(&["completions"], "").contains("complete -o default -F _kb_index kb-index\n"));
     ran.push("completions");
+    let man = p.tmp.path().join("home/man");
+    ok(&["man", man.to_str().unwrap()], "");
+    let page = std::fs::read_to_string(man.join("man1/kb-index.1")).unwrap();
+    assert!(page.starts_with(".TH KB-INDEX 1 ") && page.contains(".B \\-\\-days N"), "{page}");
+    ran.push("man");
     ran.extend(["demo", "default"]);
     // These act on the kb-tools checkout by design (build, test, bench).
     let checkout = ["install", "test", "bench", "ci"];

@@ -38,6 +38,7 @@ Usage:
   kb-append merge-log BASE OURS THEIRS       git merge driver for logs
   kb-append merge-derived BASE OURS THEIRS PATH   git merge driver, derived files
   kb-append completions bash                  shell completions for the eight binaries
+  kb-append man BIN                           the man page (roff) of kb-append, kb-index, ...
 
 write reads the content from stdin when neither --content nor
 --content-file is given. batch reads one request per line:
@@ -276,6 +277,13 @@ pub static SPEC: Spec = Spec {
             flags: &[],
             arity: (1, 1),
         },
+        Cmd {
+            name: "man",
+            args: "BIN",
+            about: "the man page (roff) of one of the eight binaries",
+            flags: &[],
+            arity: (1, 1),
+        },
         Cmd { name: "skill", args: "ACTION NAME", about: "manage skills", flags: &[], arity: (0, MANY) },
     ],
 };
@@ -299,6 +307,13 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     None if a.cmd == "skill" => "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge".into(),
                     None => "missing command (init, write, batch, event, compact, skill, sync, resolve; see --help)".into(),
                 }))
+            }
+            "man" => {
+                let spec = super::SPECS
+                    .iter()
+                    .find(|s| s.bin == a.positional[0])
+                    .ok_or_else(|| Error::usage(format!("man: no binary '{}' (kb-append, kb-index, ...)", a.positional[0])))?;
+                out.text(&super::args::man_page(spec))?;
             }
             "completions" => {
                 if a.positional[0] != "bash" {

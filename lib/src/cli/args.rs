@@ -351,6 +351,48 @@ pub fn bash_completion(specs: &[&Spec]) -> String {
     s
 }
 
+/// A man page (roff, section 1) for one binary, from its table: the
+/// overview as the description, each subcommand's synopsis, every flag.
+pub fn man_page(spec: &Spec) -> String {
+    let esc = |t: &str| t.replace('\\', "\\\\").replace('-', "\\-");
+    let about = spec.usage.lines().next().unwrap_or(spec.bin).split_once(": ").map_or("", |(_, a)| a);
+    let mut s = format!(
+        ".TH {} 1 \"\" \"kb-tools {}\"\n.SH NAME\n{} \\- {}\n.SH SYNOPSIS\n",
+        spec.bin.to_uppercase(),
+        env!("CARGO_PKG_VERSION"),
+        esc(spec.bin),
+        esc(about)
+    );
+    for c in spec.cmds {
+        let name = [spec.bin, c.name, c.args].iter().filter(|w| !w.is_empty()).copied().collect::<Vec<_>>().join(" ");
+        s.push_str(&format!(".TP\n.B {}\n{}\n", esc(&name), esc(c.about)));
+    }
+    s.push_str(".SH DESCRIPTION\n.nf\n");
+    for line in spec.usage.lines() {
+        // A line starting with `.` or `'` would be read as a roff request.
+        if line.starts_with(['.', '\'']) {
+            s.push_str("\\&");
+        }
+        s.push_str(&esc(line));
+        s.push('\n');
+    }
+    s.push_str(".fi\n.SH OPTIONS\n");
+    for f in spec.flags {
+        let left = match f.value {
+            Some(v) => format!("--{} {v}", f.name),
+            None => format!("--{}", f.name),
+        };
+        let used: Vec<&str> = spec
+            .cmds
+            .iter()
+            .filter(|c| c.flags.contains(&f.name))
+            .map(|c| if c.name.is_empty() { spec.bin } else { c.name })
+            .collect();
+        s.push_str(&format!(".TP\n.B {}\n{} (with: {})\n", esc(&left), esc(f.help), esc(&used.join(", "))));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
