@@ -7,6 +7,7 @@ mod util;
 mod append;
 mod evolve;
 mod guard;
+mod hostile;
 mod index;
 mod lastword;
 mod lock;
