@@ -165,7 +165,8 @@ fn main() -> ExitCode {
                     (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
                     (Some(c), None) => c.clone(),
                     (None, Some(f)) => {
-                        let bytes = std::fs::read(f).ctx(|| format!("reading {}", f.display()))?;
+                        let bytes = kb::nofollow::read_input(f, opts.max_bytes as u64)
+                            .ctx(|| format!("reading {}", f.display()))?;
                         write::content_from_bytes(bytes, &f.display().to_string(), opts.max_bytes)?
                     }
                     (None, None) => {

@@ -99,11 +99,9 @@ fn main() -> ExitCode {
                 let opts = lock::Options { timeout: args.timeout, cmd: cmd.join(" ") };
                 let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
                 let code = lock::with_lock(&lib, &opts, || {
-                    let status = Command::new(&cmd[0])
-                        .args(&cmd[1..])
-                        .env(lock::HELD_VAR, &held)
-                        .status()
-                        .map_err(|e| Error::io(format!("running {}", cmd[0]), e))?;
+                    let mut c = Command::new(&cmd[0]);
+                    c.args(&cmd[1..]).env(lock::HELD_VAR, &held);
+                    let status = kb::child::run_forwarding(c, &cmd[0])?;
                     Ok(exit_code(status))
                 })?;
                 child_code = Some(code);

@@ -6,6 +6,7 @@
 
 pub mod atomic;
 pub mod changelog;
+pub mod child;
 pub mod clock;
 pub mod consistency;
 pub mod derived;
@@ -29,6 +30,8 @@ pub mod maintain;
 pub mod markdown;
 pub mod marks;
 pub mod memgate;
+pub mod names;
+pub mod nofollow;
 pub mod progress;
 pub mod promote;
 pub mod reindex;

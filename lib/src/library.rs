@@ -30,7 +30,10 @@ pub const INTERNAL_FILES: &[&str] = &[
 /// Directories the tools own; nothing is written below them by requests.
 /// `.evolving-rules` changes only through `kb-guard rules integrate`, so a
 /// plain write can never replace or break a rule in force.
-pub const INTERNAL_DIRS: &[&str] = &[".git", ".changelog-archive", ".cache", ".conflicts", ".evolving-rules"];
+/// `.core-rule-proposals` is written by `kb-guard rules propose` only, so a
+/// request can never plant a proposal for a person to approve.
+pub const INTERNAL_DIRS: &[&str] =
+    &[".git", ".changelog-archive", ".cache", ".conflicts", ".evolving-rules", ".core-rule-proposals"];
 
 /// The subdirectories `kb-append init` creates (seed 000's layout).
 pub const LAYOUT: &[&str] = &[
@@ -109,53 +112,71 @@ impl Library {
     }
 
     /// Checks a library-relative path a request wants to write and returns it
-    /// normalised (`/`-separated, no `.` parts).
+    /// normalised (`/`-separated, no `.` parts). Refused: the names of
+    /// [`crate::names`], generated and internal files and directories (in
+    /// any case), a path through a symlink, a name that differs only in
+    /// case from an existing one, and anything but a regular file in place.
     pub fn writable(&self, rel: &str) -> Result<String> {
+        if let Some(why) = crate::names::refusal(rel) {
+            return Err(Error::msg(why));
+        }
         let norm = normalise(rel)?;
         let parts: Vec<&str> = norm.split('/').collect();
-        let name = parts[parts.len() - 1];
-        if INTERNAL_FILES.contains(&name) {
+        let folded: Vec<String> = parts.iter().map(|p| crate::names::fold(p)).collect();
+        let name = &folded[folded.len() - 1];
+        if INTERNAL_FILES.contains(&name.as_str()) {
             return Err(Error::msg(format!(
-                "'{norm}' is a generated or internal file; it is written only by kb-tools"
+                "refused: '{norm}' is a generated or internal file; it is written only by kb-tools"
             )));
         }
-        if let Some(d) = parts[..parts.len() - 1].iter().find(|p| INTERNAL_DIRS.contains(p)) {
-            return Err(Error::msg(format!("'{norm}' is inside the internal directory '{d}'")));
+        if let Some(d) = folded[..folded.len() - 1].iter().find(|p| INTERNAL_DIRS.contains(&p.as_str())) {
+            return Err(Error::msg(format!("refused: '{norm}' is inside the internal directory '{d}'")));
         }
         if name.contains(".tmp.") && name.starts_with('.') {
             return Err(Error::msg(format!("'{norm}' looks like a kb-tools temporary file")));
         }
-        self.check_inside(&norm)?;
-        let full = self.path(&norm);
-        if full.is_dir() {
-            return Err(Error::msg(format!("'{norm}' is a directory")));
+        crate::nofollow::check_chain(&self.dir, &norm).map_err(Error::msg)?;
+        self.check_case(&norm)?;
+        match std::fs::symlink_metadata(self.path(&norm)) {
+            Ok(m) if m.is_dir() => Err(Error::msg(format!("'{norm}' is a directory"))),
+            Ok(m) if !m.is_file() => Err(Error::msg(format!("'{norm}' is {}", crate::nofollow::NOT_REGULAR))),
+            _ => Ok(norm),
         }
-        Ok(norm)
     }
 
-    /// Fails when a path reaches outside the library through a symlink.
-    pub fn check_inside(&self, rel: &str) -> Result<()> {
-        let base = self.dir.canonicalize().map_err(|e| Error::io(format!("resolving {}", self.dir.display()), e))?;
-        let mut probe = self.dir.clone();
-        for part in rel.split('/') {
-            probe.push(part);
-            match std::fs::symlink_metadata(&probe) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    let target = probe.canonicalize().map_err(|e| {
-                        Error::io(format!("'{rel}' goes through a broken symlink {}", probe.display()), e)
-                    })?;
-                    if !target.starts_with(&base) {
-                        return Err(Error::msg(format!(
-                            "'{rel}' leaves the library through the symlink {}",
-                            probe.display()
-                        )));
-                    }
+    /// Fails when a new name differs only in case from an existing one: on
+    /// a case-insensitive file system (a peer's, or this one) the two are
+    /// the same file.
+    fn check_case(&self, norm: &str) -> Result<()> {
+        let mut dir = self.dir.clone();
+        let mut shown = String::new();
+        for part in norm.split('/') {
+            let here = dir.join(part);
+            if std::fs::symlink_metadata(&here).is_err() {
+                let want = part.to_lowercase();
+                let clash = std::fs::read_dir(&dir).ok().and_then(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .find(|n| n != part && n.to_lowercase() == want)
+                });
+                if let Some(existing) = clash {
+                    return Err(Error::msg(format!(
+                        "refused: '{norm}' differs only in case from the existing '{shown}{existing}' (the two collide on case-insensitive file systems)"
+                    )));
                 }
-                Ok(_) => {}
-                Err(_) => break,
+                return Ok(());
             }
+            shown.push_str(part);
+            shown.push('/');
+            dir = here;
         }
         Ok(())
+    }
+
+    /// Fails when a path goes through a symlink anywhere below the library
+    /// (writes never land through a link, even one pointing back inside).
+    pub fn check_inside(&self, rel: &str) -> Result<()> {
+        crate::nofollow::check_chain(&self.dir, rel).map_err(Error::msg)
     }
 }
 
