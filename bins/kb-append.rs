@@ -250,13 +250,10 @@ fn main() -> ExitCode {
                     return Err(Error::usage("resolve takes exactly one PATH"));
                 };
                 let keep = a.keep.as_deref().ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
-                out.record(&sync::resolve::resolve(
-                    &lib,
-                    path,
-                    &sync::resolve::Keep::parse(keep),
-                    opts.commit,
-                    &opts.lock,
-                )?)?;
+                match sync::resolve::resolve(&lib, path, &sync::resolve::Keep::parse(keep), opts.commit, &opts.lock) {
+                    Ok(r) => out.record(&r)?,
+                    Err(e) => out.error(&e.to_string(), json!({"command": "resolve"}))?,
+                }
             }
             "merge-log" => {
                 let [base, ours, theirs] = a.positional.as_slice() else {

@@ -390,9 +390,10 @@ fn c03_kb_score_never_prints_a_document_symlinked_outside() {
 
 #[test]
 fn c03_kb_index_rebuild_never_writes_into_a_symlinked_directory() {
-    let s = Scene::new();
+    let mut s = Scene::new();
     std::fs::write(s.outside("dir/doc.md"), "---\ntopic: far\n---\n# Far\n").unwrap();
     let before = snapshot(s.lib.root(), &[]);
+    s.before = before.clone();
     symlink(s.outside("dir"), s.lib.path("notes/ext"));
     let mut c = s.lib.std_cmd("kb-index");
     c.arg("rebuild");
@@ -1019,10 +1020,11 @@ fn m12_resolve_refuses_dot_dot_absolute_and_git_paths() {
 
 #[test]
 fn m13_resolve_refuses_a_symlinked_conflicts_directory() {
-    let s = Scene::new();
+    let mut s = Scene::new();
     std::fs::create_dir_all(s.outside("dir/notes/kept.md")).unwrap();
     std::fs::write(s.outside("dir/notes/kept.md/abc1234.md"), "# planted\n").unwrap();
     let before = snapshot(s.lib.root(), &[]);
+    s.before = before.clone();
     symlink(s.outside("dir"), s.lib.path(".conflicts"));
     let out = s.lib.cmd("kb-append").args(["resolve", KEPT, "--keep", "theirs"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));

@@ -62,7 +62,10 @@ pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
     let mut paths = Vec::new();
     let mut dirs = Vec::new();
     let mut problems = Vec::new();
-    let walker = walkdir::WalkDir::new(&lib.dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
+    // Links are never followed (issue 21): a document symlinked to a secret
+    // is not read, a directory link cannot send a rebuild outside the
+    // library, and a link back up cannot loop. Both are reported.
+    let walker = walkdir::WalkDir::new(&lib.dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
         let name = e.file_name().to_string_lossy();
         !(e.depth() == 1 && e.file_type().is_dir() && name.starts_with('.') && name != ".memory" && name != ".skills")
             && !(e.file_type().is_dir() && name == ".git")
@@ -83,7 +86,15 @@ pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
                 }
             }
             Ok(e) if e.file_type().is_dir() => dirs.extend(rel_path(&lib.dir, e.path())),
-            Ok(_) => {}
+            Ok(e) => {
+                let path = rel_path(&lib.dir, e.path()).unwrap_or_else(|| e.path().to_string_lossy().into_owned());
+                let (kind, message) = if e.path_is_symlink() {
+                    ("symlink", "a symlink; kb-tools never follows links in a library".to_string())
+                } else {
+                    ("special", crate::nofollow::NOT_REGULAR.to_string())
+                };
+                problems.push(Problem { path, kind: kind.into(), message });
+            }
             Err(err) => problems.push(Problem {
                 path: err
                     .path()
@@ -145,13 +156,18 @@ fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Pr
 pub fn read_text(lib: &Library, rel: &str) -> Result<(fs::Metadata, String, Vec<Problem>), Problem> {
     let full = lib.path(rel);
     let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
-    let meta = fs::metadata(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+    // No link is followed and no FIFO blocks (issue 21).
+    lib.check_inside(rel).map_err(|e| problem("symlink", e.to_string()))?;
+    let file = crate::nofollow::open_read(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+    let meta = file.metadata().map_err(|e| problem("unreadable", e.to_string()))?;
     let mut problems = Vec::new();
     let text = if meta.len() > MAX_DOC_BYTES {
         problems.push(problem("too-large", format!("{} bytes; indexed by path only", meta.len())));
         String::new()
     } else {
-        let bytes = fs::read(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_DOC_BYTES), &mut bytes)
+            .map_err(|e| problem("unreadable", e.to_string()))?;
         String::from_utf8(bytes).unwrap_or_else(|e| {
             problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
             String::from_utf8_lossy(e.as_bytes()).into_owned()

@@ -66,10 +66,20 @@ fn list(lib: &Library, dir: &str, out: &mut Walk) -> Vec<String> {
             }
             continue;
         };
-        // Follow symlinks, as scan::document_paths does.
-        let Ok(meta) = fs::metadata(e.path()) else { continue };
+        // Never follow a link, as scan::document_paths does not (issue 21):
+        // no document outside the library, no loop.
+        let Ok(meta) = e.file_type() else { continue };
         let rel = join(dir, &name);
-        if meta.is_dir() {
+        if meta.is_symlink() || !(meta.is_dir() || meta.is_file()) {
+            if entry::classify(&rel).is_some() || meta.is_symlink() {
+                let message = if meta.is_symlink() {
+                    "a symlink; kb-tools never follows links in a library".to_string()
+                } else {
+                    crate::nofollow::NOT_REGULAR.to_string()
+                };
+                out.problems.push(Problem { path: rel, kind: "walk".into(), message });
+            }
+        } else if meta.is_dir() {
             if walked_dir(depth, &name) {
                 subdirs.push(rel);
             }
