@@ -166,11 +166,7 @@ fn bounded(mut c: std::process::Command, secs: u64, stdin: &str) -> (i32, Vec<u8
     loop {
         if let Some(_st) = child.try_wait().unwrap() {
             let out = child.wait_with_output().unwrap();
-            return (
-                out.status.code().unwrap_or(-1),
-                out.stdout,
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            );
+            return (out.status.code().unwrap_or(-1), out.stdout, String::from_utf8_lossy(&out.stderr).into_owned());
         }
         if started.elapsed() > Duration::from_secs(secs) {
             let _ = child.kill();
@@ -334,7 +330,12 @@ fn c02_kb_lastword_never_writes_through_a_symlinked_knowledge_file() {
     assert!(code == 2 || code2 == 2, "accepted: {recs:?} {recs2:?} {err} {err2}");
     let all: Vec<Value> = recs.into_iter().chain(recs2).collect();
     assert!(
-        all.iter().any(|r| r.get("message").or(r.get("error")).and_then(Value::as_str).unwrap_or_default().contains("symlink")),
+        all.iter().any(|r| r
+            .get("message")
+            .or(r.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .contains("symlink")),
         "{all:?}"
     );
     s.unharmed_except_lastword();
@@ -771,7 +772,13 @@ impl Peers {
         let mut top = git(a, &["ls-tree", &root_tree]);
         top = top
             .lines()
-            .map(|l| if l.ends_with("\t.library") { format!("040000 tree {}\t.library\n", new_lib.trim()) } else { format!("{l}\n") })
+            .map(|l| {
+                if l.ends_with("\t.library") {
+                    format!("040000 tree {}\t.library\n", new_lib.trim())
+                } else {
+                    format!("{l}\n")
+                }
+            })
             .collect();
         let new_root = run_git_stdin(a, &["mktree"], &top);
         let commit = git(a, &["commit-tree", new_root.trim(), "-p", "HEAD", "-m", "peer raw"]);
@@ -970,8 +977,7 @@ fn m08_overwriting_a_document_that_is_a_symlink_is_refused() {
     let s = Scene::new();
     symlink(s.outside("victim.md"), s.lib.path("notes/victim.md"));
     s.refused("notes/victim.md", "symlink");
-    let (code, recs) =
-        s.batch(&[json!({"path": "notes/victim.md", "content": "# evil\n", "mode": "append"})]);
+    let (code, recs) = s.batch(&[json!({"path": "notes/victim.md", "content": "# evil\n", "mode": "append"})]);
     assert_eq!(code, 2, "{recs:?}");
     std::fs::remove_file(s.lib.path("notes/victim.md")).unwrap();
     s.unharmed();

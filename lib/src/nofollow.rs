@@ -112,10 +112,8 @@ pub fn check_chain(base: &Path, rel: &str) -> Result<(), String> {
 /// error instead of a hang or an endless read, and at most `limit` bytes
 /// are read.
 pub fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32)
-        .open(path)?;
+    let f =
+        OpenOptions::new().read(true).custom_flags((OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32).open(path)?;
     let f = regular(path, f)?;
     let mut bytes = Vec::new();
     f.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;

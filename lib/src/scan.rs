@@ -65,11 +65,16 @@ pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
     // Links are never followed (issue 21): a document symlinked to a secret
     // is not read, a directory link cannot send a rebuild outside the
     // library, and a link back up cannot loop. Both are reported.
-    let walker = walkdir::WalkDir::new(&lib.dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
-        let name = e.file_name().to_string_lossy();
-        !(e.depth() == 1 && e.file_type().is_dir() && name.starts_with('.') && name != ".memory" && name != ".skills")
-            && !(e.file_type().is_dir() && name == ".git")
-    });
+    let walker =
+        walkdir::WalkDir::new(&lib.dir).follow_links(false).sort_by_file_name().into_iter().filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            !(e.depth() == 1
+                && e.file_type().is_dir()
+                && name.starts_with('.')
+                && name != ".memory"
+                && name != ".skills")
+                && !(e.file_type().is_dir() && name == ".git")
+        });
     for item in walker {
         match item {
             Ok(e) if e.file_type().is_file() => {

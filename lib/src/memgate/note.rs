@@ -34,8 +34,9 @@ pub const ID_RULE: &str = "MEM-[A-Za-z0-9_-]+";
 
 /// Whether `id` matches [`ID_RULE`].
 pub fn valid_id(id: &str) -> bool {
-    id.strip_prefix("MEM-")
-        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    id.strip_prefix("MEM-").is_some_and(|rest| {
+        !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
 }
 
 /// [`valid_id`] as an error naming the rule.

@@ -4,7 +4,6 @@
 //! before the next hit would exceed the budget; the final summary record
 //! reports the tokens used.
 
-
 use crate::frontmatter;
 use crate::library::Library;
 
