@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use kb::error::{run_main, Error, Exit};
-use kb::jsonl::{Format, Out};
 use kb::lock::{self, State};
+use kb::out::jsonl::{Format, Out};
 use kb::Library;
 use lexopt::prelude::*;
 
@@ -101,7 +101,7 @@ fn main() -> ExitCode {
                 let code = lock::with_lock(&lib, &opts, || {
                     let mut c = Command::new(&cmd[0]);
                     c.args(&cmd[1..]).env(lock::HELD_VAR, &held);
-                    let status = kb::child::run_forwarding(c, &cmd[0])?;
+                    let status = kb::lock::child::run_forwarding(c, &cmd[0])?;
                     Ok(exit_code(status))
                 })?;
                 child_code = Some(code);

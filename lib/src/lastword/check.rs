@@ -68,8 +68,8 @@ pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
         Err(e) => return Err(format!("cannot read {shown}: {e}")),
     }
     // No link followed, no FIFO blocking (issue 21).
-    let bytes =
-        crate::nofollow::read(path, crate::scan::MAX_DOC_BYTES).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let bytes = crate::fs::nofollow::read(path, crate::library::scan::MAX_DOC_BYTES)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if bytes.contains(&0) {
         return Err(format!("{shown} is a binary file (it contains NUL bytes)"));
     }
@@ -85,7 +85,7 @@ pub fn base_of(doc: &Doc, e: &Entry) -> Option<String> {
         Found::Missing => Some("absent".into()),
         Found::One(i) => {
             let (s, t) = doc.body(i);
-            Some(format!("sha256:{}", crate::digest::sha256_hex(&doc.text.as_bytes()[s..t])))
+            Some(format!("sha256:{}", crate::doc::digest::sha256_hex(&doc.text.as_bytes()[s..t])))
         }
         Found::Many(_) => None,
     }

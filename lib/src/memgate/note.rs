@@ -7,7 +7,7 @@
 //! Meta section is an error.
 
 use super::candidate::{one_line, Candidate, Recommendation};
-use crate::digest::sha256_hex;
+use crate::doc::digest::sha256_hex;
 
 /// A note as on disk.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,7 +44,7 @@ pub fn check_id(id: &str) -> Result<(), String> {
     if valid_id(id) {
         Ok(())
     } else {
-        Err(format!("note id '{}' does not match {ID_RULE}", crate::names::shown(id)))
+        Err(format!("note id '{}' does not match {ID_RULE}", crate::library::names::shown(id)))
     }
 }
 

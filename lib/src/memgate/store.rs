@@ -105,7 +105,7 @@ impl Loaded {
 pub fn read_note(paths: &Paths, file: &str) -> Result<Option<Loaded>> {
     let p = paths.notes.join(file);
     // Never through a symlink, never blocking on a FIFO (issue 21).
-    let bytes = match crate::nofollow::read(&p, crate::scan::MAX_DOC_BYTES) {
+    let bytes = match crate::fs::nofollow::read(&p, crate::library::scan::MAX_DOC_BYTES) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
@@ -119,7 +119,7 @@ pub fn read_note(paths: &Paths, file: &str) -> Result<Option<Loaded>> {
         return Err(Error::msg(format!(
             "{}: its Meta Id '{}' does not match its file name",
             p.display(),
-            crate::names::shown(&note.id)
+            crate::library::names::shown(&note.id)
         )));
     }
     Ok(Some(Loaded { note, file: file.to_string(), mtime_ns: mtime_ns(&p), bytes }))
@@ -181,7 +181,7 @@ impl IndexBytes {
 pub fn open_index(paths: &Paths) -> Result<(IndexBytes, bool)> {
     let dir_mtime = mtime_ns(&paths.notes);
     if paths.search.exists() {
-        let map = crate::io::map(&paths.search)?;
+        let map = crate::fs::map::map(&paths.search)?;
         if View::open(&map).is_some_and(|v| v.dir_mtime_ns == dir_mtime) {
             return Ok((IndexBytes::Mapped(map), false));
         }
@@ -198,7 +198,7 @@ pub fn open_index(paths: &Paths) -> Result<(IndexBytes, bool)> {
 /// Writes the search index for the current notes/ from `entries`.
 pub fn write_index(paths: &Paths, entries: &[DocEntry]) -> Result<()> {
     let bytes = search::encode(mtime_ns(&paths.notes), entries);
-    crate::atomic::write(&paths.search, &bytes)
+    crate::fs::atomic::write(&paths.search, &bytes)
 }
 
 /// Reads the on-disk index's entries if it is current with notes/ as it

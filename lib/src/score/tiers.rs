@@ -4,7 +4,7 @@
 //! before the next hit would exceed the budget; the final summary record
 //! reports the tokens used.
 
-use crate::frontmatter;
+use crate::doc::frontmatter;
 use crate::library::Library;
 
 /// How much of each hit is loaded.
@@ -77,7 +77,7 @@ pub fn content(lib: &Library, path: &str) -> Option<String> {
 /// index row may name any path, and what it names is untrusted (issue 21).
 fn library_text(lib: &Library, rel: &str) -> Option<String> {
     lib.check_inside(rel).ok()?;
-    let bytes = crate::nofollow::read(&lib.path(rel), crate::scan::MAX_DOC_BYTES).ok()?;
+    let bytes = crate::fs::nofollow::read(&lib.path(rel), crate::library::scan::MAX_DOC_BYTES).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::changelog::{self, Event};
 use crate::clock;
-use crate::digest;
-use crate::entry::{self, Category, Entry};
+use crate::doc::digest;
 use crate::error::{Error, Result};
+use crate::library::changelog::{self, Event};
+use crate::library::entry::{self, Category, Entry};
 use crate::library::Library;
 use crate::lock;
 use crate::sync::{conflicts, refresh};
@@ -71,7 +71,7 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
     let path = lib.writable(path)?;
     let chosen = match keep {
         Keep::File(f) => Some(
-            crate::nofollow::read_input(f, crate::scan::MAX_DOC_BYTES)
+            crate::fs::nofollow::read_input(f, crate::library::scan::MAX_DOC_BYTES)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?,
         ),
         _ => None,
@@ -89,7 +89,7 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
         let bytes = match (keep, &chosen) {
             (Keep::File(_), Some(b)) => b.clone(),
             (Keep::Theirs, _) => match copies.as_slice() {
-                [one] => crate::nofollow::read(&lib.path(&one.kept), crate::scan::MAX_DOC_BYTES)
+                [one] => crate::fs::nofollow::read(&lib.path(&one.kept), crate::library::scan::MAX_DOC_BYTES)
                     .map_err(|e| Error::io(format!("reading {}", one.kept), e))?,
                 many => {
                     let names: Vec<&str> = many.iter().map(|c| c.kept.as_str()).collect();
@@ -100,9 +100,9 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
                     )));
                 }
             },
-            _ => crate::nofollow::read(&full, crate::scan::MAX_DOC_BYTES).unwrap_or_default(),
+            _ => crate::fs::nofollow::read(&full, crate::library::scan::MAX_DOC_BYTES).unwrap_or_default(),
         };
-        crate::atomic::write_if_changed(&full, &bytes)?;
+        crate::fs::atomic::write_if_changed(&full, &bytes)?;
         let removed = conflicts::remove(lib, &copies)?;
         let text = String::from_utf8_lossy(&bytes);
         let info = entry::classify(&path);
@@ -122,7 +122,8 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
         let mut touched = vec![path.clone(), changelog::FILE.to_string()];
         touched.extend(removed.iter().cloned());
         touched.extend(refresh::documents(lib, std::slice::from_ref(&path), Some(&[]))?);
-        let committed = commit && crate::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
+        let committed =
+            commit && crate::library::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
         Ok(Resolved {
             record: "resolve",
             path: path.clone(),

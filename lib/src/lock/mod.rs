@@ -3,6 +3,8 @@
 //! holder written into the file for `kb-lock status`. Replaces seed 000's
 //! `mkdir .lock` protocol, whose leftovers `sweep` removes.
 
+pub mod child;
+
 use std::fs::{self, File};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -128,7 +130,7 @@ fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
         }
         // Never through a symlink (a planted `.lock` link would be
         // truncated) and never blocking on a FIFO.
-        return crate::nofollow::open_rw(&p, false).ctx(|| format!("opening the lock file {}", p.display()));
+        return crate::fs::nofollow::open_rw(&p, false).ctx(|| format!("opening the lock file {}", p.display()));
     }
 }
 
@@ -184,7 +186,7 @@ pub fn status(lib: &Library) -> Result<State> {
     if std::fs::symlink_metadata(&p).is_err() {
         return Ok(State::Free);
     }
-    let file = match crate::nofollow::open_rw(&p, false) {
+    let file = match crate::fs::nofollow::open_rw(&p, false) {
         Ok(f) => f,
         Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
     };
@@ -227,7 +229,7 @@ pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
             }
         } else if entry.file_type().is_file() {
             let name = entry.file_name().to_string_lossy();
-            if let Some(pid) = crate::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
+            if let Some(pid) = crate::fs::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
                 fs::remove_file(entry.path())
                     .map_err(|e| Error::io(format!("removing {}", entry.path().display()), e))?;
                 let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());

@@ -58,7 +58,7 @@ pub fn append_lines(path: &Path, text: &str) -> Result<()> {
     }
     // A log replaced by a symlink (planted by hand or by a peer) must not
     // send lines outside the library; a FIFO must not hang the writer.
-    let mut f = crate::nofollow::open_rw(path, true).ctx(|| format!("opening {}", path.display()))?;
+    let mut f = crate::fs::nofollow::open_rw(path, true).ctx(|| format!("opening {}", path.display()))?;
     repair_tail(&mut f).ctx(|| format!("repairing the last line of {}", path.display()))?;
     f.write_all(text.as_bytes()).ctx(|| format!("appending to {}", path.display()))?;
     f.sync_data().ctx(|| format!("syncing {}", path.display()))

@@ -1,5 +1,19 @@
 //! Where the library is and which paths inside it may be written
 //! (DESIGN.md "Root" and "Paths").
+//!
+//! The folder holds what a library is made of: its documents (`entry`,
+//! `scan`), its logs (`changelog`, `relations`, `graph`), and the one
+//! writer (`write`) that commits changes (`git`).
+
+pub mod changelog;
+pub mod entry;
+pub mod git;
+pub mod graph;
+pub mod kind;
+pub mod names;
+pub mod relations;
+pub mod scan;
+pub mod write;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -7,33 +21,6 @@ use crate::error::{Error, Result};
 
 /// The name of the library directory under a workspace.
 pub const DIR_NAME: &str = ".library";
-
-/// Files the tools generate or own; no write request may target them.
-pub const INTERNAL_FILES: &[&str] = &[
-    ".index.md",
-    ".master-index.md",
-    ".changelog",
-    ".relations.jsonl",
-    ".lock",
-    ".ioc.md",
-    ".inconsistency.log",
-    ".last-maintained",
-    ".last-scheduled",
-    ".last-compact",
-    ".last-scan-core",
-    ".last-scan-extended",
-    ".audit.log",
-    ".scheduled.log",
-    ".gitattributes",
-];
-
-/// Directories the tools own; nothing is written below them by requests.
-/// `.evolving-rules` changes only through `kb-guard rules integrate`, so a
-/// plain write can never replace or break a rule in force.
-/// `.core-rule-proposals` is written by `kb-guard rules propose` only, so a
-/// request can never plant a proposal for a person to approve.
-pub const INTERNAL_DIRS: &[&str] =
-    &[".git", ".changelog-archive", ".cache", ".conflicts", ".evolving-rules", ".core-rule-proposals"];
 
 /// The subdirectories `kb-append init` creates (seed 000's layout).
 pub const LAYOUT: &[&str] = &[
@@ -117,29 +104,34 @@ impl Library {
     /// any case), a path through a symlink, a name that differs only in
     /// case from an existing one, and anything but a regular file in place.
     pub fn writable(&self, rel: &str) -> Result<String> {
-        if let Some(why) = crate::names::refusal(rel) {
+        if let Some(why) = names::refusal(rel) {
             return Err(Error::msg(why));
         }
         let norm = normalise(rel)?;
         let parts: Vec<&str> = norm.split('/').collect();
-        let folded: Vec<String> = parts.iter().map(|p| crate::names::fold(p)).collect();
-        let name = &folded[folded.len() - 1];
-        if INTERNAL_FILES.contains(&name.as_str()) {
-            return Err(Error::msg(format!(
-                "refused: '{norm}' is a generated or internal file; it is written only by kb-tools"
-            )));
+        // Compared folded (case, full-width forms, trailing dots), so a
+        // case-insensitive file system cannot turn `.Changelog` into the log.
+        let folded: Vec<String> = parts.iter().map(|p| names::fold(p)).collect();
+        let folded_norm = folded.join("/");
+        let name = folded[folded.len() - 1].as_str();
+        if kind::kind(&folded_norm) != kind::Kind::Document {
+            let by_name = [kind::LOGS, kind::DERIVED, kind::INTERNAL_FILES, kind::REFUSED_DIRS];
+            let dir = folded[..folded.len() - 1]
+                .iter()
+                .find(|p| kind::REFUSED_DIRS.contains(&p.as_str()) || kind::INTERNAL_DIRS.contains(&p.as_str()));
+            return Err(Error::msg(match dir {
+                Some(d) if !by_name.iter().any(|t| t.contains(&name)) => {
+                    format!("refused: '{norm}' is inside the internal directory '{d}'")
+                }
+                None if kind::is_temp(name) => format!("refused: '{norm}' looks like a kb-tools temporary file"),
+                _ => format!("refused: '{norm}' is a generated or internal file; it is written only by kb-tools"),
+            }));
         }
-        if let Some(d) = folded[..folded.len() - 1].iter().find(|p| INTERNAL_DIRS.contains(&p.as_str())) {
-            return Err(Error::msg(format!("refused: '{norm}' is inside the internal directory '{d}'")));
-        }
-        if name.contains(".tmp.") && name.starts_with('.') {
-            return Err(Error::msg(format!("'{norm}' looks like a kb-tools temporary file")));
-        }
-        crate::nofollow::check_chain(&self.dir, &norm).map_err(Error::msg)?;
+        crate::fs::nofollow::check_chain(&self.dir, &norm).map_err(Error::msg)?;
         self.check_case(&norm)?;
         match std::fs::symlink_metadata(self.path(&norm)) {
             Ok(m) if m.is_dir() => Err(Error::msg(format!("'{norm}' is a directory"))),
-            Ok(m) if !m.is_file() => Err(Error::msg(format!("'{norm}' is {}", crate::nofollow::NOT_REGULAR))),
+            Ok(m) if !m.is_file() => Err(Error::msg(format!("'{norm}' is {}", crate::fs::nofollow::NOT_REGULAR))),
             _ => Ok(norm),
         }
     }
@@ -176,7 +168,7 @@ impl Library {
     /// Fails when a path goes through a symlink anywhere below the library
     /// (writes never land through a link, even one pointing back inside).
     pub fn check_inside(&self, rel: &str) -> Result<()> {
-        crate::nofollow::check_chain(&self.dir, rel).map_err(Error::msg)
+        crate::fs::nofollow::check_chain(&self.dir, rel).map_err(Error::msg)
     }
 }
 
@@ -262,7 +254,7 @@ impl Library {
         for f in [".changelog", ".relations.jsonl"] {
             let p = self.path(f);
             if !p.exists() {
-                crate::atomic::write(&p, b"")?;
+                crate::fs::atomic::write(&p, b"")?;
                 created.push(f.to_string());
             }
         }

@@ -8,20 +8,20 @@ use std::fs;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::atomic;
-use crate::changelog::{self, Event};
 use crate::clock;
-use crate::derived;
-use crate::digest;
-use crate::entry::{self, Category, Entry, SUFFIX_STATUS};
+use crate::derived::index;
+use crate::derived::rebuild_all;
+use crate::doc::digest;
+use crate::doc::frontmatter;
 use crate::error::{Error, Result};
-use crate::frontmatter;
-use crate::git;
+use crate::fs::atomic;
 use crate::guard;
-use crate::index;
+use crate::library::changelog::{self, Event};
+use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
+use crate::library::git;
+use crate::library::relations;
 use crate::library::Library;
 use crate::lock;
-use crate::relations;
 
 /// Default content limit per write (1 MiB); `--max-bytes` changes it.
 pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
@@ -174,7 +174,7 @@ pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, 
         (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => content_from_bytes(c.as_bytes().to_vec(), "--content", max_bytes),
         (None, Some(f)) => {
-            let bytes = crate::nofollow::read_input(f, max_bytes as u64)
+            let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             content_from_bytes(bytes, &f.display().to_string(), max_bytes)
         }
@@ -211,7 +211,7 @@ pub fn batch(
         let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
         let mut edges = Vec::new();
         let mut touched_docs: Vec<String> = Vec::new();
-        let mut progress = crate::progress::Progress::new("kb-append: writing", requests.len());
+        let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
@@ -264,7 +264,7 @@ pub fn record(
         last_edges.retain(|(q, _)| q != &p);
         last_edges.push((p, e));
     }
-    if relations::update(lib, &last_edges, events, || derived::rebuilt_edges(lib))? {
+    if relations::update(lib, &last_edges, events, || rebuild_all::rebuilt_edges(lib))? {
         touched.push(relations::FILE.to_string());
     }
     match message {
@@ -300,7 +300,7 @@ fn apply(
         ));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
-    let old = match crate::nofollow::read(&full, u64::MAX) {
+    let old = match crate::fs::nofollow::read(&full, u64::MAX) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
@@ -415,7 +415,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         return Err(Error::usage("--notebook must name the notebook"));
     }
     let info = entry::classify(&path);
-    let text = crate::nofollow::read(&lib.path(&path), crate::scan::MAX_DOC_BYTES)
+    let text = crate::fs::nofollow::read(&lib.path(&path), crate::library::scan::MAX_DOC_BYTES)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .unwrap_or_default();
@@ -430,7 +430,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     };
     lock::with_lock(lib, &opts.lock, || {
         changelog::append(lib, std::slice::from_ref(&ev))?;
-        relations::update(lib, &[], std::slice::from_ref(&ev), || derived::rebuilt_edges(lib))?;
+        relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
         Ok(())
     })?;
     Ok(ev)
