@@ -241,6 +241,13 @@ fn main() -> ExitCode {
                     ..Default::default()
                 };
                 match sync::sync(&lib, &o) {
+                    Ok(report) if !report.rejected.is_empty() => {
+                        for r in &report.rejected {
+                            eprintln!("kb-append: sync rejected {}: {}", r.path, r.reason);
+                        }
+                        out.record(&report)?;
+                        out.raise(Exit::Failure);
+                    }
                     Ok(report) => out.record(&report)?,
                     Err(e) => out.error(&e.to_string(), json!({"command": "sync"}))?,
                 }

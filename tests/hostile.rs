@@ -752,6 +752,7 @@ impl Peers {
             std::fs::write(full, text).unwrap();
         }
         for (p, target) in links {
+            let _ = std::fs::remove_file(a.join(p));
             symlink(target, a.join(p));
         }
         git(a, &["add", "-A", "-f", "."]);
