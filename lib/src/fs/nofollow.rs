@@ -100,9 +100,16 @@ pub fn link_in_chain(base: &Path, rel: &str) -> Option<String> {
 /// [`link_in_chain`] as an error message for `rel`.
 pub fn check_chain(base: &Path, rel: &str) -> Result<(), String> {
     match link_in_chain(base, rel) {
-        Some(link) => Err(format!(
-            "refused: '{rel}' goes through the symlink '{link}'; kb-tools never reads or writes through links in a library"
-        )),
+        Some(link) => {
+            let leaves = match (base.canonicalize(), base.join(&link).canonicalize()) {
+                (Ok(b), Ok(t)) => !t.starts_with(b),
+                _ => true,
+            };
+            let note = if leaves { "; this one leaves the library" } else { "" };
+            Err(format!(
+                "refused: '{rel}' goes through the symlink '{link}'; kb-tools never reads or writes through links in a library{note}"
+            ))
+        }
         None => Ok(()),
     }
 }

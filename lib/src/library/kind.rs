@@ -68,7 +68,7 @@ pub fn kind(rel: &str) -> Kind {
     let name = parts.pop().unwrap_or(rel);
     // Names git or kb-tools give a meaning to, and names that hide what
     // they are (issue 21), except the root git files kb-tools writes.
-    let own = parts.is_empty() && OWN_GIT_FILES.contains(&name);
+    let own = parts.is_empty() && (OWN_GIT_FILES.contains(&name) || INTERNAL_FILES.contains(&name));
     if !own && super::names::refusal(rel).is_some() {
         return Kind::Refused;
     }

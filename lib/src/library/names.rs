@@ -60,7 +60,8 @@ pub fn refusal(raw: &str) -> Option<String> {
                 shown(raw)
             ));
         }
-        if folded == ".lock" {
+        // The root `.lock` is the lock itself, an internal file (`kind`).
+        if folded == ".lock" && parts.len() > 1 {
             return Some(format!("refused: '{}' uses '.lock', the library lock's name", shown(raw)));
         }
     }
