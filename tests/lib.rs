@@ -8,6 +8,7 @@ mod append;
 mod cli;
 mod evolve;
 mod guard;
+mod hostile;
 mod index;
 mod lastword;
 mod lastword_sections;

@@ -97,7 +97,9 @@ pub fn main() -> ExitCode {
                 let opts = lock::Options { timeout, cmd: cmd.join(" ") };
                 let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
                 let code = lock::with_lock(&lib, &opts, || {
-                    match Command::new(&cmd[0]).args(&cmd[1..]).env(lock::HELD_VAR, &held).status() {
+                    let mut child = Command::new(&cmd[0]);
+                    child.args(&cmd[1..]).env(lock::HELD_VAR, &held);
+                    match lock::child::run_forwarding(child, &cmd[0])? {
                         Ok(status) => Ok(exit_code(status)),
                         Err(e) => {
                             let code = match e.kind() {
