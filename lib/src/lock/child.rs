@@ -9,16 +9,20 @@ use std::process::{Command, ExitStatus};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::error::{Error, Result};
-
 /// Runs `cmd` to its end with the signals kb-lock receives forwarded to its
-/// process group; returns its exit status.
-pub fn run_forwarding(mut cmd: Command, what: &str) -> Result<ExitStatus> {
+/// process group; returns its exit status, or the error of starting it
+/// (its kind tells "not found" from "cannot run").
+pub fn run_forwarding(mut cmd: Command) -> std::io::Result<ExitStatus> {
     // Registered before the spawn, so no signal falls in between.
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
-        .map_err(|e| Error::io("installing signal handlers", e))?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     let handle = signals.handle();
-    let mut child = cmd.process_group(0).spawn().map_err(|e| Error::io(format!("running {what}"), e))?;
+    let mut child = match cmd.process_group(0).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            handle.close();
+            return Err(e);
+        }
+    };
     let pid = rustix::process::Pid::from_raw(child.id() as i32);
     let forwarder = std::thread::spawn(move || {
         for sig in signals.forever() {
@@ -28,7 +32,7 @@ pub fn run_forwarding(mut cmd: Command, what: &str) -> Result<ExitStatus> {
             let _ = rustix::process::kill_process_group(pgid, signal);
         }
     });
-    let status = child.wait().map_err(|e| Error::io(format!("waiting for {what}"), e));
+    let status = child.wait();
     handle.close();
     let _ = forwarder.join();
     status
