@@ -242,7 +242,7 @@ ASSETS = {
     "assets/font.ttf": lambda r: b"\x00\x01\x00\x00\x00\x10\x01\x00\x00\x04" + noise(r, 4000),
     "assets/font.otf": lambda r: b"OTTO\x00\x0b\x00\x80\x00\x03" + noise(r, 4000),
     "assets/diagram.pdf": lambda r: b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nstream\n" + noise(r, 3000) + b"\nendstream\n%%EOF\n",
-    "assets/photo.bmp": lambda r: b"BM" + struct.pack("<I", 3054) + b"\x00\x00\x00\x00\x36\x00\x00\x00" + noise(r, 3000),
+    "assets/photo.bmp": lambda r: b"BM" + struct.pack("<I", 3014) + b"\x00\x00\x00\x00\x36\x00\x00\x00" + noise(r, 3000),
     "assets/scan.tiff": lambda r: b"II*\x00\x08\x00\x00\x00" + noise(r, 3000),
 }
 
