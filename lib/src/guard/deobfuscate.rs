@@ -22,6 +22,10 @@ pub fn view(text: &str, markdown: bool) -> Vec<(usize, String)> {
     let mut vars = Vars::default();
     let mut in_comment = false;
     for (i, line) in text.split('\n').enumerate() {
+        // Most lines hold none of the characters any step acts on.
+        if !in_comment && !line.bytes().any(|b| b"\\%$\"'+=<".contains(&b)) {
+            continue;
+        }
         let mut l = windows_paths(line);
         l = unquote(&l);
         l = concat(&l);
@@ -102,7 +106,7 @@ pub fn windows_paths(line: &str) -> String {
 /// backslashes inside a word are removed (a quoted argument keeps its
 /// quotes), so ordinary quoting is left as written.
 pub fn unquote(line: &str) -> String {
-    if !line.contains(['"', '\'', '\\', '$']) {
+    if !line.contains(['"', '\'', '\\']) && !line.contains("IFS") {
         return line.to_string();
     }
     let line = line.replace("${IFS}", " ").replace("$IFS", " ");
@@ -141,7 +145,7 @@ pub fn unquote(line: &str) -> String {
 /// String-literal concatenation: `'cu' + 'rl'`, `"exec" + "Sync"` →
 /// one literal (`'curl'`, `"execSync"`), keeping the first quote.
 pub fn concat(line: &str) -> String {
-    if !line.contains('+') {
+    if !line.contains('+') || !line.contains(['"', '\'']) {
         return line.to_string();
     }
     let b: Vec<char> = line.chars().collect();
@@ -224,13 +228,23 @@ impl Vars {
                 continue;
             }
             let ps = n > 0 && b[n - 1] == b'$';
-            let start_ok = if ps { n == 1 || !b[n - 2].is_ascii_alphanumeric() } else { n == 0 || b" ;&|(\t".contains(&b[n - 1]) };
-            if !start_ok || (!ps && end != eq) || b.get(eq + 1) == Some(&b'=') || (eq > 0 && b"!<>=".contains(&b[eq - 1])) {
+            let start_ok =
+                if ps { n == 1 || !b[n - 2].is_ascii_alphanumeric() } else { n == 0 || b" ;&|(\t".contains(&b[n - 1]) };
+            if !start_ok
+                || (!ps && end != eq)
+                || b.get(eq + 1) == Some(&b'=')
+                || (eq > 0 && b"!<>=".contains(&b[eq - 1]))
+            {
                 continue;
             }
             let rest = line[eq + 1..].trim_start_matches(' ');
             let value = match rest.chars().next() {
-                Some(q @ ('"' | '\'')) => rest[1..].find(q).map(|e| &rest[1..1 + e]),
+                // A value is short: look for its closing quote nearby only,
+                // so a line of many `=` stays linear.
+                Some(q @ ('"' | '\'')) => {
+                    let window = &rest.as_bytes()[1..rest.len().min(MAX_VALUE + 2)];
+                    window.iter().position(|&b| b == q as u8).map(|e| &rest[1..1 + e])
+                }
                 Some(_) => Some(rest.split([' ', ';', '&', '|', '\t']).next().unwrap_or("")),
                 None => None,
             };
@@ -265,7 +279,8 @@ impl Vars {
             }
             let close = if braced { b.get(e) == Some(&b'}') } else { true };
             // An assignment's own name (`$c = ...`) is not a read.
-            let assigned = line[e..].trim_start_matches(' ').starts_with('=') && !line[e..].trim_start_matches(' ').starts_with("==");
+            let assigned = line[e..].trim_start_matches(' ').starts_with('=')
+                && !line[e..].trim_start_matches(' ').starts_with("==");
             match self.values.get(&line[s..e]) {
                 Some(v) if e > s && close && !assigned => {
                     out.push_str(&line[copied..i]);

@@ -17,10 +17,10 @@ use super::deobfuscate;
 use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};
 use super::mention;
 use super::normalize;
-use super::typosquat;
 use super::pattern::{self, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
+use super::typosquat;
 use crate::error::{Error, Result};
 
 /// Most lines reported per rule and file; further matches are counted in
@@ -83,9 +83,7 @@ fn dedupe(hits: &mut Vec<Hit>) {
         if kept.last().is_some_and(|k| k.finding.line != h.finding.line) {
             line_start = kept.len();
         }
-        let clash = kept[line_start..]
-            .iter()
-            .position(|k| h.finding.column < k.end && k.finding.column < h.end);
+        let clash = kept[line_start..].iter().position(|k| h.finding.column < k.end && k.finding.column < h.end);
         match clash {
             Some(i) if strength(&h) > strength(&kept[line_start + i]) => kept[line_start + i] = h,
             Some(_) => {}
@@ -364,9 +362,10 @@ impl Engine {
     /// it (not inside a quoted string, which is what the line quotes, not
     /// what it says), or a "never changes it" / "only reads it" after it.
     fn cautioned(&self, before: &[u8], after: &[u8]) -> bool {
-        let warned = self.caution.find(before).is_some_and(|m| {
-            before[..m.start()].iter().filter(|&&b| b == b'"').count() % 2 == 0
-        });
+        let warned = self
+            .caution
+            .find(before)
+            .is_some_and(|m| before[..m.start()].iter().filter(|&&b| b == b'"').count() % 2 == 0);
         warned || self.caution_after.is_match(after)
     }
 
@@ -469,8 +468,9 @@ impl Engine {
         let mut bad = Vec::new();
         // Examples are checked without one-finding-per-match, so a rule
         // keeps proving itself even where a stronger rule overlaps it.
-        let raised =
-            |ex: &str| self.scan_bytes_with("example.txt", ex.as_bytes(), false).findings.iter().any(|f| f.rule == rule.id);
+        let raised = |ex: &str| {
+            self.scan_bytes_with("example.txt", ex.as_bytes(), false).findings.iter().any(|f| f.rule == rule.id)
+        };
         for ex in &rule.matches {
             if !raised(ex) {
                 bad.push(format!("rule {}: match example does not match: {ex:?}", rule.id));
@@ -593,10 +593,8 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
 /// base64, when the result is mostly printable UTF-8 text.
 fn decode_payload(run: &[u8]) -> Option<(&'static str, String)> {
     if run.len() % 2 == 0 && run.iter().all(u8::is_ascii_hexdigit) {
-        let bytes: Option<Vec<u8>> = run
-            .chunks(2)
-            .map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok()))
-            .collect();
+        let bytes: Option<Vec<u8>> =
+            run.chunks(2).map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
         if let Some(t) = bytes.and_then(|b| String::from_utf8(b).ok()).filter(|t| printable(t)) {
             return Some(("hex", t));
         }

@@ -313,8 +313,8 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
 /// with them; NFKC leaves most of them alone.
 fn punctuation(c: char) -> Option<char> {
     Some(match c {
-        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' | '\u{FE58}' | '\u{FE63}'
-        | '\u{2043}' | '\u{02D7}' => '-',
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' | '\u{FE58}'
+        | '\u{FE63}' | '\u{2043}' | '\u{02D7}' => '-',
         '\u{2044}' | '\u{2215}' | '\u{29F8}' | '\u{2571}' => '/',
         '\u{2216}' | '\u{29F5}' | '\u{29F9}' => '\\',
         '\u{2758}' | '\u{2223}' | '\u{01C0}' => '|',

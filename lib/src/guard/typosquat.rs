@@ -7,26 +7,154 @@
 
 /// Popular PyPI packages (the targets typosquats imitate).
 const PYPI: &[&str] = &[
-    "requests", "urllib3", "numpy", "pandas", "django", "flask", "python-dateutil", "colorama", "beautifulsoup4",
-    "setuptools", "pyyaml", "boto3", "botocore", "scipy", "matplotlib", "pillow", "pytest", "click", "jinja2",
-    "cryptography", "certifi", "charset-normalizer", "packaging", "tqdm", "scikit-learn", "tensorflow", "torch",
-    "openai", "anthropic", "httpx", "pydantic", "fastapi", "uvicorn", "sqlalchemy", "psycopg2", "psycopg2-binary",
-    "redis", "celery", "selenium", "aiohttp", "typer", "black", "pylint", "flake8", "docker", "kubernetes",
-    "paramiko", "jsonschema", "pyjwt", "bcrypt", "pymongo", "markdown", "werkzeug", "gunicorn", "transformers",
-    "keras", "seaborn", "plotly", "openpyxl", "lxml", "pytz", "simplejson", "termcolor", "tabulate", "pygments",
-    "virtualenv", "wheel", "twine", "poetry", "ansible", "langchain", "tiktoken", "protobuf", "grpcio",
+    "requests",
+    "urllib3",
+    "numpy",
+    "pandas",
+    "django",
+    "flask",
+    "python-dateutil",
+    "colorama",
+    "beautifulsoup4",
+    "setuptools",
+    "pyyaml",
+    "boto3",
+    "botocore",
+    "scipy",
+    "matplotlib",
+    "pillow",
+    "pytest",
+    "click",
+    "jinja2",
+    "cryptography",
+    "certifi",
+    "charset-normalizer",
+    "packaging",
+    "tqdm",
+    "scikit-learn",
+    "tensorflow",
+    "torch",
+    "openai",
+    "anthropic",
+    "httpx",
+    "pydantic",
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy",
+    "psycopg2",
+    "psycopg2-binary",
+    "redis",
+    "celery",
+    "selenium",
+    "aiohttp",
+    "typer",
+    "black",
+    "pylint",
+    "flake8",
+    "docker",
+    "kubernetes",
+    "paramiko",
+    "jsonschema",
+    "pyjwt",
+    "bcrypt",
+    "pymongo",
+    "markdown",
+    "werkzeug",
+    "gunicorn",
+    "transformers",
+    "keras",
+    "seaborn",
+    "plotly",
+    "openpyxl",
+    "lxml",
+    "pytz",
+    "simplejson",
+    "termcolor",
+    "tabulate",
+    "pygments",
+    "virtualenv",
+    "wheel",
+    "twine",
+    "poetry",
+    "ansible",
+    "langchain",
+    "tiktoken",
+    "protobuf",
+    "grpcio",
 ];
 
 /// Popular npm packages.
 const NPM: &[&str] = &[
-    "express", "lodash", "react", "react-dom", "axios", "chalk", "commander", "webpack", "typescript", "moment",
-    "request", "debug", "cross-env", "electron", "mongoose", "next", "jquery", "dotenv", "eslint", "prettier",
-    "babel-core", "underscore", "async", "yargs", "body-parser", "nodemon", "socket.io", "redux", "rxjs",
-    "minimist", "fs-extra", "semver", "colors", "inquirer", "puppeteer", "discord.js", "node-fetch", "bcrypt",
-    "jsonwebtoken", "mysql", "sequelize", "vue", "angular", "svelte", "vite", "rollup", "esbuild", "tailwindcss",
-    "nodemailer", "cheerio", "dayjs", "classnames", "bluebird", "uglify-js", "coffee-script", "event-stream",
-    "openai", "zod", "winston", "morgan", "passport", "graphql", "apollo-server", "ethers", "web3", "chokidar",
+    "express",
+    "lodash",
+    "react",
+    "react-dom",
+    "axios",
+    "chalk",
+    "commander",
+    "webpack",
+    "typescript",
+    "moment",
+    "request",
+    "debug",
+    "cross-env",
+    "electron",
+    "mongoose",
+    "next",
+    "jquery",
+    "dotenv",
+    "eslint",
+    "prettier",
+    "babel-core",
+    "underscore",
+    "async",
+    "yargs",
+    "body-parser",
+    "nodemon",
+    "socket.io",
+    "redux",
+    "rxjs",
+    "minimist",
+    "fs-extra",
+    "semver",
+    "colors",
+    "inquirer",
+    "puppeteer",
+    "discord.js",
+    "node-fetch",
+    "bcrypt",
+    "jsonwebtoken",
+    "mysql",
+    "sequelize",
+    "vue",
+    "angular",
+    "svelte",
+    "vite",
+    "rollup",
+    "esbuild",
+    "tailwindcss",
+    "nodemailer",
+    "cheerio",
+    "dayjs",
+    "classnames",
+    "bluebird",
+    "uglify-js",
+    "coffee-script",
+    "event-stream",
+    "openai",
+    "zod",
+    "winston",
+    "morgan",
+    "passport",
+    "graphql",
+    "apollo-server",
+    "ethers",
+    "web3",
+    "chokidar",
 ];
+
+/// Words that start an install command (a cheap filter before parsing).
+const TOOLS: [&str; 8] = ["pip", "npm", "npx", "yarn", "uv ", "poetry", "pdm", "bun "];
 
 /// One suspect install.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,11 +170,17 @@ pub struct Squat {
 /// Suspect installs in `text`.
 pub fn find(text: &str) -> Vec<Squat> {
     let mut out = Vec::new();
-    if !text.contains("install") && !text.contains("add ") {
+    if !TOOLS.iter().any(|t| text.contains(t)) {
         return out;
     }
     for (i, line) in text.split('\n').enumerate() {
+        if !TOOLS.iter().any(|t| line.contains(t)) {
+            continue;
+        }
         for seg in line.split(['&', ';', '|', '`']) {
+            if !TOOLS.iter().any(|t| seg.contains(t)) {
+                continue;
+            }
             let words: Vec<&str> = seg.split_whitespace().collect();
             let Some((eco, from)) = install_args(&words) else { continue };
             let popular = if eco == Eco::Pypi { PYPI } else { NPM };
@@ -57,7 +191,18 @@ pub fn find(text: &str) -> Vec<Squat> {
                     continue;
                 }
                 if w.starts_with('-') {
-                    skip_next = matches!(*w, "-r" | "-c" | "-e" | "-i" | "--index-url" | "--extra-index-url" | "--registry" | "--prefix" | "-t" | "--target");
+                    skip_next = matches!(
+                        *w,
+                        "-r" | "-c"
+                            | "-e"
+                            | "-i"
+                            | "--index-url"
+                            | "--extra-index-url"
+                            | "--registry"
+                            | "--prefix"
+                            | "-t"
+                            | "--target"
+                    );
                     continue;
                 }
                 let name = package_name(w);
@@ -136,7 +281,10 @@ mod tests {
         let names = |t: &str| find(t).into_iter().map(|s| s.matched).collect::<Vec<_>>();
         assert_eq!(names("pip install reqeusts"), ["reqeusts (looks like requests)"]);
         assert_eq!(names("npm i lodahs@4 crossenv"), ["lodahs (looks like lodash)", "crossenv (looks like cross-env)"]);
-        assert_eq!(names("python -m pip install -U python-dateutils==2.8"), ["python-dateutils (looks like python-dateutil)"]);
+        assert_eq!(
+            names("python -m pip install -U python-dateutils==2.8"),
+            ["python-dateutils (looks like python-dateutil)"]
+        );
         assert!(names("pip install requests python-dateutil 'Flask>=2'").is_empty());
         assert!(names("npm install express colors react-dom && yarn add vite").is_empty());
         assert!(names("pip install -r requirement.txt").is_empty());
