@@ -156,6 +156,9 @@ const NPM: &[&str] = &[
 /// Words that start an install command (a cheap filter before parsing).
 const TOOLS: [&str; 8] = ["pip", "npm", "npx", "yarn", "uv ", "poetry", "pdm", "bun "];
 
+/// Most arguments of one install command that are checked.
+const MAX_ARGS: usize = 64;
+
 /// One suspect install.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Squat {
@@ -185,7 +188,9 @@ pub fn find(text: &str) -> Vec<Squat> {
             let Some((eco, from)) = install_args(&words) else { continue };
             let popular = if eco == Eco::Pypi { PYPI } else { NPM };
             let mut skip_next = false;
-            for w in &words[from..] {
+            // Installs name a handful of packages; a bounded number of
+            // arguments keeps a line of thousands of words linear.
+            for w in words[from.min(words.len())..].iter().take(MAX_ARGS) {
                 if skip_next {
                     skip_next = false;
                     continue;
@@ -255,13 +260,14 @@ fn package_name(w: &str) -> String {
     format!("{scope}{}", &rest[..end]).to_ascii_lowercase().replace('_', "-")
 }
 
-/// Optimal string alignment distance of exactly one.
+/// Optimal string alignment distance of exactly one (package names are
+/// ASCII; compared as bytes, without allocating).
 fn one_edit(a: &str, b: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let (a, b) = (a.as_bytes(), b.as_bytes());
     if a == b || a.len().abs_diff(b.len()) > 1 {
         return false;
     }
-    let p = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let (ra, rb) = (&a[p..], &b[p..]);
     if ra.len() == rb.len() {
         ra[1..] == rb[1..] || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
