@@ -49,7 +49,7 @@ fn intel_to_a_hot_loaded_rule_that_catches_a_new_sample() {
     assert_eq!(statuses(&recs), vec![("CORE-001".into(), "proposed".into()), ("CORE-002".into(), "proposed".into())]);
     let dup = recs.iter().find(|r| r["record"] == "duplicate").unwrap();
     assert_eq!(dup["source"], "GHSA-0002");
-    assert_eq!(dup["duplicate_of"], serde_json::json!(["sc-01", "sc-x01"]));
+    assert_eq!(dup["duplicate_of"], serde_json::json!(["sc-01"]));
     let note = proposal(&lib, "CORE-002");
     assert_eq!(note["category"], "prompt_injection");
     assert_eq!(note["pattern"], r"(?i)translator\s+note:\s+disregard\s+the\s+rules\s+above");

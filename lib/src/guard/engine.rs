@@ -75,7 +75,7 @@ struct Hit {
 /// columns overlap, only the strongest (severity, then the rule's own
 /// severity, then the longer match) is reported.
 fn dedupe(hits: &mut Vec<Hit>) {
-    hits.sort_by(|a, b| (a.finding.line, a.finding.column).cmp(&(b.finding.line, b.finding.column)));
+    hits.sort_by_key(|h| (h.finding.line, h.finding.column));
     let strength = |h: &Hit| (h.finding.severity, h.rank, h.end - h.finding.column);
     let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
     let mut line_start = 0;
@@ -365,7 +365,7 @@ impl Engine {
         let warned = self
             .caution
             .find(before)
-            .is_some_and(|m| before[..m.start()].iter().filter(|&&b| b == b'"').count() % 2 == 0);
+            .is_some_and(|m| before[..m.start()].iter().filter(|&&b| b == b'"').count().is_multiple_of(2));
         warned || self.caution_after.is_match(after)
     }
 
@@ -592,7 +592,7 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
 /// Decodes a run as hex (when it is all hex digits, of even length) or
 /// base64, when the result is mostly printable UTF-8 text.
 fn decode_payload(run: &[u8]) -> Option<(&'static str, String)> {
-    if run.len() % 2 == 0 && run.iter().all(u8::is_ascii_hexdigit) {
+    if run.len().is_multiple_of(2) && run.iter().all(u8::is_ascii_hexdigit) {
         let bytes: Option<Vec<u8>> =
             run.chunks(2).map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
         if let Some(t) = bytes.and_then(|b| String::from_utf8(b).ok()).filter(|t| printable(t)) {

@@ -63,7 +63,7 @@ fn enclosing_quotes(line: &[u8], s: usize, e: usize) -> Option<(usize, usize)> {
     for q in [b'"', b'\'', b'`'] {
         // Inside a quoted string when an odd number of its quotes come before.
         let before = line[..s].iter().filter(|&&b| b == q).count();
-        if before % 2 == 0 || line[s..e].contains(&q) {
+        if before.is_multiple_of(2) || line[s..e].contains(&q) {
             continue;
         }
         let open = line[..s].iter().rposition(|&b| b == q)?;
