@@ -291,12 +291,11 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
         };
     if folded.chars().any(|c| punctuation(c).is_some()) {
         let mut out = String::with_capacity(folded.len());
-        for (k, c) in folded.chars().enumerate() {
+        for c in folded.chars() {
             match punctuation(c) {
-                Some(p) => {
-                    t.homoglyph.add(line_no, k + 1, c);
-                    out.push(p);
-                }
+                // Dashes are ordinary typography in prose: mapped for
+                // matching, never a finding on their own.
+                Some(p) => out.push(p),
                 None => out.push(c),
             }
         }
