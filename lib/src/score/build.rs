@@ -21,7 +21,8 @@ use crate::relations::{self, Edge};
 use crate::scan::{self, Problem};
 use crate::text;
 
-use super::index::{self, DocRec, Info, Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
+use super::bm25::FieldTf;
+use super::index::{self, DocRec, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::terms;
 use super::walk;
 
@@ -84,28 +85,44 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         problems.push(Problem { path: rel.to_string(), kind: "frontmatter".into(), message: err.clone() });
     }
     let body = frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
-    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+    // Per-field counts (bm25::FieldTf): heading = title or topic, keywords, body.
+    let mut fields: FxHashMap<String, FieldTf> = FxHashMap::default();
     let mut len = 0u32;
     let title = entry.title.as_deref().unwrap_or("");
-    for part in [title, entry.topic.as_str(), &entry.keywords.join(" "), body] {
+    let mut count = |part: &str, slot: fn(&mut FieldTf) -> &mut u32| {
         terms::each_term(part, |t| {
             len += 1;
-            match counts.get_mut(t) {
-                Some(c) => *c += 1,
+            match fields.get_mut(t) {
+                Some(f) => *slot(f) += 1,
                 None => {
-                    counts.insert(t.to_string(), 1);
+                    let mut f = FieldTf::default();
+                    *slot(&mut f) = 1;
+                    fields.insert(t.to_string(), f);
                 }
             }
         });
+    };
+    count(&entry.keywords.join(" "), |f| &mut f.kw);
+    count(body, |f| &mut f.body);
+    count(title, |f| &mut f.head);
+    // The topic counts as heading only where it says more than the title.
+    let mut topic_tf: FxHashMap<String, u32> = FxHashMap::default();
+    terms::each_term(&entry.topic, |t| *topic_tf.entry(t.to_string()).or_insert(0) += 1);
+    for (t, n) in topic_tf {
+        let f = fields.entry(t).or_default();
+        if n > f.head {
+            len += n - f.head;
+            f.head = n;
+        }
     }
+    let mut counts: FxHashMap<String, u32> = fields.into_iter().map(|(t, f)| (t, f.pack())).collect();
     let topic_words = text::tokens(&entry.topic);
     for w in &topic_words {
         counts.insert(format!("{TOPIC_PREFIX}{w}"), 1);
     }
-    for k in &entry.keywords {
-        for w in text::tokens(k) {
-            counts.insert(format!("{KEYWORD_PREFIX}{w}"), 1);
-        }
+    let kw_words: Vec<Vec<String>> = entry.keywords.iter().map(|k| text::tokens(k)).collect();
+    for w in kw_words.iter().flatten() {
+        counts.insert(format!("{KEYWORD_PREFIX}{w}"), 1);
     }
     let mtime = mtime_ns(&meta);
     let verified = entry.last_verified_at.as_deref().and_then(clock::parse_instant);
@@ -134,6 +151,7 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         size: meta.len(),
         mtime_ns: mtime,
         topic_n: topic_words.len() as u32,
+        words: Words::encode(&topic_words, &kw_words),
     };
     (Some(Fresh { entry, rec, words }), problems)
 }
@@ -244,6 +262,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
                     size,
                     mtime_ns,
                     topic_n: v.topic_n(*d),
+                    words: v.words_raw(*d).to_string(),
                 });
             }
             (_, Some(f), _) => {

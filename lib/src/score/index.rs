@@ -18,7 +18,7 @@ pub const MAGIC: &[u8; 8] = b"KBSCORE1";
 /// Trailer magic.
 pub const END: &[u8; 8] = b"KBSCEND1";
 /// Bumped whenever the layout or the analysis (tokens, stems) changes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
@@ -46,10 +46,12 @@ enum Sec {
     Terms,
     PostOff,
     Posts,
+    WordOff,
+    Words,
     /// Last, so a cache can be re-stamped without rewriting the rest.
     Info,
 }
-const SECTIONS: usize = 17;
+const SECTIONS: usize = 19;
 const HEADER: usize = 16 + SECTIONS * 16;
 
 /// Build facts kept for validating the cache against the library.
@@ -113,6 +115,43 @@ pub struct DocRec {
     pub mtime_ns: u64,
     /// Number of topic words.
     pub topic_n: u32,
+    /// Folded topic words and keywords, as [`Words::encode`] writes them.
+    pub words: String,
+}
+
+/// The folded words of a document's topic and of each keyword, kept so a
+/// query can check seed 000's topic and keyword tiers without parsing the
+/// document's metadata or normalising its text again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Words<'a> {
+    /// Topic words in order.
+    pub topic: Vec<&'a str>,
+    /// Each keyword's words in order.
+    pub keywords: Vec<Vec<&'a str>>,
+}
+
+/// Separates the topic and each keyword in the encoded form (words never
+/// hold it, nor a space: they are letters, digits, `_` and `'`).
+const KW_SEP: char = '\u{1f}';
+
+impl Words<'_> {
+    /// `topic words␟kw1 words␟kw2 words`.
+    pub fn encode(topic: &[String], keywords: &[Vec<String>]) -> String {
+        let mut s = topic.join(" ");
+        for k in keywords {
+            s.push(KW_SEP);
+            s.push_str(&k.join(" "));
+        }
+        s
+    }
+
+    /// Reads what [`Words::encode`] wrote.
+    pub fn decode(s: &str) -> Words<'_> {
+        let mut parts = s.split(KW_SEP);
+        let topic = parts.next().unwrap_or("").split(' ').filter(|w| !w.is_empty()).collect();
+        let keywords = parts.map(|k| k.split(' ').filter(|w| !w.is_empty()).collect()).collect();
+        Words { topic, keywords }
+    }
 }
 
 /// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
@@ -179,6 +218,9 @@ pub fn write(docs: &[DocRec], vocab: &[String], used: &[u32], adj: &[Vec<u32>], 
     }
     secs[Sec::PostOff as usize] = post_off;
     secs[Sec::Posts as usize] = post_bytes;
+    let (wo, wb) = blob(docs.iter().map(|d| d.words.as_bytes()));
+    secs[Sec::WordOff as usize] = wo;
+    secs[Sec::Words as usize] = wb;
 
     let mut out = Vec::with_capacity(HEADER + secs.iter().map(Vec::len).sum::<usize>() + 16);
     out.extend(MAGIC);
@@ -296,6 +338,7 @@ impl<'a> View<'a> {
             (Sec::AdjOff, Sec::Adj, n, 4),
             (Sec::TermOff, Sec::Terms, self.t, 1),
             (Sec::PostOff, Sec::Posts, self.t, 8),
+            (Sec::WordOff, Sec::Words, n, 1),
         ];
         for (off, data, count, width) in tables {
             let o = self.sec(off);
@@ -314,8 +357,8 @@ impl<'a> View<'a> {
                 return Err(format!("offset table {} does not match its data", off as usize));
             }
         }
-        if std::str::from_utf8(self.sec(Sec::Paths)).is_err() || std::str::from_utf8(self.sec(Sec::Terms)).is_err() {
-            return Err("paths or terms are not UTF-8".into());
+        if [Sec::Paths, Sec::Terms, Sec::Words].iter().any(|&s| std::str::from_utf8(self.sec(s)).is_err()) {
+            return Err("paths, terms or words are not UTF-8".into());
         }
         Ok(())
     }
@@ -385,6 +428,16 @@ impl<'a> View<'a> {
         read_u32(self.sec(Sec::TopicN), d as usize * 4).unwrap_or(0)
     }
 
+    /// The folded topic and keyword words of document `d`.
+    pub fn words(&self, d: u32) -> Words<'a> {
+        Words::decode(self.str_at(Sec::WordOff, Sec::Words, d as usize))
+    }
+
+    /// The encoded words of document `d` (to carry over into a rebuild).
+    pub fn words_raw(&self, d: u32) -> &'a str {
+        self.str_at(Sec::WordOff, Sec::Words, d as usize)
+    }
+
     /// Graph neighbours of document `d` (valid document ids only).
     pub fn neighbors(&self, d: u32) -> impl Iterator<Item = u32> + 'a {
         let (a, b) = self.range(Sec::AdjOff, d as usize);
@@ -425,6 +478,12 @@ impl<'a> View<'a> {
         (a..b).filter_map(move |k| Some((read_u32(p, k * 8)?, read_u32(p, k * 8 + 4)?))).filter(move |&(d, _)| d < n)
     }
 
+    /// Number of postings (document frequency) of dictionary term `t`.
+    pub fn postings_len(&self, t: usize) -> usize {
+        let (a, b) = self.range(Sec::PostOff, t);
+        b - a
+    }
+
     /// Postings of a term string (empty when absent).
     pub fn postings(&self, term: &str) -> Vec<(u32, u32)> {
         self.find(term).map(|t| self.postings_of(t).collect()).unwrap_or_default()
@@ -455,6 +514,7 @@ mod tests {
                 size: 10,
                 mtime_ns: 7,
                 topic_n: 1,
+                words: Words::encode(&["x".into()], &[vec!["k".into(), "w".into()]]),
             },
             DocRec {
                 path: "y.md".into(),
@@ -465,6 +525,7 @@ mod tests {
                 size: 1,
                 mtime_ns: 2,
                 topic_n: 0,
+                words: String::new(),
             },
         ];
         write(&docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
@@ -482,6 +543,8 @@ mod tests {
         assert_eq!((v.path(1), v.used_by(0), v.fresh_at(1), v.stamp(0)), ("y.md", 3, NO_DATE, (10, 7)));
         assert_eq!(v.neighbors(0).collect::<Vec<_>>(), [1]);
         assert_eq!(v.meta(0).topic, "x");
+        assert_eq!(v.words(0), Words { topic: vec!["x"], keywords: vec![vec!["k", "w"]] });
+        assert_eq!(v.words(1), Words::default());
         assert_eq!(v.info.avg_len, 3.5);
         let info = Info { dirs: vec![("a".into(), 9)], ..Info::default() };
         let again = restamp(&v, info);

@@ -111,6 +111,8 @@ pub struct Hit {
     #[serde(skip)]
     exact: f64,
     #[serde(skip)]
+    lexical: f64,
+    #[serde(skip)]
     order: usize,
 }
 
@@ -184,7 +186,7 @@ fn search_source(
     let cache_path = cache::path_for(&src.lib, local, src.external);
     cache::with_index(&src.lib, cache_path.as_deref(), opts.verify, |v| {
         let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit);
-        let mk = |d: u32, score: f64, base: f64, kind: Match, freshness: f64, hop: usize, via: Option<u32>| {
+        let mk = |d: u32, (score, base, lexical): (f64, f64, f64), kind: Match, freshness: f64, hop: usize, via: Option<u32>| {
             let m = v.meta(d);
             Hit {
                 record: "hit",
@@ -207,11 +209,12 @@ fn search_source(
                 summary: None,
                 content: None,
                 exact: score,
+                lexical,
                 order,
             }
         };
         let hits: Vec<Hit> =
-            direct.iter().map(|s| mk(s.doc, s.score, round4(s.base), s.kind, s.freshness, 0, None)).collect();
+            direct.iter().map(|s| mk(s.doc, (s.score, round4(s.base), s.lexical), s.kind, s.freshness, 0, None)).collect();
         let mut rec_docs = Vec::new();
         let recs = if opts.recommend {
             let roots: Vec<(u32, f64)> = direct.iter().map(|s| (s.doc, s.score)).collect();
@@ -221,7 +224,7 @@ fn search_source(
                 .map(|r| {
                     rec_docs.push(r.doc);
                     let f = rank::freshness_of(v, r.doc, now);
-                    (mk(r.doc, r.score, 0.0, Match::Graph, f, r.hop, Some(r.via)), v.path(r.root).to_string())
+                    (mk(r.doc, (r.score, 0.0, 0.0), Match::Graph, f, r.hop, Some(r.via)), v.path(r.root).to_string())
                 })
                 .collect()
         } else {
@@ -233,8 +236,15 @@ fn search_source(
     })
 }
 
+/// Final score, then text evidence (so path decides only between
+/// documents equal in both), hop, source order, path.
 fn by_rank(a: &Hit, b: &Hit) -> std::cmp::Ordering {
-    b.exact.total_cmp(&a.exact).then(a.hop.cmp(&b.hop)).then(a.order.cmp(&b.order)).then_with(|| a.path.cmp(&b.path))
+    b.exact
+        .total_cmp(&a.exact)
+        .then(b.lexical.total_cmp(&a.lexical))
+        .then(a.hop.cmp(&b.hop))
+        .then(a.order.cmp(&b.order))
+        .then_with(|| a.path.cmp(&b.path))
 }
 
 /// Runs a search over resolved sources. `errors` are the sources that
