@@ -106,8 +106,10 @@ fn main() -> ExitCode {
         for w in &outcome.warnings {
             eprintln!("kb-score: warning: {w}");
         }
-        if let Some(local) = resolved.sources.iter().find(|s| !s.external) {
-            let event = score::audit_event(&outcome, kb::clock::format(now));
+        // Search is read-only: only a query where a source failed leaves
+        // an audit line (seed 001), one O_APPEND write without the lock.
+        let event = score::audit_event(&outcome, kb::clock::format(now));
+        if let Some(local) = resolved.sources.iter().find(|s| !s.external).filter(|_| score::audit::is_event(&event)) {
             if let Err(e) = score::audit::append(&local.lib, &event) {
                 eprintln!("kb-score: warning: audit log not written: {e}");
             }

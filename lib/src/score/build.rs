@@ -25,6 +25,7 @@ use super::bm25::FieldTf;
 use super::index::{self, DocRec, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::terms;
 use super::walk;
+use super::written;
 
 /// Edge kinds that do not count as a use of the target: authorship
 /// (`wrote`) and a document's own notebook (`source`).
@@ -71,11 +72,12 @@ pub fn watched_stamps(lib: &Library) -> Vec<(String, u64, u64)> {
 struct Fresh {
     entry: Entry,
     rec: DocRec,
+    meta: Meta,
     words: Vec<(String, u32)>,
 }
 
 /// Reads and analyses one document; `None` (with problems) when unreadable.
-fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
+fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
     let (meta, text, mut problems) = match scan::read_text(lib, rel) {
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
@@ -126,10 +128,11 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
     }
     let mtime = mtime_ns(&meta);
     let verified = entry.last_verified_at.as_deref().and_then(clock::parse_instant);
-    let fresh_at = match verified {
-        Some(ts) => ts.as_second(),
-        None if mtime > 0 => (mtime / 1_000_000_000) as i64,
-        None => NO_DATE,
+    // Freshness from what the library knows, never the mtime (kb::score::written).
+    let (fresh_at, fresh_from) = match (verified, written.get(rel)) {
+        (Some(ts), _) => (ts.as_second(), "last_verified_at"),
+        (None, Some(&ts)) => (ts, "changelog"),
+        (None, None) => (NO_DATE, "none"),
     };
     let m = Meta {
         category: entry.category.as_str().to_string(),
@@ -139,12 +142,12 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         keywords: entry.keywords.clone(),
         notebooks: entry.notebooks.clone(),
         quality_status: entry.quality_status.clone(),
-        fresh_from: if verified.is_some() { "last_verified_at" } else { "mtime" }.to_string(),
+        fresh_from: fresh_from.to_string(),
     };
     let words: Vec<(String, u32)> = counts.into_iter().collect();
     let rec = DocRec {
         path: rel.to_string(),
-        meta: serde_json::to_vec(&m).unwrap_or_default(),
+        meta: Vec::new(),
         terms: Vec::new(),
         len,
         fresh_at,
@@ -153,7 +156,7 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         topic_n: topic_words.len() as u32,
         words: Words::encode(&topic_words, &kw_words),
     };
-    (Some(Fresh { entry, rec, words }), problems)
+    (Some(Fresh { entry, rec, meta: m, words }), problems)
 }
 
 /// Interns term strings to dense ids.
@@ -208,11 +211,23 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             (stamp(&lib.path(p)) == v.stamp(d)).then_some(d)
         })
         .collect();
-    let fresh: Vec<(Option<Fresh>, Vec<Problem>)> = paths
+    let written = if reuse.iter().any(Option::is_none) { written::from_changelog(lib) } else { HashMap::new() };
+    let mut fresh: Vec<(Option<Fresh>, Vec<Problem>)> = paths
         .par_iter()
         .zip(reuse.par_iter())
-        .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p) })
+        .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p, &written) })
         .collect();
+    // Documents with no date at all: their last commit, one git log for all.
+    let undated: Vec<&str> =
+        fresh.iter().filter_map(|(f, _)| f.as_ref()).filter(|f| f.rec.fresh_at == NO_DATE).map(|f| f.rec.path.as_str()).collect();
+    let committed = written::from_git(lib, &undated);
+    for f in fresh.iter_mut().filter_map(|(f, _)| f.as_mut()) {
+        if let Some(&t) = committed.get(&f.rec.path).filter(|_| f.rec.fresh_at == NO_DATE) {
+            f.rec.fresh_at = t;
+            f.meta.fresh_from = "git".into();
+        }
+        f.rec.meta = serde_json::to_vec(&f.meta).unwrap_or_default();
+    }
     let read = reuse.iter().filter(|r| r.is_none()).count();
     if let Some(v) = old {
         if read == 0 && paths.len() == v.docs() && stamps == v.info.stamps {

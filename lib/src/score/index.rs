@@ -92,7 +92,8 @@ pub struct Meta {
     /// quality_status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality_status: Option<String>,
-    /// Where the freshness date came from: `last_verified_at` or `mtime`.
+    /// Where the freshness date came from: `last_verified_at`, `changelog`
+    /// (its newest write line), `git` (its newest commit) or `none`.
     pub fresh_from: String,
 }
 
@@ -507,7 +508,7 @@ mod tests {
         let docs = vec![
             DocRec {
                 path: "x.md".into(),
-                meta: b"{\"category\":\"user\",\"topic\":\"x\",\"fresh_from\":\"mtime\"}".to_vec(),
+                meta: b"{\"category\":\"user\",\"topic\":\"x\",\"fresh_from\":\"none\"}".to_vec(),
                 terms: vec![(0, 2), (1, 1)],
                 len: 3,
                 fresh_at: 5,

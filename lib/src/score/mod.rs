@@ -19,6 +19,7 @@ pub mod table;
 pub mod terms;
 pub mod tiers;
 pub mod walk;
+pub mod written;
 
 use serde::Serialize;
 
