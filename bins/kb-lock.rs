@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use kb::error::{run_main, Error, Exit};
-use kb::jsonl::{Format, Out};
 use kb::lock::{self, State};
+use kb::out::jsonl::{Format, Out};
 use kb::Library;
 use lexopt::prelude::*;
 

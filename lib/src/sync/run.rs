@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::changelog::{self, Event};
-use crate::entry;
 use crate::error::{Error, Result};
+use crate::library::changelog::{self, Event};
+use crate::library::entry;
+use crate::library::kind::{self, Kind};
 use crate::library::Library;
 use crate::lock;
-use crate::sync::attributes::{self, Kind};
+use crate::sync::attributes;
 use crate::sync::conflicts::{self, Side};
 use crate::sync::drivers::{self, REBUILD_MARKER};
 use crate::sync::gitcmd::{stderr_of, Repo};
@@ -321,8 +322,8 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
             both.extend(incoming);
             both.sort();
             both.dedup();
-            crate::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
-            let mut args = crate::git::identity_args(&repo.top);
+            crate::fs::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
+            let mut args = crate::library::git::identity_args(&repo.top);
             args.extend(["merge", "--no-ff", "--no-commit", "--quiet", &theirs]);
             let out = repo.output(&args)?;
             if !out.status.success() && !repo.git_path("MERGE_HEAD").exists() {
@@ -380,21 +381,23 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
         let (base, a, b) = (read(base)?, read(a)?, read(b)?);
         touched.push(rel.to_string());
-        match attributes::kind(rel) {
+        match kind::kind(rel) {
             Kind::Log => {
                 let merged = merge_log::merge(
                     base.as_deref().unwrap_or_default(),
                     a.as_deref().unwrap_or_default(),
                     b.as_deref().unwrap_or_default(),
                 );
-                crate::atomic::write(&lib.path(rel), &merged)?;
+                crate::fs::atomic::write(&lib.path(rel), &merged)?;
             }
             Kind::Derived => {
                 if let Some(bytes) = a.or(b) {
-                    crate::atomic::write(&lib.path(rel), &bytes)?;
+                    crate::fs::atomic::write(&lib.path(rel), &bytes)?;
                 }
             }
-            Kind::Document => {
+            // Tool-owned files that git shares (`.evolving-rules/`) merge as
+            // documents: both sides kept on a conflict.
+            Kind::Document | Kind::Internal | Kind::Refused => {
                 let ours = Side { bytes: a, commit: ours.to_string() };
                 let theirs = Side { bytes: b, commit: theirs.to_string() };
                 let settled = conflicts::settle(lib, repo, rel, top_rel, ours, theirs)?;

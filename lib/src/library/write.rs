@@ -8,20 +8,20 @@ use std::fs;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::atomic;
-use crate::changelog::{self, Event};
 use crate::clock;
-use crate::derived;
-use crate::digest;
-use crate::entry::{self, Category, Entry, SUFFIX_STATUS};
+use crate::derived::index;
+use crate::derived::rebuild_all;
+use crate::doc::digest;
+use crate::doc::frontmatter;
 use crate::error::{Error, Result};
-use crate::frontmatter;
-use crate::git;
+use crate::fs::atomic;
 use crate::guard;
-use crate::index;
+use crate::library::changelog::{self, Event};
+use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
+use crate::library::git;
+use crate::library::relations;
 use crate::library::Library;
 use crate::lock;
-use crate::relations;
 
 /// Default content limit per write (1 MiB); `--max-bytes` changes it.
 pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
@@ -205,7 +205,7 @@ pub fn batch(
         let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
         let mut edges = Vec::new();
         let mut touched_docs: Vec<String> = Vec::new();
-        let mut progress = crate::progress::Progress::new("kb-append: writing", requests.len());
+        let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
@@ -258,7 +258,7 @@ pub fn record(
         last_edges.retain(|(q, _)| q != &p);
         last_edges.push((p, e));
     }
-    if relations::update(lib, &last_edges, events, || derived::rebuilt_edges(lib))? {
+    if relations::update(lib, &last_edges, events, || rebuild_all::rebuilt_edges(lib))? {
         touched.push(relations::FILE.to_string());
     }
     match message {
@@ -418,7 +418,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     };
     lock::with_lock(lib, &opts.lock, || {
         changelog::append(lib, std::slice::from_ref(&ev))?;
-        relations::update(lib, &[], std::slice::from_ref(&ev), || derived::rebuilt_edges(lib))?;
+        relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
         Ok(())
     })?;
     Ok(ev)

@@ -8,9 +8,9 @@ use std::fs;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
 use crate::library::Library;
 
 /// The log's file name under the library.
