@@ -13,7 +13,6 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::fs::atomic;
 use crate::library::Library;
 
 /// The audit log's name under the library.

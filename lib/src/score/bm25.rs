@@ -71,11 +71,9 @@ pub const TUNE_ENV: &str = "KB_SCORE_TUNE";
 /// The parameters in force: [`PARAMS`], or the tuning override.
 pub fn params() -> Params {
     static P: std::sync::OnceLock<Params> = std::sync::OnceLock::new();
-    *P.get_or_init(|| {
-        match tune().as_slice() {
-            [k1, b, head, kw, ..] => Params { k1: *k1, b: *b, head: *head, kw: *kw },
-            _ => PARAMS,
-        }
+    *P.get_or_init(|| match tune().as_slice() {
+        [k1, b, head, kw, ..] => Params { k1: *k1, b: *b, head: *head, kw: *kw },
+        _ => PARAMS,
     })
 }
 

@@ -76,13 +76,27 @@ struct Fresh {
     words: Vec<(String, u32)>,
 }
 
+/// A skill's reference file (walk::is_skill_reference) read as a user
+/// document named by its file: topic from frontmatter, else the file name.
+pub fn skill_reference(rel: &str, text: &str) -> Option<Entry> {
+    if !walk::is_skill_reference(rel) {
+        return None;
+    }
+    let name = rel.rsplit('/').next()?;
+    let mut e = Entry::from_text(name, text)?;
+    e.path = rel.to_string();
+    Some(e)
+}
+
 /// Reads and analyses one document; `None` (with problems) when unreadable.
 fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
     let (meta, text, mut problems) = match scan::read_text(lib, rel) {
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
     };
-    let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
+    let Some(entry) = Entry::from_text(rel, &text).or_else(|| skill_reference(rel, &text)) else {
+        return (None, problems);
+    };
     if let Some(err) = &entry.frontmatter_error {
         problems.push(Problem { path: rel.to_string(), kind: "frontmatter".into(), message: err.clone() });
     }
@@ -218,8 +232,12 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
         .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p, &written) })
         .collect();
     // Documents with no date at all: their last commit, one git log for all.
-    let undated: Vec<&str> =
-        fresh.iter().filter_map(|(f, _)| f.as_ref()).filter(|f| f.rec.fresh_at == NO_DATE).map(|f| f.rec.path.as_str()).collect();
+    let undated: Vec<&str> = fresh
+        .iter()
+        .filter_map(|(f, _)| f.as_ref())
+        .filter(|f| f.rec.fresh_at == NO_DATE)
+        .map(|f| f.rec.path.as_str())
+        .collect();
     let committed = written::from_git(lib, &undated);
     for f in fresh.iter_mut().filter_map(|(f, _)| f.as_mut()) {
         if let Some(&t) = committed.get(&f.rec.path).filter(|_| f.rec.fresh_at == NO_DATE) {
@@ -265,7 +283,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
         match (r, f, old) {
             (Some(d), _, Some(v)) => {
                 let (size, mtime_ns) = v.stamp(*d);
-                let Some(mut e) = Entry::from_text(p, "") else { continue };
+                let Some(mut e) = Entry::from_text(p, "").or_else(|| skill_reference(p, "")) else { continue };
                 e.topic = v.meta(*d).topic;
                 entries.push(e);
                 docs.push(DocRec {

@@ -135,15 +135,18 @@ pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) ->
         let w = v.words(d);
         let cover = |held: &[&&str]| coverage(q, &sc.idf, held);
         if let Some((kind, base)) = formula::graded_tier(&qwords, &w.topic, &w.keywords, cover) {
+            // `match` names the tier whenever one matched; the base is the
+            // better of the two qualities.
             let e = best.entry(d).or_insert((0.0, kind, 0.0));
-            if base >= e.0 {
-                e.0 = base;
-                e.1 = kind;
-            }
+            e.0 = e.0.max(base);
+            e.1 = kind;
         }
     }
-    let mut all: Vec<Scored> =
-        best.into_iter().filter(|(_, b)| b.0 > 0.0).map(|(d, (base, kind, lex))| score(v, d, base, kind, lex, now)).collect();
+    let mut all: Vec<Scored> = best
+        .into_iter()
+        .filter(|(_, b)| b.0 > 0.0)
+        .map(|(d, (base, kind, lex))| score(v, d, base, kind, lex, now))
+        .collect();
     if filters.is_empty() {
         let matched = all.len();
         if limit < all.len() {

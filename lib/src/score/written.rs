@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 
-use crate::changelog;
+use crate::library::changelog;
 use crate::library::Library;
 
 /// Newest write instant (epoch seconds) per library-relative path, from
@@ -35,7 +35,17 @@ pub fn from_git(lib: &Library, paths: &[&str]) -> HashMap<String, i64> {
     let Ok(o) = Command::new("git")
         .arg("-C")
         .arg(&lib.dir)
-        .args(["-c", "core.quotePath=false", "log", "--no-renames", "--relative", "--format=@%ct", "--name-only", "--", "."])
+        .args([
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "--no-renames",
+            "--relative",
+            "--format=@%ct",
+            "--name-only",
+            "--",
+            ".",
+        ])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
