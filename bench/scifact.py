@@ -2,7 +2,7 @@
 """kb-score retrieval quality on BEIR SciFact (../shared/data/scifact).
 
 usage: scifact.py KB_SCORE_BIN [WORKDIR] [--splits train,test] [--variants realistic,title]
-                  [--baseline-bin OTHER_KB_SCORE]
+                  [--baseline-bin OTHER_KB_SCORE] [--latency 100] [--tune 'k1,b,head,kw;...']
 
 Builds libraries of the 5,183 abstracts (one user document per abstract,
 body = BEIR's document text) in two variants:
@@ -21,7 +21,12 @@ query's words OR-ed, ranked by bm25(); the data README's reference).
 With --baseline-bin, a second kb-score binary (e.g. main's) runs on the
 same libraries in the same run, for a before/after ratio.
 
-Tune on train only (--splits train); test is reported once.
+Then times one CLI call per query (--latency N test queries): kb-score
+(and the baseline) warm, `rg -l -i -F` on the query's longest word and an
+FTS5 CLI (python3 + sqlite3), p50/p95 wall and CPU, in the same run.
+
+Tune on train only (--tune, which runs train only, or --splits train);
+test is reported once.
 Skips with a message when the data set is absent.
 """
 import argparse
@@ -197,6 +202,66 @@ def kb_ranked(kb, env, q):
     return ranked
 
 
+FTS_CLI = r'''
+import sqlite3, sys, re
+db = sqlite3.connect(sys.argv[1])
+words = re.findall(r"\w+", sys.argv[2].lower())
+q = " OR ".join('"' + w + '"' for w in words) or '""'
+for (i,) in db.execute("SELECT id FROM d WHERE d MATCH ? ORDER BY bm25(d) LIMIT 100", (q,)):
+    print(i)
+'''
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def timed(cmd, env=None, cwd=None):
+    import resource
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def latency(a, bins, docs, queries, n):
+    """Per-call latency on the realistic library, one process per query,
+    every tool in the same run: kb-score (warm cache), rg -l -i -F on the
+    query's longest word, and an FTS5 CLI (python3 + sqlite3 on disk)."""
+    import shutil
+    work = os.path.join(a.work, "realistic")
+    write_library(work, "realistic", docs)
+    env = dict(os.environ, KB_ROOT=work, KB_NOW=NOW)
+    dbp = os.path.join(a.work, "fts5.db")
+    Fts5(docs, dbp).db.close()
+    qs = [queries[q] for q in list(qrels("test"))[:n]]
+    rows = []
+    for name, kb in bins:
+        for limit in ("10", "100"):
+            subprocess.run([kb, "--no-registries", "warmup"], env=env, capture_output=True)
+            t = [timed([kb, "--no-registries", "--no-recommend", "--limit", limit, "--format", "jsonl", "--", q], env)
+                 for q in qs]
+            rows.append((f"{name} --limit {limit}", t))
+    rg = shutil.which("rg")
+    if rg:
+        words = [max(re.findall(r"\w+", q), key=len) for q in qs]
+        rows.append(("rg -l -i -F WORD", [timed([rg, "-l", "-i", "-F", "--hidden", w, ".library"], cwd=work) for w in words]))
+    else:
+        print("rg not installed: no ripgrep baseline")
+    rows.append(("FTS5 CLI (python3)", [timed([sys.executable, "-c", FTS_CLI, dbp, q]) for q in qs]))
+    base = pct([w for w, _ in rows[0][1]], 0.5)
+    print(f"latency per CLI call, {len(qs)} test queries, realistic library (load {os.getloadavg()[0]:.1f}):")
+    print(f"{'':24} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8}  {'p50 vs first row':>16}")
+    for name, t in rows:
+        w = [x for x, _ in t]
+        c = [y for _, y in t]
+        print(f"{name:24} {pct(w, .5) * 1000:8.1f} {pct(w, .95) * 1000:8.1f} {pct(c, .5) * 1000:8.1f}  "
+              f"{pct(w, .5) / base:15.1f}x")
+
+
 def tune(a, docs, queries):
     """Train split only: nDCG@10 / R@100 per parameter set and variant."""
     rels = qrels("train")
@@ -225,6 +290,7 @@ def main():
     ap.add_argument("--splits", default="train,test")
     ap.add_argument("--variants", default="realistic,title")
     ap.add_argument("--baseline-bin", default=None)
+    ap.add_argument("--latency", type=int, default=100, help="test queries timed per tool (0: skip)")
     ap.add_argument("--tune", default=None,
                     help="';'-separated KB_SCORE_TUNE values (k1,b,head,kw) to compare on the train split only")
     a = ap.parse_args()
@@ -286,6 +352,8 @@ def main():
             nd, rc = refs[split][key]
             label = "plain BM25" if key == "plain" else "FTS5"
             print(f"{'(corpus)':10} {split:6} {label:10} {nd:8.3f} {rc:6.3f}  {nd / refs[split]['fts5'][0]:7.2f}x")
+    if a.latency:
+        latency(a, bins, docs, queries, a.latency)
     return 0
 
 
