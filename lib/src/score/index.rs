@@ -158,12 +158,13 @@ impl Words<'_> {
 
 /// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
 /// `adj` are per document (same order as `docs`, which is sorted by path).
-pub fn write(docs: &[DocRec], vocab: &[String], used: &[u32], adj: &[Vec<u32>], mut info: Info) -> Vec<u8> {
+pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u32>], mut info: Info) -> Vec<u8> {
     let n = docs.len();
-    // Postings per term id, docs ascending because docs are visited in order.
+    // Postings per term id, docs ascending because docs are visited in
+    // order; each forward list is freed as it is moved over.
     let mut posts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); vocab.len()];
-    for (d, doc) in docs.iter().enumerate() {
-        for &(t, tf) in &doc.terms {
+    for (d, doc) in docs.iter_mut().enumerate() {
+        for (t, tf) in std::mem::take(&mut doc.terms) {
             if let Some(p) = posts.get_mut(t as usize) {
                 p.push((d as u32, tf));
             }
@@ -234,7 +235,8 @@ pub fn write(docs: &[DocRec], vocab: &[String], used: &[u32], adj: &[Vec<u32>], 
         out.extend((s.len() as u64).to_le_bytes());
         off += s.len() as u64;
     }
-    for s in &secs {
+    for s in secs {
+        // Moved and freed one by one: the file is not held twice.
         out.extend(s);
     }
     out.extend(END);
@@ -525,7 +527,7 @@ mod tests {
                 words: String::new(),
             },
         ];
-        write(&docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
+        write(docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
     }
 
     #[test]
