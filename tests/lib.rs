@@ -5,6 +5,7 @@
 mod util;
 
 mod append;
+mod cli;
 mod evolve;
 mod guard;
 mod index;
@@ -12,6 +13,7 @@ mod lastword;
 mod lastword_sections;
 mod lock;
 mod memgate;
+mod readme;
 mod recipes;
 mod relate;
 mod score;
