@@ -50,7 +50,11 @@ const FLAGS: &[Flag] = &[
     Flag { name: "limit", value: Some("N"), help: "direct hits to return [default: 10]" },
     Flag { name: "no-recommend", value: None, help: "no graph recommendations" },
     Flag { name: "tier", value: Some("N"), help: "1 index rows, 2 plus .summary.md snippets, 3 plus full content" },
-    Flag { name: "budget", value: Some("TOKENS"), help: "keep the hits' estimated tokens within TOKENS (the last hit cut to fit)" },
+    Flag {
+        name: "budget",
+        value: Some("TOKENS"),
+        help: "keep the hits' estimated tokens within TOKENS (the last hit cut to fit)",
+    },
     Flag {
         name: "source",
         value: Some("NAME=DIR"),
