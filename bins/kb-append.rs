@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kb::error::{run_main, Context, Error, Exit};
-use kb::library::write::{self, Mode, Options};
 use kb::maintain::compact;
 use kb::out::jsonl::{self, Out};
+use kb::write::{self, Mode, Options};
 use kb::{sync, Library};
 use lexopt::prelude::*;
 use serde_json::json;
@@ -157,7 +157,7 @@ fn main() -> ExitCode {
         match command.as_str() {
             "init" => {
                 let lib = Library::for_init(a.root.as_deref())?;
-                out.record(&json!({"record": "init", "dir": lib.dir, "created": lib.init()?.created}))?;
+                out.record(&json!({"record": "init", "dir": lib.dir, "created": kb::sync::init(&lib)?.created}))?;
             }
             "write" => {
                 let lib = Library::resolve(a.root.as_deref())?;

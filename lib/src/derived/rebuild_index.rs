@@ -103,7 +103,7 @@ struct Known {
 }
 
 fn stat(lib: &Library, rel: &str) -> Option<Stat> {
-    stat::one(lib, rel)
+    stat::one(&lib.dir, rel)
 }
 
 /// The fields of an entry that library-wide rules need (effectiveness_mark
@@ -183,7 +183,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         _ => {
             let (paths, dirs, problems) = scan::walk(lib);
             let stats: Vec<Option<Stat>> = if incremental {
-                stat::many(lib, &paths.iter().map(String::as_str).collect::<Vec<_>>())
+                stat::many(&lib.dir, &paths.iter().map(String::as_str).collect::<Vec<_>>())
             } else {
                 vec![None; paths.len()]
             };
@@ -376,7 +376,7 @@ impl Cache {
             return Probe::Moved;
         }
         let paths: Vec<&str> = self.files.iter().map(|(p, _)| p.as_str()).collect();
-        let stats = stat::many(lib, &paths);
+        let stats = stat::many(&lib.dir, &paths);
         let same = stats.iter().zip(&self.files).all(|(s, (_, k))| *s == k.stat);
         if same && self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)) {
             Probe::NoOp

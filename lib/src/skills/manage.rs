@@ -33,9 +33,9 @@ use crate::guard::{verdict, Finding, Verdict};
 use crate::library::changelog::Event;
 use crate::library::entry::Entry;
 use crate::library::relations;
-use crate::library::write;
 use crate::library::Library;
 use crate::lock;
+use crate::write;
 
 /// What a skill operation does (the seed's `action` and its arguments).
 #[derive(Debug, Clone)]

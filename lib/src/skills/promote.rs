@@ -18,9 +18,9 @@ use crate::guard::Verdict;
 use crate::library::changelog::Event;
 use crate::library::entry::Entry;
 use crate::library::relations;
-use crate::library::write;
 use crate::library::Library;
 use crate::lock;
+use crate::write;
 
 /// Moves skill `name` to stage `to`. Returns the `skill_write` record
 /// (action `promote`), evolved-rule load errors, and a commit error.

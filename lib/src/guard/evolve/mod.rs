@@ -39,7 +39,7 @@ pub const CORE_INTERVAL_SECS: i64 = 7 * 86_400;
 /// Seed: Extended rules are synced daily.
 pub const EXTENDED_INTERVAL_SECS: i64 = 86_400;
 /// Where approved rules go: the hot-loaded extended rules directory.
-pub const ACTIVE_DIR: &str = crate::library::write::GUARD_RULES;
+pub const ACTIVE_DIR: &str = crate::library::GUARD_RULES;
 /// The library's evolved core rule file.
 pub const CORE_FILE: &str = ".evolving-rules/security/core.yaml";
 

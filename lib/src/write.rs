@@ -2,6 +2,9 @@
 //! lock, atomic write (overwrite or append), changelog line, incremental
 //! `.index.md` and `.master-index.md`, relations, release, git commit of the
 //! touched paths only. A batch shares one lock and one commit.
+//!
+//! The writer is its own layer, above `derived` and `guard`, because each
+//! write scans the content with the guard and updates the derived indexes.
 
 use std::fs;
 
@@ -269,9 +272,6 @@ pub fn record(
         None => Ok((false, None)),
     }
 }
-
-/// Where the extended guard rules live (hot-loaded by every batch).
-pub const GUARD_RULES: &str = ".evolving-rules/security/active";
 
 /// Steps 1 and 3 for one request: the guard scan (seed 000: external
 /// content is sanitised before storage; dangerous content is refused unless
