@@ -20,7 +20,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{BufWriter, Write};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -385,9 +384,9 @@ impl Cache {
         }
     }
 
-    /// Writes the cache: plain files replaced by rename without fsync (a
-    /// lost or torn cache only makes the next run a full one). Directory
-    /// mtimes are taken last, after every write of this run.
+    /// Writes the cache with `atomic::write` (fsynced, temp names that
+    /// `kb-lock sweep` knows), so a crash leaves the old cache or the new
+    /// one. Directory mtimes are taken last, after every write of this run.
     fn save(
         lib: &Library,
         state: &State,
@@ -419,13 +418,5 @@ impl Cache {
 }
 
 fn put(lib: &Library, rel: &str, bytes: &[u8]) -> Result<()> {
-    let path = lib.path(rel);
-    let parent = path.parent().unwrap_or(&lib.dir);
-    fs::create_dir_all(parent).ctx(|| format!("creating {}", parent.display()))?;
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut w = BufWriter::new(fs::File::create(&tmp).ctx(|| format!("creating {}", tmp.display()))?);
-    w.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
-    w.flush().ctx(|| format!("writing {}", tmp.display()))?;
-    drop(w);
-    fs::rename(&tmp, &path).ctx(|| format!("replacing {}", path.display()))
+    atomic::write(&lib.path(rel), bytes)
 }

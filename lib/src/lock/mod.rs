@@ -4,7 +4,6 @@
 //! `mkdir .lock` protocol, whose leftovers `sweep` removes.
 
 use std::fs::{self, File, OpenOptions};
-use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::error::{Context, Error, Result};
+
+pub mod backoff;
 
 /// The variable a lock holder exports so writers it runs do not lock twice.
 pub const HELD_VAR: &str = "KB_LOCK_HELD";
@@ -149,26 +150,15 @@ fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u
             }
             _ => String::new(),
         };
-        return Err(Error::msg(format!(
+        return Err(Error::Busy(format!(
             "timed out after {} waiting for the library lock {}{who}",
             human(opts.timeout),
             path(lib).display()
         )));
     }
-    std::thread::sleep(backoff(*attempt).min(opts.timeout - elapsed));
+    std::thread::sleep(backoff::delay(*attempt, 2, 250).min(opts.timeout - elapsed));
     *attempt += 1;
     Ok(())
-}
-
-/// Exponential backoff from 2 ms to 250 ms with ±50 % jitter, so many
-/// waiting writers do not wake in step.
-fn backoff(attempt: u32) -> Duration {
-    let base = 2u64.saturating_mul(1 << attempt.min(7)).min(250);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(attempt);
-    h.write_u32(std::process::id());
-    let jitter = h.finish() % (base + 1);
-    Duration::from_millis(base / 2 + jitter)
 }
 
 fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {

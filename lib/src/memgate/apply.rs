@@ -21,7 +21,7 @@ use crate::error::{Context, Error, Exit, Result};
 use crate::fs::atomic;
 use crate::out::jsonl::{read_objects, Out};
 use crate::text;
-use crate::{clock, lock, Library};
+use crate::{clock, lock};
 
 /// What an answered decision asks apply to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -294,10 +294,11 @@ fn update_search_index(paths: &Paths, m0: i64, removed: &[String], written: &str
     store::write_index(paths, &entries)
 }
 
-/// The memory dir as a lockable library (kb-lock's mechanism on `.lock`).
-pub fn lockable(paths: &Paths) -> Result<Library> {
+/// The memory dir, created if missing, to lock with the one lock
+/// (`crate::lock` on `<dir>/.lock`).
+pub fn lockable(paths: &Paths) -> Result<&std::path::Path> {
     std::fs::create_dir_all(&paths.dir).ctx(|| format!("creating {}", paths.dir.display()))?;
-    Ok(Library { dir: paths.dir.clone() })
+    Ok(&paths.dir)
 }
 
 /// Applies one decision; returns the records to print.

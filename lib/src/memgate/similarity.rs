@@ -102,10 +102,7 @@ pub fn fuse(bm25_norm: f64, cosine: f64, duplicate: bool) -> f64 {
     }
 }
 
-/// Rounds a score for records (4 decimals), so outputs are stable bytes.
-pub fn round(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
-}
+pub use crate::out::round4 as round;
 
 /// A corpus-free similarity of two short texts (0–1): half the Dice
 /// overlap of their word sets, half their character trigram cosine. Used

@@ -23,6 +23,7 @@ pub mod walk;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::out::round4;
 
 use formula::Match;
 use query::Query;
@@ -166,10 +167,6 @@ struct Partial {
     direct: Vec<Hit>,
     recs: Vec<(Hit, String)>,
     matched: usize,
-}
-
-fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
 }
 
 /// Searches one source.

@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -139,7 +138,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             pushed,
             attempts,
             head: repo.rev("HEAD").unwrap_or_default(),
-            seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            seconds: crate::out::round(started.elapsed().as_secs_f64(), 3),
         })
     })
 }
@@ -178,7 +177,7 @@ fn rounds(
                 "push to '{remote}' still rejected after {attempts} attempts (others keep pushing); run sync again"
             )));
         }
-        std::thread::sleep(backoff(attempts));
+        std::thread::sleep(crate::lock::backoff::delay(attempts, 100, 3000));
         fetch(repo, remote, branch, tracking)?;
     }
 }
@@ -495,11 +494,4 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// Exponential backoff (100 ms doubling, at most 3 s) with ±50% jitter.
-fn backoff(attempt: u32) -> Duration {
-    let base = 100u64.saturating_mul(1 << attempt.min(5)).min(3000);
-    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % base.max(1);
-    Duration::from_millis(base / 2 + jitter)
 }
