@@ -210,6 +210,22 @@ fn no_cycle_between_top_level_modules() {
     }
 }
 
+/// Every module opens with a `//!` comment saying what it is for and why.
+/// This replaces `#![warn(missing_docs)]`, which asked for a doc on every
+/// field and function and so got docs that restate the code; item docs
+/// are written where they say why (STYLE.md), not because a lint asks.
+#[test]
+fn every_module_says_what_it_is_for() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let undocumented: Vec<String> = files
+        .iter()
+        .filter(|f| !fs::read_to_string(f).expect("reading a source file").starts_with("//!"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(undocumented.is_empty(), "modules without a //! comment first: {undocumented:?}");
+}
+
 #[test]
 fn the_check_sees_grouped_and_reexported_paths() {
     assert_eq!(crate_refs("use crate::{clock, lock::{self, Options}, Library};"), ["clock", "lock", "Library"]);

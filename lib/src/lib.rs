@@ -24,8 +24,10 @@
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`score`], [`memgate`], [`lastword`],
 //!   [`skills`].
+// No `missing_docs` lint: it asked for a doc on every item and got docs
+// that restate the code. tests/layers.rs checks that every module opens
+// with a `//!` comment saying what it is for.
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod clock;
 pub mod error;

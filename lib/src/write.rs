@@ -72,9 +72,8 @@ impl Default for Options {
 
 /// The `write` record printed for each request that was written.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "write")]
 pub struct Written {
-    /// Always `write`.
-    pub record: &'static str,
     /// Library-relative path.
     pub path: String,
     /// created, updated or appended.
@@ -336,7 +335,6 @@ fn apply(
         reason: req.allow_risky.clone(),
     };
     let written = Written {
-        record: "write",
         path: req.path.clone(),
         action: action.into(),
         bytes: text.len() as u64,

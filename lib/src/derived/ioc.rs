@@ -21,9 +21,8 @@ pub const HIGH_DOCS: usize = 5;
 
 /// One converging domain.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "ioc")]
 pub struct Domain {
-    /// Always `ioc`.
-    pub record: &'static str,
     /// The domain, lowercase, without `www.`.
     pub domain: String,
     /// Reference documents citing it.
@@ -61,7 +60,6 @@ pub fn tally<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Domain> {
             let topics: BTreeSet<&str> = docs.iter().map(|e| e.topic.as_str()).collect();
             let high = docs.len() >= HIGH_DOCS || docs.len() * 2 >= refs.len();
             Domain {
-                record: "ioc",
                 domain: domain.to_string(),
                 doc_count: docs.len(),
                 first_seen: dates.first().cloned().unwrap_or_else(|| "-".into()),

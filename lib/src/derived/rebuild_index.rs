@@ -62,9 +62,8 @@ pub struct Options {
 
 /// What a rebuild did (the `rebuild` record).
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "rebuild")]
 pub struct Report {
-    /// Always `rebuild`.
-    pub record: &'static str,
     /// full, incremental or no-op.
     pub mode: &'static str,
     /// Documents indexed.
@@ -156,7 +155,6 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         let cleared = consistency::clear(lib)?;
         let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
         return Ok(Report {
-            record: "rebuild",
             mode: "no-op",
             documents: c.state.documents,
             reread: 0,
@@ -306,7 +304,6 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     touched.sort();
     touched.dedup();
     Ok(Report {
-        record: "rebuild",
         mode: if incremental { "incremental" } else { "full" },
         documents,
         reread,

@@ -63,9 +63,8 @@ impl Default for Options {
 
 /// One `hit` record (`schemas/hit.schema.json`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "hit")]
 pub struct Hit {
-    /// Always `hit`.
-    pub record: &'static str,
     /// 1-based rank.
     pub rank: usize,
     /// The library it comes from (`local` or an external's name).
@@ -117,9 +116,8 @@ pub struct Hit {
 
 /// The final `summary` record (`schemas/summary.schema.json`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "summary")]
 pub struct Summary {
-    /// Always `summary`.
-    pub record: &'static str,
     /// The query.
     pub query: String,
     /// Hit records emitted.
@@ -184,7 +182,6 @@ fn search_source(
         let mk = |d: u32, score: f64, base: f64, kind: Match, freshness: f64, hop: usize, via: Option<u32>| {
             let m = v.meta(d);
             Hit {
-                record: "hit",
                 rank: 0,
                 source: src.name.clone(),
                 path: v.path(d).to_string(),
@@ -315,7 +312,6 @@ pub fn search(
     }
     let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
     let summary = Summary {
-        record: "summary",
         query: q.text.clone(),
         hits: out.len(),
         direct: out.iter().filter(|h| h.hop == 0).count(),

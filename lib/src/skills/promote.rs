@@ -108,7 +108,6 @@ pub fn promote(
         let warning = (v.verdict != Verdict::Safe)
             .then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
         let written = Written {
-            record: "skill_write",
             name: name.to_string(),
             action: "promote",
             stage: to.as_str(),

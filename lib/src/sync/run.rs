@@ -55,9 +55,8 @@ impl Default for Options {
 
 /// The one `sync` record.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "sync")]
 pub struct Report {
-    /// Always `sync`.
-    pub record: &'static str,
     /// The remote synced with.
     pub remote: String,
     /// The branch synced.
@@ -128,7 +127,6 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
         }
         let (step, pushed, attempts) = result?;
         Ok(Report {
-            record: "sync",
             remote: remote.clone(),
             branch: branch.clone(),
             fetched: step.fetched,
