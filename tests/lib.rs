@@ -9,6 +9,7 @@ mod evolve;
 mod guard;
 mod index;
 mod lastword;
+mod lastword_sections;
 mod layers;
 mod lock;
 mod memgate;
