@@ -338,7 +338,7 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
         Step::Write(action) => {
             let confirmed = d.gate == "question";
             let lib = lockable(paths)?;
-            let (note_id, files, changed) = lock::with_lock(&lib, &lock::Options::default(), || {
+            let (note_id, files, changed) = lock::with_lock(lib, &lock::Options::default(), || {
                 let now = clock::format(clock::now()?);
                 let p = plan(paths, d, action, confirmed, &now)?;
                 let (files, changed) = execute(paths, d, action, &p, &now)?;

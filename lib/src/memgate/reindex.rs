@@ -116,5 +116,5 @@ pub fn run(paths: &Paths, check: bool) -> Result<Report> {
         return body();
     }
     let lib = super::apply::lockable(paths)?;
-    lock::with_lock(&lib, &lock::Options::default(), body)
+    lock::with_lock(lib, &lock::Options::default(), body)
 }
