@@ -35,6 +35,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("memgate", 13),
     ("lastword", 13),
     ("skills", 13),
+    // Each binary's command line and what its subcommands run.
+    ("cli", 14),
 ];
 
 /// Names `lib.rs` re-exports at the crate root, and the module they come from.

@@ -5,6 +5,7 @@
 mod util;
 
 mod append;
+mod cli;
 mod evolve;
 mod guard;
 mod index;
@@ -13,6 +14,7 @@ mod lastword_sections;
 mod layers;
 mod lock;
 mod memgate;
+mod readme;
 mod recipes;
 mod relate;
 mod score;

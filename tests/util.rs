@@ -225,3 +225,12 @@ pub fn into_head(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitSta
     let _ = std::fs::remove_file(dir.join("stderr.txt"));
     (status, err)
 }
+
+/// The flag names of a `kb::cli` module's `FLAGS` table (its source text).
+pub fn table_flags(src: &str) -> Vec<&str> {
+    src.split("Flag {")
+        .skip(1)
+        .filter_map(|s| s.split_once("name: \"").map(|(_, r)| r))
+        .filter_map(|r| r.split('"').next())
+        .collect()
+}

@@ -24,6 +24,8 @@
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`score`], [`memgate`], [`lastword`],
 //!   [`skills`].
+//! - [`cli`]: each binary's command line (one table per binary) and what
+//!   its subcommands run; `bins/` hands over to it.
 // No `missing_docs` lint: it asked for a doc on every item and got docs
 // that restate the code. tests/layers.rs checks that every module opens
 // with a `//!` comment saying what it is for.
@@ -60,6 +62,8 @@ pub mod lastword;
 pub mod memgate;
 pub mod score;
 pub mod skills;
+
+pub mod cli;
 
 pub use error::{Error, Exit, Result};
 pub use library::Library;

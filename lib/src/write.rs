@@ -417,6 +417,13 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     lock::with_lock(lib, &opts.lock, || {
         changelog::append(lib, std::slice::from_ref(&ev))?;
         relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
+        // Like every writer, commit what changed (a clean tree after an event).
+        if opts.commit {
+            let category = ev.category.as_deref().unwrap_or("file");
+            let topic = ev.topic.as_deref().unwrap_or_default();
+            let touched = [changelog::FILE.to_string(), relations::FILE.to_string()];
+            git::commit(lib, &touched, &format!("task-ai(library):{category} {kind} {topic}"))?;
+        }
         Ok(())
     })?;
     Ok(ev)
