@@ -441,9 +441,24 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(batch.as_bytes()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20 + round * 37));
+        // Kill once the writer holds the lock (round 0) or has replaced
+        // 1, 50, 150 documents: a condition, not a guess at timing.
+        let progress = [0, 1, 50, 150][round as usize];
+        let landed = || {
+            let held = std::fs::metadata(lib.path(".lock")).is_ok_and(|m| m.len() > 0);
+            held && (0..n).filter(|i| lib.read(&format!("notes/d{i:03}.md")) == new(*i)).take(progress).count()
+                == progress
+        };
+        while !landed() && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let _ = child.kill();
-        let _ = child.wait();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "round {round}: the batch ended ({status}) before {progress} documents were replaced"
+        );
         for i in 0..n {
             let text = lib.read(&format!("notes/d{i:03}.md"));
             assert!(text == old(i) || text == new(i), "round {round}: notes/d{i:03}.md is torn");

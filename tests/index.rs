@@ -187,8 +187,18 @@ fn incremental_rebuild_is_byte_identical_to_a_full_rebuild() {
     assert_eq!(first["mode"], "full");
     let noop = &records(&lib.cmd("kb-index").args(["rebuild", "--incremental"]).output().unwrap().stdout)[0];
     assert_eq!((noop["mode"].as_str(), noop["reread"].as_u64()), (Some("no-op"), Some(0)));
-    // Change, add, delete and break documents; mark a second version.
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Change, add, delete and break documents; mark a second version. First
+    // wait until the file system's clock has ticked past the cache's stamps
+    // (a condition, not a sleep), so an edit of the same size shows in mtime.
+    let probe = lib.root().join("mtime-probe");
+    let stamp = || {
+        std::fs::write(&probe, "").unwrap();
+        std::fs::metadata(&probe).unwrap().modified().unwrap()
+    };
+    let t0 = stamp();
+    while stamp() == t0 {
+        std::thread::yield_now();
+    }
     lib.put(
         ".memory/.references/oauth-flow-v1.md",
         "---\ntopic: oauth-flow\nkeywords: [oauth]\n---\nhttps://datatracker.ietf.org/x\n",

@@ -432,6 +432,40 @@ fn sixteen_concurrent_sessions() {
     let _ = NOW;
 }
 
+/// A lock another process holds past the wait is "busy": plan stages the
+/// entries (exit 0, nothing lost) instead of failing, and says why. The
+/// busy state is the lock's own error kind, not a match on message text.
+#[test]
+fn a_held_lock_stages_the_plan_instead_of_failing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let lw = Lw::new();
+    fs::create_dir_all(lw.lastword()).unwrap();
+    // flock(1) takes the same kernel lock the tools take; it holds it until
+    // its stdin closes, and says "held" once it has it (no sleep needed).
+    let mut holder = Command::new("flock")
+        .arg(lw.lastword().join(".lock"))
+        .args(["-c", "echo held; cat >/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock(1) from util-linux runs");
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line, "held\n");
+    let input = doc(&[entry("~/.config/agents/USER.md", "Projects", Some(2), "update", Some("A"))]);
+    let out = lw.cmd(&["plan"]).env("KB_LASTWORD_LOCK_MS", "5").write_stdin(input).output().unwrap();
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success());
+    let recs = records(&out.stdout);
+    assert_eq!(recs.len(), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(recs[0]["status"], "staged");
+    let why = recs[0]["error"].as_str().unwrap_or_default();
+    assert!(why.contains("last-word is locked"), "{why}");
+    assert_eq!(lw.staging().len(), 1);
+    assert!(!lw.lastword().join("USER.md.yaml").exists());
+}
+
 #[test]
 fn help_names_every_flag_the_parser_accepts() {
     let lw = Lw::new();

@@ -12,6 +12,7 @@ mod hostile;
 mod index;
 mod lastword;
 mod lastword_sections;
+mod layers;
 mod lock;
 mod memgate;
 mod memgate_quality;

@@ -464,10 +464,10 @@ fn bad_inputs_fail_with_a_clear_error_and_leave_the_library_as_it_was() {
 
 #[test]
 fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
-    // Kill when the merge begins, when git has left it to sync's settling,
-    // and at fixed delays.
-    let triggers = [(Some("kb-sync-merge"), 0u64), (Some("MERGE_HEAD"), 0), (None, 60), (None, 300)];
-    for (round, (trigger, delay_ms)) in triggers.into_iter().enumerate() {
+    // Kill after the fetch, when the merge begins, and when git has left it
+    // to sync's settling: each the moment its marker appears in .git.
+    let triggers = ["FETCH_HEAD", "kb-sync-merge", "MERGE_HEAD"];
+    for (round, trigger) in triggers.into_iter().enumerate() {
         let hub = Hub::new();
         let a = hub.first();
         let b = hub.clone();
@@ -483,25 +483,36 @@ fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
             written.push(write(&b, &format!("team-notes/b-{i}.md"), &format!("# b {i}\n"), &now, "nb-b"));
         }
         let before = head(&b);
-        let mut child = b.std_cmd("kb-append").arg("sync").stdout(std::process::Stdio::null()).spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        if let Some(name) = trigger {
-            let marker = b.root().join(".git").join(name);
-            let t = std::time::Instant::now();
-            while !marker.exists() && t.elapsed().as_secs() < 20 && child.try_wait().unwrap().is_none() {
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
+        let marker = b.root().join(".git").join(trigger);
+        let _ = std::fs::remove_file(&marker); // an earlier sync's FETCH_HEAD
+                                               // Its own process group, so the test can wait for an orphaned git
+                                               // child to finish, as after a real crash.
+        let mut child = std::os::unix::process::CommandExt::process_group(
+            b.std_cmd("kb-append").arg("sync").stdout(std::process::Stdio::null()),
+            0,
+        )
+        .spawn()
+        .unwrap();
+        let group = format!("-{}", child.id());
+        let t = std::time::Instant::now();
+        while !marker.exists() && t.elapsed().as_secs() < 60 && child.try_wait().unwrap().is_none() {
+            std::thread::yield_now();
         }
         let _ = child.kill();
-        child.wait().unwrap();
-        // give an orphaned git child time to finish, as after a real crash
-        std::thread::sleep(std::time::Duration::from_millis(500));
+        let status = child.wait().unwrap();
+        // The kill landed mid-sync: the marker was there and sync had not exited.
+        assert!(marker.exists(), "round {round}: sync never reached {trigger}");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "round {round}: sync ended ({status}) before the kill at {trigger}"
+        );
+        while std::process::Command::new("kill").args(["-0", "--", &group]).status().unwrap().success() {
+            std::thread::yield_now();
+        }
         let after_kill = head(&b);
         let interrupted = b.root().join(".git/MERGE_HEAD").exists();
-        eprintln!(
-            "kill at {trigger:?}+{delay_ms} ms: merge in progress {interrupted}, HEAD moved {}",
-            after_kill != before
-        );
+        eprintln!("kill at {trigger}: merge in progress {interrupted}, HEAD moved {}", after_kill != before);
         assert!(
             after_kill == before || b.git(&["merge-base", "--is-ancestor", &before, &after_kill]).is_empty(),
             "round {round}: HEAD moved somewhere unexpected"

@@ -207,6 +207,25 @@ pub fn golden(name: &str, actual: &str) {
     assert_eq!(actual, want, "output differs from {}", p.display());
 }
 
+/// Runs `bin args` in `dir` into `head -1` under `set -o pipefail`, so the
+/// status is the writer's, not head's; returns it with the writer's stderr.
+/// The full output must exceed 64 KiB (a pipe's buffer), else the writer
+/// could finish into the buffer and never meet the closed pipe (EPIPE).
+pub fn into_head(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let program = assert_cmd::cargo::cargo_bin(bin);
+    let mut full = Command::new(&program);
+    isolate(&mut full, dir);
+    let len = full.args(args).output().expect("running the writer").stdout.len();
+    assert!(len > 64 * 1024, "{bin} {args:?} prints {len} bytes, too few to fill a pipe");
+    let mut sh = Command::new("bash");
+    isolate(&mut sh, dir);
+    sh.arg("-c").arg("set -o pipefail; \"$0\" \"$@\" 2>stderr.txt | head -1 >/dev/null").arg(&program).args(args);
+    let status = sh.status().expect("running bash");
+    let err = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    let _ = std::fs::remove_file(dir.join("stderr.txt"));
+    (status, err)
+}
+
 /// The flag names of a `kb::cli` module's `FLAGS` table (its source text).
 pub fn table_flags(src: &str) -> Vec<&str> {
     src.split("Flag {")

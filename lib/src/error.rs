@@ -34,6 +34,10 @@ pub enum Error {
     Usage(String),
     /// Something in the library or the input was wrong.
     Msg(String),
+    /// A lock stayed held past the caller's timeout. Its own variant so a
+    /// caller that can wait for another day (last-word stages its entries)
+    /// tells it apart from a real failure without reading the message.
+    Busy(String),
     /// An I/O error with the path or action it happened on.
     Io {
         /// What was being done.
@@ -62,6 +66,11 @@ impl Error {
         Error::Io { context: context.into(), source }
     }
 
+    /// Whether a lock stayed held past the timeout (see [`Error::Busy`]).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Error::Busy(_))
+    }
+
     /// Whether this is a closed stdout pipe, which ends a run quietly.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
@@ -71,7 +80,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Msg(m) => f.write_str(m),
+            Error::Usage(m) | Error::Msg(m) | Error::Busy(m) => f.write_str(m),
             Error::Io { context, source } => write!(f, "{context}: {source}"),
         }
     }

@@ -2,24 +2,34 @@
 //! only parse flags, call in here and print records.
 //!
 //! One folder per layer, so "where is X" has one answer. A module imports
-//! only from its own layer or the layers listed above it:
+//! only from its own layer or the layers listed above it (the order is the
+//! table `LAYERS` in `tests/layers.rs`, which fails on an upward import or
+//! a cycle):
 //!
 //! - `error`, `clock`: the error type and exit codes; the one "now".
 //! - [`out`]: JSON Lines records in and out, progress on a terminal.
-//! - [`fs`]: atomic writes, mapped reads, batched stat calls.
-//! - [`lock`]: the library lock.
+//! - [`fs`]: atomic writes, mapped reads, batched stat calls, the walker.
+//! - [`lock`]: the library lock (takes the library's directory as a path).
 //! - [`text`]: the tokenizer for lexical matching.
-//! - [`doc`]: one document's bytes: YAML, frontmatter, Markdown, digests.
-//! - [`library`]: where the library is, its documents, logs and the writer.
+//! - [`doc`]: one document's bytes: YAML, frontmatter, Markdown, digests,
+//!   cited domains.
+//! - [`library`]: where the library is, what each path is, its documents
+//!   and logs, git commits.
 //! - [`derived`]: every derived file, rebuilt in full or incrementally.
+//! - [`guard`]: the threat scanner (below the writer, which runs it).
+//! - [`write`]: the one writer (guard scan, atomic write, logs, indexes,
+//!   commit).
+//! - [`sync`]: git remotes, merge drivers, `init` (which installs them).
 //! - [`report`]: listings, status, staleness, usage, lifecycle.
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
-//! - subsystems, one folder each: [`guard`], [`score`], [`memgate`],
-//!   [`lastword`], [`skills`], [`sync`].
+//! - subsystems, one folder each: [`score`], [`memgate`], [`lastword`],
+//!   [`skills`].
 //! - [`cli`]: each binary's command line (one table per binary) and what
 //!   its subcommands run; `bins/` hands over to it.
+// No `missing_docs` lint: it asked for a doc on every item and got docs
+// that restate the code. tests/layers.rs checks that every module opens
+// with a `//!` comment saying what it is for.
 #![deny(unsafe_code)]
-#![warn(missing_docs)]
 
 pub mod clock;
 pub mod error;
@@ -38,16 +48,20 @@ pub mod library;
 
 pub mod derived;
 
+pub mod guard;
+
+pub mod write;
+
+pub mod sync;
+
 pub mod report;
 
 pub mod maintain;
 
-pub mod guard;
 pub mod lastword;
 pub mod memgate;
 pub mod score;
 pub mod skills;
-pub mod sync;
 
 pub mod cli;
 

@@ -6,9 +6,9 @@ use serde_json::json;
 
 use super::args::{Args, Cmd, Flag, Spec, MANY};
 use crate::error::{Context, Error, Exit};
-use crate::library::write::{self, Mode, Options};
 use crate::maintain::compact;
 use crate::out::jsonl::{self, Out};
+use crate::write::{self, Mode, Options};
 use crate::{sync, Library};
 
 /// The overview `--help` prints.
@@ -323,7 +323,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             }
             "init" => {
                 let lib = Library::for_init(root)?;
-                let created = lib.init()?.created;
+                let created = crate::sync::init(&lib)?.created;
                 // The files init writes are part of the library: commit
                 // them, so a fresh library starts with a clean tree.
                 let files: Vec<String> = created.iter().filter(|p| lib.path(p).is_file()).cloned().collect();

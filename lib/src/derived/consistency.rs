@@ -24,9 +24,8 @@ pub const LOG: &str = ".inconsistency.log";
 
 /// One inconsistency.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(tag = "record", rename = "inconsistency")]
 pub struct Inconsistency {
-    /// Always `inconsistency`.
-    pub record: &'static str,
     /// missing-file (a row without a file), missing-row (a document without
     /// a row), missing-index, stale-row (row disagrees with frontmatter),
     /// or a scan problem: frontmatter, unreadable, not-utf8, too-large,
@@ -42,13 +41,7 @@ pub struct Inconsistency {
 }
 
 fn inc(kind: &str, path: &str, index: Option<&str>, message: String) -> Inconsistency {
-    Inconsistency {
-        record: "inconsistency",
-        kind: kind.into(),
-        path: path.into(),
-        index: index.map(str::to_string),
-        message,
-    }
+    Inconsistency { kind: kind.into(), path: path.into(), index: index.map(str::to_string), message }
 }
 
 /// Compares the indexes on disk with a scan of the documents and reads the

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::clock;
 use crate::library::entry::{Category, Entry};
@@ -22,9 +21,8 @@ pub const HIGH_DOCS: usize = 5;
 
 /// One converging domain.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "ioc")]
 pub struct Domain {
-    /// Always `ioc`.
-    pub record: &'static str,
     /// The domain, lowercase, without `www.`.
     pub domain: String,
     /// Reference documents citing it.
@@ -37,38 +35,6 @@ pub struct Domain {
     pub risk: &'static str,
     /// The citing topics.
     pub note: String,
-}
-
-/// The domains of URLs in a document's frontmatter values and body, sorted
-/// and deduplicated.
-pub fn domains(fields: &Map<String, Value>, body: &str) -> Vec<String> {
-    let mut out = BTreeSet::new();
-    let mut texts = vec![body];
-    fields.values().for_each(|v| collect_strings(v, &mut texts));
-    for t in texts {
-        let mut rest = t;
-        while let Some(i) = rest.find("://") {
-            let scheme_ok =
-                rest[..i].to_ascii_lowercase().ends_with("http") || rest[..i].to_ascii_lowercase().ends_with("https");
-            let after = &rest[i + 3..];
-            let end = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-')).unwrap_or(after.len());
-            let host = after[..end].trim_end_matches('.').to_ascii_lowercase();
-            if scheme_ok && host.contains('.') {
-                out.insert(host.strip_prefix("www.").unwrap_or(&host).to_string());
-            }
-            rest = &after[end..];
-        }
-    }
-    out.into_iter().collect()
-}
-
-fn collect_strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
-    match v {
-        Value::String(s) => out.push(s),
-        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
-        Value::Object(m) => m.values().for_each(|x| collect_strings(x, out)),
-        _ => {}
-    }
 }
 
 /// Tallies the domains of the reference entries; those in ≥ 3 documents,
@@ -94,7 +60,6 @@ pub fn tally<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Domain> {
             let topics: BTreeSet<&str> = docs.iter().map(|e| e.topic.as_str()).collect();
             let high = docs.len() >= HIGH_DOCS || docs.len() * 2 >= refs.len();
             Domain {
-                record: "ioc",
                 domain: domain.to_string(),
                 doc_count: docs.len(),
                 first_seen: dates.first().cloned().unwrap_or_else(|| "-".into()),
@@ -134,17 +99,4 @@ pub fn render(domains: &[Domain]) -> Option<String> {
         ));
     }
     Some(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_hosts_of_web_urls() {
-        let mut f = Map::new();
-        f.insert("source".into(), Value::String("https://www.OWASP.org/x".into()));
-        let d = domains(&f, "see <http://docs.rs/serde> and ftp://no.pe and [a](https://a.example.com:8080/p).");
-        assert_eq!(d, vec!["a.example.com", "docs.rs", "owasp.org"]);
-    }
 }

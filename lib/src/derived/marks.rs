@@ -14,9 +14,8 @@ use crate::library::entry::{Category, Entry};
 
 /// A mark that must be cleared because another document in its scope keeps it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "mark-cleared")]
 pub struct Violation {
-    /// Always `mark-cleared`.
-    pub record: &'static str,
     /// The document whose mark is cleared.
     pub path: String,
     /// The document that keeps the mark.
@@ -53,12 +52,7 @@ pub fn violations<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Vec<Viola
         };
         let Some(keep) = docs.iter().max_by_key(|e| key(e)) else { continue };
         for d in docs.iter().filter(|d| d.path != keep.path) {
-            out.push(Violation {
-                record: "mark-cleared",
-                path: d.path.clone(),
-                kept: keep.path.clone(),
-                scope: scope.clone(),
-            });
+            out.push(Violation { path: d.path.clone(), kept: keep.path.clone(), scope: scope.clone() });
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -41,9 +41,8 @@ pub fn rebuilt_edges(lib: &Library) -> Result<std::collections::BTreeSet<relatio
 
 /// What `kb-relate rebuild` reports.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "record", rename = "relations")]
 pub struct RelationsRebuilt {
-    /// Always `relations`.
-    pub record: &'static str,
     /// Edges in the file.
     pub edges: usize,
     /// Edges per kind.
@@ -67,6 +66,6 @@ pub fn rebuild_relations(lib: &Library, opts: &crate::lock::Options) -> Result<R
         for e in &edges {
             *kinds.entry(e.kind.clone()).or_insert(0) += 1;
         }
-        Ok(RelationsRebuilt { record: "relations", edges: edges.len(), kinds, changed, problems: scan.problems })
+        Ok(RelationsRebuilt { edges: edges.len(), kinds, changed, problems: scan.problems })
     })
 }

@@ -20,7 +20,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{BufWriter, Write};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -63,9 +62,8 @@ pub struct Options {
 
 /// What a rebuild did (the `rebuild` record).
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "rebuild")]
 pub struct Report {
-    /// Always `rebuild`.
-    pub record: &'static str,
     /// full, incremental or no-op.
     pub mode: &'static str,
     /// Documents indexed.
@@ -103,7 +101,7 @@ struct Known {
 }
 
 fn stat(lib: &Library, rel: &str) -> Option<Stat> {
-    stat::one(lib, rel)
+    stat::one(&lib.dir, rel)
 }
 
 /// The fields of an entry that library-wide rules need (effectiveness_mark
@@ -157,7 +155,6 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         let cleared = consistency::clear(lib)?;
         let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
         return Ok(Report {
-            record: "rebuild",
             mode: "no-op",
             documents: c.state.documents,
             reread: 0,
@@ -183,7 +180,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         _ => {
             let (paths, dirs, problems) = scan::walk(lib);
             let stats: Vec<Option<Stat>> = if incremental {
-                stat::many(lib, &paths.iter().map(String::as_str).collect::<Vec<_>>())
+                stat::many(&lib.dir, &paths.iter().map(String::as_str).collect::<Vec<_>>())
             } else {
                 vec![None; paths.len()]
             };
@@ -316,7 +313,6 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     touched.sort();
     touched.dedup();
     Ok(Report {
-        record: "rebuild",
         mode: if incremental { "incremental" } else { "full" },
         documents,
         reread,
@@ -385,7 +381,7 @@ impl Cache {
             return Probe::Moved;
         }
         let paths: Vec<&str> = self.files.iter().map(|(p, _)| p.as_str()).collect();
-        let stats = stat::many(lib, &paths);
+        let stats = stat::many(&lib.dir, &paths);
         let same = stats.iter().zip(&self.files).all(|(s, (_, k))| *s == k.stat);
         if same && self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)) {
             Probe::NoOp
@@ -394,9 +390,9 @@ impl Cache {
         }
     }
 
-    /// Writes the cache: plain files replaced by rename without fsync (a
-    /// lost or torn cache only makes the next run a full one). Directory
-    /// mtimes are taken last, after every write of this run.
+    /// Writes the cache with `atomic::write` (fsynced, temp names that
+    /// `kb-lock sweep` knows), so a crash leaves the old cache or the new
+    /// one. Directory mtimes are taken last, after every write of this run.
     fn save(
         lib: &Library,
         state: &State,
@@ -428,13 +424,5 @@ impl Cache {
 }
 
 fn put(lib: &Library, rel: &str, bytes: &[u8]) -> Result<()> {
-    let path = lib.path(rel);
-    let parent = path.parent().unwrap_or(&lib.dir);
-    fs::create_dir_all(parent).ctx(|| format!("creating {}", parent.display()))?;
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut w = BufWriter::new(fs::File::create(&tmp).ctx(|| format!("creating {}", tmp.display()))?);
-    w.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
-    w.flush().ctx(|| format!("writing {}", tmp.display()))?;
-    drop(w);
-    fs::rename(&tmp, &path).ctx(|| format!("replacing {}", path.display()))
+    atomic::write(&lib.path(rel), bytes)
 }

@@ -2,6 +2,7 @@
 //! content digests. Knows nothing of where a document lives.
 
 pub mod digest;
+pub mod domains;
 pub mod frontmatter;
 pub mod markdown;
 pub mod yaml;

@@ -7,31 +7,30 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::path::Path;
 use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
 
-use crate::library::Library;
-
 /// Size and mtime in nanoseconds since the epoch (size 0 for directories).
 pub type Stat = (u64, u64);
 
-/// The stat of one library-relative path, `None` when it cannot be read.
-pub fn one(lib: &Library, rel: &str) -> Option<Stat> {
-    let m = fs::metadata(lib.path(rel)).ok()?;
+/// The stat of one path relative to `root` (the library directory), `None` when it cannot be read.
+pub fn one(root: &Path, rel: &str) -> Option<Stat> {
+    let m = fs::metadata(root.join(rel)).ok()?;
     let ns = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
     Some((if m.is_dir() { 0 } else { m.len() }, u64::try_from(ns).unwrap_or(u64::MAX)))
 }
 
 /// The stats of many library-relative file paths, in order, in parallel.
 #[cfg(unix)]
-pub fn many(lib: &Library, paths: &[&str]) -> Vec<Option<Stat>> {
+pub fn many(root: &Path, paths: &[&str]) -> Vec<Option<Stat>> {
     use rustix::fs::{Mode, OFlags};
     let mut dirs: HashMap<&str, Option<rustix::fd::OwnedFd>> = HashMap::new();
     for p in paths {
         let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
         dirs.entry(dir).or_insert_with(|| {
-            rustix::fs::open(lib.path(dir), OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()
+            rustix::fs::open(root.join(dir), OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()
         });
     }
     paths
@@ -40,7 +39,7 @@ pub fn many(lib: &Library, paths: &[&str]) -> Vec<Option<Stat>> {
             let (dir, name) = p.rsplit_once('/').unwrap_or(("", p));
             match dirs.get(dir) {
                 Some(Some(fd)) => at(fd, name),
-                _ => one(lib, p),
+                _ => one(root, p),
             }
         })
         .collect()
@@ -48,8 +47,8 @@ pub fn many(lib: &Library, paths: &[&str]) -> Vec<Option<Stat>> {
 
 /// The stats of many library-relative file paths, in order, in parallel.
 #[cfg(not(unix))]
-pub fn many(lib: &Library, paths: &[&str]) -> Vec<Option<Stat>> {
-    paths.par_iter().map(|p| one(lib, p)).collect()
+pub fn many(root: &Path, paths: &[&str]) -> Vec<Option<Stat>> {
+    paths.par_iter().map(|p| one(root, p)).collect()
 }
 
 // The field types of `struct stat` differ between targets, so the casts

@@ -216,7 +216,6 @@ impl Engine {
             None => ("structure".to_string(), Severity::High, id.to_string()),
         };
         Finding {
-            record: "finding",
             path: path.to_string(),
             line,
             column,
@@ -506,9 +505,8 @@ fn validate_extended(loaded: &[Rule], rules: Vec<Rule>) -> Result<Vec<Rule>> {
 
 /// The `validation` record of `kb-guard rules validate FILE`.
 #[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "record", rename = "validation")]
 pub struct Validation {
-    /// Always `validation`.
-    pub record: &'static str,
     /// The file checked.
     pub file: String,
     /// Whether every check passed.
@@ -524,8 +522,7 @@ pub struct Validation {
 /// Checks a rules file the way the hot loader does: fields, patterns, ids
 /// (against the core rules, unless the file is the core file), examples.
 pub fn validate(text: &str, file: &str) -> Validation {
-    let mut v =
-        Validation { record: "validation", file: file.into(), valid: false, rules: 0, examples: 0, problems: vec![] };
+    let mut v = Validation { file: file.into(), valid: false, rules: 0, examples: 0, problems: vec![] };
     let parsed = match rules::parse(text, file) {
         Ok(r) => r,
         Err(e) => {

@@ -34,9 +34,8 @@ pub struct Lowered {
 
 /// One thing the guard found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename = "finding")]
 pub struct Finding {
-    /// Always `finding`.
-    pub record: &'static str,
     /// The file, as given or found under a scanned directory.
     pub path: String,
     /// 1-based line (0 for whole-directory structure findings).

@@ -144,9 +144,8 @@ pub struct Rule {
 
 /// A `rule` record of `kb-guard rules list` (the rule without its examples).
 #[derive(Serialize)]
+#[serde(tag = "record", rename = "rule")]
 pub struct Listed<'a> {
-    /// Always `rule`.
-    pub record: &'static str,
     /// Rule id.
     pub id: &'a str,
     /// Category.
@@ -171,7 +170,6 @@ pub struct Listed<'a> {
 impl<'a> From<&'a Rule> for Listed<'a> {
     fn from(r: &'a Rule) -> Listed<'a> {
         Listed {
-            record: "rule",
             id: &r.id,
             category: &r.category,
             severity: r.severity,

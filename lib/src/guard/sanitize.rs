@@ -15,9 +15,8 @@ use super::normalize;
 
 /// One change `sanitize` made (the `change` record).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename = "change")]
 pub struct Change {
-    /// Always `change`.
-    pub record: &'static str,
     /// 1-based line.
     pub line: usize,
     /// The rule that asked for it.
@@ -47,7 +46,6 @@ fn sanitize_line(engine: &Engine, line: &str, line_no: usize, changes: &mut Vec<
     let (cleaned, removed) = normalize::strip_hidden(line);
     for (rule, n) in removed {
         changes.push(Change {
-            record: "change",
             line: line_no,
             rule: rule.into(),
             category: "hidden_text".into(),
@@ -66,7 +64,6 @@ fn sanitize_line(engine: &Engine, line: &str, line_no: usize, changes: &mut Vec<
         let after = defang(category, before);
         result.replace_range(*start..*end, &after);
         changes.push(Change {
-            record: "change",
             line: line_no,
             rule: rule.clone(),
             category: category.clone(),
@@ -81,7 +78,7 @@ fn sanitize_line(engine: &Engine, line: &str, line_no: usize, changes: &mut Vec<
         let before = result[start..end].to_string();
         let after = format!("⟦removed {rule}⟧");
         result.replace_range(start..end, &after);
-        changes.push(Change { record: "change", line: line_no, rule, category, before, after });
+        changes.push(Change { line: line_no, rule, category, before, after });
     }
     if !engine.inject_spans(&result).is_empty() {
         result = "⟦removed line⟧".into();

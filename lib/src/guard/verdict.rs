@@ -64,9 +64,8 @@ pub fn determine(findings: &[Finding]) -> Verdict {
 
 /// The `verdict` record: one per target, after its findings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename = "verdict")]
 pub struct Record {
-    /// Always `verdict`.
-    pub record: &'static str,
     /// The target as given or found.
     pub target: String,
     /// skill, file, stdin or text.
@@ -103,7 +102,6 @@ impl Record {
             format!("Found {counted} issue(s): {critical} critical, {high} high, {medium} medium.")
         };
         Record {
-            record: "verdict",
             target: target.to_string(),
             kind,
             verdict: determine(findings),

@@ -278,7 +278,7 @@ impl Entry {
             updated_at: ["updated_at", "updated", "last_updated", "created_at"]
                 .iter()
                 .find_map(|k| frontmatter::text(f, k)),
-            domains: if category == Category::Reference { crate::derived::ioc::domains(f, body) } else { Vec::new() },
+            domains: if category == Category::Reference { crate::doc::domains::domains(f, body) } else { Vec::new() },
         }
     }
 }

@@ -2,8 +2,9 @@
 //! (DESIGN.md "Root" and "Paths").
 //!
 //! The folder holds what a library is made of: its documents (`entry`,
-//! `scan`), its logs (`changelog`, `relations`, `graph`), and the one
-//! writer (`write`) that commits changes (`git`).
+//! `scan`), its logs (`changelog`, `relations`, `graph`), and how changes
+//! are committed (`git`). The writer that uses all of these is the layer
+//! `crate::write`, above `derived` and `guard`.
 
 pub mod changelog;
 pub mod entry;
@@ -13,7 +14,6 @@ pub mod kind;
 pub mod names;
 pub mod relations;
 pub mod scan;
-pub mod write;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -37,11 +37,22 @@ pub const LAYOUT: &[&str] = &[
     ".evolving-rules/security/active",
 ];
 
+/// Where the extended guard rules live (hot-loaded by every write batch).
+pub const GUARD_RULES: &str = ".evolving-rules/security/active";
+
 /// An opened library: the `.library` directory itself.
 #[derive(Debug, Clone)]
 pub struct Library {
     /// Absolute path of the `.library` directory.
     pub dir: PathBuf,
+}
+
+/// The library is its directory to the layers below it (`fs`, `lock`),
+/// which take a path so that they need not know what a library is.
+impl AsRef<Path> for Library {
+    fn as_ref(&self) -> &Path {
+        &self.dir
+    }
 }
 
 impl Library {
@@ -234,11 +245,10 @@ pub struct Init {
 }
 
 impl Library {
-    /// Creates seed 000's layout (idempotent): the category directories, an
-    /// empty `.changelog` and `.relations.jsonl`, and the master index; then
-    /// the `.gitattributes`, `.gitignore` and git merge drivers that sync
-    /// relies on (issue 11).
-    pub fn init(&self) -> Result<Init> {
+    /// Creates seed 000's layout (idempotent): the category directories and
+    /// an empty `.changelog` and `.relations.jsonl`. `kb-append init` calls
+    /// `sync::init`, which adds what sync relies on.
+    pub fn create_layout(&self) -> Result<Init> {
         let mut created = Vec::new();
         if !self.dir.is_dir() {
             std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(format!("creating {}", self.dir.display()), e))?;
@@ -258,7 +268,6 @@ impl Library {
                 created.push(f.to_string());
             }
         }
-        created.extend(crate::sync::drivers::install(self)?);
         Ok(Init { dir: self.dir.display().to_string(), created })
     }
 }

@@ -6,7 +6,6 @@
 pub mod child;
 
 use std::fs::{self, File};
-use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -15,7 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::error::{Context, Error, Result};
-use crate::library::Library;
+
+pub mod backoff;
 
 /// The variable a lock holder exports so writers it runs do not lock twice.
 pub const HELD_VAR: &str = "KB_LOCK_HELD";
@@ -64,18 +64,21 @@ impl Default for Options {
     }
 }
 
-/// The lock file's path.
-pub fn path(lib: &Library) -> PathBuf {
-    lib.dir.join(".lock")
+/// The lock file's path. Every function here takes the library directory
+/// as a path (a `&Library` is one), because the lock is a layer below the
+/// library: it knows where the library is, not what is in it.
+pub fn path(lib: impl AsRef<Path>) -> PathBuf {
+    lib.as_ref().join(".lock")
 }
 
 /// Whether this process runs under a `kb-lock` (or writer) holding this
 /// library's lock already.
-pub fn held_by_parent(lib: &Library) -> bool {
+pub fn held_by_parent(lib: impl AsRef<Path>) -> bool {
+    let dir = lib.as_ref();
     match std::env::var_os(HELD_VAR) {
         Some(v) => {
             let held = PathBuf::from(v);
-            let ours = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
+            let ours = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
             held.canonicalize().unwrap_or(held) == ours
         }
         None => false,
@@ -85,7 +88,8 @@ pub fn held_by_parent(lib: &Library) -> bool {
 /// Runs `body` holding the library lock (or directly when a parent holds it
 /// for this library). The lock is released when `body` returns or the
 /// process dies.
-pub fn with_lock<T>(lib: &Library, opts: &Options, body: impl FnOnce() -> Result<T>) -> Result<T> {
+pub fn with_lock<T>(lib: impl AsRef<Path>, opts: &Options, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    let lib = lib.as_ref();
     if held_by_parent(lib) {
         return body();
     }
@@ -116,7 +120,7 @@ pub fn with_lock<T>(lib: &Library, opts: &Options, body: impl FnOnce() -> Result
     }
 }
 
-fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
+fn open_lock_file(lib: &Path, opts: &Options) -> Result<File> {
     let p = path(lib);
     let started = Instant::now();
     let mut attempt = 0u32;
@@ -134,7 +138,7 @@ fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
     }
 }
 
-fn wait_or_timeout(lib: &Library, opts: &Options, started: Instant, attempt: &mut u32) -> Result<()> {
+fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u32) -> Result<()> {
     let elapsed = started.elapsed();
     if elapsed >= opts.timeout {
         let who = match status(lib) {
@@ -144,26 +148,15 @@ fn wait_or_timeout(lib: &Library, opts: &Options, started: Instant, attempt: &mu
             }
             _ => String::new(),
         };
-        return Err(Error::msg(format!(
+        return Err(Error::Busy(format!(
             "timed out after {} waiting for the library lock {}{who}",
             human(opts.timeout),
             path(lib).display()
         )));
     }
-    std::thread::sleep(backoff(*attempt).min(opts.timeout - elapsed));
+    std::thread::sleep(backoff::delay(*attempt, 2, 250).min(opts.timeout - elapsed));
     *attempt += 1;
     Ok(())
-}
-
-/// Exponential backoff from 2 ms to 250 ms with ±50 % jitter, so many
-/// waiting writers do not wake in step.
-fn backoff(attempt: u32) -> Duration {
-    let base = 2u64.saturating_mul(1 << attempt.min(7)).min(250);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(attempt);
-    h.write_u32(std::process::id());
-    let jitter = h.finish() % (base + 1);
-    Duration::from_millis(base / 2 + jitter)
 }
 
 fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {
@@ -177,7 +170,7 @@ fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {
 
 /// Reports whether the lock is free, held (and by whom), or a legacy
 /// `mkdir` directory.
-pub fn status(lib: &Library) -> Result<State> {
+pub fn status(lib: impl AsRef<Path>) -> Result<State> {
     let p = path(lib);
     if is_real_dir(&p) {
         let pid = legacy_pid(&p);
@@ -216,15 +209,14 @@ pub struct Swept {
 /// library's `.lock` and any `.lock` directory below it (the seed locked
 /// per directory). Live ones are left alone. Temp files that a killed
 /// writer left behind (`.<name>.tmp.<pid>.…`, see `atomic`) go too.
-pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
+pub fn sweep(lib: impl AsRef<Path>) -> Result<Vec<Swept>> {
+    let dir = lib.as_ref();
     let mut out = Vec::new();
-    for entry in
-        walkdir::WalkDir::new(&lib.dir).follow_links(false).into_iter().filter_entry(|e| e.file_name() != ".git")
-    {
+    for entry in walkdir::WalkDir::new(dir).follow_links(false).into_iter().filter_entry(|e| e.file_name() != ".git") {
         let Ok(entry) = entry else { continue };
         if entry.file_type().is_dir() && entry.file_name() == ".lock" && looks_legacy(entry.path()) {
             if let Some(pid) = reclaim_legacy(entry.path())? {
-                let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());
+                let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
                 out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid });
             }
         } else if entry.file_type().is_file() {
@@ -232,7 +224,7 @@ pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
             if let Some(pid) = crate::fs::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
                 fs::remove_file(entry.path())
                     .map_err(|e| Error::io(format!("removing {}", entry.path().display()), e))?;
-                let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());
+                let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
                 out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid: Some(pid) });
             }
         }

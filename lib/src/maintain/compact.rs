@@ -15,9 +15,8 @@ pub const LAST_COMPACT: &str = ".last-compact";
 
 /// What `compact` reports.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "compact")]
 pub struct Compacted {
-    /// Always `compact`.
-    pub record: &'static str,
     /// Lines archived in all.
     pub archived: usize,
     /// Archive files and the lines each received.
@@ -53,6 +52,6 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
             paths.push(LAST_COMPACT.to_string());
             committed = git::commit(lib, &paths, &format!("task-ai(library):maintain archive {label}"))?;
         }
-        Ok(Compacted { record: "compact", archived, archives, committed })
+        Ok(Compacted { archived, archives, committed })
     })
 }

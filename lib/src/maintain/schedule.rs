@@ -61,9 +61,8 @@ fn read_stamp(lib: &Library, rel: &str) -> Option<i64> {
 
 /// What `kb-index quick` did.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "maintain")]
 pub struct Quick {
-    /// Always `maintain`.
-    pub record: &'static str,
     /// Always `quick`.
     pub mode: &'static str,
     /// The previous stamp (epoch ms, 0 when missing).
@@ -105,7 +104,6 @@ pub fn quick(lib: &Library, opts: &lock::Options) -> Result<Quick> {
         let stamp = now.as_millisecond();
         atomic::write(&lib.path(LAST_MAINTAINED), format!("{stamp}\n").as_bytes())?;
         Ok(Quick {
-            record: "maintain",
             mode: "quick",
             since_ms: since,
             events: events.len(),
@@ -118,9 +116,8 @@ pub fn quick(lib: &Library, opts: &lock::Options) -> Result<Quick> {
 
 /// What `kb-index scheduled` did.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "maintain")]
 pub struct Scheduled {
-    /// Always `maintain`.
-    pub record: &'static str,
     /// Always `scheduled`.
     pub mode: &'static str,
     /// Whether the steps ran (false: gated, no work done).
@@ -142,7 +139,6 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
         if now.as_second() - last < GATE_SECS {
             let next = jiff::Timestamp::from_second(last + GATE_SECS).map(clock::format).ok();
             return Ok(Scheduled {
-                record: "maintain",
                 mode: "scheduled",
                 ran: false,
                 next_run: next,
@@ -185,7 +181,7 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     })?;
     let committed = commit && commit_all(lib, &format!("library(scheduled): daily maintenance {}", clock::day(now)))?;
     steps.push(json!({"step": 7, "name": "commit", "committed": committed}));
-    Ok(Scheduled { record: "maintain", mode: "scheduled", ran: true, next_run: None, steps, committed })
+    Ok(Scheduled { mode: "scheduled", ran: true, next_run: None, steps, committed })
 }
 
 /// Commits every change in the library except its cache and lock file
@@ -214,9 +210,8 @@ pub fn commit_message(kind: &str) -> Result<String> {
 
 /// What a cron change did.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "cron")]
 pub struct Cron {
-    /// Always `cron`.
-    pub record: &'static str,
     /// install or uninstall.
     pub action: &'static str,
     /// Whether the crontab was rewritten (false: already as wanted).
@@ -332,7 +327,7 @@ pub fn cron_install(lib: &Library, cmd: &CronCommand) -> Result<Cron> {
     if changed {
         crontab_write(&wanted)?;
     }
-    Ok(Cron { record: "cron", action: "install", changed, line })
+    Ok(Cron { action: "install", changed, line })
 }
 
 /// Seed `--uninstall-cron`: removes only this library's line.
@@ -345,5 +340,5 @@ pub fn cron_uninstall(lib: &Library) -> Result<Cron> {
     if changed {
         crontab_write(&kept)?;
     }
-    Ok(Cron { record: "cron", action: "uninstall", changed, line: removed.join("\n") })
+    Ok(Cron { action: "uninstall", changed, line: removed.join("\n") })
 }

@@ -18,9 +18,8 @@ pub const MIN_USAGE: usize = 3;
 
 /// One active T3 skill and whether it qualifies.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "promotion")]
 pub struct Candidate {
-    /// Always `promotion`.
-    pub record: &'static str,
     /// The skill's `SKILL.md`.
     pub path: String,
     /// The skill's name.
@@ -47,7 +46,6 @@ pub fn candidates(entries: &[Entry], usage: &BTreeMap<String, Usage>) -> Vec<Can
                 .take_while(|(p, _)| p.starts_with(dir))
                 .fold((0, 0), |(u, f), (_, x)| (u + x.usage_count, f + x.failures));
             Candidate {
-                record: "promotion",
                 path: e.path.clone(),
                 skill: e.topic.clone(),
                 usage_count: uses,

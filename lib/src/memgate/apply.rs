@@ -21,7 +21,7 @@ use crate::error::{Context, Error, Exit, Result};
 use crate::fs::atomic;
 use crate::out::jsonl::{read_objects, Out};
 use crate::text;
-use crate::{clock, lock, Library};
+use crate::{clock, lock};
 
 /// What an answered decision asks apply to do.
 #[derive(Debug, Clone, PartialEq)]
@@ -295,10 +295,11 @@ fn update_search_index(paths: &Paths, m0: i64, removed: &[String], written: &str
     store::write_index(paths, &entries)
 }
 
-/// The memory dir as a lockable library (kb-lock's mechanism on `.lock`).
-pub fn lockable(paths: &Paths) -> Result<Library> {
+/// The memory dir, created if missing, to lock with the one lock
+/// (`crate::lock` on `<dir>/.lock`).
+pub fn lockable(paths: &Paths) -> Result<&std::path::Path> {
     std::fs::create_dir_all(&paths.dir).ctx(|| format!("creating {}", paths.dir.display()))?;
-    Ok(Library { dir: paths.dir.clone() })
+    Ok(&paths.dir)
 }
 
 /// Applies one decision; returns the records to print.
@@ -338,7 +339,7 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
         Step::Write(action) => {
             let confirmed = d.gate == "question";
             let lib = lockable(paths)?;
-            let (note_id, files, changed) = lock::with_lock(&lib, &lock::Options::default(), || {
+            let (note_id, files, changed) = lock::with_lock(lib, &lock::Options::default(), || {
                 let now = clock::format(clock::now()?);
                 let p = plan(paths, d, action, confirmed, &now)?;
                 let (files, changed) = execute(paths, d, action, &p, &now)?;

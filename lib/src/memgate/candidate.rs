@@ -98,7 +98,7 @@ impl Candidate {
             !self.recommendation.strength.is_empty(),
         ];
         let n = filled.iter().filter(|f| **f).count();
-        ((n as f64 / filled.len() as f64) * 100.0).round() / 100.0
+        crate::out::round(n as f64 / filled.len() as f64, 2)
     }
 }
 

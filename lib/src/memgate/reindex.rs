@@ -15,9 +15,8 @@ use crate::{clock, lock};
 
 /// The `reindex` record (schemas/reindex.schema.json).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "reindex")]
 pub struct Report {
-    /// Always "reindex".
-    pub record: &'static str,
     /// Notes read.
     pub notes: usize,
     /// Rows added for notes INDEX.md lacked.
@@ -80,7 +79,6 @@ pub fn run(paths: &Paths, check: bool) -> Result<Report> {
         let new_text = index_md::render(&rows);
         let rewrite = new_text != text;
         let report = Report {
-            record: "reindex",
             notes: notes.len(),
             in_sync: !corrupted && added.is_empty() && removed.is_empty() && changed.is_empty(),
             added,
@@ -118,5 +116,5 @@ pub fn run(paths: &Paths, check: bool) -> Result<Report> {
         return body();
     }
     let lib = super::apply::lockable(paths)?;
-    lock::with_lock(&lib, &lock::Options::default(), body)
+    lock::with_lock(lib, &lock::Options::default(), body)
 }

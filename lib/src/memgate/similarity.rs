@@ -160,10 +160,7 @@ pub fn fuse(words: f64, grams: f64, duplicate: bool) -> f64 {
     }
 }
 
-/// Rounds a score for records (4 decimals), so outputs are stable bytes.
-pub fn round(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
-}
+pub use crate::out::round4 as round;
 
 /// A corpus-free similarity of two short texts (0–1): half the Dice
 /// overlap of their BM25 term sets, half the Dice overlap of their

@@ -171,6 +171,37 @@ impl Out {
     }
 }
 
+/// One thing a command prints. Library code that decides several outputs
+/// (skills, rule evolution) returns these, and the binary prints them in
+/// order through its one [`Out`] with [`print`].
+#[derive(Debug, Clone)]
+pub enum Rec {
+    /// A record.
+    Record(Value),
+    /// A bad input line (see [`Out::line_error`]).
+    LineError(usize, String),
+    /// An error record with extra fields (see [`Out::error`]).
+    Error(String, Value),
+    /// Text for people (a table, a report).
+    Table(String),
+    /// Raise the run's exit status (1: a check found problems).
+    Raise(Exit),
+}
+
+/// Prints `recs` in order.
+pub fn print(out: &mut Out, recs: Vec<Rec>) -> Result<()> {
+    for r in recs {
+        match r {
+            Rec::Record(v) => out.record(&v)?,
+            Rec::LineError(line, m) => out.line_error(line, &m, None)?,
+            Rec::Error(m, extra) => out.error(&m, extra)?,
+            Rec::Table(t) => out.text(&t)?,
+            Rec::Raise(e) => out.raise(e),
+        }
+    }
+    Ok(())
+}
+
 /// Renders rows as aligned columns under a header and a rule line, the
 /// shape of the seed's search table. Widths are display widths (a CJK
 /// character takes two columns), so columns line up in a terminal.

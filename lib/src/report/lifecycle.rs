@@ -30,9 +30,8 @@ pub const STATES: &[&str] = &["draft", "active", "validated", "deprecated"];
 
 /// One pattern's computed state.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "lifecycle")]
 pub struct Pattern {
-    /// Always `lifecycle`.
-    pub record: &'static str,
     /// Library-relative path.
     pub path: String,
     /// The pattern's topic.
@@ -77,7 +76,6 @@ pub fn compute(entries: &[Entry], usage: &BTreeMap<String, Usage>) -> Vec<Patter
             let u = usage::of(usage, &e.path);
             let s = state(&u, e.superseded_by.is_some());
             Pattern {
-                record: "lifecycle",
                 path: e.path.clone(),
                 topic: e.topic.clone(),
                 state: s.to_string(),

@@ -19,9 +19,8 @@ pub const PROVISIONAL_MAX_DAYS: u64 = 90;
 
 /// One stale document.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "stale")]
 pub struct Stale {
-    /// Always `stale`.
-    pub record: &'static str,
     /// Library-relative path.
     pub path: String,
     /// reference or experience.
@@ -46,7 +45,6 @@ pub fn reference(e: &Entry, now: Timestamp, days: Option<u64>) -> Option<Stale> 
     }
     let threshold = days.or(e.staleness_threshold_days).unwrap_or(DEFAULT_THRESHOLD_DAYS);
     let mut s = Stale {
-        record: "stale",
         path: e.path.clone(),
         category: "reference",
         reason: "never-verified",
@@ -84,7 +82,6 @@ pub fn experiences(entries: &[Entry], first_write: &BTreeMap<String, String>, no
         let since =
             e.last_verified_at.clone().or_else(|| e.updated_at.clone()).or_else(|| first_write.get(&e.path).cloned());
         let mut s = Stale {
-            record: "stale",
             path: e.path.clone(),
             category: "experience",
             reason: "provisional-unverified",

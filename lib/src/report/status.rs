@@ -22,9 +22,8 @@ use crate::report::usage;
 
 /// One dimension of the report.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "audit")]
 pub struct Dimension {
-    /// Always `audit`.
-    pub record: &'static str,
     /// 1–6.
     pub dimension: u8,
     /// index, staleness, effectiveness, ioc, lifecycle, integrity.
@@ -38,7 +37,7 @@ pub struct Dimension {
 }
 
 fn dim(n: u8, name: &'static str, summary: String, items: Vec<Value>) -> Dimension {
-    Dimension { record: "audit", dimension: n, name, attention: !items.is_empty(), summary, items }
+    Dimension { dimension: n, name, attention: !items.is_empty(), summary, items }
 }
 
 fn values<T: Serialize>(xs: &[T]) -> Vec<Value> {

@@ -26,9 +26,8 @@ pub const SUGGEST_MAX_FAILURE_RATE: f64 = 20.0;
 
 /// The usage of one file, as `kb-relate usage` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "record", rename = "usage")]
 pub struct Usage {
-    /// Always `usage`.
-    pub record: &'static str,
     /// Library-relative path.
     pub path: String,
     /// `referenced` lines for the file.
@@ -83,7 +82,6 @@ pub fn compute(events: &[Event]) -> BTreeMap<String, Usage> {
         .map(|(path, a)| {
             let rate = if a.uses == 0 { 0.0 } else { (a.failures as f64 * 1000.0 / a.uses as f64).round() / 10.0 };
             let u = Usage {
-                record: "usage",
                 path: path.to_string(),
                 usage_count: a.uses,
                 failures: a.failures,
@@ -105,7 +103,6 @@ pub fn load(lib: &Library) -> Result<BTreeMap<String, Usage>> {
 /// The usage of a file, zero when it was never referenced.
 pub fn of(map: &BTreeMap<String, Usage>, path: &str) -> Usage {
     map.get(path).cloned().unwrap_or(Usage {
-        record: "usage",
         path: path.to_string(),
         usage_count: 0,
         failures: 0,

@@ -11,7 +11,7 @@
 //! library (seed 001: strictly read-only) gets its cache in the local
 //! library's cache dir, else in the user cache dir, never inside itself.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -170,29 +170,15 @@ fn show(p: Option<&Path>) -> String {
     p.map_or_else(String::new, |p| p.display().to_string())
 }
 
-/// Saves index bytes: a private temp file renamed over the cache, so
-/// readers see the old or the new index whole. Unlike library files it is
-/// not fsynced: after a crash a torn cache fails View::open's trailer and
-/// length checks and is rebuilt, which costs less than syncing 70 MB on
-/// every rebuild.
+/// Saves index bytes with the one atomic write (a temp file `kb-lock
+/// sweep` knows, fsync, rename), so readers see the old or the new index
+/// whole.
 fn save(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().ok_or_else(|| crate::Error::msg(format!("{} has no parent", path.display())))?;
     fs::create_dir_all(dir).map_err(|e| crate::Error::io(format!("creating {}", dir.display()), e))?;
     let ignore = dir.join(".gitignore");
     if !ignore.exists() {
         atomic::write(&ignore, b"*\n")?;
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("index");
-    let tmp = dir.join(format!(".{name}.tmp.{}.{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
-    let res = File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| fs::rename(&tmp, path))
-        .map_err(|e| crate::Error::io(format!("writing {}", path.display()), e));
-    if res.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    res
+    atomic::write(path, bytes)
 }

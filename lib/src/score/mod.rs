@@ -24,6 +24,7 @@ pub mod written;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::out::round4;
 
 use formula::Match;
 use query::Query;
@@ -63,9 +64,8 @@ impl Default for Options {
 
 /// One `hit` record (`schemas/hit.schema.json`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "hit")]
 pub struct Hit {
-    /// Always `hit`.
-    pub record: &'static str,
     /// 1-based rank.
     pub rank: usize,
     /// The library it comes from (`local` or an external's name).
@@ -122,9 +122,8 @@ pub struct Hit {
 
 /// The final `summary` record (`schemas/summary.schema.json`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "summary")]
 pub struct Summary {
-    /// Always `summary`.
-    pub record: &'static str,
     /// The query.
     pub query: String,
     /// Hit records emitted.
@@ -174,10 +173,6 @@ struct Partial {
     matched: usize,
 }
 
-fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
-}
-
 /// Searches one source.
 fn search_source(
     src: &Source,
@@ -198,7 +193,6 @@ fn search_source(
                   via: Option<u32>| {
             let m = v.meta(d);
             Hit {
-                record: "hit",
                 rank: 0,
                 source: src.name.clone(),
                 path: v.path(d).to_string(),
@@ -348,7 +342,6 @@ pub fn search(
     }
     let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
     let summary = Summary {
-        record: "summary",
         query: q.text.clone(),
         hits: out.len(),
         direct: out.iter().filter(|h| h.hop == 0).count(),

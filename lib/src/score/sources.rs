@@ -36,9 +36,8 @@ pub struct Source {
 
 /// A source that could not be queried.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "source_error")]
 pub struct SourceError {
-    /// Always `source_error`.
-    pub record: &'static str,
     /// The source's name (or `registry:global` / `registry:project`).
     pub source: String,
     /// The path that failed.
@@ -50,12 +49,7 @@ pub struct SourceError {
 impl SourceError {
     /// A source error record.
     pub fn new(source: &str, path: &Path, message: impl Into<String>) -> SourceError {
-        SourceError {
-            record: "source_error",
-            source: source.to_string(),
-            path: path.display().to_string(),
-            message: message.into(),
-        }
+        SourceError { source: source.to_string(), path: path.display().to_string(), message: message.into() }
     }
 }
 

@@ -7,7 +7,7 @@ use super::manage::{self, Op, Outcome, Request};
 use super::{list, nudge, promote, Stage};
 use crate::error::{Error, Result};
 use crate::library::Library;
-use crate::out::jsonl::{Format, Out};
+use crate::out::jsonl::Format;
 
 /// The skill flags as typed.
 #[derive(Debug, Default, Clone)]
@@ -52,16 +52,7 @@ impl Flags {
     }
 }
 
-/// What the binary prints.
-#[derive(Debug, Clone)]
-pub enum Rec {
-    /// A record.
-    Record(Value),
-    /// An error record (message, extra fields).
-    Error(String, Value),
-    /// A table for people.
-    Table(String),
-}
+pub use crate::out::jsonl::{print, Rec};
 
 fn to_value(v: &impl serde::Serialize) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
@@ -167,16 +158,4 @@ fn finish(record: Value, guard_errors: Vec<String>, commit_error: Option<String>
         out.push(Rec::Error(format!("the skill was written but the git commit failed: {e}"), json!({})));
     }
     out
-}
-
-/// Prints the records.
-pub fn print(out: &mut Out, recs: Vec<Rec>) -> Result<()> {
-    for r in recs {
-        match r {
-            Rec::Record(v) => out.record(&v)?,
-            Rec::Error(m, extra) => out.error(&m, extra)?,
-            Rec::Table(t) => out.text(&t)?,
-        }
-    }
-    Ok(())
 }

@@ -16,9 +16,8 @@ use crate::out::jsonl;
 
 /// One `skill` record.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "skill")]
 pub struct Listed {
-    /// Always `skill`.
-    pub record: &'static str,
     /// The skill's name (its directory).
     pub name: String,
     /// SKILL.md's description ("" when missing).
@@ -63,7 +62,6 @@ pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
             let text = fs::read_to_string(lib.path(&path)).unwrap_or_default();
             let fm = frontmatter::parse(&text);
             Listed {
-                record: "skill",
                 name,
                 description: frontmatter::text(&fm.fields, "description").unwrap_or_default(),
                 stage: s.as_str(),

@@ -33,9 +33,9 @@ use crate::guard::{verdict, Finding, Verdict};
 use crate::library::changelog::Event;
 use crate::library::entry::Entry;
 use crate::library::relations;
-use crate::library::write;
 use crate::library::Library;
 use crate::lock;
+use crate::write;
 
 /// What a skill operation does (the seed's `action` and its arguments).
 #[derive(Debug, Clone)]
@@ -106,9 +106,8 @@ pub struct Request {
 
 /// The `skill_write` record of an operation that landed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "skill_write")]
 pub struct Written {
-    /// Always `skill_write`.
-    pub record: &'static str,
     /// The skill.
     pub name: String,
     /// create, edit, patch, delete, write-file, remove-file or promote.
@@ -274,7 +273,6 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             opts.commit.then_some(message.as_str()),
         )?;
         let written = Written {
-            record: "skill_write",
             name: req.name.clone(),
             action: req.op.action(),
             stage: stage.as_str(),
@@ -477,7 +475,6 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
         opts.commit.then_some(message.as_str()),
     )?;
     let written = Written {
-        record: "skill_write",
         name: req.name.clone(),
         action: "delete",
         stage: stage.as_str(),

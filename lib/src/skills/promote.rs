@@ -18,9 +18,9 @@ use crate::guard::Verdict;
 use crate::library::changelog::Event;
 use crate::library::entry::Entry;
 use crate::library::relations;
-use crate::library::write;
 use crate::library::Library;
 use crate::lock;
+use crate::write;
 
 /// Moves skill `name` to stage `to`. Returns the `skill_write` record
 /// (action `promote`), evolved-rule load errors, and a commit error.
@@ -108,7 +108,6 @@ pub fn promote(
         let warning = (v.verdict != Verdict::Safe)
             .then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
         let written = Written {
-            record: "skill_write",
             name: name.to_string(),
             action: "promote",
             stage: to.as_str(),

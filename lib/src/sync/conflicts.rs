@@ -24,9 +24,8 @@ pub const DIR: &str = ".conflicts";
 
 /// One kept side of a conflicting edit.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "record", rename = "conflict")]
 pub struct Conflict {
-    /// Always `conflict`.
-    pub record: &'static str,
     /// The document (library-relative).
     pub path: String,
     /// Where the other side is kept (library-relative).
@@ -50,12 +49,7 @@ pub fn list(lib: &Library) -> Vec<Conflict> {
         if crate::fs::atomic::temp_owner(file).is_some() {
             continue;
         }
-        out.push(Conflict {
-            record: "conflict",
-            path: path.to_string(),
-            kept: format!("{DIR}/{rel}"),
-            sha: sha.to_string(),
-        });
+        out.push(Conflict { path: path.to_string(), kept: format!("{DIR}/{rel}"), sha: sha.to_string() });
     }
     out.sort();
     out

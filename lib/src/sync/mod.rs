@@ -14,3 +14,16 @@ pub mod resolve;
 pub mod run;
 
 pub use run::{sync, Options, Report};
+
+use crate::error::Result;
+use crate::library::{Init, Library};
+
+/// `kb-append init`: seed 000's layout (`Library::create_layout`), then the
+/// `.gitattributes`, `.gitignore` and git merge drivers that sync relies on
+/// (issue 11). It lives here, not in `library`, because the library layer
+/// sits below sync and must not reach up into it.
+pub fn init(lib: &Library) -> Result<Init> {
+    let mut init = lib.create_layout()?;
+    init.created.extend(drivers::install(lib)?);
+    Ok(init)
+}

@@ -48,9 +48,8 @@ impl Keep {
 
 /// The `resolve` record.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "resolve")]
 pub struct Resolved {
-    /// Always `resolve`.
-    pub record: &'static str,
     /// The document.
     pub path: String,
     /// ours, theirs or file.
@@ -124,13 +123,6 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
         touched.extend(refresh::documents(lib, std::slice::from_ref(&path), Some(&[]))?);
         let committed =
             commit && crate::library::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
-        Ok(Resolved {
-            record: "resolve",
-            path: path.clone(),
-            keep: keep.name(),
-            sha256: digest::sha256_hex(&bytes),
-            removed,
-            committed,
-        })
+        Ok(Resolved { path: path.clone(), keep: keep.name(), sha256: digest::sha256_hex(&bytes), removed, committed })
     })
 }

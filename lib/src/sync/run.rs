@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -57,9 +56,8 @@ impl Default for Options {
 
 /// The one `sync` record.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "sync")]
 pub struct Report {
-    /// Always `sync`.
-    pub record: &'static str,
     /// The remote synced with.
     pub remote: String,
     /// The branch synced.
@@ -135,7 +133,6 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
         }
         let (step, pushed, attempts) = result?;
         Ok(Report {
-            record: "sync",
             remote: remote.clone(),
             branch: branch.clone(),
             fetched: step.fetched,
@@ -145,7 +142,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             pushed,
             attempts,
             head: repo.rev("HEAD").unwrap_or_default(),
-            seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            seconds: crate::out::round(started.elapsed().as_secs_f64(), 3),
             rejected: step.rejected,
         })
     })
@@ -188,7 +185,7 @@ fn rounds(
                 "push to '{remote}' still rejected after {attempts} attempts (others keep pushing); run sync again"
             )));
         }
-        std::thread::sleep(backoff(attempts));
+        std::thread::sleep(crate::lock::backoff::delay(attempts, 100, 3000));
         fetch(repo, remote, branch, tracking)?;
     }
 }
@@ -510,11 +507,4 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// Exponential backoff (100 ms doubling, at most 3 s) with ±50% jitter.
-fn backoff(attempt: u32) -> Duration {
-    let base = 100u64.saturating_mul(1 << attempt.min(5)).min(3000);
-    let jitter = std::collections::hash_map::RandomState::new().build_hasher().finish() % base.max(1);
-    Duration::from_millis(base / 2 + jitter)
 }

@@ -14,9 +14,8 @@ pub const FILE: &str = ".core-rule-proposals/.audit.log";
 
 /// One audit line.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "evolve_audit")]
 pub struct Line {
-    /// Always `evolve_audit`.
-    pub record: &'static str,
     /// When.
     pub ts: String,
     /// propose, validate, review, integrate or scan.
@@ -34,14 +33,7 @@ pub struct Line {
 impl Line {
     /// A line for `step` at `ts`.
     pub fn new(ts: &str, step: &'static str, proposal: Option<&str>, status: &str, detail: Value) -> Line {
-        Line {
-            record: "evolve_audit",
-            ts: ts.to_string(),
-            step,
-            proposal: proposal.map(str::to_string),
-            status: status.to_string(),
-            detail,
-        }
+        Line { ts: ts.to_string(), step, proposal: proposal.map(str::to_string), status: status.to_string(), detail }
     }
 }
 

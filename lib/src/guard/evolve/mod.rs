@@ -39,45 +39,15 @@ pub const CORE_INTERVAL_SECS: i64 = 7 * 86_400;
 /// Seed: Extended rules are synced daily.
 pub const EXTENDED_INTERVAL_SECS: i64 = 86_400;
 /// Where approved rules go: the hot-loaded extended rules directory.
-pub const ACTIVE_DIR: &str = crate::library::write::GUARD_RULES;
+pub const ACTIVE_DIR: &str = crate::library::GUARD_RULES;
 /// The library's evolved core rule file.
 pub const CORE_FILE: &str = ".evolving-rules/security/core.yaml";
 
 /// Parsed JSON lines: line number and object, or why the line is not one.
 pub type Lines = Vec<(usize, std::result::Result<serde_json::Map<String, Value>, String>)>;
 
-/// What a step prints.
-#[derive(Debug, Clone)]
-pub enum Rec {
-    /// A record.
-    Record(Value),
-    /// A bad input line (error record + stderr line, exit 2 at the end).
-    LineError(usize, String),
-    /// An error record with extra fields (exit 2 at the end).
-    Error(String, Value),
-    /// Text for people.
-    Table(String),
-    /// Raise the exit code (1: a check found problems).
-    Raise(crate::Exit),
-}
+pub use crate::out::jsonl::{print, Rec};
 
 pub use crate::guard::library_engine as engine;
 
-/// Rounds a score or rate to 4 decimals so records and files are stable.
-pub fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
-}
-
-/// Prints a step's records.
-pub fn print(out: &mut crate::out::jsonl::Out, recs: Vec<Rec>) -> crate::Result<()> {
-    for r in recs {
-        match r {
-            Rec::Record(v) => out.record(&v)?,
-            Rec::LineError(line, m) => out.line_error(line, &m, None)?,
-            Rec::Error(m, extra) => out.error(&m, extra)?,
-            Rec::Table(t) => out.text(&t)?,
-            Rec::Raise(e) => out.raise(e),
-        }
-    }
-    Ok(())
-}
+pub use crate::out::round4;

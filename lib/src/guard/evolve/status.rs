@@ -27,9 +27,8 @@ pub struct Scan {
 
 /// The `evolve_status` record.
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "evolve_status")]
 pub struct Status {
-    /// Always `evolve_status`.
-    pub record: &'static str,
     /// Core rules: weekly.
     pub core_scan: Scan,
     /// Extended rules: daily.
@@ -82,7 +81,6 @@ pub fn status(lib: &Library) -> Result<Status> {
         *rules.entry(key).or_default() += 1;
     }
     Ok(Status {
-        record: "evolve_status",
         core_scan: scan(lib, Layer::Core, now),
         extended_scan: scan(lib, Layer::Extended, now),
         proposals,

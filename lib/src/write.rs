@@ -2,6 +2,9 @@
 //! lock, atomic write (overwrite or append), changelog line, incremental
 //! `.index.md` and `.master-index.md`, relations, release, git commit of the
 //! touched paths only. A batch shares one lock and one commit.
+//!
+//! The writer is its own layer, above `derived` and `guard`, because each
+//! write scans the content with the guard and updates the derived indexes.
 
 use std::fs;
 
@@ -69,9 +72,8 @@ impl Default for Options {
 
 /// The `write` record printed for each request that was written.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "write")]
 pub struct Written {
-    /// Always `write`.
-    pub record: &'static str,
     /// Library-relative path.
     pub path: String,
     /// created, updated or appended.
@@ -276,9 +278,6 @@ pub fn record(
     }
 }
 
-/// Where the extended guard rules live (hot-loaded by every batch).
-pub const GUARD_RULES: &str = ".evolving-rules/security/active";
-
 /// Steps 1 and 3 for one request: the guard scan (seed 000: external
 /// content is sanitised before storage; dangerous content is refused unless
 /// `allow_risky` says why), mkdir -p, then the atomic write of the final
@@ -344,7 +343,6 @@ fn apply(
         reason: req.allow_risky.clone(),
     };
     let written = Written {
-        record: "write",
         path: req.path.clone(),
         action: action.into(),
         bytes: text.len() as u64,
