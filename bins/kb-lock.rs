@@ -132,6 +132,12 @@ fn main() -> ExitCode {
                     );
                     out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
                 }
+                if kb::journal::pending(&lib) {
+                    let opts = lock::Options { timeout: args.timeout, cmd: "kb-lock sweep".into() };
+                    if let Some(r) = lock::with_lock(&lib, &opts, || kb::write::recover(&lib))? {
+                        out.record(&r)?;
+                    }
+                }
             }
         }
         out.finish()

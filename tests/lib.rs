@@ -5,6 +5,7 @@
 mod util;
 
 mod append;
+mod crash;
 mod evolve;
 mod guard;
 mod index;

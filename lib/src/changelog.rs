@@ -162,6 +162,7 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
             add.push('\n');
         }
         atomic::append_lines(&ap, &add)?;
+        crate::crash::at(crate::crash::Step::CompactArchive);
         markers.push(format!("# COMPACT {day}: archived {} lines -> {rel}", lines.len()));
         result.archived += lines.len();
         result.archives.insert(rel, lines.len());
@@ -173,5 +174,6 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
         out.push('\n');
     }
     atomic::write(&p, out.as_bytes())?;
+    crate::crash::at(crate::crash::Step::CompactLog);
     Ok(result)
 }

@@ -15,6 +15,7 @@ pub const INTERNAL_FILES: &[&str] = &[
     ".changelog",
     ".relations.jsonl",
     ".lock",
+    ".journal",
     ".ioc.md",
     ".inconsistency.log",
     ".last-maintained",

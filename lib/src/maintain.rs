@@ -13,6 +13,9 @@ use crate::lock;
 /// The file that records the last compaction (epoch seconds).
 pub const LAST_COMPACT: &str = ".last-compact";
 
+/// Where compaction archives old changelog lines.
+const ARCHIVE_DIR: &str = ".changelog-archive";
+
 /// What `compact` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Compacted {
@@ -34,6 +37,7 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
     let now = clock::now()?;
     let cutoff = clock::days_before(now, days);
     lock::with_lock(lib, lock_opts, || {
+        crate::journal::note(crate::write::recover(lib)?);
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
         crate::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
         let mut committed = false;
@@ -47,8 +51,26 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
             };
             let mut paths: Vec<String> = archives.keys().cloned().collect();
             paths.push(changelog::FILE.to_string());
+            paths.push(LAST_COMPACT.to_string());
             committed = git::commit(lib, &paths, &format!("task-ai(library):maintain archive {label}"))?;
+        } else if commit && uncommitted(lib, &[ARCHIVE_DIR, changelog::FILE]) {
+            // A compaction killed before its commit left archives and a
+            // rewritten log behind; this run moves nothing, so it commits
+            // what that one did (a no-op when all is committed).
+            let paths = [ARCHIVE_DIR.to_string(), changelog::FILE.to_string(), LAST_COMPACT.to_string()];
+            committed = git::commit(lib, &paths, "task-ai(library):maintain archive (completing an interrupted run)")?;
         }
         Ok(Compacted { record: "compact", archived, archives, committed })
     })
+}
+
+/// Whether git sees changes (or untracked files) under these paths; false
+/// outside a repository.
+fn uncommitted(lib: &Library, paths: &[&str]) -> bool {
+    git::is_repo(lib)
+        && git::git(&lib.dir)
+            .args(["status", "--porcelain", "--untracked-files=all", "--"])
+            .args(paths)
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }

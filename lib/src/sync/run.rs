@@ -118,9 +118,11 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     let tracking = format!("refs/remotes/{remote}/{branch}");
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
+        crate::journal::note(crate::write::recover(lib)?);
         recover(&repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;
+        crate::crash::at(crate::crash::Step::SyncFetched);
         let mut start = Start { head: repo.rev("HEAD"), ..Start::default() };
         let result = rounds(lib, &repo, opts, &remote, &branch, &tracking, &mut start);
         if result.is_err() {
@@ -333,6 +335,7 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     };
     let mut touched = Vec::new();
     if base.is_some() {
+        crate::crash::at(crate::crash::Step::SyncMerging);
         touched = settle(lib, repo, &before, &theirs)?;
         step.conflicts = touched.iter().filter(|p| p.starts_with(conflicts::DIR)).cloned().collect();
     }
@@ -349,6 +352,7 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     } else if !touched.is_empty() {
         repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
     }
+    crate::crash::at(crate::crash::Step::SyncMerged);
     remove_marker(repo, MERGE_MARKER)?;
     Ok(step)
 }
