@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kb::error::{run_main, Context, Error, Exit};
-use kb::jsonl::{self, Out};
-use kb::write::{self, Mode, Options};
-use kb::{maintain, sync, Library};
+use kb::library::write::{self, Mode, Options};
+use kb::maintain::compact;
+use kb::out::jsonl::{self, Out};
+use kb::{sync, Library};
 use lexopt::prelude::*;
 use serde_json::json;
 
@@ -219,7 +220,7 @@ fn main() -> ExitCode {
                     Some(d) => (kb::clock::parse_duration(d)?.as_secs() / 86_400) as i64,
                     None => 90,
                 };
-                out.record(&maintain::compact(&lib, days, opts.commit, &opts.lock)?)?;
+                out.record(&compact::compact(&lib, days, opts.commit, &opts.lock)?)?;
             }
             "skill" => {
                 let lib = Library::resolve(a.root.as_deref())?;

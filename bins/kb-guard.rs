@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use kb::error::{run_main, Context, Error, Exit};
 use kb::guard::{self, filter::Outcome, policy::Policy, scan, target, Verdict};
-use kb::jsonl::{self, Format, Out};
+use kb::out::jsonl::{self, Format, Out};
 use lexopt::prelude::*;
 use serde_json::json;
 

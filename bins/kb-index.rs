@@ -4,9 +4,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use kb::derived::{consistency, rebuild_index};
 use kb::error::{run_main, Error, Exit};
-use kb::jsonl::{Format, Out};
-use kb::{clock, consistency, listing, lock, reindex, scan, schedule, stale, status, usage, Library};
+use kb::library::scan;
+use kb::maintain::schedule;
+use kb::out::jsonl::{Format, Out};
+use kb::report::{listing, stale, status, usage};
+use kb::{clock, lock, Library};
 use lexopt::prelude::*;
 
 const USAGE: &str = "\
@@ -125,8 +129,8 @@ fn main() -> ExitCode {
                 }
             }
             "rebuild" => {
-                let opts = reindex::Options { incremental: a.incremental, commit: !a.no_commit, lock: lock_opts };
-                let r = reindex::run(&lib, &opts)?;
+                let opts = rebuild_index::Options { incremental: a.incremental, commit: !a.no_commit, lock: lock_opts };
+                let r = rebuild_index::run(&lib, &opts)?;
                 for p in &r.problems {
                     eprintln!("kb-index: {}: {} ({})", p.path, p.message, p.kind);
                 }
@@ -143,7 +147,7 @@ fn main() -> ExitCode {
             }
             "stale" => {
                 let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
-                let first = stale::first_writes(&kb::relations::history(&lib)?);
+                let first = stale::first_writes(&kb::library::relations::history(&lib)?);
                 for s in stale::all(&entries, &first, clock::now()?, a.days) {
                     out.record(&s)?;
                 }

@@ -5,8 +5,8 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use kb::error::{run_main, Context, Error};
-use kb::jsonl::Format;
 use kb::lastword::{apply, home::Home, plan, report::Reporter, resolve, status};
+use kb::out::jsonl::Format;
 use lexopt::prelude::*;
 
 const USAGE: &str = "\

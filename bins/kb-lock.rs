@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use kb::error::{run_main, Error, Exit};
-use kb::jsonl::{Format, Out};
 use kb::lock::{self, State};
+use kb::out::jsonl::{Format, Out};
 use kb::Library;
 use lexopt::prelude::*;
 
@@ -132,9 +132,9 @@ fn main() -> ExitCode {
                     );
                     out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
                 }
-                if kb::journal::pending(&lib) {
+                if kb::library::journal::pending(&lib) {
                     let opts = lock::Options { timeout: args.timeout, cmd: "kb-lock sweep".into() };
-                    if let Some(r) = lock::with_lock(&lib, &opts, || kb::write::recover(&lib))? {
+                    if let Some(r) = lock::with_lock(&lib, &opts, || kb::library::write::recover(&lib))? {
                         out.record(&r)?;
                     }
                 }

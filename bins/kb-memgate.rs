@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kb::error::{run_main, Error, Exit};
-use kb::jsonl::Out;
 use kb::memgate::{apply, decide, reindex, Paths};
+use kb::out::jsonl::Out;
 use lexopt::prelude::*;
 
 const USAGE: &str = "\

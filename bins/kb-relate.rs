@@ -4,10 +4,14 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use kb::derived::rebuild_all;
 use kb::error::{run_main, Error, Exit};
-use kb::graph::{self, Graph};
-use kb::jsonl::{self, Format, Out};
-use kb::{clock, derived, lifecycle, lock, promote, scan, usage, Library};
+use kb::library::graph::{self, Graph};
+use kb::library::scan;
+use kb::maintain::tier_up;
+use kb::out::jsonl::{self, Format, Out};
+use kb::report::{lifecycle, usage};
+use kb::{clock, lock, Library};
 use lexopt::prelude::*;
 use serde_json::json;
 
@@ -91,7 +95,7 @@ fn main() -> ExitCode {
         let table = a.format.unwrap_or_else(Format::default_for_stdout) == Format::Table;
         let mut out = Out::stdout("kb-relate");
         match a.command.as_deref().ok_or_else(|| Error::usage("missing command (see --help)"))? {
-            "rebuild" => out.record(&derived::rebuild_relations(&lib, &lock_opts)?)?,
+            "rebuild" => out.record(&rebuild_all::rebuild_relations(&lib, &lock_opts)?)?,
             "neighbors" => {
                 let [path] = a.positional.as_slice() else { return Err(Error::usage("neighbors takes one PATH")) };
                 let path = kb::library::normalise(path)?;
@@ -140,9 +144,9 @@ fn main() -> ExitCode {
             }
             "promote" => {
                 let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
-                let cands = promote::candidates(&entries, &usage::load(&lib)?);
+                let cands = tier_up::candidates(&entries, &usage::load(&lib)?);
                 if !a.dry_run {
-                    promote::apply(&lib, &cands, !a.no_commit, &lock_opts)?;
+                    tier_up::apply(&lib, &cands, !a.no_commit, &lock_opts)?;
                 }
                 cands.iter().try_for_each(|c| out.record(c))?;
             }

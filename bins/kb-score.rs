@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use kb::error::{run_main, Error, Exit};
-use kb::jsonl::{Format, Out};
+use kb::out::jsonl::{Format, Out};
 use kb::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
 use lexopt::prelude::*;
 

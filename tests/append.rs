@@ -51,7 +51,7 @@ fn walkdir(dir: std::path::PathBuf) -> Vec<std::path::PathBuf> {
 pub fn assert_matches_rebuild(lib: &Lib) {
     let before = derived_files(lib);
     let library = kb::Library { dir: lib.dir() };
-    kb::derived::rebuild(&library).expect("rebuild");
+    kb::derived::rebuild_all::rebuild(&library).expect("rebuild");
     let after = derived_files(lib);
     assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "derived file sets differ");
     for (k, v) in &after {
@@ -90,7 +90,7 @@ fn write_runs_all_eight_steps() {
     assert_eq!(rec["record"], "write");
     assert_eq!(rec["action"], "created");
     assert_eq!(rec["bytes"], content.len());
-    assert_eq!(rec["sha256"], kb::digest::sha256_hex(content.as_bytes()));
+    assert_eq!(rec["sha256"], kb::doc::digest::sha256_hex(content.as_bytes()));
     assert_eq!(rec["ts"], "2026-03-01T12:00:00Z");
     assert_eq!(lib.read(REF), content);
 
@@ -105,7 +105,7 @@ fn write_runs_all_eight_steps() {
         lib.read(".memory/.references/.index.md"),
         format!(
             "{}\n# Index of .memory/.references\n\n| file | topic | version | type | keywords | quality_status | last_verified_at | trust_tier |\n|---|---|---|---|---|---|---|---|\n| jwt-auth-v1.md | jwt-auth | 1 |  | jwt, auth |  |  |  |\n",
-            kb::index::MARK
+            kb::derived::index::MARK
         )
     );
     assert!(lib
@@ -161,7 +161,7 @@ fn content_comes_from_stdin_or_a_file_and_append_appends() {
 fn quality_status_follows_the_seed_table_unless_given() {
     let lib = Lib::new();
     let mut input = String::new();
-    for (suffix, _) in kb::entry::SUFFIX_STATUS {
+    for (suffix, _) in kb::library::entry::SUFFIX_STATUS {
         input.push_str(
             &json!({"path": format!(".memory/.experiences/data-pipeline/etl-{suffix}.md"), "content": "# ETL\n"})
                 .to_string(),
@@ -170,7 +170,7 @@ fn quality_status_follows_the_seed_table_unless_given() {
     }
     input.push_str(&json!({"path": ".memory/.experiences/data-pipeline/dedup-impl.md", "content": "---\nquality_status: verified\n---\n# D\n"}).to_string());
     lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(input).assert().success();
-    for (suffix, status) in kb::entry::SUFFIX_STATUS {
+    for (suffix, status) in kb::library::entry::SUFFIX_STATUS {
         let text = lib.read(&format!(".memory/.experiences/data-pipeline/etl-{suffix}.md"));
         assert_eq!(text, format!("---\nquality_status: {status}\n---\n# ETL\n"));
     }
@@ -294,7 +294,7 @@ fn events_log_referenced_replan_accept() {
             (Some("event"), Some(kind), Some("nb-7"))
         );
     }
-    let log = kb::changelog::parse(&lib.read(".changelog"));
+    let log = kb::library::changelog::parse(&lib.read(".changelog"));
     assert_eq!(
         log.events.iter().map(|(_, e)| e.event.as_str()).collect::<Vec<_>>(),
         ["write", "referenced", "replan", "accept"]
@@ -409,7 +409,7 @@ fn sixteen_writers_at_once_lose_nothing() {
         want.sort();
         assert_eq!(got, want, "{path}");
     }
-    let log = kb::changelog::parse(&lib.read(".changelog"));
+    let log = kb::library::changelog::parse(&lib.read(".changelog"));
     assert_eq!(log.events.len(), 1600);
     assert!(log.bad.is_empty() && !log.torn);
     assert_matches_rebuild(&lib);
@@ -448,7 +448,7 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
             let text = lib.read(&format!("notes/d{i:03}.md"));
             assert!(text == old(i) || text == new(i), "round {round}: notes/d{i:03}.md is torn");
         }
-        let log = kb::changelog::parse(&lib.read(".changelog"));
+        let log = kb::library::changelog::parse(&lib.read(".changelog"));
         assert!(log.bad.is_empty(), "round {round}: {:?}", log.bad);
         // Put the old content back for the next round.
         let mut restore = String::new();
@@ -457,7 +457,7 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
             restore.push('\n');
         }
         lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(restore).assert().success();
-        let log = kb::changelog::parse(&lib.read(".changelog"));
+        let log = kb::library::changelog::parse(&lib.read(".changelog"));
         assert!(log.bad.is_empty() && !log.torn);
         assert_matches_rebuild(&lib);
     }
@@ -502,7 +502,7 @@ fn a_closed_pipe_ends_quietly_and_loses_no_write() {
     let out = sh.output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
     assert_eq!(std::fs::read_to_string(lib.root().join("err")).unwrap(), "");
-    assert_eq!(kb::changelog::parse(&lib.read(".changelog")).events.len(), 3000);
+    assert_eq!(kb::library::changelog::parse(&lib.read(".changelog")).events.len(), 3000);
     assert!(lib.path("notes/n2999.md").is_file());
 }
 
@@ -528,7 +528,7 @@ fn the_guard_refuses_dangerous_content_unless_allowed_with_a_reason() {
     assert_eq!((recs[1]["path"].as_str(), recs[1].get("verdict")), (Some("notes/fine.md"), None));
     assert_eq!((recs[2]["path"].as_str(), recs[2]["verdict"].as_str()), (Some("notes/evil-ok.md"), Some("dangerous")));
     assert!(!lib.path("notes/evil.md").exists());
-    let log = kb::changelog::parse(&lib.read(".changelog"));
+    let log = kb::library::changelog::parse(&lib.read(".changelog"));
     let allowed = &log.events.last().unwrap().1;
     assert_eq!(allowed.reason.as_deref(), Some("threat-intel sample for the rules"));
     // The single-write form refuses the same way and --allow-risky lets it in.

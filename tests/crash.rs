@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::Stdio;
 
-use kb::crash::{Step, STEPS};
+use kb::fs::crash::{Step, STEPS};
 use serde_json::{json, Value};
 
 use crate::append::assert_matches_rebuild;
@@ -19,7 +19,7 @@ fn doc(topic: &str, body: &str) -> String {
 }
 
 fn sha(text: &str) -> String {
-    kb::digest::sha256_hex(text.as_bytes())
+    kb::doc::digest::sha256_hex(text.as_bytes())
 }
 
 /// A git workspace with a library holding `old` docs, all committed.
@@ -69,7 +69,7 @@ fn crash_batch() -> (String, Vec<(String, String, String)>) {
 /// Runs `kb-append batch` (committing) armed to crash; asserts it aborted.
 fn crash(lib: &Lib, at: &str, input: &str) {
     let out =
-        lib.cmd("kb-append").arg("batch").env(kb::crash::VAR, at).write_stdin(input.to_string()).output().unwrap();
+        lib.cmd("kb-append").arg("batch").env(kb::fs::crash::VAR, at).write_stdin(input.to_string()).output().unwrap();
     assert!(
         out.status.code().is_none(),
         "{at}: the writer was not aborted: {:?} {}",
@@ -80,7 +80,7 @@ fn crash(lib: &Lib, at: &str, input: &str) {
 
 /// The write events in the changelog, by path, as (action, sha256).
 fn events(lib: &Lib) -> BTreeMap<String, Vec<String>> {
-    let log = kb::changelog::parse(&lib.read(".changelog"));
+    let log = kb::library::changelog::parse(&lib.read(".changelog"));
     assert!(log.bad.is_empty() && !log.torn, "{:?}", log.bad);
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (_, e) in log.events {
@@ -203,7 +203,7 @@ fn a_crash_at_every_compaction_step_loses_and_duplicates_nothing() {
         let out = lib
             .cmd("kb-append")
             .args(["compact", "--older-than", "30d"])
-            .env(kb::crash::VAR, format!("{what}:1"))
+            .env(kb::fs::crash::VAR, format!("{what}:1"))
             .output()
             .unwrap();
         assert!(out.status.code().is_none(), "{what}: not aborted");

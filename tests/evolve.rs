@@ -25,7 +25,7 @@ fn intel(lib: &Lib, lines: &[&str]) -> String {
 
 fn proposal(lib: &Lib, id: &str) -> Value {
     let text = lib.read(&format!(".core-rule-proposals/{id}.md"));
-    let fm = kb::frontmatter::parse(&text);
+    let fm = kb::doc::frontmatter::parse(&text);
     assert!(fm.error.is_none(), "{text}");
     Value::Object(fm.fields)
 }

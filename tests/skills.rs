@@ -79,7 +79,7 @@ fn create_reads_stdin_and_records_the_full_write() {
     assert_eq!(rec["stage"], "candidates");
     assert_eq!(rec["verdict"], "safe");
     assert_eq!(rec["bytes"], MD.len());
-    assert_eq!(rec["sha256"], kb::digest::sha256_hex(MD.as_bytes()));
+    assert_eq!(rec["sha256"], kb::doc::digest::sha256_hex(MD.as_bytes()));
     assert_eq!(rec["committed"], false);
     assert!(lib.read(".changelog").contains("\"notebook\":\"nb-1\""));
 }

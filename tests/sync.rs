@@ -126,7 +126,7 @@ fn snapshot(lib: &Lib) -> (BTreeMap<String, Vec<u8>>, String, String) {
 #[track_caller]
 fn assert_derived_match_rebuild(lib: &Lib) {
     let library = kb::Library { dir: lib.dir() };
-    kb::derived::rebuild(&library).expect("rebuild");
+    kb::derived::rebuild_all::rebuild(&library).expect("rebuild");
     let status = lib.git(&["status", "--porcelain"]);
     assert_eq!(status, "", "a full rebuild changed derived files");
 }

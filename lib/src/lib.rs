@@ -1,52 +1,51 @@
-//! `kb`: the library behind the kb-tools binaries. Each module holds one
-//! concept of DESIGN.md; the binaries in `bins/` only parse flags, call in
-//! here and print records.
+//! `kb`: the library behind the kb-tools binaries; the binaries in `bins/`
+//! only parse flags, call in here and print records.
+//!
+//! One folder per layer, so "where is X" has one answer. A module imports
+//! only from its own layer or the layers listed above it:
+//!
+//! - `error`, `clock`: the error type and exit codes; the one "now".
+//! - [`out`]: JSON Lines records in and out, progress on a terminal.
+//! - [`fs`]: atomic writes, mapped reads, batched stat calls.
+//! - [`lock`]: the library lock.
+//! - [`text`]: the tokenizer for lexical matching.
+//! - [`doc`]: one document's bytes: YAML, frontmatter, Markdown, digests.
+//! - [`library`]: where the library is, its documents, logs and the writer.
+//! - [`derived`]: every derived file, rebuilt in full or incrementally.
+//! - [`report`]: listings, status, staleness, usage, lifecycle.
+//! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
+//! - subsystems, one folder each: [`guard`], [`score`], [`memgate`],
+//!   [`lastword`], [`skills`], [`sync`].
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod atomic;
-pub mod changelog;
 pub mod clock;
-pub mod consistency;
-pub mod crash;
-pub mod derived;
-pub mod digest;
-pub mod entry;
 pub mod error;
-pub mod frontmatter;
-pub mod git;
-pub mod graph;
-pub mod guard;
-pub mod index;
-pub mod io;
-pub mod ioc;
-pub mod journal;
-pub mod jsonl;
-pub mod lastword;
-pub mod library;
-pub mod lifecycle;
-pub mod listing;
+
+pub mod out;
+
+pub mod fs;
+
 pub mod lock;
+
+pub mod text;
+
+pub mod doc;
+
+pub mod library;
+
+pub mod derived;
+
+pub mod report;
+
 pub mod maintain;
-pub mod markdown;
-pub mod marks;
+
+pub mod guard;
+pub mod lastword;
 pub mod memgate;
-pub mod progress;
-pub mod promote;
-pub mod reindex;
-pub mod relations;
-pub mod scan;
-pub mod schedule;
 pub mod score;
 pub mod skills;
-pub mod stale;
-pub mod stats;
-pub mod status;
 pub mod sync;
-pub mod text;
-pub mod usage;
-pub mod write;
-pub mod yaml;
 
 pub use error::{Error, Exit, Result};
 pub use library::Library;

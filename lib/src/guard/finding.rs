@@ -200,7 +200,8 @@ pub fn line_contexts(kind: DocKind, text: &str) -> Vec<Context> {
         DocKind::Text => return vec![Context::Prose; text.split('\n').count()],
         DocKind::Markdown => {}
     }
-    let fm_end_line = crate::frontmatter::locate(text).map_or(0, |(_, _, body)| text[..body].matches('\n').count());
+    let fm_end_line =
+        crate::doc::frontmatter::locate(text).map_or(0, |(_, _, body)| text[..body].matches('\n').count());
     let mut fence: Option<(u8, usize)> = None;
     let mut out = Vec::new();
     for (i, line) in text.split('\n').enumerate() {

@@ -42,5 +42,5 @@ pub fn load_engine(root: Option<&std::path::Path>) -> crate::Result<(Engine, Vec
 /// evolved core rules and its extended rules (broken files come back as
 /// errors to report). Every writer and every evolve step scans with it.
 pub fn library_engine(lib: &crate::Library) -> crate::Result<(Engine, Vec<LoadError>)> {
-    Engine::load(Some(&lib.path(crate::write::GUARD_RULES)))
+    Engine::load(Some(&lib.path(crate::library::write::GUARD_RULES)))
 }

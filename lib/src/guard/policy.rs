@@ -22,8 +22,8 @@ use super::engine::Engine;
 use super::finding::Finding;
 use super::rules::Severity;
 use crate::clock;
+use crate::doc::yaml;
 use crate::error::{Error, Result};
-use crate::yaml;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

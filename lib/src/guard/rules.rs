@@ -12,8 +12,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::doc::yaml;
 use crate::error::{Error, Result};
-use crate::yaml;
 
 /// The library's evolved core rules, next to the extended `active/`
 /// directory (`.evolving-rules/security/core.yaml`): `kb-guard rules

@@ -13,7 +13,7 @@ use super::structure;
 use super::target::{self, EntryKind, Target, TargetKind};
 use super::verdict::{self, Record, Verdict};
 use crate::error::Result;
-use crate::jsonl;
+use crate::out::jsonl;
 
 /// One target's findings (structure first, then files in path order) and
 /// its verdict.

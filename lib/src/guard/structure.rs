@@ -9,7 +9,7 @@ use std::path::Path;
 use super::engine::Engine;
 use super::finding::{Context, Finding};
 use super::target::{Entry, EntryKind, Target};
-use crate::frontmatter;
+use crate::doc::frontmatter;
 
 /// The seed's BLOCKED_EXTENSIONS.
 pub const BLOCKED_EXTENSIONS: [&str; 12] =

@@ -273,7 +273,7 @@ fn target(
         return Ok(outs);
     }
     if changed {
-        crate::atomic::write(path, new.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        crate::fs::atomic::write(path, new.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(outs)
 }

@@ -83,7 +83,7 @@ pub fn base_of(doc: &Doc, e: &Entry) -> Option<String> {
         Found::Missing => Some("absent".into()),
         Found::One(i) => {
             let (s, t) = doc.body(i);
-            Some(format!("sha256:{}", crate::digest::sha256_hex(&doc.text.as_bytes()[s..t])))
+            Some(format!("sha256:{}", crate::doc::digest::sha256_hex(&doc.text.as_bytes()[s..t])))
         }
         Found::Many(_) => None,
     }

@@ -374,14 +374,14 @@ impl File {
 
     /// The file as YAML text.
     pub fn to_yaml(&self) -> crate::Result<String> {
-        crate::yaml::to_string(&self.to_value())
+        crate::doc::yaml::to_string(&self.to_value())
     }
 }
 
 /// Parses YAML (or JSON) text into a delta file; a text that is not YAML is
 /// one file-level problem.
 pub fn parse_text(text: &str) -> (File, Vec<Bad>, Vec<Problem>) {
-    match crate::yaml::to_value(text) {
+    match crate::doc::yaml::to_value(text) {
         Ok(v) => parse_file(&v),
         Err(e) => (File::default(), Vec::new(), vec![problem(None, String::new(), e.to_string())]),
     }

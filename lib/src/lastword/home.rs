@@ -111,7 +111,7 @@ impl Home {
         let lastword = agents.join("last-word");
         let cfg_path = lastword.join("config.yaml");
         let config = match std::fs::read_to_string(&cfg_path) {
-            Ok(text) => Config::from_value(&crate::yaml::to_value(&text)?)
+            Ok(text) => Config::from_value(&crate::doc::yaml::to_value(&text)?)
                 .map_err(|e| Error::msg(format!("{}: {e}", cfg_path.display())))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
             Err(e) => return Err(Error::io(format!("reading {}", cfg_path.display()), e)),
@@ -197,15 +197,16 @@ impl Home {
         if !cfg.exists() {
             let text = format!(
                 "# last-word knowledge bases (seed 004 §5)\n{}",
-                crate::yaml::to_string(&self.config.to_value())?
+                crate::doc::yaml::to_string(&self.config.to_value())?
             );
-            crate::atomic::write(&cfg, text.as_bytes())?;
+            crate::fs::atomic::write(&cfg, text.as_bytes())?;
         }
         let schema = self.lastword.join("schema.yaml");
         if !schema.exists() {
             let v: Value = serde_json::from_str(SCHEMA).map_err(|e| Error::msg(format!("built-in schema: {e}")))?;
-            let text = format!("# last-word delta file schema (JSON Schema, as YAML)\n{}", crate::yaml::to_string(&v)?);
-            crate::atomic::write(&schema, text.as_bytes())?;
+            let text =
+                format!("# last-word delta file schema (JSON Schema, as YAML)\n{}", crate::doc::yaml::to_string(&v)?);
+            crate::fs::atomic::write(&schema, text.as_bytes())?;
         }
         Ok(())
     }

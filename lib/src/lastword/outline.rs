@@ -44,7 +44,7 @@ pub fn eol_of(text: &str) -> &'static str {
 /// metadata option would also swallow a `---` … `---` block mid-document,
 /// which CommonMark reads as a rule and a setext heading.
 pub fn headings(text: &str) -> Vec<Heading> {
-    let start = crate::frontmatter::locate(text).map_or_else(|| bom_len(text), |(_, _, body)| body);
+    let start = crate::doc::frontmatter::locate(text).map_or_else(|| bom_len(text), |(_, _, body)| body);
     scan(&text[start..], start)
 }
 

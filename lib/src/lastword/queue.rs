@@ -45,7 +45,7 @@ pub fn write(path: &Path, file: &File) -> Result<()> {
         };
     }
     let text = format!("# kb-lastword pending deltas: `kb-lastword apply` writes them\n{}", file.to_yaml()?);
-    crate::atomic::write(path, text.as_bytes())
+    crate::fs::atomic::write(path, text.as_bytes())
 }
 
 /// Stages what cannot be read in a queue (the whole text when it is not a

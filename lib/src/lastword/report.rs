@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::error::{Exit, Result};
-use crate::jsonl::{self, Format, Out};
+use crate::out::jsonl::{self, Format, Out};
 
 /// Collects records and prints them in the chosen format.
 pub struct Reporter {

@@ -52,9 +52,9 @@ pub fn write(home: &Home, st: &Staged) -> Result<PathBuf> {
     let text = format!(
         "# kb-lastword staging: fix and run `kb-lastword resolve {}`\n{}",
         file_name(&path),
-        crate::yaml::to_string(&Value::Object(m))?
+        crate::doc::yaml::to_string(&Value::Object(m))?
     );
-    crate::atomic::write(&path, text.as_bytes())?;
+    crate::fs::atomic::write(&path, text.as_bytes())?;
     Ok(path)
 }
 

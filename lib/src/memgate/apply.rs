@@ -18,8 +18,10 @@ use super::index_md;
 use super::note::{file_digest, Note};
 use super::store::{self, Loaded, Paths};
 use crate::error::{Context, Error, Exit, Result};
-use crate::jsonl::{read_objects, Out};
-use crate::{atomic, clock, lock, text, Library};
+use crate::fs::atomic;
+use crate::out::jsonl::{read_objects, Out};
+use crate::text;
+use crate::{clock, lock, Library};
 
 /// What an answered decision asks apply to do.
 #[derive(Debug, Clone, PartialEq)]

@@ -48,5 +48,5 @@ pub fn append(paths: &Paths, lines: &[Line]) -> Result<()> {
         text.push_str(&serde_json::to_string(l).map_err(|e| Error::msg(format!("cannot encode audit line: {e}")))?);
         text.push('\n');
     }
-    crate::atomic::append_lines(&paths.audit, &text)
+    crate::fs::atomic::append_lines(&paths.audit, &text)
 }

@@ -18,7 +18,7 @@ use super::search::View;
 use super::similarity;
 use super::store::{self, Loaded, Paths};
 use crate::error::Result;
-use crate::jsonl::{read_objects, Out};
+use crate::out::jsonl::{read_objects, Out};
 use crate::text;
 
 /// The decision record (schemas/decision.schema.json); apply reads it back.
@@ -78,7 +78,7 @@ pub struct Decision {
 /// different one-liner. Stable: the same words give the same id.
 pub fn new_id(paths: &Paths, one_liner: &str) -> Result<String> {
     let canon = text::canonical(one_liner);
-    let hex = crate::digest::sha256_hex(canon.as_bytes());
+    let hex = crate::doc::digest::sha256_hex(canon.as_bytes());
     for len in (10..=hex.len()).step_by(2) {
         let id = format!("MEM-{}", &hex[..len]);
         match store::read_note(paths, &super::note::file_name(&id)) {

@@ -7,7 +7,7 @@
 //! Meta section is an error.
 
 use super::candidate::{one_line, Candidate, Recommendation};
-use crate::digest::sha256_hex;
+use crate::doc::digest::sha256_hex;
 
 /// A note as on disk.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -10,7 +10,8 @@ use super::audit::{self, Line};
 use super::index_md::{self, Row};
 use super::store::{self, Loaded, Paths};
 use crate::error::{Error, Result};
-use crate::{atomic, clock, lock};
+use crate::fs::atomic;
+use crate::{clock, lock};
 
 /// The `reindex` record (schemas/reindex.schema.json).
 #[derive(Debug, Clone, Serialize, PartialEq)]

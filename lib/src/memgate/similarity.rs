@@ -58,7 +58,7 @@ fn counts(terms: impl Iterator<Item = u64>) -> Vec<(u64, u32)> {
 
 /// The duplicate digest of a one-liner.
 pub fn dup_digest(one_liner: &str) -> [u8; 16] {
-    let hex = crate::digest::sha256_hex(text::canonical(one_liner).as_bytes());
+    let hex = crate::doc::digest::sha256_hex(text::canonical(one_liner).as_bytes());
     let mut out = [0u8; 16];
     for (i, o) in out.iter_mut().enumerate() {
         *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0);

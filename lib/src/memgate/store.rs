@@ -171,7 +171,7 @@ impl IndexBytes {
 pub fn open_index(paths: &Paths) -> Result<(IndexBytes, bool)> {
     let dir_mtime = mtime_ns(&paths.notes);
     if paths.search.exists() {
-        let map = crate::io::map(&paths.search)?;
+        let map = crate::fs::map::map(&paths.search)?;
         if View::open(&map).is_some_and(|v| v.dir_mtime_ns == dir_mtime) {
             return Ok((IndexBytes::Mapped(map), false));
         }
@@ -188,7 +188,7 @@ pub fn open_index(paths: &Paths) -> Result<(IndexBytes, bool)> {
 /// Writes the search index for the current notes/ from `entries`.
 pub fn write_index(paths: &Paths, entries: &[DocEntry]) -> Result<()> {
     let bytes = search::encode(mtime_ns(&paths.notes), entries);
-    crate::atomic::write(&paths.search, &bytes)
+    crate::fs::atomic::write(&paths.search, &bytes)
 }
 
 /// Reads the on-disk index's entries if it is current with notes/ as it

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::atomic;
 use crate::error::Result;
+use crate::fs::atomic;
 use crate::library::Library;
 use crate::lock;
 

@@ -1,7 +1,7 @@
 //! Builds a library's search index (`score::index`) from its documents
-//! (kb::scan's document list, kb::entry's entries), its relation edges
-//! (kb::relations, seed 000's `.relations.jsonl`) and the graph of
-//! kb::graph. An earlier index is reused incrementally: a document whose
+//! (kb::library::scan's document list, kb::library::entry's entries), its relation edges
+//! (kb::library::relations, seed 000's `.relations.jsonl`) and the graph of
+//! kb::library::graph. An earlier index is reused incrementally: a document whose
 //! size and mtime did not change is not read again.
 
 use std::collections::{BTreeSet, HashMap};
@@ -12,13 +12,13 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::clock;
-use crate::entry::Entry;
+use crate::doc::frontmatter;
 use crate::error::Result;
-use crate::frontmatter;
-use crate::graph::Graph;
+use crate::library::entry::Entry;
+use crate::library::graph::Graph;
+use crate::library::relations::{self, Edge};
+use crate::library::scan::{self, Problem};
 use crate::library::Library;
-use crate::relations::{self, Edge};
-use crate::scan::{self, Problem};
 use crate::text;
 
 use super::index::{self, DocRec, Info, Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};

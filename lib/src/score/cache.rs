@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::atomic;
-use crate::digest;
+use crate::doc::digest;
 use crate::error::Result;
+use crate::fs::atomic;
+use crate::library::scan::Problem;
 use crate::library::Library;
-use crate::scan::Problem;
 
 use super::build::{self, stamp};
 use super::index::{self, View};
@@ -58,10 +58,10 @@ impl std::ops::Deref for Bytes {
     }
 }
 
-/// Maps a cache file read-only (kb::io::map: the cache is only ever
+/// Maps a cache file read-only (kb::fs::map::map: the cache is only ever
 /// replaced by rename, never truncated in place).
 fn map(path: &Path) -> Option<memmap2::Mmap> {
-    crate::io::map(path).ok()
+    crate::fs::map::map(path).ok()
 }
 
 /// Where the cache of `lib` lives. `local` is the querying project's own

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::graph;
+use crate::library::graph;
 
 /// Base of a query equal to the topic.
 pub const TOPIC_EXACT: f64 = 1.0;

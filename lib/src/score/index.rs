@@ -71,7 +71,7 @@ pub struct Info {
 /// query parses only the documents it returns.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Meta {
-    /// reference, experience, ... (kb::entry::Category).
+    /// reference, experience, ... (kb::library::entry::Category).
     pub category: String,
     /// Topic.
     pub topic: String,

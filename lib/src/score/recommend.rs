@@ -1,5 +1,5 @@
 //! Seed 000's graph recommendations: after the direct hits, a BFS over
-//! the relation graph (kb::graph, `MAX_GRAPH_HOPS` 2, `MAX_GRAPH_EXPAND`
+//! the relation graph (kb::library::graph, `MAX_GRAPH_HOPS` 2, `MAX_GRAPH_EXPAND`
 //! 20) from each direct hit; a document `k` hops away scores
 //! `direct × 0.5^k` (RECOMMEND_SCORE_FACTOR per hop) and keeps its best
 //! score over all direct hits, with the hop and the document it was
@@ -7,9 +7,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::entry::Entry;
-use crate::graph::Graph;
-use crate::relations::Edge;
+use crate::library::entry::Entry;
+use crate::library::graph::Graph;
+use crate::library::relations::Edge;
 
 use super::formula::{self, MAX_GRAPH_EXPAND, MAX_GRAPH_HOPS};
 use super::index::View;
@@ -31,7 +31,7 @@ pub struct Recommended {
 
 /// The part of the graph a walk from `start` can see: edges of the start
 /// and of the first `MAX_GRAPH_EXPAND` neighbours by path (the only hop-1
-/// nodes kb::graph's BFS expands further), as a kb::graph::Graph.
+/// nodes kb::library::graph's BFS expands further), as a kb::library::graph::Graph.
 fn neighbourhood(v: &View, start: u32) -> (Graph, HashMap<String, u32>) {
     let mut edges = BTreeSet::new();
     let mut nodes: HashMap<String, u32> = HashMap::new();

@@ -4,7 +4,7 @@
 //! `Source` column when several libraries were queried; snippets and
 //! content (tiers 2 and 3) below the table; a closing summary line.
 
-use crate::jsonl;
+use crate::out::jsonl;
 
 use super::{Hit, Summary};
 

@@ -6,7 +6,7 @@
 
 use std::fs;
 
-use crate::frontmatter;
+use crate::doc::frontmatter;
 use crate::library::Library;
 
 /// How much of each hit is loaded.

@@ -1,18 +1,18 @@
 //! The documents of a library and every directory that may hold one, so
 //! the index cache can watch all of them: a document added to any
 //! directory, even one that held no document yet, changes that
-//! directory's mtime. The rules are kb::scan::document_paths' (top-level
+//! directory's mtime. The rules are kb::library::scan::document_paths' (top-level
 //! dot directories other than `.memory` and `.skills` are internal, `.git`
-//! is skipped everywhere, kb::entry::classify decides what a document is);
+//! is skipped everywhere, kb::library::entry::classify decides what a document is);
 //! a test checks both walks agree. An update lists again only the
 //! directories whose mtime changed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
-use crate::entry;
+use crate::library::entry;
+use crate::library::scan::Problem;
 use crate::library::Library;
-use crate::scan::Problem;
 
 use super::build::mtime_ns;
 
@@ -144,7 +144,7 @@ fn finish(mut w: Walk) -> Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan;
+    use crate::library::scan;
 
     #[test]
     fn agrees_with_kb_scan_and_watches_empty_directories() {

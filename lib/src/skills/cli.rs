@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use super::manage::{self, Op, Outcome, Request};
 use super::{list, nudge, promote, Stage};
 use crate::error::{Error, Result};
-use crate::jsonl::{Format, Out};
 use crate::library::Library;
+use crate::out::jsonl::{Format, Out};
 
 /// The skill flags as typed.
 #[derive(Debug, Default, Clone)]

@@ -6,13 +6,13 @@ use std::fs;
 
 use serde::Serialize;
 
-use super::judge;
+use super::guard_scan;
 use super::stage::{self, ALL};
+use crate::doc::frontmatter;
 use crate::error::Result;
-use crate::frontmatter;
 use crate::guard::{Engine, Verdict};
-use crate::jsonl;
 use crate::library::Library;
+use crate::out::jsonl;
 
 /// One `skill` record.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -53,7 +53,7 @@ pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
         found.extend(names.into_iter().map(|n| (s, n)));
     }
     let dirs: Vec<String> = found.iter().map(|(s, n)| stage::skill_dir(*s, n)).collect();
-    let judged = judge::skills(lib, engine, &dirs)?;
+    let judged = guard_scan::skills(lib, engine, &dirs)?;
     Ok(found
         .into_iter()
         .zip(dirs)

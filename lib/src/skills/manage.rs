@@ -22,20 +22,20 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::judge;
+use super::guard_scan;
 use super::stage::{self, Stage};
 use super::validate;
-use crate::atomic;
-use crate::changelog::Event;
 use crate::clock;
-use crate::digest;
-use crate::entry::Entry;
+use crate::doc::digest;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
 use crate::guard::{verdict, Finding, Verdict};
+use crate::library::changelog::Event;
+use crate::library::entry::Entry;
+use crate::library::relations;
+use crate::library::write;
 use crate::library::Library;
 use crate::lock;
-use crate::relations;
-use crate::write;
 
 /// What a skill operation does (the seed's `action` and its arguments).
 #[derive(Debug, Clone)]
@@ -202,7 +202,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     precheck(&req.name, &req.op).map_err(Error::msg)?;
     let (engine, guard_errors) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
-        crate::journal::note(crate::write::recover(lib)?);
+        crate::library::journal::note(crate::library::write::recover(lib)?);
         if let Op::Delete = req.op {
             return delete(lib, req, opts);
         }
@@ -217,7 +217,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
         let dir = stage::skill_dir(stage, &req.name);
         let (mut change, replaced) = plan(lib, &dir, req)?;
         apply(lib, &mut change)?;
-        let judged = judge::skill(lib, &engine, &dir);
+        let judged = guard_scan::skill(lib, &engine, &dir);
         let judged = match judged {
             Ok(j) => j,
             Err(e) => {

@@ -6,7 +6,7 @@
 //! a changelog line and a git commit.
 
 pub mod cli;
-pub mod judge;
+pub mod guard_scan;
 pub mod list;
 pub mod manage;
 pub mod nudge;

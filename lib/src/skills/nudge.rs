@@ -11,9 +11,9 @@ use std::fs::{self, OpenOptions};
 
 use serde::Serialize;
 
-use crate::atomic;
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
 use crate::library::Library;
 
 /// The counters, one per notebook.

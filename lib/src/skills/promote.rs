@@ -7,20 +7,20 @@
 
 use std::fs;
 
-use super::judge;
+use super::guard_scan;
 use super::manage::{Options, Written};
 use super::stage::{self, Stage};
-use crate::atomic;
-use crate::changelog::Event;
 use crate::clock;
-use crate::entry::Entry;
+use crate::doc::frontmatter;
 use crate::error::{Error, Result};
-use crate::frontmatter;
+use crate::fs::atomic;
 use crate::guard::Verdict;
+use crate::library::changelog::Event;
+use crate::library::entry::Entry;
+use crate::library::relations;
+use crate::library::write;
 use crate::library::Library;
 use crate::lock;
-use crate::relations;
-use crate::write;
 
 /// Moves skill `name` to stage `to`. Returns the `skill_write` record
 /// (action `promote`), evolved-rule load errors, and a commit error.
@@ -37,7 +37,7 @@ pub fn promote(
     }
     let (engine, guard_errors) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
-        crate::journal::note(crate::write::recover(lib)?);
+        crate::library::journal::note(crate::library::write::recover(lib)?);
         let from = stage::require(lib, name)?;
         if from >= to {
             return Err(Error::msg(format!(
@@ -47,7 +47,7 @@ pub fn promote(
         let old_dir = stage::skill_dir(from, name);
         let new_dir = stage::skill_dir(to, name);
         lib.check_inside(&old_dir)?;
-        let judged = judge::skill(lib, &engine, &old_dir)?;
+        let judged = guard_scan::skill(lib, &engine, &old_dir)?;
         if judged.verdict.verdict == Verdict::Dangerous {
             let report = crate::guard::Report { verdict: Verdict::Dangerous, findings: judged.findings };
             return Err(Error::msg(format!("refused: skill '{name}' cannot be promoted ({})", report.reason())));

@@ -2,7 +2,7 @@
 //! before anything is written: the guard's structure scan judges the skill
 //! afterwards, but a request that breaks a limit never touches the disk.
 
-use crate::frontmatter;
+use crate::doc::frontmatter;
 use crate::guard::structure::{valid_name, ALLOWED_SUBDIRS, BLOCKED_EXTENSIONS, LIMITS};
 use crate::library;
 

@@ -4,8 +4,8 @@
 //! keep-and-rebuild driver, documents to git's text merge. One table here
 //! drives both the attributes file and sync's own conflict handling.
 
-use crate::atomic;
 use crate::error::Result;
+use crate::fs::atomic;
 use crate::library::Library;
 
 /// How sync treats a library file.

@@ -10,12 +10,12 @@ use std::fs;
 
 use serde::Serialize;
 
-use crate::atomic;
-use crate::changelog::Event;
 use crate::clock;
-use crate::digest;
-use crate::entry::{self, Category, Entry};
+use crate::doc::digest;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
+use crate::library::changelog::Event;
+use crate::library::entry::{self, Category, Entry};
 use crate::library::Library;
 use crate::sync::gitcmd::Repo;
 
@@ -44,10 +44,10 @@ pub fn list(lib: &Library) -> Vec<Conflict> {
         if !e.file_type().is_file() {
             continue;
         }
-        let Some(rel) = crate::scan::rel_path(&root, e.path()) else { continue };
+        let Some(rel) = crate::library::scan::rel_path(&root, e.path()) else { continue };
         let Some((path, file)) = rel.rsplit_once('/') else { continue };
         let Some(sha) = file.strip_suffix(".md") else { continue };
-        if crate::atomic::temp_owner(file).is_some() {
+        if crate::fs::atomic::temp_owner(file).is_some() {
             continue;
         }
         out.push(Conflict {

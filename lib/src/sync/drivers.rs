@@ -52,7 +52,7 @@ pub fn register(repo: &Repo) -> Result<()> {
 /// files it wrote.
 pub fn install(lib: &Library) -> Result<Vec<String>> {
     let written = attributes::write(lib)?;
-    if crate::git::is_repo(lib) {
+    if crate::library::git::is_repo(lib) {
         register(&Repo::open(lib)?)?;
     }
     Ok(written)
@@ -64,14 +64,14 @@ pub fn merge_log_files(base: &str, ours: &str, theirs: &str) -> Result<()> {
     let read = |p: &str| fs::read(p).map_err(|e| Error::io(format!("reading {p}"), e));
     let merged = merge_log::merge(&read(base)?, &read(ours)?, &read(theirs)?);
     let target = std::path::absolute(ours).map_err(|e| Error::io(format!("resolving {ours}"), e))?;
-    crate::atomic::write(&target, &merged)
+    crate::fs::atomic::write(&target, &merged)
 }
 
 /// `kb-append merge-derived BASE OURS THEIRS PATH`: keeps OURS as it is
 /// and records PATH in the git directory's rebuild marker, so the merge
 /// never stops on a generated file and the next sync rebuilds it.
 pub fn merge_derived(path: &str) -> Result<()> {
-    let out = crate::git::git(std::path::Path::new("."))
+    let out = crate::library::git::git(std::path::Path::new("."))
         .args(["rev-parse", "--absolute-git-dir"])
         .output()
         .map_err(|e| Error::io("running git rev-parse", e))?;
@@ -79,5 +79,5 @@ pub fn merge_derived(path: &str) -> Result<()> {
         return Err(Error::msg("merge-derived runs as a git merge driver, inside a repository"));
     }
     let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    crate::atomic::append_lines(&std::path::Path::new(&dir).join(REBUILD_MARKER), &format!("{path}\n"))
+    crate::fs::atomic::append_lines(&std::path::Path::new(&dir).join(REBUILD_MARKER), &format!("{path}\n"))
 }

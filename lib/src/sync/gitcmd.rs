@@ -1,7 +1,7 @@
 //! The git repository a library lives in, as sync sees it (issue 11): its
 //! top level, its git directory and where the library sits inside it, plus
 //! the few git plumbing calls sync needs. Every call goes through
-//! [`crate::git::git`] with a fixed locale and no credential prompts, so
+//! [`crate::library::git::git`] with a fixed locale and no credential prompts, so
 //! errors are parseable and a dead remote fails instead of hanging.
 
 use std::path::PathBuf;
@@ -26,7 +26,7 @@ impl Repo {
     /// Opens the repository around a library; a clear error when there is
     /// none.
     pub fn open(lib: &Library) -> Result<Repo> {
-        let mut c = crate::git::git(&lib.dir);
+        let mut c = crate::library::git::git(&lib.dir);
         c.args(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-prefix"]);
         let out = c.output().map_err(|e| Error::io("running git", e))?;
         if !out.status.success() {
@@ -45,7 +45,7 @@ impl Repo {
 
     /// A git command at the top level: C locale, no prompts, no stdin.
     pub fn cmd(&self) -> Command {
-        let mut c = crate::git::git(&self.top);
+        let mut c = crate::library::git::git(&self.top);
         c.env("LC_ALL", "C").env("GIT_TERMINAL_PROMPT", "0").env("GIT_MERGE_AUTOEDIT", "no");
         c
     }
@@ -148,7 +148,7 @@ impl Repo {
     pub fn commit_merge(&self, theirs: &str, message: &str) -> Result<()> {
         let tree = self.run(&["write-tree"], "git write-tree")?.trim().to_string();
         let head = self.rev("HEAD").ok_or_else(|| Error::msg("HEAD vanished during the merge"))?;
-        let mut args: Vec<&str> = crate::git::identity_args(&self.top);
+        let mut args: Vec<&str> = crate::library::git::identity_args(&self.top);
         args.extend(["commit-tree", &tree, "-p", &head, "-p", theirs, "-m", message]);
         let commit = self.run(&args, "git commit-tree")?.trim().to_string();
         self.run(&["update-ref", "-m", message, "HEAD", &commit, &head], "git update-ref")?;
@@ -157,7 +157,7 @@ impl Repo {
 
     /// Commits what is staged.
     pub fn commit(&self, message: &str) -> Result<()> {
-        let mut args: Vec<&str> = crate::git::identity_args(&self.top);
+        let mut args: Vec<&str> = crate::library::git::identity_args(&self.top);
         args.extend(["commit", "--quiet", "--no-verify", "--allow-empty", "-m", message]);
         self.run(&args, "git commit").map(|_| ())
     }

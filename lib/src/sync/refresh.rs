@@ -2,19 +2,19 @@
 //! derived files were right for that side, and a merge keeps one side's
 //! bytes, so re-deriving the rows and edges of every document either side
 //! changed since the merge base, plus the edges of every logged event,
-//! gives what a full rebuild ([`crate::derived::rebuild`]) gives, at the
+//! gives what a full rebuild ([`crate::derived::rebuild_all::rebuild`]) gives, at the
 //! cost of the touched documents only.
 
 use std::collections::HashSet;
 
-use crate::changelog::{self, Event};
-use crate::derived;
-use crate::entry;
+use crate::derived::index;
+use crate::derived::rebuild_all;
 use crate::error::Result;
-use crate::index;
+use crate::library::changelog::{self, Event};
+use crate::library::entry;
+use crate::library::relations;
+use crate::library::scan;
 use crate::library::Library;
-use crate::relations;
-use crate::scan;
 use crate::sync::gitcmd::Repo;
 
 /// Re-derives the index rows and relation edges of the library-relative
@@ -45,7 +45,7 @@ pub fn documents(lib: &Library, paths: &[String], events: Option<&[Event]>) -> R
             &history
         }
     };
-    if relations::update(lib, &edges, events, || derived::rebuilt_edges(lib))? {
+    if relations::update(lib, &edges, events, || rebuild_all::rebuilt_edges(lib))? {
         touched.push(relations::FILE.to_string());
     }
     touched.sort();
@@ -77,5 +77,5 @@ pub fn events_since(lib: &Library, repo: &Repo, base: &str) -> Result<Vec<Event>
 /// one side behind (the rebuild marker) and which documents changed is not
 /// known.
 pub fn all(lib: &Library) -> Result<Vec<String>> {
-    Ok(derived::rebuild(lib)?.touched)
+    Ok(rebuild_all::rebuild(lib)?.touched)
 }

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::changelog::{self, Event};
 use crate::clock;
-use crate::digest;
-use crate::entry::{self, Category, Entry};
+use crate::doc::digest;
 use crate::error::{Error, Result};
+use crate::library::changelog::{self, Event};
+use crate::library::entry::{self, Category, Entry};
 use crate::library::{self, Library};
 use crate::lock;
 use crate::sync::{conflicts, refresh};
@@ -93,7 +93,7 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
             },
             _ => fs::read(&full).unwrap_or_default(),
         };
-        crate::atomic::write_if_changed(&full, &bytes)?;
+        crate::fs::atomic::write_if_changed(&full, &bytes)?;
         let removed = conflicts::remove(lib, &copies)?;
         let text = String::from_utf8_lossy(&bytes);
         let info = entry::classify(&path);
@@ -113,7 +113,8 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
         let mut touched = vec![path.clone(), changelog::FILE.to_string()];
         touched.extend(removed.iter().cloned());
         touched.extend(refresh::documents(lib, std::slice::from_ref(&path), Some(&[]))?);
-        let committed = commit && crate::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
+        let committed =
+            commit && crate::library::git::commit(lib, &touched, &format!("task-ai(library):resolve {path}"))?;
         Ok(Resolved {
             record: "resolve",
             path: path.clone(),

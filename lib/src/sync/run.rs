@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::changelog::{self, Event};
-use crate::entry;
 use crate::error::{Error, Result};
+use crate::library::changelog::{self, Event};
+use crate::library::entry;
 use crate::library::Library;
 use crate::lock;
 use crate::sync::attributes::{self, Kind};
@@ -118,11 +118,11 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     let tracking = format!("refs/remotes/{remote}/{branch}");
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
-        crate::journal::note(crate::write::recover(lib)?);
+        crate::library::journal::note(crate::library::write::recover(lib)?);
         recover(&repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;
-        crate::crash::at(crate::crash::Step::SyncFetched);
+        crate::fs::crash::at(crate::fs::crash::Step::SyncFetched);
         let mut start = Start { head: repo.rev("HEAD"), ..Start::default() };
         let result = rounds(lib, &repo, opts, &remote, &branch, &tracking, &mut start);
         if result.is_err() {
@@ -323,8 +323,8 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
             both.extend(incoming);
             both.sort();
             both.dedup();
-            crate::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
-            let mut args = crate::git::identity_args(&repo.top);
+            crate::fs::atomic::write(&repo.git_path(MERGE_MARKER), format!("{theirs}\n").as_bytes())?;
+            let mut args = crate::library::git::identity_args(&repo.top);
             args.extend(["merge", "--no-ff", "--no-commit", "--quiet", &theirs]);
             let out = repo.output(&args)?;
             if !out.status.success() && !repo.git_path("MERGE_HEAD").exists() {
@@ -335,7 +335,7 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     };
     let mut touched = Vec::new();
     if base.is_some() {
-        crate::crash::at(crate::crash::Step::SyncMerging);
+        crate::fs::crash::at(crate::fs::crash::Step::SyncMerging);
         touched = settle(lib, repo, &before, &theirs)?;
         step.conflicts = touched.iter().filter(|p| p.starts_with(conflicts::DIR)).cloned().collect();
     }
@@ -352,7 +352,7 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     } else if !touched.is_empty() {
         repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
     }
-    crate::crash::at(crate::crash::Step::SyncMerged);
+    crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
     remove_marker(repo, MERGE_MARKER)?;
     Ok(step)
 }
@@ -391,11 +391,11 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
                     a.as_deref().unwrap_or_default(),
                     b.as_deref().unwrap_or_default(),
                 );
-                crate::atomic::write(&lib.path(rel), &merged)?;
+                crate::fs::atomic::write(&lib.path(rel), &merged)?;
             }
             Kind::Derived => {
                 if let Some(bytes) = a.or(b) {
-                    crate::atomic::write(&lib.path(rel), &bytes)?;
+                    crate::fs::atomic::write(&lib.path(rel), &bytes)?;
                 }
             }
             Kind::Document => {

@@ -5,8 +5,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::atomic;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
 use crate::library::Library;
 
 /// The audit log, library-relative.

@@ -12,9 +12,9 @@ use super::proposal;
 use super::select::Selection;
 use super::{integrate, propose, review, status, validate, Lines, Rec};
 use crate::error::{Context, Error, Result};
-use crate::jsonl::{self, Format};
 use crate::library::Library;
 use crate::lock;
+use crate::out::jsonl::{self, Format};
 
 /// The evolve flags as typed.
 #[derive(Debug, Default, Clone)]

@@ -18,14 +18,14 @@ use super::proposal::{self, Integrated, Layer, Loaded, Status};
 use super::select::{self, Item, Selection};
 use super::validate::into_rec;
 use super::{Rec, ACTIVE_DIR, CORE_FILE};
-use crate::atomic;
 use crate::clock;
+use crate::doc::yaml;
 use crate::error::{Error, Result};
-use crate::git;
+use crate::fs::atomic;
 use crate::guard::rules::{self, Rule};
+use crate::library::git;
 use crate::library::Library;
 use crate::lock;
-use crate::yaml;
 
 /// The rule file text: a header, then `rules:` without loader-only fields.
 pub fn render(rules: &[Rule], header: &str) -> Result<String> {

@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DIR;
-use crate::atomic;
+use crate::doc::frontmatter;
+use crate::doc::yaml;
 use crate::error::{Error, Result};
-use crate::frontmatter;
+use crate::fs::atomic;
 use crate::guard::rules::{Rule, Severity};
 use crate::library::Library;
-use crate::yaml;
 
 /// Which rule set a proposal is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

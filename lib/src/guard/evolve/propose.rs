@@ -15,11 +15,11 @@ use super::audit::{self, Line};
 use super::intel::{self, Intel};
 use super::proposal::{self, Layer, Loaded, Proposal, Status};
 use super::{Rec, CORE_INTERVAL_SECS, EXTENDED_INTERVAL_SECS, LAST_SCAN_CORE, LAST_SCAN_EXTENDED};
-use crate::atomic;
 use crate::clock;
 use crate::error::Result;
-use crate::git;
+use crate::fs::atomic;
 use crate::guard::rules::Severity;
+use crate::library::git;
 use crate::library::Library;
 use crate::lock;
 

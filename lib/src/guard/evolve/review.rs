@@ -22,8 +22,8 @@ use super::validate::into_rec;
 use super::Rec;
 use crate::clock;
 use crate::error::Result;
-use crate::git;
 use crate::guard::rules::Severity;
+use crate::library::git;
 use crate::library::Library;
 use crate::lock;
 

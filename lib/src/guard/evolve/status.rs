@@ -11,8 +11,8 @@ use super::propose::{due, interval, last_scan};
 use super::CORE_FILE;
 use crate::clock;
 use crate::error::Result;
-use crate::jsonl;
 use crate::library::Library;
+use crate::out::jsonl;
 
 /// One layer's scan state.
 #[derive(Debug, Clone, Serialize)]

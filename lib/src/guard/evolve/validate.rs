@@ -19,9 +19,9 @@ use super::select::{self, Item, Selection};
 use super::Rec;
 use crate::clock;
 use crate::error::Result;
-use crate::git;
 use crate::guard::rules::{self, Rule, CATEGORIES};
 use crate::guard::{pattern, Engine};
+use crate::library::git;
 use crate::library::Library;
 use crate::lock;
 

@@ -1,5 +1,18 @@
 //! Where the library is and which paths inside it may be written
 //! (DESIGN.md "Root" and "Paths").
+//!
+//! The folder holds what a library is made of: its documents (`entry`,
+//! `scan`), its logs (`changelog`, `relations`, `graph`), and the one
+//! writer (`write`) that commits changes (`git`).
+
+pub mod changelog;
+pub mod entry;
+pub mod git;
+pub mod graph;
+pub mod journal;
+pub mod relations;
+pub mod scan;
+pub mod write;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -242,7 +255,7 @@ impl Library {
         for f in [".changelog", ".relations.jsonl"] {
             let p = self.path(f);
             if !p.exists() {
-                crate::atomic::write(&p, b"")?;
+                crate::fs::atomic::write(&p, b"")?;
                 created.push(f.to_string());
             }
         }

@@ -16,12 +16,12 @@ use std::fs;
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
-use crate::changelog::{self, Event};
 use crate::clock;
-use crate::crash::{self, Step};
-use crate::digest;
+use crate::doc::digest;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
+use crate::library::changelog::{self, Event};
 use crate::library::Library;
 
 /// The journal's file name under the library.
@@ -170,14 +170,14 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     }
     let kept: Vec<Event> = j.events.iter().filter(|e| landed.contains(&e.path)).cloned().collect();
     let added = append_missing(lib, j.changelog_offset, &kept)?;
-    let rebuilt = crate::derived::rebuild(lib)?.touched;
+    let rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
     let (mut committed, mut commit_error) = (false, None);
     if j.commit && !landed.is_empty() {
         let mut paths: Vec<String> = landed.iter().cloned().collect();
         paths.push(changelog::FILE.to_string());
-        paths.push(crate::relations::FILE.to_string());
-        paths.extend(crate::index::generated_indexes(lib));
-        match crate::git::commit(lib, &paths, &message(&kept)) {
+        paths.push(crate::library::relations::FILE.to_string());
+        paths.extend(crate::derived::index::generated_indexes(lib));
+        match crate::library::git::commit(lib, &paths, &message(&kept)) {
             Ok(c) => committed = c,
             Err(e) => commit_error = Some(e.to_string()),
         }

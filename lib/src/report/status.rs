@@ -9,16 +9,16 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::clock;
-use crate::consistency::{self, Inconsistency};
-use crate::entry::Entry;
+use crate::derived::consistency::{self, Inconsistency};
+use crate::derived::ioc;
 use crate::error::Result;
-use crate::ioc;
+use crate::library::entry::Entry;
+use crate::library::scan;
 use crate::library::Library;
-use crate::lifecycle;
 use crate::lock;
-use crate::scan;
-use crate::stale;
-use crate::usage;
+use crate::report::lifecycle;
+use crate::report::stale;
+use crate::report::usage;
 
 /// One dimension of the report.
 #[derive(Debug, Clone, Serialize)]
@@ -58,7 +58,7 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
         lock::with_lock(lib, lock_opts, || consistency::log(lib, &rows))?;
     }
     let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
-    let refs = entries.iter().filter(|e| e.category == crate::entry::Category::Reference).count();
+    let refs = entries.iter().filter(|e| e.category == crate::library::entry::Category::Reference).count();
     let stale: Vec<_> = entries.iter().filter_map(|e| stale::reference(e, now, None)).collect();
     let usage = usage::load(lib)?;
     let marked: std::collections::BTreeSet<&str> =

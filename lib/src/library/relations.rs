@@ -10,13 +10,13 @@ use std::fs;
 
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
-use crate::changelog::{self, Event};
-use crate::entry::Entry;
+use crate::doc::frontmatter;
+use crate::doc::markdown;
 use crate::error::{Error, Result};
-use crate::frontmatter;
+use crate::fs::atomic;
+use crate::library::changelog::{self, Event};
+use crate::library::entry::Entry;
 use crate::library::{self, Library};
-use crate::markdown;
 
 /// The file's name under the library.
 pub const FILE: &str = ".relations.jsonl";

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::clock;
-use crate::entry::{Category, Entry};
+use crate::library::entry::{Category, Entry};
 
 /// The threshold of a reference whose frontmatter names none.
 pub const DEFAULT_THRESHOLD_DAYS: u64 = 90;
@@ -118,7 +118,7 @@ pub fn all(entries: &[Entry], first_write: &BTreeMap<String, String>, now: Times
 }
 
 /// The first `write` event of each path (the age of an undated experience).
-pub fn first_writes(events: &[crate::changelog::Event]) -> BTreeMap<String, String> {
+pub fn first_writes(events: &[crate::library::changelog::Event]) -> BTreeMap<String, String> {
     let mut out: BTreeMap<String, (Timestamp, String)> = BTreeMap::new();
     for e in events.iter().filter(|e| e.event == "write") {
         if let Some(ts) = e.instant() {

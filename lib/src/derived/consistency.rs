@@ -10,14 +10,14 @@ use std::fs;
 
 use serde::Serialize;
 
-use crate::atomic;
-use crate::changelog;
 use crate::clock;
-use crate::entry::{self, Entry};
+use crate::derived::index;
 use crate::error::Result;
-use crate::index;
+use crate::fs::atomic;
+use crate::library::changelog;
+use crate::library::entry::{self, Entry};
+use crate::library::scan::Scan;
 use crate::library::Library;
-use crate::scan::Scan;
 
 /// The log's name under the library.
 pub const LOG: &str = ".inconsistency.log";
@@ -68,7 +68,7 @@ pub fn check(lib: &Library, scan: &Scan) -> Result<Vec<Inconsistency>> {
     });
     for e in walker.flatten() {
         if e.file_type().is_file() && e.file_name() == index::INDEX {
-            if let Some(rel) = crate::scan::rel_path(&lib.dir, e.path()) {
+            if let Some(rel) = crate::library::scan::rel_path(&lib.dir, e.path()) {
                 index_dirs.insert(rel.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string()));
             }
         }

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
-use crate::entry::{Category, Entry};
-use crate::jsonl;
-use crate::lifecycle;
-use crate::stale;
-use crate::usage::Usage;
+use crate::library::entry::{Category, Entry};
+use crate::out::jsonl;
+use crate::report::lifecycle;
+use crate::report::stale;
+use crate::report::usage::Usage;
 
 /// Which documents to list.
 #[derive(Debug, Clone, Default)]
@@ -48,9 +48,9 @@ fn segments(s: &str) -> Vec<String> {
 /// The lifecycle state list shows for a pattern: the one its frontmatter
 /// records, else the one the changelog gives.
 fn pattern_state(e: &Entry, usage: &BTreeMap<String, Usage>) -> String {
-    e.lifecycle
-        .clone()
-        .unwrap_or_else(|| lifecycle::state(&crate::usage::of(usage, &e.path), e.superseded_by.is_some()).to_string())
+    e.lifecycle.clone().unwrap_or_else(|| {
+        lifecycle::state(&crate::report::usage::of(usage, &e.path), e.superseded_by.is_some()).to_string()
+    })
 }
 
 /// The `entry` record of a document: its entry with `record` first, the

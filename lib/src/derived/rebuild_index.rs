@@ -25,19 +25,19 @@ use std::io::{BufWriter, Write};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
-use crate::consistency;
-use crate::entry::{self, Category, Entry};
+use crate::derived::consistency;
+use crate::derived::index;
+use crate::derived::ioc;
+use crate::derived::marks::{self, Violation};
+use crate::doc::frontmatter;
 use crate::error::{Context, Error, Result};
-use crate::frontmatter;
-use crate::git;
-use crate::index;
-use crate::ioc;
+use crate::fs::atomic;
+use crate::fs::stat::{self, Stat};
+use crate::library::entry::{self, Category, Entry};
+use crate::library::git;
+use crate::library::scan::{self, Problem};
 use crate::library::Library;
 use crate::lock;
-use crate::marks::{self, Violation};
-use crate::scan::{self, Problem};
-use crate::stats::{self, Stat};
 
 /// The cache directory (DESIGN.md: `.cache` is internal, never committed).
 pub const CACHE_DIR: &str = ".cache/kb-index";
@@ -103,7 +103,7 @@ struct Known {
 }
 
 fn stat(lib: &Library, rel: &str) -> Option<Stat> {
-    stats::one(lib, rel)
+    stat::one(lib, rel)
 }
 
 /// The fields of an entry that library-wide rules need (effectiveness_mark
@@ -183,7 +183,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         _ => {
             let (paths, dirs, problems) = scan::walk(lib);
             let stats: Vec<Option<Stat>> = if incremental {
-                stats::many(lib, &paths.iter().map(String::as_str).collect::<Vec<_>>())
+                stat::many(lib, &paths.iter().map(String::as_str).collect::<Vec<_>>())
             } else {
                 vec![None; paths.len()]
             };
@@ -376,7 +376,7 @@ impl Cache {
             return Probe::Moved;
         }
         let paths: Vec<&str> = self.files.iter().map(|(p, _)| p.as_str()).collect();
-        let stats = stats::many(lib, &paths);
+        let stats = stat::many(lib, &paths);
         let same = stats.iter().zip(&self.files).all(|(s, (_, k))| *s == k.stat);
         if same && self.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)) {
             Probe::NoOp

@@ -22,23 +22,23 @@ use std::process::{Command, Stdio};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::atomic;
-use crate::changelog;
 use crate::clock;
-use crate::derived;
-use crate::entry::Entry;
+use crate::derived::index;
+use crate::derived::rebuild_all;
+use crate::derived::rebuild_index;
 use crate::error::{Error, Result};
-use crate::git;
-use crate::index;
+use crate::fs::atomic;
+use crate::library::changelog;
+use crate::library::entry::Entry;
+use crate::library::git;
+use crate::library::relations;
+use crate::library::scan;
 use crate::library::Library;
 use crate::lock;
-use crate::maintain;
-use crate::promote;
-use crate::reindex;
-use crate::relations;
-use crate::scan;
-use crate::stale;
-use crate::usage;
+use crate::maintain::compact;
+use crate::maintain::tier_up;
+use crate::report::stale;
+use crate::report::usage;
 
 /// Seed: the quick mode's stamp (epoch milliseconds).
 pub const LAST_MAINTAINED: &str = ".last-maintained";
@@ -99,7 +99,7 @@ pub fn quick(lib: &Library, opts: &lock::Options) -> Result<Quick> {
             entries.push((p.clone(), doc.map(|d| d.entry)));
         }
         let mut touched = if entries.is_empty() { Vec::new() } else { index::update(lib, &entries)? };
-        if !events.is_empty() && relations::update(lib, &edges, &events, || derived::rebuilt_edges(lib))? {
+        if !events.is_empty() && relations::update(lib, &edges, &events, || rebuild_all::rebuilt_edges(lib))? {
             touched.push(relations::FILE.to_string());
         }
         let stamp = now.as_millisecond();
@@ -156,8 +156,8 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
     let stale_n = entries.iter().filter(|e| stale::reference(e, now, Some(SCHEDULED_STALE_DAYS)).is_some()).count();
     steps.push(json!({"step": 1, "name": "staleness", "days": SCHEDULED_STALE_DAYS, "stale": stale_n}));
-    let cands = promote::candidates(&entries, &usage::load(lib)?);
-    let promoted = promote::apply(lib, &cands, false, opts)?;
+    let cands = tier_up::candidates(&entries, &usage::load(lib)?);
+    let promoted = tier_up::apply(lib, &cands, false, opts)?;
     steps.push(json!({"step": 2, "name": "promote", "candidates": cands.len(), "promoted": promoted}));
     let evolve = crate::guard::evolve::status::status(lib)?;
     steps.push(json!({
@@ -168,17 +168,17 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
         "pending_proposals": evolve.pending,
         "run": "just evolve scheduled",
     }));
-    let last_compact = read_stamp(lib, maintain::LAST_COMPACT);
+    let last_compact = read_stamp(lib, compact::LAST_COMPACT);
     let due = last_compact.is_none_or(|t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);
     if due {
-        let c = maintain::compact(lib, COMPACT_OLDER_THAN_DAYS, false, opts)?;
+        let c = compact::compact(lib, COMPACT_OLDER_THAN_DAYS, false, opts)?;
         steps.push(json!({"step": 4, "name": "compact", "ran": true, "archived": c.archived}));
     } else {
         steps.push(json!({"step": 4, "name": "compact", "ran": false}));
     }
-    let r = reindex::run(lib, &reindex::Options { incremental: false, commit: false, lock: opts.clone() })?;
+    let r = rebuild_index::run(lib, &rebuild_index::Options { incremental: false, commit: false, lock: opts.clone() })?;
     steps.push(json!({"step": 5, "name": "rebuild-index", "documents": r.documents, "touched": r.touched}));
-    let rel = derived::rebuild_relations(lib, opts)?;
+    let rel = rebuild_all::rebuild_relations(lib, opts)?;
     steps.push(json!({"step": 6, "name": "rebuild-relations", "edges": rel.edges, "changed": rel.changed}));
     lock::with_lock(lib, opts, || {
         atomic::write(&lib.path(LAST_SCHEDULED), format!("{}\n", now.as_second()).as_bytes())

@@ -7,11 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
-use crate::atomic;
-use crate::entry::{self, Entry};
 use crate::error::Result;
+use crate::fs::atomic;
+use crate::library::entry::{self, Entry};
+use crate::library::scan;
 use crate::library::Library;
-use crate::scan;
 
 /// A directory index's file name.
 pub const INDEX: &str = ".index.md";

@@ -9,9 +9,9 @@ use std::time::UNIX_EPOCH;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::entry::{self, Entry};
+use crate::library::entry::{self, Entry};
+use crate::library::relations::{self, Edge};
 use crate::library::Library;
-use crate::relations::{self, Edge};
 
 /// Documents larger than this are indexed by path only and reported.
 pub const MAX_DOC_BYTES: u64 = 8 << 20;

@@ -2,11 +2,11 @@
 //! (DESIGN.md "Many machines": derived files are never merged, only
 //! rebuilt). Incremental writers must leave the same bytes as this.
 
+use crate::derived::index;
 use crate::error::Result;
-use crate::index;
+use crate::library::relations;
+use crate::library::scan::{self, Problem};
 use crate::library::Library;
-use crate::relations;
-use crate::scan::{self, Problem};
 
 /// What a rebuild changed and what it could not read.
 #[derive(Debug, Default)]
@@ -26,7 +26,7 @@ pub fn rebuild(lib: &Library) -> Result<Rebuilt> {
     let entries: Vec<_> = scan.docs.iter().map(|d| &d.entry).collect();
     let mut touched = index::rebuild(lib, &entries)?;
     let edges = relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?;
-    if crate::atomic::write_if_changed(&lib.path(relations::FILE), relations::render(&edges).as_bytes())? {
+    if crate::fs::atomic::write_if_changed(&lib.path(relations::FILE), relations::render(&edges).as_bytes())? {
         touched.push(relations::FILE.to_string());
     }
     Ok(Rebuilt { touched, problems: scan.problems, documents: scan.docs.len() })
@@ -62,7 +62,7 @@ pub fn rebuild_relations(lib: &Library, opts: &crate::lock::Options) -> Result<R
         let scan = scan::library(lib);
         let edges = relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?;
         let changed =
-            crate::atomic::write_if_changed(&lib.path(relations::FILE), relations::render(&edges).as_bytes())?;
+            crate::fs::atomic::write_if_changed(&lib.path(relations::FILE), relations::render(&edges).as_bytes())?;
         let mut kinds = std::collections::BTreeMap::new();
         for e in &edges {
             *kinds.entry(e.kind.clone()).or_insert(0) += 1;

@@ -229,7 +229,7 @@ pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
             }
         } else if entry.file_type().is_file() {
             let name = entry.file_name().to_string_lossy();
-            if let Some(pid) = crate::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
+            if let Some(pid) = crate::fs::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
                 fs::remove_file(entry.path())
                     .map_err(|e| Error::io(format!("removing {}", entry.path().display()), e))?;
                 let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());

@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::changelog::Event;
 use crate::error::Result;
+use crate::library::changelog::Event;
+use crate::library::relations;
 use crate::library::Library;
-use crate::relations;
 
 /// Seed: a REPLAN within this many seconds after a reference is a failure.
 pub const REPLAN_WINDOW_SECS: i64 = 24 * 3600;

@@ -8,22 +8,22 @@ use std::fs;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::atomic;
-use crate::changelog::{self, Event};
 use crate::clock;
-use crate::crash::{self, Step};
-use crate::derived;
-use crate::digest;
-use crate::entry::{self, Category, Entry, SUFFIX_STATUS};
+use crate::derived::index;
+use crate::derived::rebuild_all;
+use crate::doc::digest;
+use crate::doc::frontmatter;
 use crate::error::{Error, Result};
-use crate::frontmatter;
-use crate::git;
+use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
 use crate::guard;
-use crate::index;
-use crate::journal;
+use crate::library::changelog::{self, Event};
+use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
+use crate::library::git;
+use crate::library::journal;
+use crate::library::relations;
 use crate::library::Library;
 use crate::lock;
-use crate::relations;
 
 /// Default content limit per write (1 MiB); `--max-bytes` changes it.
 pub const DEFAULT_MAX_BYTES: usize = 1 << 20;
@@ -208,7 +208,7 @@ pub fn batch(
     lock::with_lock(lib, &opts.lock, || {
         result.recovered = recover(lib)?;
         let mut plan = Plan::default();
-        let mut progress = crate::progress::Progress::new("kb-append: writing", requests.len());
+        let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
@@ -377,7 +377,7 @@ pub fn record(
         last_edges.retain(|(q, _)| q != &p);
         last_edges.push((p, e));
     }
-    if relations::update(lib, &last_edges, events, || derived::rebuilt_edges(lib))? {
+    if relations::update(lib, &last_edges, events, || rebuild_all::rebuilt_edges(lib))? {
         touched.push(relations::FILE.to_string());
     }
     crash::at(Step::Relations);
@@ -543,7 +543,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     lock::with_lock(lib, &opts.lock, || {
         journal::note(recover(lib)?);
         changelog::append(lib, std::slice::from_ref(&ev))?;
-        relations::update(lib, &[], std::slice::from_ref(&ev), || derived::rebuilt_edges(lib))?;
+        relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
         Ok(())
     })?;
     Ok(ev)

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::entry::{Category, Entry};
 use crate::error::Result;
+use crate::library::entry::{Category, Entry};
 use crate::library::Library;
-use crate::lifecycle;
 use crate::lock;
-use crate::usage::Usage;
+use crate::report::lifecycle;
+use crate::report::usage::Usage;
 
 /// Seed: promote from this many uses.
 pub const MIN_USAGE: usize = 3;

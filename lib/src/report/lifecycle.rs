@@ -10,16 +10,16 @@ use std::fs;
 
 use serde::Serialize;
 
-use crate::atomic;
-use crate::entry::{Category, Entry};
+use crate::derived::index;
+use crate::doc::frontmatter;
 use crate::error::{Context, Result};
-use crate::frontmatter;
-use crate::git;
-use crate::index;
+use crate::fs::atomic;
+use crate::library::entry::{Category, Entry};
+use crate::library::git;
+use crate::library::scan;
 use crate::library::Library;
 use crate::lock;
-use crate::scan;
-use crate::usage::{self, Usage};
+use crate::report::usage::{self, Usage};
 
 /// Seed: validated after this many accepted tasks.
 pub const VALIDATED_MIN_ACCEPTED: usize = 3;

@@ -8,9 +8,9 @@ use std::fs;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::atomic;
 use crate::clock;
 use crate::error::{Error, Result};
+use crate::fs::atomic;
 use crate::library::Library;
 
 /// The log's file name under the library.
@@ -162,7 +162,7 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
             add.push('\n');
         }
         atomic::append_lines(&ap, &add)?;
-        crate::crash::at(crate::crash::Step::CompactArchive);
+        crate::fs::crash::at(crate::fs::crash::Step::CompactArchive);
         markers.push(format!("# COMPACT {day}: archived {} lines -> {rel}", lines.len()));
         result.archived += lines.len();
         result.archives.insert(rel, lines.len());
@@ -174,6 +174,6 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
         out.push('\n');
     }
     atomic::write(&p, out.as_bytes())?;
-    crate::crash::at(crate::crash::Step::CompactLog);
+    crate::fs::crash::at(crate::fs::crash::Step::CompactLog);
     Ok(result)
 }

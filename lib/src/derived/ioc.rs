@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::clock;
-use crate::entry::{Category, Entry};
+use crate::library::entry::{Category, Entry};
 
 /// The file's name under the library.
 pub const FILE: &str = ".ioc.md";
@@ -120,7 +120,7 @@ pub fn render(domains: &[Domain]) -> Option<String> {
     }
     let mut out = format!(
         "{}\n# Domain convergence (IOC)\n\n| domain | doc_count | first_seen | last_seen | risk | note |\n|---|---|---|---|---|---|\n",
-        crate::index::MARK
+        crate::derived::index::MARK
     );
     for d in domains {
         out.push_str(&format!(

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::frontmatter;
+use crate::doc::frontmatter;
 
 /// Seed 000's quality_status table: the status an experience file gets from
 /// its suffix when its frontmatter does not say.
@@ -278,7 +278,7 @@ impl Entry {
             updated_at: ["updated_at", "updated", "last_updated", "created_at"]
                 .iter()
                 .find_map(|k| frontmatter::text(f, k)),
-            domains: if category == Category::Reference { crate::ioc::domains(f, body) } else { Vec::new() },
+            domains: if category == Category::Reference { crate::derived::ioc::domains(f, body) } else { Vec::new() },
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::yaml;
+use crate::doc::yaml;
 
 /// A document split into its frontmatter fields and its body.
 #[derive(Debug, Clone, Default)]

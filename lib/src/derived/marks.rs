@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::clock;
-use crate::entry::{Category, Entry};
+use crate::library::entry::{Category, Entry};
 
 /// A mark that must be cleared because another document in its scope keeps it.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::entry::Entry;
 use crate::error::Result;
+use crate::library::entry::Entry;
+use crate::library::relations::{self, Edge};
+use crate::library::scan;
 use crate::library::Library;
-use crate::relations::{self, Edge};
-use crate::scan;
 
 /// Seed 000 `MAX_GRAPH_HOPS`.
 pub const MAX_GRAPH_HOPS: usize = 2;

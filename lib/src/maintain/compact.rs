@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use crate::changelog::{self, Compaction};
 use crate::clock;
 use crate::error::Result;
-use crate::git;
+use crate::library::changelog::{self, Compaction};
+use crate::library::git;
 use crate::library::Library;
 use crate::lock;
 
@@ -37,9 +37,9 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
     let now = clock::now()?;
     let cutoff = clock::days_before(now, days);
     lock::with_lock(lib, lock_opts, || {
-        crate::journal::note(crate::write::recover(lib)?);
+        crate::library::journal::note(crate::library::write::recover(lib)?);
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
-        crate::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
+        crate::fs::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
         let mut committed = false;
         if commit && archived > 0 {
             let months: Vec<&str> =

@@ -1,0 +1,7 @@
+//! The file system as the tools use it: crash-safe writes, mapped reads,
+//! batched stat calls. Knows nothing of what a library is.
+
+pub mod atomic;
+pub mod crash;
+pub mod map;
+pub mod stat;

@@ -1,0 +1,6 @@
+//! Seed 000 `maintain`: changelog compaction, the scheduled and quick
+//! maintenance runs, and skill promotion T3 → T4 by usage.
+
+pub mod compact;
+pub mod schedule;
+pub mod tier_up;
