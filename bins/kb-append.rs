@@ -279,6 +279,9 @@ fn main() -> ExitCode {
 /// Prints one record per request; rejected ones as error records with
 /// their line (batch) or path (write).
 fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), Error> {
+    for c in &result.cleared {
+        out.record(c)?;
+    }
     if let Some(r) = &result.recovered {
         out.record(r)?;
     }

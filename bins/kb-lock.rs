@@ -132,9 +132,16 @@ fn main() -> ExitCode {
                     );
                     out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
                 }
-                if kb::library::journal::pending(&lib) {
+                if kb::library::journal::pending(&lib) || kb::library::git_state::present(&lib) {
                     let opts = lock::Options { timeout: args.timeout, cmd: "kb-lock sweep".into() };
-                    if let Some(r) = lock::with_lock(&lib, &opts, || kb::library::write::recover(&lib))? {
+                    let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
+                        let cleared = kb::library::git_state::clear(&lib, kb::library::git_state::WAIT)?;
+                        Ok((cleared, kb::library::write::recover(&lib)?))
+                    })?;
+                    for c in &cleared {
+                        out.record(c)?;
+                    }
+                    if let Some(r) = recovered {
                         out.record(&r)?;
                     }
                 }

@@ -293,3 +293,34 @@ fn random_kill_nine_during_committing_batches() {
     eprintln!("random_kill_nine: {mid} of 12 kills landed while the journal existed");
     assert!(mid > 0, "no kill landed mid-batch; the loop proved nothing");
 }
+
+/// A `.git/index.lock` no live git holds (a killed commit's) is removed by
+/// the next committing writer, with a `cleared` record, and its commit
+/// lands; `kb-lock sweep` does the same without writing.
+#[test]
+fn a_stale_index_lock_is_cleared_by_the_next_writer_and_by_sweep() {
+    let lib = seeded(1);
+    let lock = lib.root().join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let out = lib
+        .cmd("kb-append")
+        .args(["write", "notes/after.md", "--content", "# after\n"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let recs = records(&out);
+    assert_eq!(recs[0]["record"], "cleared", "{recs:?}");
+    assert!(recs[0]["path"].as_str().unwrap().ends_with(".git/index.lock"));
+    assert_eq!(recs[1]["record"], "write");
+    assert!(!lock.exists());
+    assert_eq!(lib.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
+    assert_eq!(lib.git(&["status", "--porcelain"]), "");
+    std::fs::write(&lock, "").unwrap();
+    std::fs::write(lib.root().join(".merge_file_x1"), "x").unwrap();
+    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
+    let paths: Vec<String> = records(&out).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    assert!(!lock.exists() && !lib.root().join(".merge_file_x1").exists());
+}

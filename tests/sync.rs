@@ -558,3 +558,54 @@ fn just_sync_recipe_converges_two_clones() {
     assert_eq!(server.read(".changelog").lines().count(), 2);
     assert!(server.read(".master-index.md").contains(".memory/.references/pgbouncer-v1.md"));
 }
+
+/// Issue 22: a sync aborted at each named step (`KB_CRASH_AT`), with the
+/// stale git state a killed git leaves (`index.lock`, a merge driver's
+/// `.merge_file_*`) planted on top, is finished by the next sync: both
+/// clones converge, every write is logged once, nothing is left behind.
+#[test]
+fn a_sync_crashed_at_every_step_is_finished_by_the_next_one() {
+    for &step in kb::fs::crash::STEPS.iter().filter(|s| s.pipeline() == "sync") {
+        let what = step.name();
+        let hub = Hub::new();
+        let a = hub.first();
+        let b = hub.clone();
+        synced(&b);
+        let mut written = Vec::new();
+        for i in 0..3 {
+            let now = format!("2026-03-01T10:00:{i:02}Z");
+            written.push(write(&a, &format!("team-notes/a-{i}.md"), &format!("# a {i}\n"), &now, "nb-a"));
+        }
+        synced(&a);
+        for i in 0..2 {
+            let now = format!("2026-03-01T11:00:{i:02}Z");
+            written.push(write(&b, &format!("team-notes/b-{i}.md"), &format!("# b {i}\n"), &now, "nb-b"));
+        }
+        let out = b.cmd("kb-append").arg("sync").env(kb::fs::crash::VAR, format!("{what}:1")).output().unwrap();
+        assert!(out.status.code().is_none(), "{what}: sync was not aborted");
+        std::fs::write(b.root().join(".git/index.lock"), "").unwrap();
+        std::fs::write(b.root().join(".merge_file_a1b2c3"), "leftover").unwrap();
+        let out = sync(&b).assert().success().get_output().clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("index.lock") && stderr.contains(".merge_file_a1b2c3"), "{what}: {stderr}");
+        synced(&a);
+        assert_eq!(tree(&a), tree(&b), "{what}");
+        for lib in [&a, &b] {
+            let log = lib.read(".changelog");
+            for w in &written {
+                let needle = format!(
+                    "{{\"ts\":\"{}\",\"event\":\"write\",\"path\":\"{}\",",
+                    w["ts"].as_str().unwrap(),
+                    w["path"].as_str().unwrap()
+                );
+                assert_eq!(log.lines().filter(|l| l.starts_with(&needle)).count(), 1, "{what}: {needle}");
+            }
+            assert!(!lib.root().join(".git/MERGE_HEAD").exists(), "{what}");
+            assert!(!lib.root().join(".git/index.lock").exists(), "{what}");
+            assert!(!lib.root().join(".merge_file_a1b2c3").exists(), "{what}");
+            assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "{what}");
+            lib.git(&["fsck", "--no-progress"]);
+            assert_derived_match_rebuild(lib);
+        }
+    }
+}

@@ -177,7 +177,13 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());
         paths.extend(crate::derived::index::generated_indexes(lib));
-        match crate::library::git::commit(lib, &paths, &message(&kept)) {
+        // Stale git state a killed commit left is cleared first; a live
+        // git that outlasts the wait makes the commit fail, reported below.
+        let commit = crate::library::git_state::clear(lib, crate::library::git_state::WAIT).and_then(|c| {
+            crate::library::git_state::note(&c);
+            crate::library::git::commit(lib, &paths, &message(&kept))
+        });
+        match commit {
             Ok(c) => committed = c,
             Err(e) => commit_error = Some(e.to_string()),
         }

@@ -8,6 +8,7 @@
 pub mod changelog;
 pub mod entry;
 pub mod git;
+pub mod git_state;
 pub mod graph;
 pub mod journal;
 pub mod relations;

@@ -20,6 +20,7 @@ use crate::guard;
 use crate::library::changelog::{self, Event};
 use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
 use crate::library::git;
+use crate::library::git_state;
 use crate::library::journal;
 use crate::library::relations;
 use crate::library::Library;
@@ -109,6 +110,8 @@ pub struct BatchResult {
     pub guard_errors: Vec<String>,
     /// What recovering a batch a killed writer left did, if there was one.
     pub recovered: Option<journal::Recovered>,
+    /// Stale git state (a killed git's `index.lock`) removed first.
+    pub cleared: Vec<git_state::Cleared>,
 }
 
 /// Turns a JSONL request object into a request, or says what is wrong.
@@ -206,6 +209,9 @@ pub fn batch(
     let (engine, load_errors) = guard::library_engine(lib)?;
     result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
     lock::with_lock(lib, &opts.lock, || {
+        if opts.commit {
+            result.cleared = git_state::clear(lib, git_state::WAIT)?;
+        }
         result.recovered = recover(lib)?;
         let mut plan = Plan::default();
         let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());

@@ -37,6 +37,9 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
     let now = clock::now()?;
     let cutoff = clock::days_before(now, days);
     lock::with_lock(lib, lock_opts, || {
+        if commit {
+            crate::library::git_state::note(&crate::library::git_state::clear(lib, crate::library::git_state::WAIT)?);
+        }
         crate::library::journal::note(crate::library::write::recover(lib)?);
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
         crate::fs::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;

@@ -118,6 +118,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     let tracking = format!("refs/remotes/{remote}/{branch}");
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
+        crate::library::git_state::note(&crate::library::git_state::clear(lib, Duration::from_secs(10))?);
         crate::library::journal::note(crate::library::write::recover(lib)?);
         recover(&repo)?;
         clean_outside(&repo)?;
