@@ -45,7 +45,8 @@ pub const INTERNAL_FILES: &[&str] = &[
 /// Directories the tools own; nothing is written below them by requests.
 /// `.evolving-rules` changes only through `kb-guard rules integrate`, so a
 /// plain write can never replace or break a rule in force.
-pub const INTERNAL_DIRS: &[&str] = &[".git", ".changelog-archive", ".cache", ".conflicts", ".evolving-rules"];
+pub const INTERNAL_DIRS: &[&str] =
+    &[".git", ".lock.queue", ".changelog-archive", ".cache", ".conflicts", ".evolving-rules"];
 
 /// The subdirectories `kb-append init` creates (seed 000's layout).
 pub const LAYOUT: &[&str] = &[

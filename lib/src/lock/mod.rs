@@ -15,6 +15,8 @@ use crate::clock;
 use crate::error::{Context, Error, Result};
 use crate::library::Library;
 
+pub mod queue;
+
 /// The variable a lock holder exports so writers it runs do not lock twice.
 pub const HELD_VAR: &str = "KB_LOCK_HELD";
 
@@ -91,9 +93,16 @@ pub fn with_lock<T>(lib: &Library, opts: &Options, body: impl FnOnce() -> Result
     let mut lock = fd_lock::RwLock::new(file);
     let started = Instant::now();
     let mut attempt = 0u32;
+    let mut ticket: Option<queue::Ticket> = None;
     loop {
-        match lock.try_write() {
-            Ok(mut guard) => {
+        let turn = match &ticket {
+            None => queue::is_empty(lib)?,
+            Some(t) => t.first(lib)?,
+        };
+        let tried = if turn { Some(lock.try_write()) } else { None };
+        match tried {
+            Some(Ok(mut guard)) => {
+                drop(ticket.take());
                 let holder = Holder {
                     pid: std::process::id(),
                     host: hostname(),
@@ -107,10 +116,18 @@ pub fn with_lock<T>(lib: &Library, opts: &Options, body: impl FnOnce() -> Result
                 drop(guard);
                 return result;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(Error::io(format!("locking {}", path(lib).display()), e)),
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                return Err(Error::io(format!("locking {}", path(lib).display()), e))
+            }
+            _ => {}
         }
-        wait_or_timeout(lib, opts, started, &mut attempt)?;
+        if ticket.is_none() {
+            ticket = Some(queue::take(lib)?);
+            continue;
+        }
+        // The head of the queue polls the lock closely; the others only
+        // wait for their turn.
+        wait_or_timeout(lib, opts, started, &mut attempt, if turn { 10 } else { 50 })?;
     }
 }
 
@@ -123,7 +140,7 @@ fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
             if reclaim_legacy(&p)?.is_some() {
                 continue;
             }
-            wait_or_timeout(lib, opts, started, &mut attempt)?;
+            wait_or_timeout(lib, opts, started, &mut attempt, 250)?;
             continue;
         }
         return OpenOptions::new()
@@ -136,7 +153,7 @@ fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
     }
 }
 
-fn wait_or_timeout(lib: &Library, opts: &Options, started: Instant, attempt: &mut u32) -> Result<()> {
+fn wait_or_timeout(lib: &Library, opts: &Options, started: Instant, attempt: &mut u32, cap_ms: u64) -> Result<()> {
     let elapsed = started.elapsed();
     if elapsed >= opts.timeout {
         let who = match status(lib) {
@@ -152,15 +169,15 @@ fn wait_or_timeout(lib: &Library, opts: &Options, started: Instant, attempt: &mu
             path(lib).display()
         )));
     }
-    std::thread::sleep(backoff(*attempt).min(opts.timeout - elapsed));
+    std::thread::sleep(backoff(*attempt, cap_ms).min(opts.timeout - elapsed));
     *attempt += 1;
     Ok(())
 }
 
-/// Exponential backoff from 2 ms to 250 ms with ±50 % jitter, so many
+/// Exponential backoff from 1 ms to `cap_ms` with ±50 % jitter, so many
 /// waiting writers do not wake in step.
-fn backoff(attempt: u32) -> Duration {
-    let base = 2u64.saturating_mul(1 << attempt.min(7)).min(250);
+fn backoff(attempt: u32, cap_ms: u64) -> Duration {
+    let base = 1u64.saturating_mul(1 << attempt.min(8)).min(cap_ms);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(attempt);
     h.write_u32(std::process::id());
