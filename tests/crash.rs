@@ -324,3 +324,34 @@ fn a_stale_index_lock_is_cleared_by_the_next_writer_and_by_sweep() {
     assert_eq!(paths.len(), 2, "{paths:?}");
     assert!(!lock.exists() && !lib.root().join(".merge_file_x1").exists());
 }
+
+/// An archive that cannot be read (here a directory where the month's
+/// file should be) or is not UTF-8 is an error (exit 2) for compaction and
+/// for the relation history, never an empty file: compaction would append
+/// its lines again, kb-relate would drop their edges.
+#[test]
+fn an_unreadable_or_non_utf8_archive_is_refused_not_read_as_empty() {
+    let old = json!({"ts": "2025-10-02T00:00:00Z", "event": "referenced", "path": "notes/a.md", "notebook": "nb"});
+    let old2 = json!({"ts": "2025-11-02T00:00:00Z", "event": "referenced", "path": "notes/a.md", "notebook": "nb"});
+    for bad in ["non-utf8", "unreadable"] {
+        let lib = Lib::new();
+        lib.put("notes/a.md", &doc("a", "x"));
+        lib.put(".changelog", &format!("{old}\n{old2}\n"));
+        std::fs::create_dir_all(lib.path(".changelog-archive")).unwrap();
+        match bad {
+            "non-utf8" => {
+                std::fs::write(lib.path(".changelog-archive/2025-10.md"), b"{\"ts\":\"2025-10-01\xff\"}\n").unwrap()
+            }
+            _ => std::fs::create_dir(lib.path(".changelog-archive/2025-10.md")).unwrap(),
+        }
+        let before = lib.read(".changelog");
+        let out = lib.cmd("kb-append").args(["compact", "--no-commit"]).assert().code(2).get_output().clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
+        assert_eq!(lib.read(".changelog"), before, "{bad}: the log changed");
+        assert!(!lib.path(".changelog-archive/2025-11.md").exists(), "{bad}: another month was archived");
+        let out = lib.cmd("kb-relate").arg("rebuild").assert().code(2).get_output().clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
+    }
+}

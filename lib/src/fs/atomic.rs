@@ -15,8 +15,8 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// write, fsync, rename over the target, fsync the directory. The parent
 /// directory is created when missing. An existing file keeps its mode.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let staged = stage(path, bytes)?;
-    let result = staged.sync().and_then(|()| put_in_place(std::slice::from_ref(&staged), || {}));
+    let staged = stage(path, bytes, true)?;
+    let result = put_in_place(std::slice::from_ref(&staged), || {});
     if result.is_err() {
         let _ = fs::remove_file(&staged.tmp);
     }
@@ -42,8 +42,9 @@ impl Staged {
 }
 
 /// Writes `bytes` into a new temp file beside `path` (creating the parent
-/// directory, copying an existing target's mode). Nothing is synced yet.
-pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
+/// directory, copying an existing target's mode), fsynced when `sync`
+/// (else [`barrier`] makes it durable).
+pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     let dir = path.parent().ok_or_else(|| Error::msg(format!("{} has no parent directory", path.display())))?;
     fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
     let tmp = temp_path(path);
@@ -53,7 +54,11 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
         if let Ok(meta) = fs::metadata(path) {
             f.set_permissions(meta.permissions()).ctx(|| format!("setting mode of {}", tmp.display()))?;
         }
-        f.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))
+        f.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
+        if sync {
+            f.sync_all().ctx(|| format!("syncing {}", tmp.display()))?;
+        }
+        Ok(())
     })();
     match result {
         Ok(()) => Ok(Staged { tmp, target: path.to_path_buf() }),
@@ -69,16 +74,24 @@ pub fn stage(path: &Path, bytes: &[u8]) -> Result<Staged> {
 /// below it, an fsync each flushes only our own bytes.
 const SYNCFS_FROM: usize = 16;
 
+/// Whether a group of `n` files is best synced one by one while staging
+/// (`stage(.., true)`) rather than by one [`barrier`].
+pub fn sync_each(n: usize) -> bool {
+    n < SYNCFS_FROM
+}
+
 /// The one durability barrier of a group commit: after it, every staged
 /// temp file's bytes are on disk. Many files: one `syncfs` of the file
 /// system holding `root` (falling back to an fsync each where the call is
-/// not supported); few: an fsync each.
-pub fn barrier(root: &Path, staged: &[Staged]) -> Result<()> {
-    if staged.len() >= SYNCFS_FROM {
-        if let Ok(dir) = File::open(root) {
-            if rustix::fs::syncfs(&dir).is_ok() {
-                return Ok(());
-            }
+/// not supported); few (see [`sync_each`]): nothing, `synced` says they
+/// were synced when staged.
+pub fn barrier(root: &Path, staged: &[Staged], synced: bool) -> Result<()> {
+    if synced {
+        return Ok(());
+    }
+    if let Ok(dir) = File::open(root) {
+        if rustix::fs::syncfs(&dir).is_ok() {
+            return Ok(());
         }
     }
     staged.iter().try_for_each(Staged::sync)

@@ -304,8 +304,9 @@ impl Plan {
     ) -> Result<Option<journal::Journal>> {
         let mut staged = Vec::new();
         let mut kept = Vec::new();
+        let sync_each = atomic::sync_each(self.files.len());
         for (i, f) in self.files.iter().enumerate() {
-            match atomic::stage(&lib.path(&f.path), f.text.as_bytes()) {
+            match atomic::stage(&lib.path(&f.path), f.text.as_bytes(), sync_each) {
                 Ok(s) => {
                     crash::at(Step::WriteTemp);
                     staged.push(s);
@@ -330,7 +331,7 @@ impl Plan {
             return Ok(None);
         }
         let result = (|| {
-            atomic::barrier(&lib.dir, &staged)?;
+            atomic::barrier(&lib.dir, &staged, sync_each)?;
             let mut j = journal::new(lib, commit)?;
             for (f, s) in self.files.iter().zip(&staged) {
                 let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().into_owned();
