@@ -141,6 +141,9 @@ fn a_crash_at_every_write_step_is_recovered_by_the_next_writer() {
             crash(&lib, &what, &input);
             let journal = lib.path(".journal").exists();
             assert_eq!(journal, !matches!(step, Step::WriteTemp), "{what}: journal present after the crash");
+            if journal {
+                crate::util::conforms(&serde_json::from_str(&lib.read(".journal")).unwrap());
+            }
             // The next writer recovers, then does its own write.
             let out = lib
                 .cmd("kb-append")
@@ -354,4 +357,35 @@ fn an_unreadable_or_non_utf8_archive_is_refused_not_read_as_empty() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
     }
+}
+
+/// `kb-append event` killed between its changelog line and its relation
+/// edge: the next writer finishes it (the line once, relations equal to a
+/// full rebuild).
+#[test]
+fn an_event_killed_after_its_changelog_line_is_finished() {
+    let lib = seeded(1);
+    let out = lib
+        .cmd("kb-append")
+        .args(["event", "referenced", "notes/d00.md", "--notebook", "nb-9"])
+        .env(kb::fs::crash::VAR, "changelog:1")
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "not aborted");
+    assert!(lib.path(".journal").exists());
+    let out = lib
+        .cmd("kb-append")
+        .args(["write", "notes/after.md", "--content", "# after\n", "--no-commit"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let recs = records(&out);
+    assert_eq!(recs[0]["record"], "recovered", "{recs:?}");
+    assert_eq!(recs[0]["changelog_added"], 0);
+    let log = lib.read(".changelog");
+    assert_eq!(log.lines().filter(|l| l.contains("\"event\":\"referenced\"")).count(), 1);
+    assert!(lib.read(".relations.jsonl").contains("nb-9"));
+    assert_matches_rebuild(&lib);
 }

@@ -609,3 +609,58 @@ fn a_sync_crashed_at_every_step_is_finished_by_the_next_one() {
         }
     }
 }
+
+/// Issue 22: a document only ever appended to merges as the union of the
+/// appends: 4 clones appending 10 lines each to one file and syncing end
+/// with all 40 lines, the same bytes everywhere, and nothing in
+/// `.conflicts/`.
+#[test]
+fn appends_from_four_clones_merge_as_a_union() {
+    let hub = Hub::new();
+    let first = hub.first();
+    let log = "team-notes/decisions.md";
+    write(&first, log, "# Decisions\n\n", "2026-03-01T09:00:00Z", "nb-0");
+    synced(&first);
+    let mut clones = vec![first];
+    for _ in 1..4 {
+        let c = hub.clone();
+        synced(&c);
+        clones.push(c);
+    }
+    for (k, c) in clones.iter().enumerate() {
+        for i in 0..10 {
+            let out = c
+                .cmd("kb-append")
+                .args(["write", log, "--append", "--notebook", &format!("nb-{k}"), "--content"])
+                .arg(format!("- clone {k} line {i}\n"))
+                .env("KB_NOW", format!("2026-03-01T10:{k:02}:{i:02}Z"))
+                .assert()
+                .success()
+                .get_output()
+                .stdout
+                .clone();
+            assert_eq!(records(&out)[0]["action"], "appended");
+        }
+    }
+    // Sync in a scrambled order, then once more each so all see the end.
+    for k in [2, 0, 3, 1, 2, 0, 3, 1] {
+        synced(&clones[k]);
+    }
+    let want = clones[0].read(log);
+    for (k, c) in clones.iter().enumerate() {
+        let text = c.read(log);
+        assert_eq!(text, want, "clone {k} differs");
+        assert!(
+            !c.path(".conflicts").exists() || std::fs::read_dir(c.path(".conflicts")).unwrap().next().is_none(),
+            "clone {k}: conflict copies"
+        );
+        assert_derived_match_rebuild(c);
+    }
+    for k in 0..4 {
+        for i in 0..10 {
+            let line = format!("- clone {k} line {i}");
+            assert_eq!(want.lines().filter(|l| *l == line).count(), 1, "{line} in:\n{want}");
+        }
+    }
+    assert!(want.starts_with("# Decisions\n\n"));
+}

@@ -35,6 +35,9 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// `wait` while a live git process works in the repository; then fails
 /// naming the file. Callers hold the library lock.
 pub fn clear(lib: &Library, wait: Duration) -> Result<Vec<Cleared>> {
+    if surely_clean(lib) {
+        return Ok(Vec::new());
+    }
     let Some((top, git_dir)) = repo_dirs(lib) else { return Ok(Vec::new()) };
     let lock = git_dir.join("index.lock");
     let mut leftovers = merge_files(&top);
@@ -88,6 +91,19 @@ pub fn note(cleared: &[Cleared]) {
     for c in cleared {
         eprintln!("kb: removed {}: {}", c.path, c.reason);
     }
+}
+
+/// The common case without spawning git (every committing write asks):
+/// the nearest `.git` above the library is a directory with no
+/// `index.lock`, and no `.merge_file_*` lies around. Anything else (a
+/// `.git` file of a worktree, leftovers) takes the exact path.
+fn surely_clean(lib: &Library) -> bool {
+    let Some(top) = lib.dir.ancestors().find(|a| a.join(".git").exists()) else {
+        // Not in a repository at all (unless git is pointed elsewhere).
+        return std::env::var_os("GIT_DIR").is_none();
+    };
+    let git = top.join(".git");
+    git.is_dir() && !git.join("index.lock").exists() && merge_files(top).is_empty() && merge_files(&lib.dir).is_empty()
 }
 
 /// The work tree's top and the absolute git directory, when the library

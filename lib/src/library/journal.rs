@@ -168,11 +168,14 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
             rolled_back.push(f.path.clone());
         }
     }
-    let kept: Vec<Event> = j.events.iter().filter(|e| landed.contains(&e.path)).cloned().collect();
+    // An event about no planned file (`kb-append event`) is kept as is.
+    let planned: BTreeSet<&str> = j.files.iter().map(|f| f.path.as_str()).collect();
+    let kept: Vec<Event> =
+        j.events.iter().filter(|e| landed.contains(&e.path) || !planned.contains(e.path.as_str())).cloned().collect();
     let added = append_missing(lib, j.changelog_offset, &kept)?;
     let rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
     let (mut committed, mut commit_error) = (false, None);
-    if j.commit && !landed.is_empty() {
+    if j.commit && !kept.is_empty() {
         let mut paths: Vec<String> = landed.iter().cloned().collect();
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());

@@ -549,9 +549,15 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     };
     lock::with_lock(lib, &opts.lock, || {
         journal::note(recover(lib)?);
+        // The journal makes the line and its relation edge one step: a
+        // kill between them is finished by the next writer.
+        let mut j = journal::new(lib, false)?;
+        j.events.push(ev.clone());
+        journal::begin(lib, &j)?;
         changelog::append(lib, std::slice::from_ref(&ev))?;
+        crash::at(Step::Changelog);
         relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
-        Ok(())
+        journal::end(lib)
     })?;
     Ok(ev)
 }

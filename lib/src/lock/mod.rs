@@ -91,14 +91,27 @@ pub fn with_lock<T>(lib: &Library, opts: &Options, body: impl FnOnce() -> Result
     }
     let file = open_lock_file(lib, opts)?;
     let mut lock = fd_lock::RwLock::new(file);
-    let started = Instant::now();
+    let mut started = Instant::now();
     let mut attempt = 0u32;
     let mut ticket: Option<queue::Ticket> = None;
+    let mut last_head = None;
     loop {
+        let head = queue::head(lib)?;
         let turn = match &ticket {
-            None => queue::is_empty(lib)?,
-            Some(t) => t.first(lib)?,
+            None => head.is_none(),
+            // An empty queue although we hold a ticket: ours was removed
+            // (a sweep); try the lock rather than wait for nothing.
+            Some(t) => head.is_none() || head.as_deref() == Some(t.name()),
         };
+        // The timeout bounds a wait without progress: while the queue
+        // moves (the head changes as each waiter gets the lock), a waiter
+        // keeps its place; a holder that keeps the lock too long, or a
+        // stuck queue, still times out.
+        if ticket.is_some() && head != last_head {
+            started = Instant::now();
+            attempt = 0;
+            last_head = head;
+        }
         let tried = if turn { Some(lock.try_write()) } else { None };
         match tried {
             Some(Ok(mut guard)) => {

@@ -93,14 +93,15 @@ fn live(lib: &Library) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// Whether nobody waits (a newcomer may then try the lock at once).
-pub fn is_empty(lib: &Library) -> Result<bool> {
-    Ok(live(lib)?.is_empty())
+/// The oldest live ticket: whose turn it is to try the lock (`None`:
+/// nobody waits, a newcomer may try at once).
+pub fn head(lib: &Library) -> Result<Option<String>> {
+    Ok(live(lib)?.into_iter().next())
 }
 
 impl Ticket {
-    /// Whether this ticket is the oldest live one: its turn to try the lock.
-    pub fn first(&self, lib: &Library) -> Result<bool> {
-        Ok(live(lib)?.first().is_none_or(|f| *f == self.name))
+    /// The ticket's name in the queue directory.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }

@@ -400,6 +400,16 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
                 }
             }
             Kind::Document => {
+                if let Some(merged) = crate::sync::append_union::merge(
+                    base.as_deref().unwrap_or_default(),
+                    a.as_deref().unwrap_or_default(),
+                    b.as_deref().unwrap_or_default(),
+                )
+                .filter(|_| a.is_some() && b.is_some())
+                {
+                    crate::fs::atomic::write(&lib.path(rel), &merged)?;
+                    continue;
+                }
                 let ours = Side { bytes: a, commit: ours.to_string() };
                 let theirs = Side { bytes: b, commit: theirs.to_string() };
                 let settled = conflicts::settle(lib, repo, rel, top_rel, ours, theirs)?;
