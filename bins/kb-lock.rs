@@ -15,11 +15,15 @@ kb-lock: run a command while holding the library lock (.library/.lock)
 Usage:
   kb-lock [--root DIR] [--timeout 30s] -- CMD [ARGS...]
   kb-lock status [--root DIR] [--format jsonl|table]
-  kb-lock sweep [--root DIR]
+  kb-lock sweep [--root DIR] [--timeout 30s]
 
 The command runs with KB_LOCK_HELD set, so kb-tools writers inside it do
 not lock again; kb-lock exits with the command's status, or 2 when the
-lock could not be had within --timeout.
+lock could not be had within --timeout. Waiters are served in arrival
+order; --timeout bounds a wait during which the queue does not move.
+`sweep` removes dead mkdir locks and killed writers' temp files, and under
+the lock finishes a batch a killed writer left (a `recovered` record) and
+removes git state a killed git left (`cleared` records).
 
 Options:
   --root DIR        the library (default: KB_ROOT, else the nearest .library)
