@@ -4,4 +4,5 @@
 pub mod atomic;
 pub mod crash;
 pub mod map;
+pub mod read;
 pub mod stat;

@@ -537,7 +537,11 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         return Err(Error::usage("--notebook must name the notebook"));
     }
     let info = entry::classify(&path);
-    let text = fs::read_to_string(lib.path(&path)).unwrap_or_default();
+    // The text only names the topic: bytes that are not UTF-8 read lossily
+    // on purpose; a file that cannot be read is an error.
+    let text =
+        String::from_utf8_lossy(&fs::read(lib.path(&path)).map_err(|e| Error::io(format!("reading {path}"), e))?)
+            .into_owned();
     let ev = Event {
         ts: clock::format(clock::now()?),
         event: kind.into(),

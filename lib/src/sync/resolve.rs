@@ -91,7 +91,9 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
                     )));
                 }
             },
-            _ => fs::read(&full).unwrap_or_default(),
+            // Keep what is there; a file that cannot be read must not be
+            // "kept" as empty bytes.
+            _ => fs::read(&full).map_err(|e| Error::io(format!("reading {}", full.display()), e))?,
         };
         crate::fs::atomic::write_if_changed(&full, &bytes)?;
         let removed = conflicts::remove(lib, &copies)?;
