@@ -10,6 +10,7 @@ mod evolve;
 mod guard;
 mod index;
 mod lastword;
+mod lastword_sections;
 mod lock;
 mod memgate;
 mod recipes;

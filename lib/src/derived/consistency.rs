@@ -62,15 +62,10 @@ pub fn check(lib: &Library, scan: &Scan) -> Result<Vec<Inconsistency>> {
     }
     // Every .index.md on disk, generated or not.
     let mut index_dirs: BTreeSet<String> = BTreeSet::new();
-    let walker = walkdir::WalkDir::new(&lib.dir).sort_by_file_name().into_iter().filter_entry(|e| {
-        let n = e.file_name().to_string_lossy();
-        !(e.file_type().is_dir() && (n == ".git" || n == ".cache" || n == ".changelog-archive"))
-    });
-    for e in walker.flatten() {
-        if e.file_type().is_file() && e.file_name() == index::INDEX {
-            if let Some(rel) = crate::library::scan::rel_path(&lib.dir, e.path()) {
-                index_dirs.insert(rel.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string()));
-            }
+    let walk = crate::fs::walk::walk(&lib.dir, |_, n| n != ".git" && n != ".cache" && n != ".changelog-archive");
+    for rel in walk.files {
+        if let Some(dir) = rel.strip_suffix(index::INDEX).filter(|d| d.is_empty() || d.ends_with('/')) {
+            index_dirs.insert(dir.trim_end_matches('/').to_string());
         }
     }
     for dir in index_dirs.union(&by_dir.keys().cloned().collect()) {

@@ -259,18 +259,12 @@ pub fn rebuild(lib: &Library, entries: &[&Entry]) -> Result<Vec<String>> {
 
 /// Every `.index.md` in the library that kb-tools generated.
 pub fn generated_indexes(lib: &Library) -> Vec<String> {
-    let mut out = Vec::new();
-    let walker =
-        walkdir::WalkDir::new(&lib.dir).sort_by_file_name().into_iter().filter_entry(|e| e.file_name() != ".git");
-    for e in walker.flatten() {
-        if e.file_type().is_file() && e.file_name() == INDEX {
-            let ours = fs::read_to_string(e.path()).is_ok_and(|t| t.starts_with(MARK));
-            if let (true, Some(rel)) = (ours, scan::rel_path(&lib.dir, e.path())) {
-                out.push(rel);
-            }
-        }
-    }
-    out
+    let walk = crate::fs::walk::walk(&lib.dir, |_, n| n != ".git");
+    walk.files
+        .into_iter()
+        .filter(|rel| rel.rsplit('/').next() == Some(INDEX))
+        .filter(|rel| fs::read_to_string(lib.path(rel)).is_ok_and(|t| t.starts_with(MARK)))
+        .collect()
 }
 
 /// The path of a directory's `.index.md` (the root's is `.index.md`).

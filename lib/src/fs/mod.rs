@@ -1,8 +1,9 @@
 //! The file system as the tools use it: crash-safe writes, mapped reads,
-//! batched stat calls. Knows nothing of what a library is.
+//! batched stat calls, the one directory walker. Knows nothing of what a library is.
 
 pub mod atomic;
 pub mod crash;
 pub mod map;
 pub mod read;
 pub mod stat;
+pub mod walk;

@@ -1,10 +1,12 @@
 //! `kb-lastword apply` (seed 004 §6 step 4): read the pending files, edit
 //! each target's Markdown in one pass, write it atomically under the lock,
 //! then drop the applied entries from the pending file. Entries that cannot
-//! apply (ambiguous heading, a section a person changed since plan, a
-//! target that is a directory or binary) are staged with their error; URL
-//! targets stay pending. Re-applying is idempotent: an entry whose result
-//! is already in the file changes nothing.
+//! apply (ambiguous heading, a section changed since plan by a person or
+//! another session, a target that is a directory or binary) are staged
+//! with their error; URL targets stay pending. Entries apply in the order queued, each on the
+//! text the ones before it left (like one plan + apply per entry).
+//! Re-applying is idempotent: an entry whose result is already in the file
+//! changes nothing.
 
 use std::path::Path;
 
@@ -24,28 +26,76 @@ use crate::error::{Exit, Result};
 pub enum Outcome {
     /// The file changed.
     Applied,
-    /// The file already said so (no-op, re-apply, delete of a missing heading).
+    /// The heading was missing: update or clear added it at the end.
+    Created,
+    /// The file already said so (no-op, re-apply).
     Unchanged,
+    /// A delete of a heading the file does not have: what the entry
+    /// declares is already true.
+    Absent,
     /// It cannot apply; staged with this message.
     Failed(String),
 }
 
-/// Applies `entries` in order to a Markdown text. The outline is updated
-/// incrementally; if a fresh parse disagrees at the end (an inserted body
-/// changed how the text after it parses), the whole run is redone with a
-/// full re-parse after every entry, which defines the result.
-pub fn apply_entries(text: &str, entries: &[&Entry]) -> (String, Vec<Outcome>) {
-    let mut doc = Doc::new(text.to_string(), false);
-    let outcomes: Vec<Outcome> = entries.iter().map(|e| apply_one(&mut doc, e)).collect();
-    if doc.consistent() {
-        return (doc.text, outcomes);
+impl Outcome {
+    /// The record's status and note for an entry that was not staged.
+    fn status(&self, e: &Entry) -> (&'static str, Option<String>) {
+        match self {
+            Outcome::Applied => ("applied", None),
+            Outcome::Created => {
+                ("applied", Some(format!("heading \"{}\" was not in {}: added at the end", e.heading, e.target_text())))
+            }
+            Outcome::Unchanged => ("unchanged", None),
+            Outcome::Absent => {
+                ("unchanged", Some(format!("no heading \"{}\" in {}: nothing to delete", e.heading, e.target_text())))
+            }
+            Outcome::Failed(_) => ("staged", None),
+        }
     }
-    let mut doc = Doc::new(text.to_string(), true);
-    let outcomes = entries.iter().map(|e| apply_one(&mut doc, e)).collect();
+}
+
+/// Applies `entries` in order to a Markdown text: each sees the text the
+/// ones before it left, exactly as if they were planned and applied one at
+/// a time. The outline is updated incrementally; if a fresh parse
+/// disagrees at the end (an inserted body changed how the text after it
+/// parses), the whole run is redone with a full re-parse after every
+/// entry, which defines the result. When the text comes out as it went in,
+/// no entry reports a change (a re-applied delta whose entries undo and
+/// redo each other, like a parent's update and its child's, is unchanged).
+pub fn apply_entries(text: &str, entries: &[&Entry]) -> (String, Vec<Outcome>) {
+    let start = Doc::new(text.to_string(), false);
+    let (mut doc, mut outcomes) = run_entries(&start, entries);
+    if !doc.consistent() {
+        let mut start = start;
+        start.exhaustive = true;
+        (doc, outcomes) = run_entries(&start, entries);
+    }
+    if doc.text == text {
+        for o in &mut outcomes {
+            if matches!(o, Outcome::Applied | Outcome::Created) {
+                *o = Outcome::Unchanged;
+            }
+        }
+    }
     (doc.text, outcomes)
 }
 
-fn apply_one(doc: &mut Doc, e: &Entry) -> Outcome {
+fn run_entries(start: &Doc, entries: &[&Entry]) -> (Doc, Vec<Outcome>) {
+    let mut doc = start.clone();
+    let mut changed: Vec<usize> = Vec::new();
+    let mut outcomes = Vec::with_capacity(entries.len());
+    for k in 0..entries.len() {
+        let o = apply_one(&mut doc, start, entries, &changed, k);
+        if matches!(o, Outcome::Applied | Outcome::Created) {
+            changed.push(k);
+        }
+        outcomes.push(o);
+    }
+    (doc, outcomes)
+}
+
+fn apply_one(doc: &mut Doc, start: &Doc, entries: &[&Entry], changed: &[usize], k: usize) -> Outcome {
+    let e = entries[k];
     if e.op == Op::NoOp {
         return Outcome::Unchanged;
     }
@@ -66,9 +116,13 @@ fn apply_one(doc: &mut Doc, e: &Entry) -> Outcome {
             e.heading
         ));
     }
-    let drifted = e.base.as_ref().is_some_and(|b| check::base_of(doc, e).as_ref() != Some(b));
-    if !drifted {
-        return if edit(doc, e, &found) { Outcome::Applied } else { Outcome::Unchanged };
+    if as_planned(doc, start, entries, changed, k) {
+        return match (edit(doc, e, &found), &found) {
+            (true, Found::Missing) => Outcome::Created,
+            (true, _) => Outcome::Applied,
+            (false, Found::Missing) if e.op == Op::Delete => Outcome::Absent,
+            (false, _) => Outcome::Unchanged,
+        };
     }
     // The section is not what the entry was planned against: fine only if
     // the entry's result is already there (a re-apply after a crash).
@@ -77,11 +131,42 @@ fn apply_one(doc: &mut Doc, e: &Entry) -> Outcome {
         return Outcome::Unchanged;
     }
     Outcome::Failed(format!(
-        "section \"{}\" of {} changed since the entry was planned (edited by a person?); \
+        "section \"{}\" of {} changed since the entry was planned (by a person, or by another session's entry); \
          check it, then `kb-lastword resolve --force FILE` applies the entry over the current text",
         e.heading,
         e.target_text()
     ))
+}
+
+/// Whether entry `k`'s section is still the one it was planned against
+/// (its `base`), counting only changes made by someone else: a person
+/// before this run, or an entry of another session earlier in this run.
+/// Entries of one session were planned together against one text, so the
+/// changes they make to each other's sections (a child's update inside its
+/// parent, a parent's update removing its child) are the composition the
+/// session declared, not a conflict.
+fn as_planned(doc: &Doc, start: &Doc, entries: &[&Entry], changed: &[usize], k: usize) -> bool {
+    let e = entries[k];
+    let Some(base) = e.base.as_deref() else { return true };
+    if check::base_matches(doc, e, base) {
+        return true;
+    }
+    if !check::base_matches(start, e, base) {
+        return false;
+    }
+    let others: Vec<&Entry> = changed.iter().map(|&j| entries[j]).filter(|o| o.source != e.source).collect();
+    if others.is_empty() {
+        return true;
+    }
+    // Replay only the other sessions' changes on the text as read.
+    let mut replay = start.clone();
+    for o in others {
+        let found = replay.find(&o.heading, o.level);
+        if !matches!(found, Found::Many(_)) {
+            edit(&mut replay, o, &found);
+        }
+    }
+    check::base_matches(&replay, e, base)
 }
 
 fn edit(doc: &mut Doc, e: &Entry, found: &Found) -> bool {
@@ -178,9 +263,11 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
             Ok(outs) => {
                 for (&i, o) in idx.iter().zip(outs) {
                     match o {
-                        Outcome::Applied => results.push((i, "applied", None)),
-                        Outcome::Unchanged => results.push((i, "unchanged", None)),
                         Outcome::Failed(m) => staged.push((i, m)),
+                        o => {
+                            let (status, note) = o.status(&entries[i]);
+                            results.push((i, status, note));
+                        }
                     }
                     keep[i] = false;
                 }

@@ -76,16 +76,34 @@ pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
         .map_err(|e| format!("{shown} is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()))
 }
 
-/// The digest `base` records for a key in a document: `sha256:<body>` when
-/// the heading is there once, `absent` when not, `None` when ambiguous.
+/// The digest `base` records for a key in a document: `sha256:` of the
+/// section's own bytes ([`Doc::own`]: heading and content, subsections
+/// included, trailing blank lines not) when the heading is there once,
+/// `absent` when not, `None` when ambiguous. Appending or deleting a
+/// neighbour never changes it; editing the section or a subsection does.
 pub fn base_of(doc: &Doc, e: &Entry) -> Option<String> {
     match doc.find(&e.heading, e.level) {
         Found::Missing => Some("absent".into()),
-        Found::One(i) => {
-            let (s, t) = doc.body(i);
-            Some(format!("sha256:{}", crate::doc::digest::sha256_hex(&doc.text.as_bytes()[s..t])))
-        }
+        Found::One(i) => Some(digest(doc, doc.own(i))),
         Found::Many(_) => None,
+    }
+}
+
+fn digest(doc: &Doc, (s, t): (usize, usize)) -> String {
+    format!("sha256:{}", crate::doc::digest::sha256_hex(&doc.text.as_bytes()[s..t]))
+}
+
+/// Whether the key's section in `doc` is the one `base` was taken from.
+/// Entries queued by earlier versions digested the body with its trailing
+/// blank lines; that digest is accepted too, so they do not turn into
+/// conflicts on upgrade.
+pub fn base_matches(doc: &Doc, e: &Entry, base: &str) -> bool {
+    match doc.find(&e.heading, e.level) {
+        Found::Missing => base == "absent",
+        Found::One(i) => {
+            base.starts_with("sha256:") && (digest(doc, doc.own(i)) == base || digest(doc, doc.body(i)) == base)
+        }
+        Found::Many(_) => false,
     }
 }
 

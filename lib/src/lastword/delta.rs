@@ -67,8 +67,9 @@ pub struct Entry {
     pub meta: Option<Map<String, Value>>,
     /// The session that declared it.
     pub source: Option<String>,
-    /// Digest of the section body when planned (`sha256:…` or `absent`),
-    /// so apply can tell a person's edit in between from its own.
+    /// Digest of the section's own bytes when planned (`sha256:…` or
+    /// `absent`, see `check::base_of`), so apply can tell a change made in
+    /// between by someone else from its own.
     pub base: Option<String>,
     /// Why this entry was staged (staging files only).
     pub error: Option<String>,

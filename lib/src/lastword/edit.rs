@@ -1,8 +1,15 @@
 //! The four operations of seed 004 §4 as byte edits on one Markdown text:
 //! update replaces a section's body (or appends the heading), clear empties
-//! it, delete removes heading and body, no-op touches nothing. Every byte
-//! outside the edited section stays as it was; blank lines around a body
-//! are kept, so re-applying the same delta changes nothing.
+//! it, delete removes heading and body, no-op touches nothing.
+//!
+//! A section is its heading's lines plus everything up to the next heading
+//! of the same or a higher level (subsections included), or to the end of
+//! the text. The blank lines just before that next heading are the
+//! section's own: nothing else owns them, so deleting a section removes
+//! exactly `start..end` and leaves the previous section's blank lines — also
+//! at the end of the file. Every byte outside the edited section stays as
+//! it was; update and clear keep the blank lines that frame the old body,
+//! so re-applying the same delta changes nothing.
 
 use super::outline::{self, Heading};
 
@@ -103,23 +110,33 @@ impl Doc {
         self.splice(bs, se, &new)
     }
 
-    /// Removes heading `i` and its body; at the end of the file the blank
-    /// lines before it go too, so the file does not grow a blank tail.
-    pub fn delete(&mut self, i: usize) -> bool {
-        let (_, se) = self.body(i);
-        let mut start = self.heads[i].start;
-        if se == self.text.len() {
-            let floor = outline::bom_len(&self.text);
-            while start > floor {
-                let prev = self.text[floor..start - 1].rfind('\n').map_or(floor, |p| floor + p + 1);
-                if self.text[prev..start].trim().is_empty() && prev < start {
-                    start = prev;
-                } else {
-                    break;
-                }
+    /// The section's own bytes: its heading line(s) up to the end of its
+    /// last line that is not blank, without that line's break. What lies
+    /// after (its trailing blank lines, the final line break) changes when
+    /// a neighbour is appended or deleted; what lies inside changes only
+    /// when this section (or a subsection) is edited. `base` digests this.
+    pub fn own(&self, i: usize) -> (usize, usize) {
+        let start = self.heads[i].start;
+        let mut end = outline::section_end(&self.heads, i, self.text.len());
+        loop {
+            let s = &self.text[start..end];
+            let line = s.strip_suffix('\n').map_or(s, |t| t.strip_suffix('\r').unwrap_or(t));
+            let from = line.rfind('\n').map_or(0, |p| p + 1);
+            if from > 0 && line[from..].trim().is_empty() {
+                end = start + from;
+            } else {
+                return (start, start + line.len());
             }
         }
-        self.splice(start, se, "")
+    }
+
+    /// Removes heading `i` and its whole section, subsections and own
+    /// trailing blank lines included: exactly `start..end`, so the text
+    /// becomes the bytes before the heading followed by the bytes after
+    /// the section (the previous section keeps its blank lines).
+    pub fn delete(&mut self, i: usize) -> bool {
+        let (_, se) = self.body(i);
+        self.splice(self.heads[i].start, se, "")
     }
 
     /// Appends a new heading (with `content` as its body, may be empty) at
@@ -298,6 +315,27 @@ mod tests {
     }
 
     #[test]
+    fn own_bytes_stop_at_the_last_line_that_is_not_blank() {
+        let own = |t: &str, i: usize| {
+            let d = Doc::new(t.to_string(), true);
+            let (s, e) = d.own(i);
+            t[s..e].to_string()
+        };
+        assert_eq!(own("## A\n\na\n\n", 0), "## A\n\na");
+        assert_eq!(own("## A\r\n\r\na  \r\n \t\r\n\r\n## B", 0), "## A\r\n\r\na  ");
+        assert_eq!(own("## A\n", 0), "## A");
+        assert_eq!(own("## A\na\n### B\nb\n\n## C", 0), "## A\na\n### B\nb");
+        assert_eq!(own("A\n-\n\n", 0), "A\n-");
+        // A neighbour appended or deleted does not move them.
+        let t = "## A\n\na\n";
+        let mut d = Doc::new(t.to_string(), true);
+        d.append("N", 2, "n");
+        assert_eq!(&d.text[..d.own(0).1], "## A\n\na");
+        d.delete(1);
+        assert_eq!(&d.text[..d.own(0).1], "## A\n\na");
+    }
+
+    #[test]
     fn content_normalisation() {
         assert_eq!(normalise_content("\n \nx  \ny\n\n  \n"), "x  \ny");
         assert_eq!(normalise_content("a\r\nb\r\n"), "a\r\nb");
@@ -309,7 +347,8 @@ mod tests {
         let t = "# T\n\n## A\n\nold\n\n## B\nb\n";
         assert_eq!(run(t, |d| d.clear(1)), "# T\n\n## A\n\n## B\nb\n");
         assert_eq!(run(t, |d| d.delete(1)), "# T\n\n## B\nb\n");
-        assert_eq!(run(t, |d| d.delete(2)), "# T\n\n## A\n\nold\n");
+        assert_eq!(run(t, |d| d.delete(2)), "# T\n\n## A\n\nold\n\n");
+        assert_eq!(run("## A\r\n\r\na\r\n\r\n## B\r\nb", |d| d.delete(1)), "## A\r\n\r\na\r\n\r\n");
         assert_eq!(run("x", |d| d.append("N", 2, "c")), "x\n\n## N\n\nc\n");
         assert_eq!(run("", |d| d.append("C#", 3, "")), "### C# #\n");
         assert_eq!(run("\u{feff}", |d| d.append("N", 2, "c")), "\u{feff}## N\n\nc\n");

@@ -84,7 +84,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
             }
         };
         let msg = check::against(&doc, e).or_else(|| {
-            let drift = e.op != Op::NoOp && e.base.is_some() && check::base_of(&doc, e) != e.base;
+            let drift = e.op != Op::NoOp && e.base.as_deref().is_some_and(|b| !check::base_matches(&doc, e, b));
             drift.then(|| format!("section \"{}\" changed since plan; --force applies the entry over it", e.heading))
         });
         if let Some(m) = msg {

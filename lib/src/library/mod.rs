@@ -11,6 +11,7 @@ pub mod git;
 pub mod git_state;
 pub mod graph;
 pub mod journal;
+pub mod kind;
 pub mod relations;
 pub mod scan;
 pub mod write;
@@ -21,32 +22,6 @@ use crate::error::{Error, Result};
 
 /// The name of the library directory under a workspace.
 pub const DIR_NAME: &str = ".library";
-
-/// Files the tools generate or own; no write request may target them.
-pub const INTERNAL_FILES: &[&str] = &[
-    ".index.md",
-    ".master-index.md",
-    ".changelog",
-    ".relations.jsonl",
-    ".lock",
-    ".journal",
-    ".ioc.md",
-    ".inconsistency.log",
-    ".last-maintained",
-    ".last-scheduled",
-    ".last-compact",
-    ".last-scan-core",
-    ".last-scan-extended",
-    ".audit.log",
-    ".scheduled.log",
-    ".gitattributes",
-];
-
-/// Directories the tools own; nothing is written below them by requests.
-/// `.evolving-rules` changes only through `kb-guard rules integrate`, so a
-/// plain write can never replace or break a rule in force.
-pub const INTERNAL_DIRS: &[&str] =
-    &[".git", ".lock.queue", ".changelog-archive", ".cache", ".conflicts", ".evolving-rules"];
 
 /// The subdirectories `kb-append init` creates (seed 000's layout).
 pub const LAYOUT: &[&str] = &[
@@ -130,16 +105,18 @@ impl Library {
         let norm = normalise(rel)?;
         let parts: Vec<&str> = norm.split('/').collect();
         let name = parts[parts.len() - 1];
-        if INTERNAL_FILES.contains(&name) {
-            return Err(Error::msg(format!(
-                "'{norm}' is a generated or internal file; it is written only by kb-tools"
-            )));
-        }
-        if let Some(d) = parts[..parts.len() - 1].iter().find(|p| INTERNAL_DIRS.contains(p)) {
-            return Err(Error::msg(format!("'{norm}' is inside the internal directory '{d}'")));
-        }
-        if name.contains(".tmp.") && name.starts_with('.') {
-            return Err(Error::msg(format!("'{norm}' looks like a kb-tools temporary file")));
+        if kind::kind(&norm) != kind::Kind::Document {
+            let by_name = [kind::LOGS, kind::DERIVED, kind::INTERNAL_FILES, kind::REFUSED_DIRS];
+            let dir = parts[..parts.len() - 1]
+                .iter()
+                .find(|p| kind::REFUSED_DIRS.contains(p) || kind::INTERNAL_DIRS.contains(p));
+            return Err(Error::msg(match dir {
+                Some(d) if !by_name.iter().any(|t| t.contains(&name)) => {
+                    format!("'{norm}' is inside the internal directory '{d}'")
+                }
+                None if kind::is_temp(name) => format!("'{norm}' looks like a kb-tools temporary file"),
+                _ => format!("'{norm}' is a generated or internal file; it is written only by kb-tools"),
+            }));
         }
         self.check_inside(&norm)?;
         let full = self.path(&norm);

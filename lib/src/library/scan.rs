@@ -9,7 +9,9 @@ use std::time::UNIX_EPOCH;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::fs::walk::Why;
 use crate::library::entry::{self, Entry};
+use crate::library::kind;
 use crate::library::relations::{self, Edge};
 use crate::library::Library;
 
@@ -59,43 +61,19 @@ pub fn document_paths(lib: &Library) -> (Vec<String>, Vec<Problem>) {
 /// entered (library-relative, `""` for the root) so an incremental reader
 /// can tell from their mtimes that no file was added or removed.
 pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
-    let mut paths = Vec::new();
-    let mut dirs = Vec::new();
-    let mut problems = Vec::new();
-    let walker = walkdir::WalkDir::new(&lib.dir).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
-        let name = e.file_name().to_string_lossy();
-        !(e.depth() == 1 && e.file_type().is_dir() && name.starts_with('.') && name != ".memory" && name != ".skills")
-            && !(e.file_type().is_dir() && name == ".git")
-    });
-    for item in walker {
-        match item {
-            Ok(e) if e.file_type().is_file() => {
-                let rel = rel_path(&lib.dir, e.path());
-                match rel {
-                    Some(rel) if entry::classify(&rel).is_some() => paths.push(rel),
-                    Some(_) => {}
-                    None if e.file_name().to_string_lossy().ends_with(".md") => problems.push(Problem {
-                        path: e.path().to_string_lossy().into_owned(),
-                        kind: "walk".into(),
-                        message: "file name is not UTF-8; not indexed".into(),
-                    }),
-                    None => {}
-                }
-            }
-            Ok(e) if e.file_type().is_dir() => dirs.extend(rel_path(&lib.dir, e.path())),
-            Ok(_) => {}
-            Err(err) => problems.push(Problem {
-                path: err
-                    .path()
-                    .map(|p| rel_path(&lib.dir, p).unwrap_or_else(|| p.to_string_lossy().into_owned()))
-                    .unwrap_or_default(),
-                kind: "walk".into(),
-                message: err.to_string(),
-            }),
-        }
-    }
-    paths.sort();
-    (paths, dirs, problems)
+    let w = crate::fs::walk::walk(&lib.dir, kind::holds_documents);
+    let paths = w.files.into_iter().filter(|rel| entry::classify(rel).is_some()).collect();
+    let problems = w
+        .skipped
+        .iter()
+        .filter(|s| s.why != Why::NotUtf8 || s.rel.ends_with(".md"))
+        .map(|s| Problem {
+            path: if s.why == Why::NotUtf8 { s.path.to_string_lossy().into_owned() } else { s.rel.clone() },
+            kind: "walk".into(),
+            message: s.message(),
+        })
+        .collect();
+    (paths, w.dirs, problems)
 }
 
 /// Reads and parses every document in parallel; output order is by path

@@ -1,18 +1,19 @@
 //! The documents of a library and every directory that may hold one, so
 //! the index cache can watch all of them: a document added to any
 //! directory, even one that held no document yet, changes that
-//! directory's mtime. The rules are kb::library::scan::document_paths' (top-level
-//! dot directories other than `.memory` and `.skills` are internal, `.git`
-//! is skipped everywhere, kb::library::entry::classify decides what a document is);
-//! a test checks both walks agree. An update lists again only the
+//! directory's mtime. The rules are kb::library::scan::document_paths'
+//! (`library::kind::holds_documents` picks the directories, `fs::walk::list`
+//! lists one without following symlinks, `library::entry::classify` decides
+//! what a document is); a test checks both walks agree. An update lists again only the
 //! directories whose mtime changed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
-use crate::library::entry;
+use crate::fs::walk;
 use crate::library::scan::Problem;
 use crate::library::Library;
+use crate::library::{entry, kind};
 
 use super::build::mtime_ns;
 
@@ -27,11 +28,6 @@ pub struct Walk {
     pub problems: Vec<Problem>,
 }
 
-/// Whether a directory below the root is walked (scan::document_paths' rule).
-fn walked_dir(depth: usize, name: &str) -> bool {
-    !(depth == 1 && name.starts_with('.') && name != ".memory" && name != ".skills") && name != ".git"
-}
-
 fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {
         name.to_string()
@@ -44,8 +40,8 @@ fn join(dir: &str, name: &str) -> String {
 fn list(lib: &Library, dir: &str, out: &mut Walk) -> Vec<String> {
     let full = lib.path(dir);
     let mut subdirs = Vec::new();
-    let rd = match fs::read_dir(&full) {
-        Ok(rd) => rd,
+    let listed = match walk::list(&full) {
+        Ok(listed) => listed,
         Err(e) => {
             out.problems.push(Problem { path: dir.to_string(), kind: "walk".into(), message: e.to_string() });
             return subdirs;
@@ -55,26 +51,26 @@ fn list(lib: &Library, dir: &str, out: &mut Walk) -> Vec<String> {
         out.dirs.push((dir.to_string(), mtime_ns(&m)));
     }
     let depth = if dir.is_empty() { 1 } else { dir.split('/').count() + 1 };
-    for e in rd.flatten() {
-        let Some(name) = e.file_name().to_str().map(str::to_string) else {
-            if e.file_name().to_string_lossy().ends_with(".md") {
-                out.problems.push(Problem {
-                    path: e.path().to_string_lossy().into_owned(),
-                    kind: "walk".into(),
-                    message: "file name is not UTF-8; not indexed".into(),
-                });
+    for item in listed {
+        let name = match item.name {
+            Ok(name) => name,
+            Err(raw) => {
+                if raw.to_string_lossy().ends_with(".md") {
+                    out.problems.push(Problem {
+                        path: full.join(raw).to_string_lossy().into_owned(),
+                        kind: "walk".into(),
+                        message: "file name is not UTF-8; not indexed".into(),
+                    });
+                }
+                continue;
             }
-            continue;
         };
-        // Follow symlinks, as scan::document_paths does.
-        let Ok(meta) = fs::metadata(e.path()) else { continue };
+        // Symlinks and special files are never followed (fs::walk's rule).
         let rel = join(dir, &name);
-        if meta.is_dir() {
-            if walked_dir(depth, &name) {
-                subdirs.push(rel);
-            }
-        } else if meta.is_file() && entry::classify(&rel).is_some() {
-            out.paths.push(rel);
+        match item.kind {
+            walk::Kind::Dir if kind::holds_documents(depth, &name) => subdirs.push(rel),
+            walk::Kind::File if entry::classify(&rel).is_some() => out.paths.push(rel),
+            _ => {}
         }
     }
     subdirs

@@ -1,54 +1,13 @@
 //! The three kinds of library files (DESIGN.md "Many machines") and the
 //! `.gitattributes` that tells git how to merge each (issue 11 item 2):
 //! logs go to the `kb-log` union driver, derived files to the `kb-derived`
-//! keep-and-rebuild driver, documents to git's text merge. One table here
-//! drives both the attributes file and sync's own conflict handling.
+//! keep-and-rebuild driver, documents to git's text merge. The kinds come
+//! from the one table, `library::kind`.
 
 use crate::error::Result;
 use crate::fs::atomic;
+use crate::library::kind::{DERIVED, LOGS};
 use crate::library::Library;
-
-/// How sync treats a library file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// An append-only log: merged as the ordered union of lines.
-    Log,
-    /// Generated from documents and logs: never merged, rebuilt.
-    Derived,
-    /// Written by users and agents: git's text merge, conflicts kept.
-    Document,
-}
-
-/// Append-only logs by file name (any directory).
-pub const LOGS: &[&str] = &[".changelog", ".audit.log", ".inconsistency.log", ".scheduled.log"];
-
-/// Generated files by file name (any directory): indexes, relations,
-/// maintenance stamps, and the git files `init` writes.
-pub const DERIVED: &[&str] = &[
-    ".index.md",
-    ".master-index.md",
-    ".relations.jsonl",
-    ".ioc.md",
-    ".last-maintained",
-    ".last-scheduled",
-    ".last-compact",
-    ".last-scan-core",
-    ".last-scan-extended",
-    ".gitattributes",
-    ".gitignore",
-];
-
-/// The kind of a library-relative path.
-pub fn kind(rel: &str) -> Kind {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    if LOGS.contains(&name) || (rel.starts_with(".changelog-archive/") && name.ends_with(".md")) {
-        Kind::Log
-    } else if DERIVED.contains(&name) {
-        Kind::Derived
-    } else {
-        Kind::Document
-    }
-}
 
 /// The library's `.gitattributes` (patterns are relative to the library).
 pub fn gitattributes() -> String {
@@ -95,20 +54,4 @@ pub fn write(lib: &Library) -> Result<Vec<String>> {
         }
     }
     Ok(written)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kinds() {
-        assert_eq!(kind(".changelog"), Kind::Log);
-        assert_eq!(kind(".changelog-archive/2025-10.md"), Kind::Log);
-        assert_eq!(kind(".core-rule-proposals/.audit.log"), Kind::Log);
-        assert_eq!(kind(".memory/.references/.index.md"), Kind::Derived);
-        assert_eq!(kind(".relations.jsonl"), Kind::Derived);
-        assert_eq!(kind(".memory/.references/jwt-v1.md"), Kind::Document);
-        assert_eq!(kind("notes/debug.log"), Kind::Document);
-    }
 }

@@ -17,9 +17,10 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::library::changelog::{self, Event};
 use crate::library::entry;
+use crate::library::kind::{self, Kind};
 use crate::library::Library;
 use crate::lock;
-use crate::sync::attributes::{self, Kind};
+use crate::sync::attributes;
 use crate::sync::conflicts::{self, Side};
 use crate::sync::drivers::{self, REBUILD_MARKER};
 use crate::sync::gitcmd::{stderr_of, Repo};
@@ -385,7 +386,7 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
         let (base, a, b) = (read(base)?, read(a)?, read(b)?);
         touched.push(rel.to_string());
-        match attributes::kind(rel) {
+        match kind::kind(rel) {
             Kind::Log => {
                 let merged = merge_log::merge(
                     base.as_deref().unwrap_or_default(),
@@ -399,14 +400,20 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
                     crate::fs::atomic::write(&lib.path(rel), &bytes)?;
                 }
             }
-            Kind::Document => {
-                if let Some(merged) = crate::sync::append_union::merge(
-                    base.as_deref().unwrap_or_default(),
-                    a.as_deref().unwrap_or_default(),
-                    b.as_deref().unwrap_or_default(),
-                )
-                .filter(|_| a.is_some() && b.is_some())
-                {
+            // Tool-owned files that git shares (`.evolving-rules/`) merge as
+            // documents: both sides kept on a conflict.
+            k @ (Kind::Document | Kind::Internal | Kind::Refused) => {
+                // Two appends to one document merge as their union.
+                let union = (k == Kind::Document && a.is_some() && b.is_some())
+                    .then(|| {
+                        crate::sync::append_union::merge(
+                            base.as_deref().unwrap_or_default(),
+                            a.as_deref().unwrap_or_default(),
+                            b.as_deref().unwrap_or_default(),
+                        )
+                    })
+                    .flatten();
+                if let Some(merged) = union {
                     crate::fs::atomic::write(&lib.path(rel), &merged)?;
                     continue;
                 }

@@ -13,7 +13,8 @@ use crate::guard::rules::Rule;
 use crate::guard::scan::scan_targets;
 use crate::guard::target::{self, Target};
 use crate::guard::{Engine, Verdict};
-use crate::library::{Library, INTERNAL_FILES};
+use crate::library::kind::{self, Kind};
+use crate::library::Library;
 
 /// Most newly flagged lines listed per rule.
 pub const MAX_HITS: usize = 20;
@@ -113,7 +114,7 @@ pub fn library_targets(lib: &Library) -> Vec<Target> {
             }
             continue;
         }
-        if INTERNAL_FILES.contains(&name.as_ref()) || (name.starts_with('.') && name.contains(".tmp.")) {
+        if kind::kind(&name) != Kind::Document {
             continue;
         }
         paths.push(e.path().display().to_string());
