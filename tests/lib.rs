@@ -5,6 +5,7 @@
 mod util;
 
 mod append;
+mod cli;
 mod crash;
 mod evolve;
 mod guard;
@@ -13,6 +14,7 @@ mod lastword;
 mod lastword_sections;
 mod lock;
 mod memgate;
+mod readme;
 mod recipes;
 mod relate;
 mod score;

@@ -80,7 +80,16 @@ pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
 /// whatever the thread count.
 pub fn library(lib: &Library) -> Scan {
     let (paths, mut problems) = document_paths(lib);
-    let results: Vec<(Option<Doc>, Vec<Problem>)> = paths.par_iter().map(|rel| read_doc(lib, rel)).collect();
+    let progress = crate::out::progress::Progress::new("reading documents", paths.len());
+    let results: Vec<(Option<Doc>, Vec<Problem>)> = paths
+        .par_iter()
+        .map(|rel| {
+            let r = read_doc(lib, rel);
+            progress.count();
+            r
+        })
+        .collect();
+    drop(progress);
     let mut docs = Vec::with_capacity(results.len());
     for (doc, probs) in results {
         docs.extend(doc);

@@ -552,15 +552,25 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         ..Event::default()
     };
     lock::with_lock(lib, &opts.lock, || {
+        if opts.commit {
+            git_state::note(&git_state::clear(lib, git_state::WAIT)?);
+        }
         journal::note(recover(lib)?);
-        // The journal makes the line and its relation edge one step: a
-        // kill between them is finished by the next writer.
-        let mut j = journal::new(lib, false)?;
+        // The journal makes the line, its relation edge and the commit one
+        // step: a kill between them is finished by the next writer.
+        let mut j = journal::new(lib, opts.commit)?;
         j.events.push(ev.clone());
         journal::begin(lib, &j)?;
         changelog::append(lib, std::slice::from_ref(&ev))?;
         crash::at(Step::Changelog);
         relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
+        // Like every writer, commit what changed (a clean tree after an event).
+        if opts.commit {
+            let category = ev.category.as_deref().unwrap_or("file");
+            let topic = ev.topic.as_deref().unwrap_or_default();
+            let touched = [changelog::FILE.to_string(), relations::FILE.to_string()];
+            git::commit(lib, &touched, &format!("task-ai(library):{category} {kind} {topic}"))?;
+        }
         journal::end(lib)
     })?;
     Ok(ev)
