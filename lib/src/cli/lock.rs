@@ -15,7 +15,7 @@ kb-lock: run a command while holding the library lock (.library/.lock)
 Usage:
   kb-lock [--root DIR] [--timeout 30s] -- CMD [ARGS...]
   kb-lock status [--root DIR] [--format jsonl|table]
-  kb-lock sweep [--root DIR] [--timeout 30s]
+  kb-lock sweep [--root DIR]
 
 The command runs with KB_LOCK_HELD set, so kb-tools writers inside it do
 not lock again. Exit: the command's status; 2 when the lock could not be
@@ -66,7 +66,7 @@ pub static SPEC: Spec = Spec {
             name: "sweep",
             args: "",
             about: "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state",
-            flags: &["root", "timeout"],
+            flags: &["root"],
             arity: (0, 0),
         },
     ],
@@ -144,11 +144,7 @@ pub fn main() -> ExitCode {
                     out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
                 }
                 if crate::library::journal::pending(&lib) || crate::library::git_state::present(&lib) {
-                    let timeout = match a.get("timeout") {
-                        Some(t) => crate::clock::parse_duration(t)?,
-                        None => std::time::Duration::from_secs(30),
-                    };
-                    let opts = lock::Options { timeout, cmd: "kb-lock sweep".into() };
+                    let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
                     let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
                         let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;
                         Ok((cleared, crate::library::write::recover(&lib)?))

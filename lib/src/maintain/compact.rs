@@ -44,7 +44,13 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
         crate::fs::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
         let mut committed = false;
-        if commit && archived == 0 {
+        if commit && archived == 0 && uncommitted(lib, &[ARCHIVE_DIR, changelog::FILE]) {
+            // A compaction killed before its commit left archives and a
+            // rewritten log behind; this run moves nothing, so it commits
+            // what that one did.
+            let paths = [ARCHIVE_DIR.to_string(), changelog::FILE.to_string(), LAST_COMPACT.to_string()];
+            committed = git::commit(lib, &paths, "task-ai(library):maintain archive (completing an interrupted run)")?;
+        } else if commit && archived == 0 {
             // Only the stamp changed; commit it so the tree stays clean.
             committed = git::commit(lib, &[LAST_COMPACT.to_string()], "task-ai(library):maintain compact")?;
         } else if commit {
@@ -59,12 +65,6 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
             paths.push(changelog::FILE.to_string());
             paths.push(LAST_COMPACT.to_string());
             committed = git::commit(lib, &paths, &format!("task-ai(library):maintain archive {label}"))?;
-        } else if commit && uncommitted(lib, &[ARCHIVE_DIR, changelog::FILE]) {
-            // A compaction killed before its commit left archives and a
-            // rewritten log behind; this run moves nothing, so it commits
-            // what that one did (a no-op when all is committed).
-            let paths = [ARCHIVE_DIR.to_string(), changelog::FILE.to_string(), LAST_COMPACT.to_string()];
-            committed = git::commit(lib, &paths, "task-ai(library):maintain archive (completing an interrupted run)")?;
         }
         Ok(Compacted { record: "compact", archived, archives, committed })
     })
