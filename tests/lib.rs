@@ -9,6 +9,7 @@ mod cli;
 mod crash;
 mod evolve;
 mod guard;
+mod hostile;
 mod index;
 mod lastword;
 mod lastword_sections;

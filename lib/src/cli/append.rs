@@ -337,7 +337,9 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
                     (Some(c), None) => c.clone(),
                     (None, Some(f)) => {
-                        let bytes = std::fs::read(&f).ctx(|| format!("reading {}", f.display()))?;
+                        // A FIFO or device is an error, never a hang (issue 21).
+                        let bytes = crate::fs::nofollow::read_input(&f, opts.max_bytes as u64)
+                            .ctx(|| format!("reading {}", f.display()))?;
                         write::content_from_bytes(bytes, &f.display().to_string(), opts.max_bytes)?
                     }
                     (None, None) => {
@@ -431,6 +433,14 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     ..Default::default()
                 };
                 match sync::sync(&lib, &o) {
+                    // A peer's commit was refused (issue 21): reported, exit 2.
+                    Ok(report) if !report.rejected.is_empty() => {
+                        for r in &report.rejected {
+                            eprintln!("kb-append: sync rejected {}: {}", r.path, r.reason);
+                        }
+                        out.record(&report)?;
+                        out.raise(Exit::Failure);
+                    }
                     Ok(report) => out.record(&report)?,
                     Err(e) => out.error(&e.to_string(), json!({"command": "sync"}))?,
                 }
@@ -441,13 +451,10 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     return Err(Error::usage("resolve takes exactly one PATH"));
                 };
                 let keep = a.get("keep").ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
-                out.record(&sync::resolve::resolve(
-                    &lib,
-                    path,
-                    &sync::resolve::Keep::parse(keep),
-                    opts.commit,
-                    &opts.lock,
-                )?)?;
+                match sync::resolve::resolve(&lib, path, &sync::resolve::Keep::parse(keep), opts.commit, &opts.lock) {
+                    Ok(r) => out.record(&r)?,
+                    Err(e) => out.error(&e.to_string(), json!({"command": "resolve"}))?,
+                }
             }
             "merge-log" => {
                 let [base, ours, theirs] = a.positional.as_slice() else {

@@ -4,6 +4,7 @@
 pub mod atomic;
 pub mod crash;
 pub mod map;
+pub mod nofollow;
 pub mod read;
 pub mod stat;
 pub mod walk;

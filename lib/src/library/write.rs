@@ -181,7 +181,8 @@ pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, 
         (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => content_from_bytes(c.as_bytes().to_vec(), "--content", max_bytes),
         (None, Some(f)) => {
-            let bytes = fs::read(f).map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
+            let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
+                .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             content_from_bytes(bytes, &f.display().to_string(), max_bytes)
         }
         (None, None) => {
@@ -209,6 +210,11 @@ pub fn batch(
     let (engine, load_errors) = guard::library_engine(lib)?;
     result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
     lock::with_lock(lib, &opts.lock, || {
+        // The logs every write appends to: a link in their place is refused
+        // before any document changes.
+        for log in [changelog::FILE, relations::FILE] {
+            lib.check_inside(log)?;
+        }
         if opts.commit {
             result.cleared = git_state::clear(lib, git_state::WAIT)?;
         }
@@ -415,6 +421,8 @@ fn apply(
     pending: Option<&str>,
 ) -> std::result::Result<(Written, Event, String), String> {
     let full = lib.path(&req.path);
+    // Checked again under the lock: the library may have changed since the
+    // request was validated.
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
     let report = guard::scan_text_with(engine, &req.path, &req.content);
     if report.verdict == guard::Verdict::Dangerous && req.allow_risky.is_none() {
@@ -424,13 +432,16 @@ fn apply(
         ));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
-    let old = match pending.map(|t| t.as_bytes().to_vec()).map_or_else(|| fs::read(&full), Ok) {
+    let old = match pending
+        .map(|t| t.as_bytes().to_vec())
+        .map_or_else(|| crate::fs::nofollow::read(&full, u64::MAX), Ok)
+    {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
         Err(e) => return Err(format!("cannot read '{}': {e}", req.path)),
     };
-    if let Ok(meta) = fs::metadata(&full) {
+    if let Ok(meta) = fs::symlink_metadata(&full) {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
         }
@@ -530,7 +541,8 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         return Err(Error::usage(format!("unknown event '{kind}' (expected referenced, replan or accept)")));
     }
     let path = crate::library::normalise(path)?;
-    if !lib.path(&path).is_file() {
+    lib.check_inside(&path)?;
+    if !fs::symlink_metadata(lib.path(&path)).is_ok_and(|m| m.is_file()) {
         return Err(Error::msg(format!("'{path}' is not a file in the library")));
     }
     if notebook.trim().is_empty() {
@@ -539,9 +551,9 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     let info = entry::classify(&path);
     // The text only names the topic: bytes that are not UTF-8 read lossily
     // on purpose; a file that cannot be read is an error.
-    let text =
-        String::from_utf8_lossy(&fs::read(lib.path(&path)).map_err(|e| Error::io(format!("reading {path}"), e))?)
-            .into_owned();
+    let bytes = crate::fs::nofollow::read(&lib.path(&path), crate::library::scan::MAX_DOC_BYTES)
+        .map_err(|e| Error::io(format!("reading {path}"), e))?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let ev = Event {
         ts: clock::format(clock::now()?),
         event: kind.into(),

@@ -1,10 +1,9 @@
 //! Seed 000's three-tier loading, to keep token cost down: tier 1 returns
 //! the index rows of the hits, tier 2 adds a `.summary.md` snippet of each
-//! selected entry, tier 3 adds the full content. `--budget TOKENS` stops
-//! before the next hit would exceed the budget; the final summary record
+//! selected entry, tier 3 adds the full content. `--budget TOKENS` cuts the
+//! snippet and content of the first hit that would exceed the budget to
+//! fit (marked `truncated`) and stops there; the final summary record
 //! reports the tokens used.
-
-use std::fs;
 
 use crate::doc::frontmatter;
 use crate::library::Library;
@@ -43,12 +42,39 @@ pub fn tokens(s: &str) -> usize {
     ascii.div_ceil(4) + other
 }
 
+/// The longest prefix of `s`, plus `…` when cut, whose [`tokens`] are at
+/// most `max` (cut at a character boundary; empty when nothing fits).
+pub fn clip_tokens(s: &str, max: usize) -> String {
+    if tokens(s) <= max {
+        return s.to_string();
+    }
+    let (mut ascii, mut other) = (0usize, 0usize);
+    let mut end = 0;
+    for (i, c) in s.char_indices() {
+        if c.is_ascii() {
+            ascii += 1;
+        } else {
+            other += 1;
+        }
+        // One more token for the ellipsis.
+        if ascii.div_ceil(4) + other + 1 > max {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    if end == 0 {
+        return String::new();
+    }
+    format!("{}…", &s[..end])
+}
+
 /// The `.summary.md` snippet of a document: the lines of its directory's
 /// `.summary.md` that mention its file name or topic, else that summary's
 /// first paragraph, else the document's own first paragraph.
 pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
-    let summary = fs::read_to_string(lib.path(dir).join(".summary.md")).ok();
+    let summary_rel = if dir.is_empty() { ".summary.md".to_string() } else { format!("{dir}/.summary.md") };
+    let summary = library_text(lib, &summary_rel);
     let text = summary.as_deref().map(strip_frontmatter);
     let found = text.and_then(|t| {
         let stem = file.trim_end_matches(".md");
@@ -63,7 +89,7 @@ pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
         }
     });
     let found = found.or_else(|| {
-        let doc = fs::read_to_string(lib.path(path)).ok()?;
+        let doc = library_text(lib, path)?;
         first_paragraph(strip_frontmatter(&doc))
     })?;
     Some(clip(found.trim(), SNIPPET_CHARS))
@@ -71,7 +97,15 @@ pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
 
 /// The full text of a document.
 pub fn content(lib: &Library, path: &str) -> Option<String> {
-    fs::read(lib.path(path)).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    library_text(lib, path)
+}
+
+/// A library file's text, never through a symlink nor from a FIFO: an
+/// index row may name any path, and what it names is untrusted (issue 21).
+fn library_text(lib: &Library, rel: &str) -> Option<String> {
+    lib.check_inside(rel).ok()?;
+    let bytes = crate::fs::nofollow::read(&lib.path(rel), crate::library::scan::MAX_DOC_BYTES).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn strip_frontmatter(t: &str) -> &str {
@@ -106,5 +140,16 @@ mod tests {
         assert_eq!(tokens("abcd"), 1);
         assert_eq!(tokens("abcde"), 2);
         assert_eq!(tokens("知识库"), 3);
+    }
+
+    #[test]
+    fn clipping_fits_the_budget() {
+        assert_eq!(clip_tokens("abcd", 1), "abcd");
+        assert_eq!(clip_tokens("abcdefgh", 2), "abcd…");
+        assert_eq!(clip_tokens("知识库搜索", 3), "知识…");
+        assert_eq!(clip_tokens("知识库", 1), "");
+        for max in 0..12 {
+            assert!(tokens(&clip_tokens("The tokens of 知识库 and more words here", max)) <= max);
+        }
     }
 }
