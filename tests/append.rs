@@ -375,30 +375,54 @@ fn a_library_outside_git_is_fine() {
     assert_eq!(lib.read("notes/a.md"), "# a\n");
 }
 
+/// Issue 22: 16 writers (8 `write`, 8 `batch`) × 100 committing writes
+/// at the default lock timeout; the lock queue serves waiters in arrival
+/// order, so none starves into a timeout.
 #[test]
 fn sixteen_writers_at_once_lose_nothing() {
     let lib = Lib::new();
+    lib.git_init();
     let shared: Vec<String> = (0..4).map(|i| format!("notes/shared-{i}.md")).collect();
     let mut children = Vec::new();
     for p in 0..16 {
         let mut script = String::new();
         for w in 0..100 {
             let (path, mode) = if w % 2 == 0 {
-                (shared[(p + w) % 4].clone(), "--append")
+                (shared[(p + w) % 4].clone(), "append")
             } else {
-                (format!(".memory/.references/p{p}-w{w}-v1.md"), "")
+                (format!(".memory/.references/p{p}-w{w}-v1.md"), "overwrite")
             };
-            script.push_str(&format!("\"$KB\" write {path} {mode} --no-commit --notebook nb-{p} --content 'p{p}-w{w}\n' >/dev/null || exit 1\n"));
+            let content = format!("p{p}-w{w}\n");
+            if p % 2 == 0 {
+                let flag = if mode == "append" { "--append" } else { "" };
+                script.push_str(&format!(
+                    "\"$KB\" write {path} {flag} --notebook nb-{p} --content '{content}' >/dev/null || exit 1\n"
+                ));
+            } else {
+                let req = json!({"path": path, "content": content, "mode": mode, "notebook": format!("nb-{p}")});
+                script.push_str(&format!("printf '%s\\n' '{req}' | \"$KB\" batch >/dev/null || exit 1\n"));
+            }
         }
         let kb_bin = lib.std_cmd("kb-append").get_program().to_owned();
         let mut sh = std::process::Command::new("sh");
         crate::util::isolate(&mut sh, lib.root());
-        sh.env("KB", kb_bin).arg("-c").arg(script).stdout(Stdio::null());
+        sh.env("KB", kb_bin).arg("-c").arg(script).stdout(Stdio::null()).stderr(Stdio::piped());
         children.push(sh.spawn().unwrap());
     }
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
+    let mut failures = Vec::new();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        if !out.status.success() || !out.stderr.is_empty() {
+            failures.push(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
     }
+    assert!(
+        failures.is_empty(),
+        "writers failed (timeouts: {}): {failures:?}",
+        failures.iter().filter(|f| f.contains("timed out")).count()
+    );
+    assert_eq!(lib.git(&["status", "--porcelain", "--", ".library/notes", ".library/.memory"]), "");
+    assert_eq!(lib.git(&["rev-list", "--count", "HEAD"]).trim(), "1600");
     for (i, path) in shared.iter().enumerate() {
         let text = lib.read(path);
         let mut got: Vec<&str> = text.lines().collect();

@@ -6,6 +6,7 @@ mod util;
 
 mod append;
 mod cli;
+mod crash;
 mod evolve;
 mod guard;
 mod hostile;

@@ -569,3 +569,109 @@ fn just_sync_recipe_converges_two_clones() {
     assert_eq!(server.read(".changelog").lines().count(), 2);
     assert!(server.read(".master-index.md").contains(".memory/.references/pgbouncer-v1.md"));
 }
+
+/// Issue 22: a sync aborted at each named step (`KB_CRASH_AT`), with the
+/// stale git state a killed git leaves (`index.lock`, a merge driver's
+/// `.merge_file_*`) planted on top, is finished by the next sync: both
+/// clones converge, every write is logged once, nothing is left behind.
+#[test]
+fn a_sync_crashed_at_every_step_is_finished_by_the_next_one() {
+    for &step in kb::fs::crash::STEPS.iter().filter(|s| s.pipeline() == "sync") {
+        let what = step.name();
+        let hub = Hub::new();
+        let a = hub.first();
+        let b = hub.clone();
+        synced(&b);
+        let mut written = Vec::new();
+        for i in 0..3 {
+            let now = format!("2026-03-01T10:00:{i:02}Z");
+            written.push(write(&a, &format!("team-notes/a-{i}.md"), &format!("# a {i}\n"), &now, "nb-a"));
+        }
+        synced(&a);
+        for i in 0..2 {
+            let now = format!("2026-03-01T11:00:{i:02}Z");
+            written.push(write(&b, &format!("team-notes/b-{i}.md"), &format!("# b {i}\n"), &now, "nb-b"));
+        }
+        let out = b.cmd("kb-append").arg("sync").env(kb::fs::crash::VAR, format!("{what}:1")).output().unwrap();
+        assert!(out.status.code().is_none(), "{what}: sync was not aborted");
+        std::fs::write(b.root().join(".git/index.lock"), "").unwrap();
+        std::fs::write(b.root().join(".merge_file_a1b2c3"), "leftover").unwrap();
+        let out = sync(&b).assert().success().get_output().clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("index.lock") && stderr.contains(".merge_file_a1b2c3"), "{what}: {stderr}");
+        synced(&a);
+        assert_eq!(tree(&a), tree(&b), "{what}");
+        for lib in [&a, &b] {
+            let log = lib.read(".changelog");
+            for w in &written {
+                let needle = format!(
+                    "{{\"ts\":\"{}\",\"event\":\"write\",\"path\":\"{}\",",
+                    w["ts"].as_str().unwrap(),
+                    w["path"].as_str().unwrap()
+                );
+                assert_eq!(log.lines().filter(|l| l.starts_with(&needle)).count(), 1, "{what}: {needle}");
+            }
+            assert!(!lib.root().join(".git/MERGE_HEAD").exists(), "{what}");
+            assert!(!lib.root().join(".git/index.lock").exists(), "{what}");
+            assert!(!lib.root().join(".merge_file_a1b2c3").exists(), "{what}");
+            assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "{what}");
+            lib.git(&["fsck", "--no-progress"]);
+            assert_derived_match_rebuild(lib);
+        }
+    }
+}
+
+/// Issue 22: a document only ever appended to merges as the union of the
+/// appends: 4 clones appending 10 lines each to one file and syncing end
+/// with all 40 lines, the same bytes everywhere, and nothing in
+/// `.conflicts/`.
+#[test]
+fn appends_from_four_clones_merge_as_a_union() {
+    let hub = Hub::new();
+    let first = hub.first();
+    let log = "team-notes/decisions.md";
+    write(&first, log, "# Decisions\n\n", "2026-03-01T09:00:00Z", "nb-0");
+    synced(&first);
+    let mut clones = vec![first];
+    for _ in 1..4 {
+        let c = hub.clone();
+        synced(&c);
+        clones.push(c);
+    }
+    for (k, c) in clones.iter().enumerate() {
+        for i in 0..10 {
+            let out = c
+                .cmd("kb-append")
+                .args(["write", log, "--append", "--notebook", &format!("nb-{k}"), "--content"])
+                .arg(format!("- clone {k} line {i}\n"))
+                .env("KB_NOW", format!("2026-03-01T10:{k:02}:{i:02}Z"))
+                .assert()
+                .success()
+                .get_output()
+                .stdout
+                .clone();
+            assert_eq!(records(&out)[0]["action"], "appended");
+        }
+    }
+    // Sync in a scrambled order, then once more each so all see the end.
+    for k in [2, 0, 3, 1, 2, 0, 3, 1] {
+        synced(&clones[k]);
+    }
+    let want = clones[0].read(log);
+    for (k, c) in clones.iter().enumerate() {
+        let text = c.read(log);
+        assert_eq!(text, want, "clone {k} differs");
+        assert!(
+            !c.path(".conflicts").exists() || std::fs::read_dir(c.path(".conflicts")).unwrap().next().is_none(),
+            "clone {k}: conflict copies"
+        );
+        assert_derived_match_rebuild(c);
+    }
+    for k in 0..4 {
+        for i in 0..10 {
+            let line = format!("- clone {k} line {i}");
+            assert_eq!(want.lines().filter(|l| *l == line).count(), 1, "{line} in:\n{want}");
+        }
+    }
+    assert!(want.starts_with("# Decisions\n\n"));
+}

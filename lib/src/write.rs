@@ -18,10 +18,13 @@ use crate::doc::digest;
 use crate::doc::frontmatter;
 use crate::error::{Error, Result};
 use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
 use crate::guard;
 use crate::library::changelog::{self, Event};
 use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
 use crate::library::git;
+use crate::library::git_state;
+use crate::library::journal;
 use crate::library::relations;
 use crate::library::Library;
 use crate::lock;
@@ -107,6 +110,10 @@ pub struct BatchResult {
     /// Extended guard rule files that could not be loaded (the scan ran
     /// with the core rules and every valid file; reported, never silent).
     pub guard_errors: Vec<String>,
+    /// What recovering a batch a killed writer left did, if there was one.
+    pub recovered: Option<journal::Recovered>,
+    /// Stale git state (a killed git's `index.lock`) removed first.
+    pub cleared: Vec<git_state::Cleared>,
 }
 
 /// Turns a JSONL request object into a request, or says what is wrong.
@@ -189,8 +196,9 @@ pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, 
 }
 
 /// Runs a batch of requests (line number, request or the reason it was
-/// rejected) under one lock, with one changelog append, one index and
-/// relations update, and one commit.
+/// rejected) under one lock, with one durability barrier for all its files
+/// (group commit), one changelog append, one index and relations update,
+/// and one commit. A batch a killed writer left is recovered first.
 pub fn batch(
     lib: &Library,
     requests: Vec<(usize, std::result::Result<Request, String>)>,
@@ -209,40 +217,156 @@ pub fn batch(
         for log in [changelog::FILE, relations::FILE] {
             lib.check_inside(log)?;
         }
-        let mut events = Vec::new();
-        let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
-        let mut edges = Vec::new();
-        let mut touched_docs: Vec<String> = Vec::new();
+        if opts.commit {
+            result.cleared = git_state::clear(lib, git_state::WAIT)?;
+        }
+        result.recovered = recover(lib)?;
+        let mut plan = Plan::default();
         let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
-                Ok(req) => apply(lib, &engine, &req).map(|(written, event, text)| {
-                    let entry = Entry::from_text(&req.path, &text);
-                    if let Some(e) = &entry {
-                        edges.push((req.path.clone(), relations::doc_edges(e, &text)));
-                    }
-                    changed.retain(|(p, _)| p != &req.path);
-                    changed.push((req.path.clone(), entry));
-                    if !touched_docs.contains(&req.path) {
-                        touched_docs.push(req.path.clone());
-                    }
-                    events.push(event);
-                    written
-                }),
+                Ok(req) => {
+                    let old = plan.current(&req.path);
+                    apply(lib, &engine, &req, old).map(|(written, event, text)| {
+                        plan.add(&req.path, text, event, result.outcomes.len());
+                        written
+                    })
+                }
                 Err(msg) => Err(msg),
             };
             result.outcomes.push((line, outcome));
         }
-        if events.is_empty() {
-            return Ok(());
+        let Some(journal) = plan.land(lib, opts.commit, &mut result.outcomes)? else { return Ok(()) };
+        let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
+        let mut edges = Vec::new();
+        for f in &plan.files {
+            let entry = Entry::from_text(&f.path, &f.text);
+            if let Some(e) = &entry {
+                edges.push((f.path.clone(), relations::doc_edges(e, &f.text)));
+            }
+            changed.push((f.path.clone(), entry));
         }
-        let message = opts.commit.then(|| commit_message(&events));
+        let touched = plan.files.iter().map(|f| f.path.clone()).collect();
+        let message = opts.commit.then(|| commit_message(&journal.events));
         (result.committed, result.commit_error) =
-            record(lib, &events, &changed, edges, touched_docs, message.as_deref())?;
-        Ok(())
+            record(lib, &journal.events, &changed, edges, touched, message.as_deref())?;
+        journal::end(lib)
     })?;
     Ok(result)
+}
+
+/// Finishes or rolls back a batch a killed writer left (see `journal`).
+/// Writers call it first thing under the lock.
+pub fn recover(lib: &Library) -> Result<Option<journal::Recovered>> {
+    journal::recover(lib, commit_message)
+}
+
+/// The files a batch will put in place: the final bytes of each path (a
+/// path written twice keeps its last bytes) and the events of each write.
+#[derive(Default)]
+struct Plan {
+    files: Vec<PlannedFile>,
+    /// Events in request order, with the index of their file in `files`.
+    events: Vec<(usize, Event)>,
+}
+
+struct PlannedFile {
+    path: String,
+    text: String,
+    /// Indexes into the batch's outcomes of the requests that wrote it.
+    outcomes: Vec<usize>,
+}
+
+impl Plan {
+    /// The bytes a path has so far in this batch, if it wrote the path.
+    fn current(&self, path: &str) -> Option<&str> {
+        self.files.iter().rev().find(|f| f.path == path).map(|f| f.text.as_str())
+    }
+
+    fn add(&mut self, path: &str, text: String, event: Event, outcome: usize) {
+        let i = match self.files.iter().rposition(|f| f.path == path) {
+            Some(i) => {
+                self.files[i].text = text;
+                i
+            }
+            None => {
+                self.files.push(PlannedFile { path: path.to_string(), text, outcomes: Vec::new() });
+                self.files.len() - 1
+            }
+        };
+        self.files[i].outcomes.push(outcome);
+        self.events.push((i, event));
+    }
+
+    /// Step 3 as a group commit: every file is staged under a temp name,
+    /// one barrier makes them durable, the journal records the intent,
+    /// then all are renamed into place and each directory is synced once.
+    /// A file that cannot be staged turns its requests into errors and
+    /// drops their events. Returns the journal (`None`: nothing to write).
+    fn land(
+        &mut self,
+        lib: &Library,
+        commit: bool,
+        outcomes: &mut [(usize, Outcome)],
+    ) -> Result<Option<journal::Journal>> {
+        let mut staged = Vec::new();
+        let mut kept = Vec::new();
+        let sync_each = atomic::sync_each(self.files.len());
+        for (i, f) in self.files.iter().enumerate() {
+            match atomic::stage(&lib.path(&f.path), f.text.as_bytes(), sync_each) {
+                Ok(s) => {
+                    crash::at(Step::WriteTemp);
+                    staged.push(s);
+                    kept.push(i);
+                }
+                Err(e) => {
+                    for &o in &f.outcomes {
+                        outcomes[o].1 = Err(e.to_string());
+                    }
+                }
+            }
+        }
+        let files = std::mem::take(&mut self.files);
+        let mut renumber = vec![None; files.len()];
+        for (new, &old) in kept.iter().enumerate() {
+            renumber[old] = Some(new);
+        }
+        self.events =
+            std::mem::take(&mut self.events).into_iter().filter_map(|(i, e)| renumber[i].map(|n| (n, e))).collect();
+        self.files = files.into_iter().enumerate().filter(|(i, _)| renumber[*i].is_some()).map(|(_, f)| f).collect();
+        if staged.is_empty() {
+            return Ok(None);
+        }
+        let result = (|| {
+            atomic::barrier(&lib.dir, &staged, sync_each)?;
+            let mut j = journal::new(lib, commit)?;
+            for (f, s) in self.files.iter().zip(&staged) {
+                let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().into_owned();
+                j.files.push(journal::Planned {
+                    path: f.path.clone(),
+                    tmp,
+                    sha256: digest::sha256_hex(f.text.as_bytes()),
+                });
+            }
+            j.events = self.events.iter().map(|(_, e)| e.clone()).collect();
+            journal::begin(lib, &j)?;
+            Ok(j)
+        })();
+        let j = match result {
+            Ok(j) => j,
+            Err(e) => {
+                for s in &staged {
+                    let _ = fs::remove_file(&s.tmp);
+                }
+                return Err(e);
+            }
+        };
+        // From here a failure leaves the journal for the next writer.
+        atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+        crash::at(Step::Renamed);
+        Ok(Some(j))
+    }
 }
 
 /// Steps 4–6 and 8 after files were written under the lock: the changelog
@@ -259,8 +383,10 @@ pub fn record(
     message: Option<&str>,
 ) -> Result<(bool, Option<String>)> {
     changelog::append(lib, events)?;
+    crash::at(Step::Changelog);
     touched.push(changelog::FILE.to_string());
     touched.extend(index::update(lib, changed)?);
+    crash::at(Step::Index);
     let mut last_edges: Vec<(String, Vec<relations::Edge>)> = Vec::new();
     for (p, e) in edges {
         last_edges.retain(|(q, _)| q != &p);
@@ -269,23 +395,29 @@ pub fn record(
     if relations::update(lib, &last_edges, events, || rebuild_all::rebuilt_edges(lib))? {
         touched.push(relations::FILE.to_string());
     }
+    crash::at(Step::Relations);
     match message {
         Some(m) => match git::commit(lib, &touched, m) {
-            Ok(c) => Ok((c, None)),
+            Ok(c) => {
+                crash::at(Step::Committed);
+                Ok((c, None))
+            }
             Err(e) => Ok((false, Some(e.to_string()))),
         },
         None => Ok((false, None)),
     }
 }
 
-/// Steps 1 and 3 for one request: the guard scan (seed 000: external
-/// content is sanitised before storage; dangerous content is refused unless
-/// `allow_risky` says why), mkdir -p, then the atomic write of the final
-/// content. Returns the record, the changelog event and the text.
+/// Step 1 for one request: the guard scan (seed 000: external content is
+/// sanitised before storage; dangerous content is refused unless
+/// `allow_risky` says why) and the final content (`pending`: what this
+/// batch already put in the path). Returns the record, the changelog
+/// event and the text; `Plan::land` writes it.
 fn apply(
     lib: &Library,
     engine: &guard::Engine,
     req: &Request,
+    pending: Option<&str>,
 ) -> std::result::Result<(Written, Event, String), String> {
     let full = lib.path(&req.path);
     // Checked again under the lock: the library may have changed since the
@@ -299,7 +431,10 @@ fn apply(
         ));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
-    let old = match crate::fs::nofollow::read(&full, u64::MAX) {
+    let old = match pending
+        .map(|t| t.as_bytes().to_vec())
+        .map_or_else(|| crate::fs::nofollow::read(&full, u64::MAX), Ok)
+    {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
@@ -325,7 +460,6 @@ fn apply(
         }
         (_, old) => (with_quality_status(&req.path, &req.content), if old.is_some() { "updated" } else { "created" }),
     };
-    atomic::write(&full, text.as_bytes()).map_err(|e| e.to_string())?;
     let ts = clock::now().map(clock::format).map_err(|e| e.to_string())?;
     let sha = digest::sha256_hex(text.as_bytes());
     let info = entry::classify(&req.path);
@@ -413,10 +547,11 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         return Err(Error::usage("--notebook must name the notebook"));
     }
     let info = entry::classify(&path);
-    let text = crate::fs::nofollow::read(&lib.path(&path), crate::library::scan::MAX_DOC_BYTES)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .unwrap_or_default();
+    // The text only names the topic: bytes that are not UTF-8 read lossily
+    // on purpose; a file that cannot be read is an error.
+    let bytes = crate::fs::nofollow::read(&lib.path(&path), crate::library::scan::MAX_DOC_BYTES)
+        .map_err(|e| Error::io(format!("reading {path}"), e))?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let ev = Event {
         ts: clock::format(clock::now()?),
         event: kind.into(),
@@ -427,7 +562,17 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         ..Event::default()
     };
     lock::with_lock(lib, &opts.lock, || {
+        if opts.commit {
+            git_state::note(&git_state::clear(lib, git_state::WAIT)?);
+        }
+        journal::note(recover(lib)?);
+        // The journal makes the line, its relation edge and the commit one
+        // step: a kill between them is finished by the next writer.
+        let mut j = journal::new(lib, opts.commit)?;
+        j.events.push(ev.clone());
+        journal::begin(lib, &j)?;
         changelog::append(lib, std::slice::from_ref(&ev))?;
+        crash::at(Step::Changelog);
         relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
         // Like every writer, commit what changed (a clean tree after an event).
         if opts.commit {
@@ -436,7 +581,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
             let touched = [changelog::FILE.to_string(), relations::FILE.to_string()];
             git::commit(lib, &touched, &format!("task-ai(library):{category} {kind} {topic}"))?;
         }
-        Ok(())
+        journal::end(lib)
     })?;
     Ok(ev)
 }

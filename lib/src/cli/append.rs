@@ -493,6 +493,12 @@ fn print_justfile() -> Result<Exit, Error> {
 /// Prints one record per request; rejected ones as error records with
 /// their line (batch) or path (write).
 fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), Error> {
+    for c in &result.cleared {
+        out.record(c)?;
+    }
+    if let Some(r) = &result.recovered {
+        out.record(r)?;
+    }
     for (line, outcome) in result.outcomes {
         match outcome {
             Ok(w) => out.record(&w)?,

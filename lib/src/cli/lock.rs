@@ -20,7 +20,11 @@ Usage:
 The command runs with KB_LOCK_HELD set, so kb-tools writers inside it do
 not lock again. Exit: the command's status; 2 when the lock could not be
 had within --timeout (or another error); 126 when the command cannot be
-run; 127 when it is not found (as a shell says).
+run; 127 when it is not found (as a shell says). Waiters are served in
+arrival order; --timeout bounds a wait during which the queue does not
+move. `sweep` removes dead mkdir locks and killed writers' temp files, and
+under the lock finishes a batch a killed writer left (a `recovered`
+record) and removes git state a killed git left (`cleared` records).
 
 Options:
   --root DIR        the library (default: KB_ROOT, else the nearest .library)
@@ -61,7 +65,7 @@ pub static SPEC: Spec = Spec {
         Cmd {
             name: "sweep",
             args: "",
-            about: "remove seed-style mkdir locks whose pid is dead",
+            about: "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state",
             flags: &["root"],
             arity: (0, 0),
         },
@@ -142,6 +146,19 @@ pub fn main() -> ExitCode {
                         s.pid.map_or("unknown".into(), |p| p.to_string())
                     );
                     out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
+                }
+                if crate::library::journal::pending(&lib) || crate::library::git_state::present(&lib) {
+                    let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
+                    let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
+                        let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;
+                        Ok((cleared, crate::write::recover(&lib)?))
+                    })?;
+                    for c in &cleared {
+                        out.record(c)?;
+                    }
+                    if let Some(r) = recovered {
+                        out.record(&r)?;
+                    }
                 }
             }
         }

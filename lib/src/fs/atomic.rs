@@ -15,6 +15,36 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// write, fsync, rename over the target, fsync the directory. The parent
 /// directory is created when missing. An existing file keeps its mode.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    let staged = stage(path, bytes, true)?;
+    let result = put_in_place(std::slice::from_ref(&staged), || {});
+    if result.is_err() {
+        let _ = fs::remove_file(&staged.tmp);
+    }
+    result
+}
+
+/// A file written under a unique temp name beside its target, waiting to be
+/// synced and renamed into place (a batch's group commit stages every file
+/// first, then makes them durable with one barrier).
+#[derive(Debug)]
+pub struct Staged {
+    /// The temp file holding the new bytes.
+    pub tmp: PathBuf,
+    /// The file it replaces.
+    pub target: PathBuf,
+}
+
+impl Staged {
+    /// Flushes the temp file's bytes to disk.
+    pub fn sync(&self) -> Result<()> {
+        File::open(&self.tmp).and_then(|f| f.sync_all()).ctx(|| format!("syncing {}", self.tmp.display()))
+    }
+}
+
+/// Writes `bytes` into a new temp file beside `path` (creating the parent
+/// directory, copying an existing target's mode), fsynced when `sync`
+/// (else [`barrier`] makes it durable).
+pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     let dir = path.parent().ok_or_else(|| Error::msg(format!("{} has no parent directory", path.display())))?;
     fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
     let tmp = temp_path(path);
@@ -25,15 +55,63 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
             f.set_permissions(meta.permissions()).ctx(|| format!("setting mode of {}", tmp.display()))?;
         }
         f.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
-        f.sync_all().ctx(|| format!("syncing {}", tmp.display()))?;
-        drop(f);
-        fs::rename(&tmp, path).ctx(|| format!("replacing {}", path.display()))?;
-        sync_dir(dir)
+        if sync {
+            f.sync_all().ctx(|| format!("syncing {}", tmp.display()))?;
+        }
+        Ok(())
     })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(Staged { tmp, target: path.to_path_buf() }),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
+}
+
+/// Above this many files one `syncfs` of the whole file system is cheaper
+/// than an fsync per file (each fsync is its own journal commit on ext4);
+/// below it, an fsync each flushes only our own bytes.
+const SYNCFS_FROM: usize = 16;
+
+/// Whether a group of `n` files is best synced one by one while staging
+/// (`stage(.., true)`) rather than by one [`barrier`].
+pub fn sync_each(n: usize) -> bool {
+    n < SYNCFS_FROM
+}
+
+/// The one durability barrier of a group commit: after it, every staged
+/// temp file's bytes are on disk. Many files: one `syncfs` of the file
+/// system holding `root` (falling back to an fsync each where the call is
+/// not supported); few (see [`sync_each`]): nothing, `synced` says they
+/// were synced when staged.
+pub fn barrier(root: &Path, staged: &[Staged], synced: bool) -> Result<()> {
+    if synced {
+        return Ok(());
+    }
+    if let Ok(dir) = File::open(root) {
+        if rustix::fs::syncfs(&dir).is_ok() {
+            return Ok(());
+        }
+    }
+    staged.iter().try_for_each(Staged::sync)
+}
+
+/// Renames synced staged files into place in order (calling `each` after
+/// every rename), then fsyncs each parent directory once. Each target has
+/// its old or its new bytes at every instant.
+pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for s in staged {
+        fs::rename(&s.tmp, &s.target).ctx(|| format!("replacing {}", s.target.display()))?;
+        each();
+        if let Some(d) = s.target.parent() {
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    dirs.into_iter().try_for_each(sync_dir)
 }
 
 /// Writes only when the bytes differ, so an unchanged derived file keeps

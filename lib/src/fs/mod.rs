@@ -2,7 +2,9 @@
 //! batched stat calls, the one directory walker. Knows nothing of what a library is.
 
 pub mod atomic;
+pub mod crash;
 pub mod map;
 pub mod nofollow;
+pub mod read;
 pub mod stat;
 pub mod walk;

@@ -67,6 +67,7 @@ pub fn with_lock<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Result<T> 
             std::thread::sleep(Duration::from_millis(3));
         }
     }
+    // On purpose: the holder's pid only decorates the error message.
     let holder = std::fs::read_to_string(path).unwrap_or_default();
     Err(Error::Busy(format!(
         "last-word is locked ({} held by pid {}) after {} retries",

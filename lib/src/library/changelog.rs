@@ -114,6 +114,19 @@ pub fn parse(text: &str) -> Log {
     log
 }
 
+/// Reads one `.changelog-archive/YYYY-MM.md`: an unreadable or non-UTF-8
+/// archive is an error, never an empty history.
+pub fn read_archive(path: &std::path::Path) -> Result<String> {
+    let bytes = fs::read(path).map_err(|e| Error::io(format!("reading the archive {}", path.display()), e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::msg(format!(
+            "the archive {} is not UTF-8 (byte {}); fix or restore it before compacting or reading history",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 /// What a compaction did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Compaction {
@@ -151,10 +164,18 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
     }
     let day = clock::day(now);
     let mut markers = Vec::new();
-    for (month, lines) in &moved {
+    // Every archive is read before any is written, so a bad one stops the
+    // compaction with nothing changed.
+    let mut existing = Vec::new();
+    for month in moved.keys() {
+        let ap = lib.path(&format!(".changelog-archive/{month}.md"));
+        // An archive that cannot be read would look empty and get its
+        // lines appended again: refuse (exit 2) before touching anything.
+        existing.push(if ap.exists() { read_archive(&ap)? } else { String::new() });
+    }
+    for ((month, lines), existing) in moved.iter().zip(&existing) {
         let rel = format!(".changelog-archive/{month}.md");
         let ap = lib.path(&rel);
-        let existing = fs::read_to_string(&ap).unwrap_or_default();
         let present: std::collections::HashSet<&str> = existing.lines().collect();
         let mut add = String::new();
         for l in lines.iter().filter(|l| !present.contains(*l)) {
@@ -162,6 +183,7 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
             add.push('\n');
         }
         atomic::append_lines(&ap, &add)?;
+        crate::fs::crash::at(crate::fs::crash::Step::CompactArchive);
         markers.push(format!("# COMPACT {day}: archived {} lines -> {rel}", lines.len()));
         result.archived += lines.len();
         result.archives.insert(rel, lines.len());
@@ -173,5 +195,6 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
         out.push('\n');
     }
     atomic::write(&p, out.as_bytes())?;
+    crate::fs::crash::at(crate::fs::crash::Step::CompactLog);
     Ok(result)
 }

@@ -44,6 +44,7 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     let mut add = git(&lib.dir);
     add.args(["add", "--all", "--"]).args(&paths);
     run(add, "git add")?;
+    crate::fs::crash::at(crate::fs::crash::Step::GitAdd);
     let mut diff = git(&lib.dir);
     diff.args(["diff", "--cached", "--quiet", "--"]).args(&paths);
     if diff.status().map_err(|e| Error::io("running git diff", e))?.success() {

@@ -41,8 +41,9 @@ pub const DERIVED: &[&str] = &[
     ".gitignore",
 ];
 
-/// Tool-owned files by name (any directory).
-pub const INTERNAL_FILES: &[&str] = &[".lock"];
+/// Tool-owned files by name (any directory): the lock and a batch's
+/// write-ahead journal (`library::journal`).
+pub const INTERNAL_FILES: &[&str] = &[".lock", ".journal"];
 
 /// The directory holding compacted changelog months (`YYYY-MM.md`, logs).
 pub const ARCHIVE_DIR: &str = ".changelog-archive";
@@ -52,7 +53,9 @@ pub const ARCHIVE_DIR: &str = ".changelog-archive";
 /// or break a rule in force.
 /// `.core-rule-proposals` is written by `kb-guard rules propose` only, so a
 /// request can never plant a proposal for a person to approve.
-pub const INTERNAL_DIRS: &[&str] = &[ARCHIVE_DIR, ".cache", ".conflicts", ".evolving-rules", ".core-rule-proposals"];
+/// `.lock.queue` holds the lock's waiting tickets (`lock::queue`).
+pub const INTERNAL_DIRS: &[&str] =
+    &[ARCHIVE_DIR, ".cache", ".conflicts", ".evolving-rules", ".core-rule-proposals", ".lock.queue"];
 
 /// The git files kb-tools itself writes at the library root (derived);
 /// anywhere else these names are refused (see [`super::names`]).
@@ -113,6 +116,8 @@ mod tests {
             (".gitattributes", Kind::Derived),
             (".gitignore", Kind::Derived),
             (".lock", Kind::Internal),
+            (".journal", Kind::Internal),
+            (".lock.queue/000000001-42", Kind::Internal),
             (".cache/kb-index/state", Kind::Internal),
             (".evolving-rules/security/active/r.yaml", Kind::Internal),
             (".conflicts/a.md", Kind::Internal),

@@ -153,12 +153,25 @@ pub fn all_edges<'a>(docs: impl Iterator<Item = &'a [Edge]>, lib: &Library) -> R
 pub fn history(lib: &Library) -> Result<Vec<Event>> {
     let mut out = Vec::new();
     let archive = lib.path(".changelog-archive");
-    if let Ok(rd) = fs::read_dir(&archive) {
-        let mut files: Vec<_> =
-            rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect();
+    let rd = match fs::read_dir(&archive) {
+        Ok(rd) => Some(rd),
+        // No archive yet: nothing was ever compacted.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(format!("reading {}", archive.display()), e)),
+    };
+    if let Some(rd) = rd {
+        let mut files = Vec::new();
+        for e in rd {
+            let p = e.map_err(|e| Error::io(format!("reading {}", archive.display()), e))?.path();
+            if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
         files.sort();
         for f in files {
-            let text = fs::read_to_string(&f).unwrap_or_default();
+            // An archive that cannot be read is history that would be
+            // silently lost (used_by counts drop): refuse instead.
+            let text = changelog::read_archive(&f)?;
             out.extend(changelog::parse(&text).events.into_iter().map(|(_, e)| e));
         }
     }

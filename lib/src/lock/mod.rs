@@ -17,6 +17,8 @@ use crate::error::{Context, Error, Result};
 
 pub mod backoff;
 
+pub mod queue;
+
 /// The variable a lock holder exports so writers it runs do not lock twice.
 pub const HELD_VAR: &str = "KB_LOCK_HELD";
 
@@ -95,11 +97,31 @@ pub fn with_lock<T>(lib: impl AsRef<Path>, opts: &Options, body: impl FnOnce() -
     }
     let file = open_lock_file(lib, opts)?;
     let mut lock = fd_lock::RwLock::new(file);
-    let started = Instant::now();
+    let mut started = Instant::now();
     let mut attempt = 0u32;
+    let mut ticket: Option<queue::Ticket> = None;
+    let mut last_head = None;
     loop {
-        match lock.try_write() {
-            Ok(mut guard) => {
+        let head = queue::head(lib)?;
+        let turn = match &ticket {
+            None => head.is_none(),
+            // An empty queue although we hold a ticket: ours was removed
+            // (a sweep); try the lock rather than wait for nothing.
+            Some(t) => head.is_none() || head.as_deref() == Some(t.name()),
+        };
+        // The timeout bounds a wait without progress: while the queue
+        // moves (the head changes as each waiter gets the lock), a waiter
+        // keeps its place; a holder that keeps the lock too long, or a
+        // stuck queue, still times out.
+        if ticket.is_some() && head != last_head {
+            started = Instant::now();
+            attempt = 0;
+            last_head = head;
+        }
+        let tried = if turn { Some(lock.try_write()) } else { None };
+        match tried {
+            Some(Ok(mut guard)) => {
+                drop(ticket.take());
                 let holder = Holder {
                     pid: std::process::id(),
                     host: hostname(),
@@ -113,10 +135,18 @@ pub fn with_lock<T>(lib: impl AsRef<Path>, opts: &Options, body: impl FnOnce() -
                 drop(guard);
                 return result;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(Error::io(format!("locking {}", path(lib).display()), e)),
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                return Err(Error::io(format!("locking {}", path(lib).display()), e))
+            }
+            _ => {}
         }
-        wait_or_timeout(lib, opts, started, &mut attempt)?;
+        if ticket.is_none() {
+            ticket = Some(queue::take(lib)?);
+            continue;
+        }
+        // The head of the queue polls the lock closely; the others only
+        // wait for their turn.
+        wait_or_timeout(lib, opts, started, &mut attempt, if turn { 10 } else { 50 })?;
     }
 }
 
@@ -129,7 +159,7 @@ fn open_lock_file(lib: &Path, opts: &Options) -> Result<File> {
             if reclaim_legacy(&p)?.is_some() {
                 continue;
             }
-            wait_or_timeout(lib, opts, started, &mut attempt)?;
+            wait_or_timeout(lib, opts, started, &mut attempt, 250)?;
             continue;
         }
         // Never through a symlink (a planted `.lock` link would be
@@ -138,7 +168,7 @@ fn open_lock_file(lib: &Path, opts: &Options) -> Result<File> {
     }
 }
 
-fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u32) -> Result<()> {
+fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u32, cap_ms: u64) -> Result<()> {
     let elapsed = started.elapsed();
     if elapsed >= opts.timeout {
         let who = match status(lib) {
@@ -154,7 +184,7 @@ fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u
             path(lib).display()
         )));
     }
-    std::thread::sleep(backoff::delay(*attempt, 2, 250).min(opts.timeout - elapsed));
+    std::thread::sleep(backoff::delay(*attempt, 1, cap_ms).min(opts.timeout - elapsed));
     *attempt += 1;
     Ok(())
 }

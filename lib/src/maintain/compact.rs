@@ -13,6 +13,9 @@ use crate::lock;
 /// The file that records the last compaction (epoch seconds).
 pub const LAST_COMPACT: &str = ".last-compact";
 
+/// Where compaction archives old changelog lines.
+const ARCHIVE_DIR: &str = ".changelog-archive";
+
 /// What `compact` reports.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "record", rename = "compact")]
@@ -33,10 +36,20 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
     let now = clock::now()?;
     let cutoff = clock::days_before(now, days);
     lock::with_lock(lib, lock_opts, || {
+        if commit {
+            crate::library::git_state::note(&crate::library::git_state::clear(lib, crate::library::git_state::WAIT)?);
+        }
+        crate::library::journal::note(crate::write::recover(lib)?);
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
         crate::fs::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
         let mut committed = false;
-        if commit && archived == 0 {
+        if commit && archived == 0 && uncommitted(lib, &[ARCHIVE_DIR, changelog::FILE]) {
+            // A compaction killed before its commit left archives and a
+            // rewritten log behind; this run moves nothing, so it commits
+            // what that one did.
+            let paths = [ARCHIVE_DIR.to_string(), changelog::FILE.to_string(), LAST_COMPACT.to_string()];
+            committed = git::commit(lib, &paths, "task-ai(library):maintain archive (completing an interrupted run)")?;
+        } else if commit && archived == 0 {
             // Only the stamp changed; commit it so the tree stays clean.
             committed = git::commit(lib, &[LAST_COMPACT.to_string()], "task-ai(library):maintain compact")?;
         } else if commit {
@@ -54,4 +67,15 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
         }
         Ok(Compacted { archived, archives, committed })
     })
+}
+
+/// Whether git sees changes (or untracked files) under these paths; false
+/// outside a repository.
+fn uncommitted(lib: &Library, paths: &[&str]) -> bool {
+    git::is_repo(lib)
+        && git::git(&lib.dir)
+            .args(["status", "--porcelain", "--untracked-files=all", "--"])
+            .args(paths)
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
 }

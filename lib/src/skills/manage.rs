@@ -201,6 +201,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     precheck(&req.name, &req.op).map_err(Error::msg)?;
     let (engine, guard_errors) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
+        crate::library::journal::note(crate::write::recover(lib)?);
         if let Op::Delete = req.op {
             return delete(lib, req, opts);
         }
@@ -255,7 +256,8 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             reason: warning.clone(),
         };
         let skill_md = format!("{dir}/SKILL.md");
-        let md_text = fs::read_to_string(lib.path(&skill_md)).unwrap_or_default();
+        // Deleted with the skill: no SKILL.md is no entry; unreadable is an error.
+        let md_text = crate::fs::read::optional_text(&lib.path(&skill_md))?.unwrap_or_default();
         let entry = Entry::from_text(&skill_md, &md_text);
         let (changed, edges) = if change.rel == skill_md {
             let edges = entry.as_ref().map(|e| relations::doc_edges(e, &md_text)).unwrap_or_default();

@@ -75,6 +75,8 @@ pub fn nudge(lib: &Library, notebook: Option<&str>, calls: u64, interval: u64) -
     let mut lock = fd_lock::RwLock::new(file);
     let _held = lock.write().map_err(|e| Error::io(format!("locking {}", lock_path.display()), e))?;
     let path = lib.path(FILE);
+    // On purpose: the counters are a cache of review reminders; a missing
+    // or damaged file only restarts the counting (no document is affected).
     let mut counters: BTreeMap<String, u64> =
         fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let total = counters.get(&nb).copied().unwrap_or(0).saturating_add(calls);

@@ -27,7 +27,8 @@ pub fn gitattributes() -> String {
 
 /// The library's `.gitignore`: the lock file and writers' temp files are
 /// never shared.
-pub const GITIGNORE: &str = "# kb-tools: never committed (written by kb-append init).\n/.lock\n.*.tmp.*\n/.cache/\n";
+pub const GITIGNORE: &str =
+    "# kb-tools: never committed (written by kb-append init).\n/.lock\n.*.tmp.*\n/.cache/\n/.journal\n/.lock.queue/\n";
 
 /// Writes `.gitattributes` and `.gitignore` into the library when they are
 /// missing or stale. A file someone else wrote (no `# kb-tools:` first
@@ -37,7 +38,9 @@ pub fn write(lib: &Library) -> Result<Vec<String>> {
     let mut written = Vec::new();
     for (name, ours) in [(".gitattributes", gitattributes()), (".gitignore", GITIGNORE.to_string())] {
         let path = lib.path(name);
-        let existing = std::fs::read_to_string(&path).unwrap_or_default();
+        // Missing is empty; an unreadable or non-UTF-8 file is an error,
+        // never replaced as if it were empty.
+        let existing = crate::fs::read::optional_text(&path)?.unwrap_or_default();
         let text = if existing.is_empty() || existing.starts_with("# kb-tools:") {
             ours
         } else if existing.contains(ours.lines().nth(2).unwrap_or_default()) {

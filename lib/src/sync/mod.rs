@@ -3,6 +3,7 @@
 //! both sides), logs with a union driver, derived files are rebuilt, so
 //! every clone converges to the same bytes and no write is lost.
 
+pub mod append_union;
 pub mod attributes;
 pub mod conflicts;
 pub mod drivers;

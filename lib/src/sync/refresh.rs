@@ -66,7 +66,10 @@ pub fn events_since(lib: &Library, repo: &Repo, base: &str) -> Result<Vec<Event>
         let old = repo.output(&["show", &format!("{base}:{}", repo.top_path(&rel))])?;
         let old = if old.status.success() { String::from_utf8_lossy(&old.stdout).into_owned() } else { String::new() };
         let seen: HashSet<&str> = old.lines().collect();
-        let now = std::fs::read(lib.path(&rel)).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        // A log the merge removed has no new lines; an unreadable one is an error.
+        let now = crate::fs::read::optional(&lib.path(&rel))?
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         let fresh: String = now.lines().filter(|l| !seen.contains(l)).map(|l| format!("{l}\n")).collect();
         events.extend(changelog::parse(&fresh).events.into_iter().map(|(_, e)| e));
     }

@@ -99,7 +99,10 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
                     )));
                 }
             },
-            _ => crate::fs::nofollow::read(&full, crate::library::scan::MAX_DOC_BYTES).unwrap_or_default(),
+            // Keep what is there; a file that cannot be read must not be
+            // "kept" as empty bytes.
+            _ => crate::fs::nofollow::read(&full, crate::library::scan::MAX_DOC_BYTES)
+                .map_err(|e| Error::io(format!("reading {}", full.display()), e))?,
         };
         crate::fs::atomic::write_if_changed(&full, &bytes)?;
         let removed = conflicts::remove(lib, &copies)?;

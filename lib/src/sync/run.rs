@@ -123,9 +123,12 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     let tracking = format!("refs/remotes/{remote}/{branch}");
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
+        crate::library::git_state::note(&crate::library::git_state::clear(lib, Duration::from_secs(10))?);
+        crate::library::journal::note(crate::write::recover(lib)?);
         recover(&repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;
+        crate::fs::crash::at(crate::fs::crash::Step::SyncFetched);
         let mut start = Start { head: repo.rev("HEAD"), ..Start::default() };
         let result = rounds(lib, &repo, opts, &remote, &branch, &tracking, &mut start);
         if result.is_err() {
@@ -346,6 +349,7 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     };
     let mut touched = Vec::new();
     if base.is_some() {
+        crate::fs::crash::at(crate::fs::crash::Step::SyncMerging);
         touched = settle(lib, repo, &before, &theirs)?;
         step.conflicts = touched.iter().filter(|p| p.starts_with(conflicts::DIR)).cloned().collect();
     }
@@ -362,6 +366,7 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     } else if !touched.is_empty() {
         repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
     }
+    crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
     remove_marker(repo, MERGE_MARKER)?;
     Ok(step)
 }
@@ -409,7 +414,21 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
             }
             // Tool-owned files that git shares (`.evolving-rules/`) merge as
             // documents: both sides kept on a conflict.
-            Kind::Document | Kind::Internal | Kind::Refused => {
+            k @ (Kind::Document | Kind::Internal | Kind::Refused) => {
+                // Two appends to one document merge as their union.
+                let union = (k == Kind::Document && a.is_some() && b.is_some())
+                    .then(|| {
+                        crate::sync::append_union::merge(
+                            base.as_deref().unwrap_or_default(),
+                            a.as_deref().unwrap_or_default(),
+                            b.as_deref().unwrap_or_default(),
+                        )
+                    })
+                    .flatten();
+                if let Some(merged) = union {
+                    crate::fs::atomic::write(&lib.path(rel), &merged)?;
+                    continue;
+                }
                 let ours = Side { bytes: a, commit: ours.to_string() };
                 let theirs = Side { bytes: b, commit: theirs.to_string() };
                 let settled = conflicts::settle(lib, repo, rel, top_rel, ours, theirs)?;

@@ -1,0 +1,117 @@
+//! Fault injection for the crash tests (issue 22, after SQLite's crash
+//! tests): `KB_CRASH_AT=<step>:<n>` makes the process abort (as a kill -9
+//! would end it: no destructors, no flush) the n-th time it reaches the
+//! named step of the write, compaction or sync pipeline. Every step is named
+//! here, once, so the tests iterate all of them. Without the variable a step
+//! costs one load of a cached `None`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+/// The environment variable that arms a crash.
+pub const VAR: &str = "KB_CRASH_AT";
+
+/// A named point in a pipeline where a crash can be injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A batch wrote (and synced) one temp file; nothing is in place yet.
+    WriteTemp,
+    /// The batch's journal (intent record) is durable; no rename yet.
+    Journal,
+    /// One file of a batch was renamed into place.
+    Rename,
+    /// Every file is in place and its directory synced; no changelog yet.
+    Renamed,
+    /// The batch's changelog lines were appended.
+    Changelog,
+    /// The `.index.md`/`.master-index.md` rows were updated.
+    Index,
+    /// `.relations.jsonl` was updated.
+    Relations,
+    /// `git add` staged the batch; `git commit` has not run.
+    GitAdd,
+    /// The commit was made; the journal is still there.
+    Committed,
+    /// Compaction appended one archive file.
+    CompactArchive,
+    /// Compaction rewrote `.changelog`; `.last-compact` and the commit are to come.
+    CompactLog,
+    /// Sync committed local changes and fetched; no merge yet.
+    SyncFetched,
+    /// Sync started a merge (`MERGE_HEAD` exists) and has not committed it.
+    SyncMerging,
+    /// Sync committed the merge; no push yet.
+    SyncMerged,
+}
+
+/// Every step, in pipeline order, for tests that crash at each.
+pub const STEPS: &[Step] = &[
+    Step::WriteTemp,
+    Step::Journal,
+    Step::Rename,
+    Step::Renamed,
+    Step::Changelog,
+    Step::Index,
+    Step::Relations,
+    Step::GitAdd,
+    Step::Committed,
+    Step::CompactArchive,
+    Step::CompactLog,
+    Step::SyncFetched,
+    Step::SyncMerging,
+    Step::SyncMerged,
+];
+
+impl Step {
+    /// The step's name in `KB_CRASH_AT`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::WriteTemp => "write-temp",
+            Step::Journal => "journal",
+            Step::Rename => "rename",
+            Step::Renamed => "renamed",
+            Step::Changelog => "changelog",
+            Step::Index => "index",
+            Step::Relations => "relations",
+            Step::GitAdd => "git-add",
+            Step::Committed => "committed",
+            Step::CompactArchive => "compact-archive",
+            Step::CompactLog => "compact-log",
+            Step::SyncFetched => "sync-fetched",
+            Step::SyncMerging => "sync-merging",
+            Step::SyncMerged => "sync-merged",
+        }
+    }
+
+    /// The pipeline a step belongs to: `write`, `compact` or `sync`.
+    pub fn pipeline(self) -> &'static str {
+        match self {
+            Step::CompactArchive | Step::CompactLog => "compact",
+            Step::SyncFetched | Step::SyncMerging | Step::SyncMerged => "sync",
+            _ => "write",
+        }
+    }
+}
+
+/// The armed step and count, parsed once. A malformed value is ignored
+/// on purpose: the switch is for tests, and a typo must not abort users.
+fn armed() -> Option<(Step, u32)> {
+    static ARMED: OnceLock<Option<(Step, u32)>> = OnceLock::new();
+    *ARMED.get_or_init(|| {
+        let v = std::env::var(VAR).ok()?;
+        let (name, n) = v.rsplit_once(':').unwrap_or((v.as_str(), "1"));
+        let step = STEPS.iter().copied().find(|s| s.name() == name)?;
+        Some((step, n.parse().ok().filter(|n| *n > 0)?))
+    })
+}
+
+/// Aborts the process when `step` is armed and reached for the n-th time.
+pub fn at(step: Step) {
+    static HITS: AtomicU32 = AtomicU32::new(0);
+    if let Some((armed, n)) = armed() {
+        if armed == step && HITS.fetch_add(1, Ordering::SeqCst) + 1 == n {
+            eprintln!("kb: {VAR}={}:{n}: aborting", step.name());
+            std::process::abort();
+        }
+    }
+}

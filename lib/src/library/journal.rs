@@ -1,0 +1,265 @@
+//! The write-ahead journal `.library/.journal` (issue 22, DESIGN.md "Crash
+//! guarantees"). Before a batch renames its first file into place it makes
+//! one durable record of everything it is about to do: each file's final
+//! SHA-256 and temp name, the changelog lines it will append, where the
+//! changelog ended, and whether it commits. A batch that finishes removes
+//! the journal. Whoever takes the lock next (a writer, compaction, sync,
+//! `kb-lock sweep`) and finds one left by a killed batch recovers it:
+//! a file whose bytes are the planned ones landed and keeps them (its
+//! changelog lines are appended if missing); any other file kept its old
+//! bytes and its lines are dropped (rolled back); then every derived file
+//! is rebuilt and, when the batch was committing, one commit holds it all.
+//! Schema: `schemas/journal.schema.json`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock;
+use crate::doc::digest;
+use crate::error::{Error, Result};
+use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
+use crate::library::changelog::{self, Event};
+use crate::library::Library;
+
+/// The journal's file name under the library.
+pub const FILE: &str = ".journal";
+
+/// The format version written and understood.
+pub const VERSION: u32 = 1;
+
+/// The intent record of one batch.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Journal {
+    /// Always `journal`.
+    pub record: String,
+    /// Format version ([`VERSION`]).
+    pub version: u32,
+    /// The writer's process id.
+    pub pid: u32,
+    /// When the batch started.
+    pub started: String,
+    /// Length of `.changelog`'s complete lines before the batch: its lines
+    /// are looked for after this offset only.
+    pub changelog_offset: u64,
+    /// Whether the batch commits to git.
+    pub commit: bool,
+    /// The files it is about to put in place.
+    pub files: Vec<Planned>,
+    /// The changelog lines it is about to append, in order.
+    pub events: Vec<Event>,
+}
+
+/// One file a batch is about to rename into place.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Planned {
+    /// Library-relative path of the target.
+    pub path: String,
+    /// Library-relative path of the synced temp file renamed onto it.
+    pub tmp: String,
+    /// SHA-256 of the final bytes.
+    pub sha256: String,
+}
+
+/// What recovering an interrupted batch did (the `recovered` record).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Recovered {
+    /// Always `recovered`.
+    pub record: &'static str,
+    /// When the interrupted batch started.
+    pub started: String,
+    /// The interrupted writer's process id.
+    pub pid: u32,
+    /// Files that had landed and were kept (their changelog lines are in).
+    pub landed: Vec<String>,
+    /// Files that had not landed and keep their old bytes.
+    pub rolled_back: Vec<String>,
+    /// Changelog lines the recovery appended.
+    pub changelog_added: usize,
+    /// Derived files the rebuild changed.
+    pub rebuilt: Vec<String>,
+    /// Whether a git commit was made.
+    pub committed: bool,
+    /// Why a commit failed (the files stay; the next sync commits them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_error: Option<String>,
+}
+
+/// The length of `.changelog` up to its last newline: where this batch's
+/// lines will start.
+pub fn changelog_offset(lib: &Library) -> Result<u64> {
+    let p = lib.path(changelog::FILE);
+    match fs::read(&p) {
+        Ok(b) => Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(Error::io(format!("reading {}", p.display()), e)),
+    }
+}
+
+/// Whether a batch left a journal (only then does `kb-lock sweep` take the
+/// lock to recover it).
+pub fn pending(lib: &Library) -> bool {
+    lib.path(FILE).exists()
+}
+
+/// Makes the intent record durable (atomic write: temp, fsync, rename,
+/// fsync the directory). Callers hold the library lock.
+pub fn begin(lib: &Library, journal: &Journal) -> Result<()> {
+    let text = serde_json::to_string(journal).map_err(|e| Error::msg(format!("cannot encode the journal: {e}")))?;
+    atomic::write(&lib.path(FILE), format!("{text}\n").as_bytes())?;
+    crash::at(Step::Journal);
+    Ok(())
+}
+
+/// Removes the journal once the batch is wholly recorded.
+pub fn end(lib: &Library) -> Result<()> {
+    let p = lib.path(FILE);
+    match fs::remove_file(&p) {
+        Ok(()) => atomic::sync_dir(&lib.dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("removing {}", p.display()), e)),
+    }
+}
+
+/// Reads the journal, if any. A journal that does not parse is an error:
+/// it is written atomically, so it is never torn, and guessing would lose
+/// or invent changelog lines.
+pub fn read(lib: &Library) -> Result<Option<Journal>> {
+    let p = lib.path(FILE);
+    let bytes = match fs::read(&p) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
+    };
+    let j: Journal = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::msg(format!("{} is not a kb-tools journal ({e}); move it away to go on", p.display())))?;
+    if j.version != VERSION {
+        return Err(Error::msg(format!("{} has version {}, this kb-tools reads {VERSION}", p.display(), j.version)));
+    }
+    Ok(Some(j))
+}
+
+/// Finishes or rolls back a batch a killed writer left (see the module
+/// doc). `message` builds the commit message from the kept events.
+/// Callers hold the library lock. Returns `None` when there was nothing to
+/// recover.
+pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Option<Recovered>> {
+    let Some(j) = read(lib)? else { return Ok(None) };
+    let mut landed = BTreeSet::new();
+    let mut rolled_back = Vec::new();
+    for f in &j.files {
+        let tmp = lib.path(&f.tmp);
+        match fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
+        }
+        let target = lib.path(&f.path);
+        let now = match fs::read(&target) {
+            Ok(b) => Some(digest::sha256_hex(&b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(format!("reading {}", target.display()), e)),
+        };
+        if now.as_deref() == Some(f.sha256.as_str()) {
+            landed.insert(f.path.clone());
+        } else {
+            rolled_back.push(f.path.clone());
+        }
+    }
+    // An event about no planned file (`kb-append event`) is kept as is.
+    let planned: BTreeSet<&str> = j.files.iter().map(|f| f.path.as_str()).collect();
+    let kept: Vec<Event> =
+        j.events.iter().filter(|e| landed.contains(&e.path) || !planned.contains(e.path.as_str())).cloned().collect();
+    let added = append_missing(lib, j.changelog_offset, &kept)?;
+    let rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
+    let (mut committed, mut commit_error) = (false, None);
+    if j.commit && !kept.is_empty() {
+        let mut paths: Vec<String> = landed.iter().cloned().collect();
+        paths.push(changelog::FILE.to_string());
+        paths.push(crate::library::relations::FILE.to_string());
+        paths.extend(crate::derived::index::generated_indexes(lib));
+        // Stale git state a killed commit left is cleared first; a live
+        // git that outlasts the wait makes the commit fail, reported below.
+        let commit = crate::library::git_state::clear(lib, crate::library::git_state::WAIT).and_then(|c| {
+            crate::library::git_state::note(&c);
+            crate::library::git::commit(lib, &paths, &message(&kept))
+        });
+        match commit {
+            Ok(c) => committed = c,
+            Err(e) => commit_error = Some(e.to_string()),
+        }
+    }
+    end(lib)?;
+    Ok(Some(Recovered {
+        record: "recovered",
+        started: j.started,
+        pid: j.pid,
+        landed: landed.into_iter().collect(),
+        rolled_back,
+        changelog_added: added,
+        rebuilt,
+        committed,
+        commit_error,
+    }))
+}
+
+/// Appends the events whose exact line is not among the changelog's
+/// complete lines after `offset`. Returns how many it appended.
+fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize> {
+    let p = lib.path(changelog::FILE);
+    let bytes = match fs::read(&p) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
+    };
+    // Only whole lines count: a torn tail is cut by the append below.
+    let tail = bytes.get(offset as usize..).unwrap_or_default();
+    let text = String::from_utf8_lossy(tail);
+    // A multiset: two identical lines (same instant, same bytes) both count.
+    let mut present: HashMap<&str, usize> = HashMap::new();
+    for l in atomic::complete_lines(&text) {
+        *present.entry(l).or_default() += 1;
+    }
+    let mut missing = Vec::new();
+    for e in events {
+        let line = serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}")))?;
+        match present.get_mut(line.as_str()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => missing.push(e.clone()),
+        }
+    }
+    changelog::append(lib, &missing)?;
+    Ok(missing.len())
+}
+
+/// A new journal for a batch started now.
+pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
+    Ok(Journal {
+        record: "journal".into(),
+        version: VERSION,
+        pid: std::process::id(),
+        started: clock::format(clock::now()?),
+        changelog_offset: changelog_offset(lib)?,
+        commit,
+        files: Vec::new(),
+        events: Vec::new(),
+    })
+}
+
+/// Tells the user on stderr that a writer recovered a killed batch, for
+/// commands whose stdout has no place for a `recovered` record.
+pub fn note(recovered: Option<Recovered>) {
+    if let Some(r) = recovered {
+        eprintln!(
+            "kb: recovered a batch interrupted at {} (pid {}): {} files landed, {} rolled back, {} changelog lines added{}",
+            r.started,
+            r.pid,
+            r.landed.len(),
+            r.rolled_back.len(),
+            r.changelog_added,
+            if r.committed { ", committed" } else { "" }
+        );
+    }
+}
