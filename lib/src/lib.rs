@@ -15,7 +15,7 @@
 //! - [`report`]: listings, status, staleness, usage, lifecycle.
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`guard`], [`score`], [`memgate`],
-//!   [`lastword`], [`skills`], [`sync`].
+//!   [`lastword`], [`skills`], [`sync`], and [`mcp`] (kb-mcp, which calls them all).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -42,6 +42,7 @@ pub mod maintain;
 
 pub mod guard;
 pub mod lastword;
+pub mod mcp;
 pub mod memgate;
 pub mod score;
 pub mod skills;
