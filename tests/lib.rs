@@ -11,6 +11,7 @@ mod index;
 mod lastword;
 mod lastword_sections;
 mod lock;
+mod mcp;
 mod memgate;
 mod recipes;
 mod relate;
