@@ -213,6 +213,7 @@ bench: build
     bash bench/guard.sh 3000
     bash bench/evolve.sh
     bash bench/sync.sh 10000 100 1000
+    bash bench/mcp.sh 2000 300
 
 # What CI checks: formatting, lints as errors, the tests.
 ci:

@@ -224,6 +224,35 @@ fn dangerous_content_is_refused_unless_allow_risky_gives_a_reason() {
 }
 
 #[test]
+fn two_servers_writing_one_library_at_once_lose_nothing() {
+    let lib = git_lib();
+    std::thread::scope(|scope| {
+        for who in ["a", "b"] {
+            let lib = &lib;
+            scope.spawn(move || {
+                let mut s = initialized(lib);
+                for i in 0..8 {
+                    let doc = format!("---\ntopic: {who}-{i}\n---\n# {who} {i}\n");
+                    let (err, recs) =
+                        s.call("library_write", json!({"path": format!("notes/{who}-{i}.md"), "content": doc}));
+                    assert!(!err, "{recs:?}");
+                }
+            });
+        }
+    });
+    let log = lib.read(".changelog");
+    for who in ["a", "b"] {
+        for i in 0..8 {
+            let p = format!("notes/{who}-{i}.md");
+            assert_eq!(lib.read(&p), format!("---\ntopic: {who}-{i}\n---\n# {who} {i}\n"));
+            assert_eq!(log.lines().filter(|l| l.contains(&format!("\"{p}\""))).count(), 1, "{p}: {log}");
+            assert!(lib.read(".master-index.md").contains(&p), "{p}");
+        }
+    }
+    assert_eq!(lib.git(&["status", "--porcelain", "--", ".library/notes"]), "", "every write committed");
+}
+
+#[test]
 fn documents_are_resources_listed_and_read() {
     let lib = git_lib();
     lib.put("notes/a b.md", "---\ntopic: spaced\n---\n# Spaced\n");
@@ -329,6 +358,8 @@ fn the_official_python_sdk_calls_every_tool() {
     // last-word: planned, pending, applied into USER.md.
     assert_eq!(ok("plan")[0]["status"], "pending");
     assert_eq!(ok("lw_status")[0]["entries"], 1);
+    let diff = ok("lw_dry");
+    assert!(diff.iter().any(|r| r["record"] == "text" && r["text"].as_str().unwrap().contains("+- Helix")), "{diff:?}");
     assert_eq!(ok("lw_apply")[0]["status"], "applied");
     let user = std::fs::read_to_string(lib.root().join(".config/agents/USER.md")).unwrap();
     assert!(user.contains("Editor") && user.contains("- Helix"), "{user}");

@@ -110,6 +110,7 @@ async def main(binary, root):
             entry = {"path": "~/.config/agents/USER.md", "heading": "Editor", "content": "- Helix"}
             seen["plan"] = records(await session.call_tool("last_word_plan", {"entries": [entry], "source": "s1"}))
             seen["lw_status"] = records(await session.call_tool("last_word_status", {}))
+            seen["lw_dry"] = records(await session.call_tool("last_word_apply", {"dry_run": True}))
             seen["lw_apply"] = records(await session.call_tool("last_word_apply", {"file": "USER.md"}))
 
             resources = (await session.list_resources()).resources

@@ -66,15 +66,33 @@ impl Reply {
         self.is_error = true;
     }
 
-    /// Adds the JSON Lines a captured `Out` wrote.
+    /// Adds the JSON Lines a captured `Out` wrote; runs of other lines
+    /// (a dry run's unified diff) become one `text` record each.
     pub fn extend_jsonl(&mut self, bytes: &[u8]) {
-        for line in String::from_utf8_lossy(bytes).lines().filter(|l| !l.trim().is_empty()) {
-            let v = serde_json::from_str(line).unwrap_or_else(|_| json!({"record": "text", "text": line}));
-            if v.get("record").and_then(Value::as_str) == Some("error") {
-                self.is_error = true;
+        let mut text = String::new();
+        for line in String::from_utf8_lossy(bytes).lines() {
+            match serde_json::from_str::<Value>(line) {
+                Ok(v @ Value::Object(_)) => {
+                    self.flush_text(&mut text);
+                    if v.get("record").and_then(Value::as_str) == Some("error") {
+                        self.is_error = true;
+                    }
+                    self.records.push(v);
+                }
+                _ => {
+                    text.push_str(line);
+                    text.push('\n');
+                }
             }
-            self.records.push(v);
         }
+        self.flush_text(&mut text);
+    }
+
+    fn flush_text(&mut self, text: &mut String) {
+        if !text.trim().is_empty() {
+            self.records.push(json!({"record": "text", "text": std::mem::take(text)}));
+        }
+        text.clear();
     }
 
     /// The MCP `CallToolResult`: the records as JSON Lines text (what the
@@ -160,6 +178,21 @@ fn schema_file(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn captured_output_becomes_records_and_text_runs() {
+        let mut r = Reply::default();
+        r.extend_jsonl(b"{\"record\":\"result\"}\n--- a\n+++ b\n\n{\"record\":\"error\",\"message\":\"x\"}\n");
+        assert_eq!(
+            r.records,
+            vec![
+                json!({"record": "result"}),
+                json!({"record": "text", "text": "--- a\n+++ b\n\n"}),
+                json!({"record": "error", "message": "x"})
+            ]
+        );
+        assert!(r.is_error);
+    }
 
     #[test]
     fn every_schema_is_an_object_schema_and_names_are_unique() {
