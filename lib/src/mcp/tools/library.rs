@@ -261,8 +261,16 @@ fn guard_scan(cx: &Ctx, map: Map<String, Value>) -> Called {
                 Err(e) => r.error(&format!("{shown}: {}", e.message), json!({"path": shown})),
             }
         }
+        // Findings name files library-relative, as the request did.
+        let prefix = format!("{}/", cx.lib.dir.display());
         for res in scan::scan_targets(&engine, &targets, &stdin, None, crate::clock::now()?) {
-            res.findings.iter().for_each(|f| r.push(f));
+            for f in &res.findings {
+                let mut v = serde_json::to_value(f).unwrap_or(Value::Null);
+                if let Some(rel) = v["path"].as_str().and_then(|p| p.strip_prefix(&prefix)).map(str::to_string) {
+                    v["path"] = Value::String(rel);
+                }
+                r.records.push(v);
+            }
             r.push(&res.verdict);
         }
         Ok(r)
