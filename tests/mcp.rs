@@ -202,6 +202,18 @@ fn malformed_and_hostile_requests_are_errors_and_the_server_keeps_serving() {
     std::fs::remove_file(lib.path("notes/bad.md")).unwrap();
     let (code, msg) = s.error("tools/call", json!({"name": "guard_scan", "arguments": {"path": "../x"}}));
     assert_eq!((code, msg.as_str()), (-32602, "'../x' contains '..'"));
+    let (code, msg) =
+        s.error("tools/call", json!({"name": "library_search", "arguments": {"query": "x", "sources": ["corp"]}}));
+    assert_eq!((code, msg.as_str()), (-32602, "unknown source 'corp' (known: local)"));
+    let (code, msg) = s.error("tools/call", json!({"name": "library_search", "arguments": {"query": "x", "tier": 4}}));
+    assert_eq!((code, msg.as_str()), (-32602, "--tier wants 1, 2 or 3, got '4'"));
+    let (code, msg) =
+        s.error("tools/call", json!({"name": "skill_manage", "arguments": {"action": "explode", "name": "x"}}));
+    assert_eq!(code, -32602);
+    assert!(msg.starts_with("skill_manage: unknown action 'explode'"), "{msg}");
+    let (code, msg) =
+        s.error("tools/call", json!({"name": "skill_manage", "arguments": {"action": "create", "name": "x"}}));
+    assert_eq!((code, msg.as_str()), (-32602, "skill_manage: create needs 'content'"));
     let (code, msg) = s.error("tools/call", json!({"name": "guard_scan", "arguments": {}}));
     assert_eq!((code, msg.as_str()), (-32602, "guard_scan: give exactly one of 'path' or 'text'"));
     // Still serving, and nothing was written by any of the above.
