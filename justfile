@@ -1,43 +1,59 @@
 # kb-tools pipelines. `just --list` shows every recipe.
+#
+# Every library recipe acts on the directory it was invoked from ([no-cd]),
+# so this file works the same run directly (`just -f ~/kb-tools/justfile
+# init`), imported (`import '~/kb-tools/justfile'`) or as a module
+# (`mod kb '~/kb-tools/justfile'`, then `just kb init`) from a project of
+# your own; `kb-append --justfile` prints where it is. The binaries come
+# from PATH (`just install` puts them there); nothing is built at run time.
 set shell := ["bash", "-euo", "pipefail", "-c"]
 # Recipe arguments reach commands as "$@", quoted exactly as typed.
 set positional-arguments
 
-# The binaries come first on PATH for every recipe: KB_BIN_DIR when set
-# (tests point it at their debug build), else the release build.
-bin_dir := env_var_or_default("KB_BIN_DIR", justfile_directory() + "/target/release")
-export PATH := bin_dir + ":" + env_var("PATH")
+# KB_BIN_DIR, when set, comes first on PATH: the tests point it at their
+# debug build, a developer at `target/debug` to skip installing.
+export PATH := if env("KB_BIN_DIR", "") == "" { env("PATH") } else { env("KB_BIN_DIR") + ":" + env("PATH") }
 
 # Recipes act on KB_ROOT, else the nearest .library (see README).
-root := env_var_or_default("KB_ROOT", "")
-root_flag := if root == "" { "" } else { "--root " + root }
+root := env("KB_ROOT", "")
+root_flag := if root == "" { "" } else { "--root " + quote(root) }
+
+# This file, for recipes that run other recipes of it (works when imported too).
+self := quote(just_executable()) + " --justfile " + quote(source_file()) + " --working-directory " + quote(invocation_directory())
 
 # List the recipes.
+[no-cd]
 default:
-    @just --list --unsorted
+    @{{self}} --list --unsorted
 
-# Build the eight binaries (release).
-build:
-    @[ -n "${KB_BIN_DIR:-}" ] || cargo build --release --quiet --manifest-path {{justfile_directory()}}/Cargo.toml
+# Install the eight kb-* binaries on PATH (~/.cargo/bin) from this checkout.
+[no-cd]
+install:
+    cargo install --locked --quiet --path {{quote(source_directory())}}
 
 # Create the .library layout here (or at KB_ROOT).
-init: build
+[no-cd]
+init:
     kb-append init {{root_flag}}
 
 # Write one document through the 8-step protocol: just write PATH --content "..."
-write path *args: build
+[no-cd]
+write path *args:
     kb-append write {{root_flag}} "$@"
 
 # Write a batch of JSONL requests from stdin under one lock and one commit.
-write-batch *args: build
+[no-cd]
+write-batch *args:
     kb-append batch {{root_flag}} "$@"
 
 # Copy the example library to a temp dir, make it a git repo, write through kb-append, show the result.
-demo: build
+[no-cd]
+demo:
     #!/usr/bin/env bash
     set -euo pipefail
     work=$(mktemp -d)
-    cp -r {{justfile_directory()}}/examples/library "$work/.library"
+    trap 'rm -rf "$work"' EXIT
+    cp -r {{quote(source_directory() / "examples/library")}} "$work/.library"
     cd "$work"
     git init -q && git add -A
     git -c user.name=demo -c user.email=demo@localhost commit -qm "example library"
@@ -57,36 +73,46 @@ demo: build
     echo "== just search 'connection pooling'"; kb-score connection pooling --format table
 
 # Search the library with seed 000's scoring: just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
-search query *args: build
+[no-cd]
+search query *args:
     kb-score {{root_flag}} --format table "$@"
 
 # List library contents per category (seed `list`): just list [--type 'software|data-pipeline'] [--topic T]
-list *args: build
+[no-cd]
+list *args:
     kb-index list {{root_flag}} --format table "$@"
 
 # Audit the library in six dimensions (seed `status`); exits 1 when one needs attention
-status: build
+[no-cd]
+status:
     kb-index status {{root_flag}} --format table
 
 # Maintain under one lock: quick (default) rebuild-index rebuild-relations compact check-staleness full|audit|all scheduled [--force]
-maintain mode="quick" *flags: build
-    kb-lock {{root_flag}} -- {{quote(just_executable())}} --justfile {{quote(justfile())}} --working-directory {{quote(invocation_directory())}} _maintain-{{mode}} "${@:2}"
+[no-cd]
+maintain mode="quick" *flags:
+    kb-lock {{root_flag}} -- {{self}} _maintain-{{mode}} "${@:2}"
 
+[no-cd]
 _maintain-quick:
     kb-index quick {{root_flag}}
 
+[no-cd]
 _maintain-rebuild-index:
     kb-index rebuild {{root_flag}}
 
+[no-cd]
 _maintain-rebuild-relations:
     kb-relate rebuild {{root_flag}}
 
+[no-cd]
 _maintain-compact:
     kb-append compact {{root_flag}}
 
+[no-cd]
 _maintain-check-staleness:
     kb-index stale {{root_flag}}
 
+[no-cd]
 _maintain-full:
     kb-lock sweep {{root_flag}}
     kb-index rebuild {{root_flag}} --no-commit
@@ -95,115 +121,160 @@ _maintain-full:
     kb-index stale {{root_flag}}
     kb-index commit {{root_flag}} full
 
+[no-cd]
 _maintain-audit: _maintain-full
 
+[no-cd]
 _maintain-all: _maintain-full
 
+[no-cd]
 _maintain-scheduled *flags:
     kb-index scheduled {{root_flag}} "$@"
 
-# Run `just maintain scheduled` daily at 03:00 from cron (idempotent; output to .library/.scheduled.log)
-install-cron: build
-    kb-index cron install {{root_flag}} --just {{quote(just_executable())}} --justfile {{quote(justfile())}}
+# Run `just maintain scheduled` daily at 03:00 from cron: absolute paths, KB_ROOT and PATH in the line (output to .library/.scheduled.log)
+[no-cd]
+install-cron:
+    kb-index cron install {{root_flag}} --just {{quote(just_executable())}} --justfile {{quote(source_file())}}
 
 # Remove this library's cron line, keeping every other crontab line
-uninstall-cron: build
+[no-cd]
+uninstall-cron:
     kb-index cron uninstall {{root_flag}}
 
 # Share the library with its git remote: commit pending writes, fetch, merge (logs united, derived files rebuilt, overlapping edits kept in .conflicts/), push. just sync [--remote NAME] [--branch B] [--no-push]
-sync *args: build
+[no-cd]
+sync *args:
     kb-append sync {{root_flag}} "$@"
 
 # End a kept conflict: just resolve PATH --keep ours|theirs|FILE
-resolve path *args: build
+[no-cd]
+resolve path *args:
     kb-append resolve {{root_flag}} "$@"
 
 # Scan skills or files for threats (table for people; exit 1 if dangerous)
-scan +paths: build
+[no-cd]
+scan +paths:
     kb-guard scan {{root_flag}} --format table "$@"
 
 # Scan for GitHub code scanning (SARIF 2.1.0 into kb-guard.sarif)
-scan-sarif +paths: build
+[no-cd]
+scan-sarif +paths:
     kb-guard scan {{root_flag}} --format sarif "$@" > kb-guard.sarif
 
-# The guarded write pipeline: requests on stdin are scanned, dangerous ones refused
-guarded-write *args: build
+# The guarded write pipeline: requests on stdin are scanned, dangerous ones refused (their error records pass through; exit 2)
+[no-cd]
+guarded-write *args:
     kb-guard filter {{root_flag}} | kb-append batch {{root_flag}} "$@"
 
 # Neutralise injected instructions in external content before it is stored
-sanitize file: build
+[no-cd]
+sanitize file:
     kb-guard sanitize "$@"
 
 # Manage a skill (seed 002 skill_manage): just skill create|edit|patch|delete|write-file|remove-file|promote NAME [flags]
-skill action name *args: build
+[no-cd]
+skill action name *args:
     kb-append skill {{root_flag}} "$@"
 
 # The skills with stage, trust tier and the guard's verdict (seed 002 skill_list)
-skills *args: build
+[no-cd]
+skills *args:
     kb-append skill list {{root_flag}} --format table "$@"
 
 # Agent hook after each turn: count its tool calls; prints review_due when a skill review is due
-skill-nudge calls="1" *args: build
+[no-cd]
+skill-nudge calls="1" *args:
     kb-append skill nudge {{root_flag}} --calls "$@"
 
 # Security rules evolution (seed 000 evolve): status | propose INTEL | validate | review | integrate | full INTEL | scheduled [INTEL]
-evolve step="status" *args: build
-    {{quote(just_executable())}} --justfile {{quote(justfile())}} --working-directory {{quote(invocation_directory())}} _evolve-{{step}} "${@:2}"
+[no-cd]
+evolve step="status" *args:
+    {{self}} _evolve-{{step}} "${@:2}"
 
+[no-cd]
 _evolve-status:
     kb-guard rules status {{root_flag}} --format table
 
+[no-cd]
 _evolve-propose intel:
     kb-guard rules propose {{root_flag}} "$1"
 
+[no-cd]
 _evolve-validate *args:
     kb-guard rules validate {{root_flag}} "$@"
 
+[no-cd]
 _evolve-review *args:
     kb-guard rules review {{root_flag}} "$@"
 
+[no-cd]
 _evolve-integrate *args:
     kb-guard rules integrate {{root_flag}} "$@"
 
 # propose -> validate -> review -> integrate, one pipeline; extra args go to validate (--corpus DIR)
+[no-cd]
 _evolve-full intel *args:
     kb-guard rules propose {{root_flag}} "$1" | kb-guard rules validate {{root_flag}} - "${@:2}" | kb-guard rules review {{root_flag}} - | kb-guard rules integrate {{root_flag}} -
 
 # The same, only for the layers due (core 7 d, extended 1 d); cron-friendly
+[no-cd]
 _evolve-scheduled intel="-" *args:
     kb-guard rules propose {{root_flag}} --scheduled "$1" | kb-guard rules validate {{root_flag}} - "${@:2}" | kb-guard rules review {{root_flag}} - | kb-guard rules integrate {{root_flag}} -
 
 # Remember what the user said (seed 003): silent decisions are written, gated ones come back with their question.
-remember *args: build
+[no-cd]
+remember *args:
     kb-memgate decide "$@" | kb-memgate apply "$@"
 
 # Apply answered decisions (each gated decision with "answer" set).
-remember-answer *args: build
+[no-cd]
+remember-answer *args:
     kb-memgate apply "$@"
 
 # Regenerate the memory INDEX.md and search index from the notes.
-remember-reindex *args: build
+[no-cd]
+remember-reindex *args:
     kb-memgate reindex "$@"
 
 # Apply pending last-word deltas to AGENTS.md, SOUL.md, USER.md: just lastword [apply] [--dry-run] [--file USER.md]
-lastword action="apply" *args: build
+[no-cd]
+lastword action="apply" *args:
     kb-lastword "$@"
 
 # What last-word has pending and staged.
-lastword-status: build
+[no-cd]
+lastword-status:
     kb-lastword status --format table
 
-# Pre-session-stop hook: queue the session's buffered deltas, then apply them.
-lastword-hook buffer=".agents/last-word.session.jsonl" source="": build
-    if [ -s "{{buffer}}" ]; then kb-lastword plan --source "${2:-session-$$}" "{{buffer}}" >/dev/null && rm -f "{{buffer}}"; fi
+# Session-end hook (Claude Code SessionEnd/PreCompact, Codex, Cursor): queue the session's buffered deltas, then apply them.
+[no-cd]
+lastword-hook buffer=".agents/last-word.session.jsonl" source="":
+    if [ -s {{quote(buffer)}} ]; then kb-lastword plan --source "${2:-session-$$}" {{quote(buffer)}} >/dev/null && rm -f {{quote(buffer)}}; fi
     kb-lastword apply >/dev/null
 
-# Run every test (unit and integration).
+# Bash completions for the eight binaries, from their flag tables: just completions > ~/.local/share/bash-completion/completions/kb-tools
+[no-cd]
+completions:
+    kb-append completions bash
+
+# Man pages of the eight binaries, from their flag tables, into DIR/man1: just man ~/.local/share/man
+[no-cd]
+man dir:
+    mkdir -p {{quote(dir / "man1")}}
+    for b in kb-append kb-guard kb-index kb-lastword kb-lock kb-memgate kb-relate kb-score; do kb-append man "$b" > {{quote(dir / "man1")}}/"$b".1; done
+
+# Run every test (unit and integration) of this checkout.
+[no-cd]
 test:
-    cargo nextest run --workspace --no-fail-fast
+    cd {{quote(source_directory())}} && cargo nextest run --workspace --no-fail-fast
 
 # Benchmarks (release build): each prints its figures against its baseline.
-bench: build
+[no-cd]
+bench:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd {{quote(source_directory())}}
+    cargo build --release --quiet
     bench/append.sh 10000 1000
     bash bench/memgate.sh
     python3 bench/memgate_locomo.py target/release/kb-memgate
@@ -215,8 +286,9 @@ bench: build
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
 
-# What CI checks: formatting, lints as errors, the tests.
+# What CI checks on this checkout: formatting, lints as errors, the tests.
+[no-cd]
 ci:
-    cargo fmt --all -- --check
-    cargo clippy --workspace --all-targets -- -D warnings
-    just test
+    cd {{quote(source_directory())}} && cargo fmt --all -- --check
+    cd {{quote(source_directory())}} && cargo clippy --workspace --all-targets -- -D warnings
+    {{self}} test

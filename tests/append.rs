@@ -477,8 +477,8 @@ fn help_lists_every_flag_the_parser_accepts() {
     let lib = Lib::new();
     let help = lib.cmd("kb-append").arg("--help").assert().success().get_output().stdout.clone();
     let help = String::from_utf8(help).unwrap();
-    let src = include_str!("../bins/kb-append.rs");
-    for flag in src.split("Long(\"").skip(1).map(|s| &s[..s.find('"').unwrap()]) {
+    let src = include_str!("../lib/src/cli/append.rs");
+    for flag in crate::util::table_flags(src) {
         assert!(help.contains(&format!("--{flag}")), "--{flag} missing from --help");
     }
     lib.cmd("kb-append").arg("--version").assert().success();
@@ -542,4 +542,49 @@ fn the_guard_refuses_dangerous_content_unless_allowed_with_a_reason() {
         .code(2)
         .stderr(predicates::str::contains("guard rules"));
     assert_eq!(lib.read("notes/z.md"), "# z\n");
+}
+
+/// Issue 18: an empty content is refused unless `--allow-empty` says so.
+#[test]
+fn issue_18_empty_content_needs_allow_empty() {
+    let lib = Lib::new();
+    let out = lib.cmd("kb-append").args(["write", "notes/e.md"]).write_stdin("").assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("refusing to write empty content to 'notes/e.md'") && err.contains("--allow-empty"), "{err}");
+    assert!(!lib.path("notes/e.md").exists());
+    lib.cmd("kb-append").args(["write", "notes/e.md", "--content", "", "--allow-empty"]).assert().success();
+    assert_eq!(lib.read("notes/e.md"), "");
+}
+
+/// Issue 18: init, event and compact leave a clean git tree.
+#[test]
+fn issue_18_init_event_and_compact_commit() {
+    let lib = Lib::empty();
+    lib.git_init();
+    let out = lib.cmd("kb-append").arg("init").assert().success().get_output().stdout.clone();
+    assert_eq!(records(&out)[0]["committed"], true);
+    assert_eq!(lib.git(&["status", "--porcelain"]), "", "init leaves nothing untracked");
+    let tracked = lib.git(&["ls-files"]);
+    assert!(tracked.contains(".library/.gitattributes") && tracked.contains(".library/.gitignore"), "{tracked}");
+    lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "# A\n"]).assert().success();
+    lib.cmd("kb-append").args(["event", "referenced", "notes/a.md", "--notebook", "nb-1"]).assert().success();
+    assert_eq!(lib.git(&["status", "--porcelain"]), "", "event commits");
+    assert_eq!(lib.git(&["log", "-1", "--format=%s"]).trim(), "task-ai(library):user referenced a");
+    lib.cmd("kb-append").arg("compact").assert().success();
+    assert_eq!(lib.git(&["status", "--porcelain"]), "", "compact commits its stamp");
+}
+
+/// Issue 18: a refusal from `kb-guard filter` reaches `kb-append batch` as
+/// a refusal with its message, not as a malformed request.
+#[test]
+fn issue_18_batch_passes_upstream_refusals_through() {
+    let lib = Lib::new();
+    let input = "{\"path\":\"notes/ok.md\",\"content\":\"# Ok\\n\"}\n{\"record\":\"error\",\"line\":2,\"message\":\"dangerous content (prompt-injection)\"}\n";
+    let out = lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(input).assert().code(2);
+    let recs = records(&out.get_output().stdout);
+    assert_eq!(
+        recs[1],
+        json!({"record": "error", "line": 2, "message": "refused: dangerous content (prompt-injection)"})
+    );
+    assert_eq!(lib.read("notes/ok.md"), "# Ok\n");
 }

@@ -5,14 +5,17 @@
 mod util;
 
 mod append;
+mod cli;
 mod evolve;
 mod guard;
+mod hostile;
 mod index;
 mod lastword;
 mod lastword_sections;
 mod lock;
 mod mcp;
 mod memgate;
+mod readme;
 mod recipes;
 mod relate;
 mod score;

@@ -174,7 +174,7 @@ fn malformed_and_hostile_requests_are_errors_and_the_server_keeps_serving() {
     for (path, want) in [
         ("../outside.md", "'../outside.md' contains '..'"),
         ("/etc/passwd", "'/etc/passwd' is absolute; paths are relative to the library"),
-        (".changelog", "'.changelog' is a generated or internal file; it is written only by kb-tools"),
+        (".changelog", "refused: '.changelog' is a generated or internal file; it is written only by kb-tools"),
     ] {
         let (code, msg) =
             s.error("tools/call", json!({"name": "library_write", "arguments": {"path": path, "content": "x"}}));

@@ -129,8 +129,8 @@ fn promote_moves_used_never_failed_t3_skills_to_t4() {
     assert_eq!(
         dry,
         vec![
-            json!({"record": "promotion", "path": ".skills/.active/csv-tools/SKILL.md", "skill": "csv-tools", "usage_count": 4, "failures": 1, "promoted": false}),
-            json!({"record": "promotion", "path": ".skills/.active/pdf-tools/SKILL.md", "skill": "pdf-tools", "usage_count": 3, "failures": 0, "promoted": true}),
+            json!({"record": "promotion", "path": ".skills/.active/csv-tools/SKILL.md", "skill": "csv-tools", "usage_count": 4, "failures": 1, "promoted": false, "would_promote": false, "dry_run": true}),
+            json!({"record": "promotion", "path": ".skills/.active/pdf-tools/SKILL.md", "skill": "pdf-tools", "usage_count": 3, "failures": 0, "promoted": false, "would_promote": true, "dry_run": true}),
         ]
     );
     assert!(lib.read(".skills/.active/pdf-tools/SKILL.md").contains("trust_tier: T3"));
@@ -158,10 +158,10 @@ fn output_is_the_same_with_one_thread() {
 fn help_names_every_flag_and_a_closed_pipe_is_quiet() {
     let lib = Lib::new();
     for (bin, src) in
-        [("kb-index", include_str!("../bins/kb-index.rs")), ("kb-relate", include_str!("../bins/kb-relate.rs"))]
+        [("kb-index", include_str!("../lib/src/cli/index.rs")), ("kb-relate", include_str!("../lib/src/cli/relate.rs"))]
     {
         let help = String::from_utf8(lib.cmd(bin).arg("--help").output().unwrap().stdout).unwrap();
-        for flag in src.split("Long(\"").skip(1).map(|s| s.split('"').next().unwrap()) {
+        for flag in crate::util::table_flags(src) {
             assert!(help.contains(&format!("--{flag}")), "{bin} --help lacks --{flag}");
         }
         assert!(help.contains("Example:"));

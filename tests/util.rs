@@ -206,3 +206,12 @@ pub fn golden(name: &str, actual: &str) {
         .unwrap_or_else(|_| panic!("missing golden file {}; run with KB_BLESS=1", p.display()));
     assert_eq!(actual, want, "output differs from {}", p.display());
 }
+
+/// The flag names of a `kb::cli` module's `FLAGS` table (its source text).
+pub fn table_flags(src: &str) -> Vec<&str> {
+    src.split("Flag {")
+        .skip(1)
+        .filter_map(|s| s.split_once("name: \"").map(|(_, r)| r))
+        .filter_map(|r| r.split('"').next())
+        .collect()
+}

@@ -16,6 +16,8 @@
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`guard`], [`score`], [`memgate`],
 //!   [`lastword`], [`skills`], [`sync`], and [`mcp`] (kb-mcp, which calls them all).
+//! - [`cli`]: each binary's command line (one table per binary) and what
+//!   its subcommands run; `bins/` hands over to it.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -47,6 +49,8 @@ pub mod memgate;
 pub mod score;
 pub mod skills;
 pub mod sync;
+
+pub mod cli;
 
 pub use error::{Error, Exit, Result};
 pub use library::Library;

@@ -208,7 +208,16 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     } else {
         known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect()
     };
-    let mut reads: Vec<Read> = to_read.par_iter().map(|p| read(lib, p)).collect();
+    let progress = crate::out::progress::Progress::new("kb-index: reading", to_read.len());
+    let mut reads: Vec<Read> = to_read
+        .par_iter()
+        .map(|p| {
+            let r = read(lib, p);
+            progress.count();
+            r
+        })
+        .collect();
+    drop(progress);
     let reread = reads.len();
 
     // Fold the changes into the library-wide summary, then enforce

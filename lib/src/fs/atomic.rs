@@ -56,12 +56,9 @@ pub fn append_lines(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
     }
-    let mut f = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .ctx(|| format!("opening {}", path.display()))?;
+    // A log replaced by a symlink (planted by hand or by a peer) must not
+    // send lines outside the library; a FIFO must not hang the writer.
+    let mut f = crate::fs::nofollow::open_rw(path, true).ctx(|| format!("opening {}", path.display()))?;
     repair_tail(&mut f).ctx(|| format!("repairing the last line of {}", path.display()))?;
     f.write_all(text.as_bytes()).ctx(|| format!("appending to {}", path.display()))?;
     f.sync_data().ctx(|| format!("syncing {}", path.display()))

@@ -3,5 +3,6 @@
 
 pub mod atomic;
 pub mod map;
+pub mod nofollow;
 pub mod stat;
 pub mod walk;

@@ -47,6 +47,11 @@ fn one(engine: &Engine, policy: Option<&Policy>, now: Timestamp, mut obj: Map<St
         (_, None) => return Outcome::Invalid("missing field 'content'".into()),
         _ => return Outcome::Invalid("'path' and 'content' must be strings".into()),
     };
+    // The path rules kb-append applies (issue 21): a request for a name git
+    // or kb-tools gives a meaning to is refused here too, never rated safe.
+    if let Some(why) = crate::library::names::refusal(&path) {
+        return Outcome::Refused(format!("{}: {why}", crate::library::names::shown(&path)), json!({"path": path}));
+    }
     let mut findings = engine.scan_text(&path, &content).findings;
     if let Some(p) = policy {
         p.apply(&mut findings, now);

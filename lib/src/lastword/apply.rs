@@ -257,8 +257,9 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
     }
     for (key, idx) in &groups {
         let TargetKey::Path(path) = key else { continue };
-        let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        let outcome = target(home, &path, entries, idx, opts, rep);
+        // The lexical path, checked against the configured knowledge files;
+        // never canonicalised, which would follow a planted link.
+        let outcome = home.check_writable(path).and_then(|()| target(home, path, entries, idx, opts, rep));
         match outcome {
             Ok(outs) => {
                 for (&i, o) in idx.iter().zip(outs) {
@@ -316,13 +317,16 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
     for (_, mut r, note) in all {
         let status = r["status"].as_str().unwrap_or_default().to_string();
         if status.contains("stage") {
+            // A refused target is hostile input (issue 21), not a conflict.
+            let exit =
+                if note.as_deref().is_some_and(|n| n.starts_with("refused:")) { Exit::Failure } else { Exit::Negative };
             let msg = format!("{qshow}: entries[{}]: {}", r["entry"], note.unwrap_or_default());
             if opts.dry_run {
                 // The diff owns stdout in a dry run; problems go to stderr only.
                 eprintln!("kb-lastword: would stage {msg}");
-                rep.raise(Exit::Negative);
+                rep.raise(exit);
             } else {
-                rep.failure(&msg, r, Exit::Negative)?;
+                rep.failure(&msg, r, exit)?;
             }
         } else {
             if let Some(n) = note {

@@ -61,13 +61,15 @@ pub fn duplicates(home: &Home, entries: &[Entry], default_source: Option<&str>) 
 /// error message (naming the target as `shown`) when it is a directory,
 /// unreadable, binary or not UTF-8.
 pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
-    match std::fs::metadata(path) {
+    match std::fs::symlink_metadata(path) {
         Ok(m) if m.is_dir() => return Err(format!("{shown} is a directory, not a Markdown file")),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {shown}: {e}")),
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    // No link followed, no FIFO blocking (issue 21).
+    let bytes = crate::fs::nofollow::read(path, crate::library::scan::MAX_DOC_BYTES)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if bytes.contains(&0) {
         return Err(format!("{shown} is a binary file (it contains NUL bytes)"));
     }

@@ -146,6 +146,42 @@ impl Home {
         lexical(&p)
     }
 
+    /// Whether kb-lastword may write `path` (lexical, absolute), or why
+    /// not (issue 21): only the knowledge files `config.yaml` names (the
+    /// default bases, seed 004's `~/.config/agents/{AGENTS,SOUL,USER}.md`,
+    /// and the project's `auto_detect` files) and Markdown files inside the
+    /// project directory; never through a symlink below home or the
+    /// project, never a symlink itself. A delta is untrusted: its `path`
+    /// must not reach `~/.ssh`, `/etc` or a neighbouring project.
+    pub fn check_writable(&self, path: &Path) -> std::result::Result<(), String> {
+        let shown = self.show(path);
+        let configured = self.config.bases.iter().any(|(_, f, _)| self.resolve(f) == path)
+            || self.config.auto_detect.iter().any(|f| self.resolve(f) == path);
+        let in_project = path.starts_with(&self.cwd)
+            && path != self.cwd
+            && path.extension().is_some_and(|e| e == "md")
+            && path.strip_prefix(&self.cwd).is_ok_and(|r| r.components().all(|c| matches!(c, Component::Normal(_))));
+        if !configured && !in_project {
+            return Err(format!(
+                "refused: {shown} is not one of the knowledge files kb-lastword writes \
+                 (config.yaml's default_knowledge_bases and project_knowledge, or a Markdown file in the project)"
+            ));
+        }
+        let anchor = [&self.cwd, &self.home].into_iter().find(|a| path.starts_with(a));
+        let mut probe = anchor.cloned().unwrap_or_else(|| path.parent().map(Path::to_path_buf).unwrap_or_default());
+        let rest = path.strip_prefix(&probe).map(Path::to_path_buf).unwrap_or_default();
+        for c in rest.components() {
+            probe.push(c);
+            if std::fs::symlink_metadata(&probe).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(format!(
+                    "refused: {shown} goes through the symlink {}; kb-lastword never writes through links",
+                    self.show(&probe)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The pending file a target's entries queue in: a default knowledge
     /// base or any file outside the project → `last-word/<name>.yaml`; a
     /// file in the project → `./.agents/<name>.yaml`; a URL →

@@ -215,6 +215,9 @@ fn validate_group(home: &Home, key: &TargetKey, good: &mut [Declared], idx: &[us
         errors[j] = Some(msg);
     }
     let TargetKey::Path(path) = key else { return errors };
+    if let Err(msg) = home.check_writable(path) {
+        return vec![Some(msg); idx.len()];
+    }
     let doc = match check::read_target(path, good[idx[0]].entry.target_text()) {
         Ok(Some(text)) => Doc::new(text, true),
         Ok(None) => Doc::new(String::new(), true),
@@ -265,7 +268,9 @@ fn stage_group(
         let mut rec = record(&good[i], "staged");
         rec["error"] = json!(msg);
         rec["staging"] = json!(home.show(&path));
-        rep.failure(&format!("{}: {msg}", good[i].origin), rec, Exit::Negative)?;
+        // A refused target is hostile input (issue 21), not a conflict.
+        let exit = if msg.starts_with("refused:") { Exit::Failure } else { Exit::Negative };
+        rep.failure(&format!("{}: {msg}", good[i].origin), rec, exit)?;
     }
     Ok(())
 }

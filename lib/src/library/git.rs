@@ -1,17 +1,17 @@
 //! Git commits of exactly the paths a writer touched (seed 000 step 8),
 //! with the seed's messages. A library outside any git work tree is fine.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::library::Library;
 
 /// Whether the library lives inside a git work tree.
 pub fn is_repo(lib: &Library) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(&lib.dir)
+    git(&lib.dir)
         .args(["rev-parse", "--is-inside-work-tree"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -91,10 +91,75 @@ fn show_prefix(lib: &Library) -> String {
 
 /// A git command run in `dir` with no stdin: the one place kb-tools builds
 /// git invocations (sync adds its own environment on top).
+///
+/// Library content is untrusted (issue 21), so git is never left to
+/// discover a repository from inside `.library`, where a planted `.git`
+/// file could point it at a fake repository whose config runs commands.
+/// The repository is the workspace's (the directory holding `.library`),
+/// named with `--git-dir`/`--work-tree`; and hooks and fsmonitor, the
+/// config-driven commands plain git operations start, are switched off.
+/// A `GIT_DIR` already in the environment (the user's choice, or git's own
+/// when it runs a merge driver) is honoured.
 pub fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
-    c.arg("-C").arg(dir).stdin(Stdio::null());
+    c.args(SAFE_CONFIG).stdin(Stdio::null());
+    if std::env::var_os("GIT_DIR").is_none() {
+        match workspace_repo(dir) {
+            Some((git_dir, top)) => {
+                c.arg("--git-dir").arg(git_dir).arg("--work-tree").arg(top);
+            }
+            // No repository: make every command fail as "not a git
+            // repository" instead of searching below the workspace.
+            None => {
+                c.env("GIT_DIR", workspace_of(dir).join(".git"));
+            }
+        }
+    }
+    c.arg("-C").arg(dir);
     c
+}
+
+/// Config that would run commands, overridden for every git kb-tools runs.
+pub const SAFE_CONFIG: &[&str] = &["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"];
+
+/// The workspace a path belongs to: the parent of the nearest enclosing
+/// `.library` directory, else the path itself.
+pub fn workspace_of(dir: &Path) -> PathBuf {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    abs.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == crate::library::DIR_NAME))
+        .and_then(Path::parent)
+        .map_or_else(|| abs.clone(), Path::to_path_buf)
+}
+
+/// The git directory and top level of the repository holding the
+/// workspace of `dir`, discovered from the workspace (never from inside
+/// the library) once per process.
+fn workspace_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    static CACHE: Mutex<BTreeMap<PathBuf, Option<(PathBuf, PathBuf)>>> = Mutex::new(BTreeMap::new());
+    let ws = workspace_of(dir);
+    if let Some(hit) = CACHE.lock().ok().and_then(|m| m.get(&ws).cloned()) {
+        return hit;
+    }
+    let out = Command::new("git")
+        .args(SAFE_CONFIG)
+        .arg("-C")
+        .arg(&ws)
+        .args(["rev-parse", "--absolute-git-dir", "--show-toplevel"])
+        .env_remove("GIT_WORK_TREE")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok();
+    let found = out.filter(|o| o.status.success()).and_then(|o| {
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut lines = text.lines();
+        Some((PathBuf::from(lines.next()?), PathBuf::from(lines.next()?)))
+    });
+    if let Ok(mut m) = CACHE.lock() {
+        m.insert(ws, found.clone());
+    }
+    found
 }
 
 /// `-c user.name=... -c user.email=...` when the repository has no

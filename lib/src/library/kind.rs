@@ -50,7 +50,13 @@ pub const ARCHIVE_DIR: &str = ".changelog-archive";
 /// Tool-owned directories (any depth). `.evolving-rules` changes only
 /// through `kb-guard rules integrate`, so a plain write can never replace
 /// or break a rule in force.
-pub const INTERNAL_DIRS: &[&str] = &[ARCHIVE_DIR, ".cache", ".conflicts", ".evolving-rules"];
+/// `.core-rule-proposals` is written by `kb-guard rules propose` only, so a
+/// request can never plant a proposal for a person to approve.
+pub const INTERNAL_DIRS: &[&str] = &[ARCHIVE_DIR, ".cache", ".conflicts", ".evolving-rules", ".core-rule-proposals"];
+
+/// The git files kb-tools itself writes at the library root (derived);
+/// anywhere else these names are refused (see [`super::names`]).
+pub const OWN_GIT_FILES: &[&str] = &[".gitattributes", ".gitignore"];
 
 /// Directories whose contents are refused at any depth.
 pub const REFUSED_DIRS: &[&str] = &[".git"];
@@ -60,6 +66,12 @@ pub const REFUSED_DIRS: &[&str] = &[".git"];
 pub fn kind(rel: &str) -> Kind {
     let mut parts: Vec<&str> = rel.split('/').collect();
     let name = parts.pop().unwrap_or(rel);
+    // Names git or kb-tools give a meaning to, and names that hide what
+    // they are (issue 21), except the root git files kb-tools writes.
+    let own = parts.is_empty() && (OWN_GIT_FILES.contains(&name) || INTERNAL_FILES.contains(&name));
+    if !own && super::names::refusal(rel).is_some() {
+        return Kind::Refused;
+    }
     if parts.iter().any(|p| REFUSED_DIRS.contains(p)) || REFUSED_DIRS.contains(&name) || is_temp(name) {
         Kind::Refused
     } else if LOGS.contains(&name) || (parts.first() == Some(&ARCHIVE_DIR) && name.ends_with(".md")) {
@@ -105,6 +117,13 @@ mod tests {
             (".evolving-rules/security/active/r.yaml", Kind::Internal),
             (".conflicts/a.md", Kind::Internal),
             (".git", Kind::Refused),
+            ("notes/.gitattributes", Kind::Refused),
+            (".gitmodules", Kind::Refused),
+            ("HEAD", Kind::Refused),
+            ("objects/x.md", Kind::Refused),
+            ("notes/.lock/m.md", Kind::Refused),
+            ("notes/a\nb.md", Kind::Refused),
+            (".core-rule-proposals/CORE-001.md", Kind::Internal),
             (".git/config", Kind::Refused),
             ("notes/.git/hooks/pre-commit", Kind::Refused),
             ("notes/.a.md.tmp.1234", Kind::Refused),

@@ -10,6 +10,7 @@ pub mod entry;
 pub mod git;
 pub mod graph;
 pub mod kind;
+pub mod names;
 pub mod relations;
 pub mod scan;
 pub mod write;
@@ -98,55 +99,76 @@ impl Library {
     }
 
     /// Checks a library-relative path a request wants to write and returns it
-    /// normalised (`/`-separated, no `.` parts).
+    /// normalised (`/`-separated, no `.` parts). Refused: the names of
+    /// [`crate::names`], generated and internal files and directories (in
+    /// any case), a path through a symlink, a name that differs only in
+    /// case from an existing one, and anything but a regular file in place.
     pub fn writable(&self, rel: &str) -> Result<String> {
+        if let Some(why) = names::refusal(rel) {
+            return Err(Error::msg(why));
+        }
         let norm = normalise(rel)?;
         let parts: Vec<&str> = norm.split('/').collect();
-        let name = parts[parts.len() - 1];
-        if kind::kind(&norm) != kind::Kind::Document {
+        // Compared folded (case, full-width forms, trailing dots), so a
+        // case-insensitive file system cannot turn `.Changelog` into the log.
+        let folded: Vec<String> = parts.iter().map(|p| names::fold(p)).collect();
+        let folded_norm = folded.join("/");
+        let name = folded[folded.len() - 1].as_str();
+        if kind::kind(&folded_norm) != kind::Kind::Document {
             let by_name = [kind::LOGS, kind::DERIVED, kind::INTERNAL_FILES, kind::REFUSED_DIRS];
-            let dir = parts[..parts.len() - 1]
+            let dir = folded[..folded.len() - 1]
                 .iter()
-                .find(|p| kind::REFUSED_DIRS.contains(p) || kind::INTERNAL_DIRS.contains(p));
+                .find(|p| kind::REFUSED_DIRS.contains(&p.as_str()) || kind::INTERNAL_DIRS.contains(&p.as_str()));
             return Err(Error::msg(match dir {
                 Some(d) if !by_name.iter().any(|t| t.contains(&name)) => {
-                    format!("'{norm}' is inside the internal directory '{d}'")
+                    format!("refused: '{norm}' is inside the internal directory '{d}'")
                 }
-                None if kind::is_temp(name) => format!("'{norm}' looks like a kb-tools temporary file"),
-                _ => format!("'{norm}' is a generated or internal file; it is written only by kb-tools"),
+                None if kind::is_temp(name) => format!("refused: '{norm}' looks like a kb-tools temporary file"),
+                _ => format!("refused: '{norm}' is a generated or internal file; it is written only by kb-tools"),
             }));
         }
-        self.check_inside(&norm)?;
-        let full = self.path(&norm);
-        if full.is_dir() {
-            return Err(Error::msg(format!("'{norm}' is a directory")));
+        crate::fs::nofollow::check_chain(&self.dir, &norm).map_err(Error::msg)?;
+        self.check_case(&norm)?;
+        match std::fs::symlink_metadata(self.path(&norm)) {
+            Ok(m) if m.is_dir() => Err(Error::msg(format!("'{norm}' is a directory"))),
+            Ok(m) if !m.is_file() => Err(Error::msg(format!("'{norm}' is {}", crate::fs::nofollow::NOT_REGULAR))),
+            _ => Ok(norm),
         }
-        Ok(norm)
     }
 
-    /// Fails when a path reaches outside the library through a symlink.
-    pub fn check_inside(&self, rel: &str) -> Result<()> {
-        let base = self.dir.canonicalize().map_err(|e| Error::io(format!("resolving {}", self.dir.display()), e))?;
-        let mut probe = self.dir.clone();
-        for part in rel.split('/') {
-            probe.push(part);
-            match std::fs::symlink_metadata(&probe) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    let target = probe.canonicalize().map_err(|e| {
-                        Error::io(format!("'{rel}' goes through a broken symlink {}", probe.display()), e)
-                    })?;
-                    if !target.starts_with(&base) {
-                        return Err(Error::msg(format!(
-                            "'{rel}' leaves the library through the symlink {}",
-                            probe.display()
-                        )));
-                    }
+    /// Fails when a new name differs only in case from an existing one: on
+    /// a case-insensitive file system (a peer's, or this one) the two are
+    /// the same file.
+    fn check_case(&self, norm: &str) -> Result<()> {
+        let mut dir = self.dir.clone();
+        let mut shown = String::new();
+        for part in norm.split('/') {
+            let here = dir.join(part);
+            if std::fs::symlink_metadata(&here).is_err() {
+                let want = part.to_lowercase();
+                let clash = std::fs::read_dir(&dir).ok().and_then(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .find(|n| n != part && n.to_lowercase() == want)
+                });
+                if let Some(existing) = clash {
+                    return Err(Error::msg(format!(
+                        "refused: '{norm}' differs only in case from the existing '{shown}{existing}' (the two collide on case-insensitive file systems)"
+                    )));
                 }
-                Ok(_) => {}
-                Err(_) => break,
+                return Ok(());
             }
+            shown.push_str(part);
+            shown.push('/');
+            dir = here;
         }
         Ok(())
+    }
+
+    /// Fails when a path goes through a symlink anywhere below the library
+    /// (writes never land through a link, even one pointing back inside).
+    pub fn check_inside(&self, rel: &str) -> Result<()> {
+        crate::fs::nofollow::check_chain(&self.dir, rel).map_err(Error::msg)
     }
 }
 

@@ -80,7 +80,16 @@ pub fn walk(lib: &Library) -> (Vec<String>, Vec<String>, Vec<Problem>) {
 /// whatever the thread count.
 pub fn library(lib: &Library) -> Scan {
     let (paths, mut problems) = document_paths(lib);
-    let results: Vec<(Option<Doc>, Vec<Problem>)> = paths.par_iter().map(|rel| read_doc(lib, rel)).collect();
+    let progress = crate::out::progress::Progress::new("reading documents", paths.len());
+    let results: Vec<(Option<Doc>, Vec<Problem>)> = paths
+        .par_iter()
+        .map(|rel| {
+            let r = read_doc(lib, rel);
+            progress.count();
+            r
+        })
+        .collect();
+    drop(progress);
     let mut docs = Vec::with_capacity(results.len());
     for (doc, probs) in results {
         docs.extend(doc);
@@ -123,13 +132,18 @@ fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Pr
 pub fn read_text(lib: &Library, rel: &str) -> Result<(fs::Metadata, String, Vec<Problem>), Problem> {
     let full = lib.path(rel);
     let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
-    let meta = fs::metadata(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+    // No link is followed and no FIFO blocks (issue 21).
+    lib.check_inside(rel).map_err(|e| problem("symlink", e.to_string()))?;
+    let file = crate::fs::nofollow::open_read(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+    let meta = file.metadata().map_err(|e| problem("unreadable", e.to_string()))?;
     let mut problems = Vec::new();
     let text = if meta.len() > MAX_DOC_BYTES {
         problems.push(problem("too-large", format!("{} bytes; indexed by path only", meta.len())));
         String::new()
     } else {
-        let bytes = fs::read(&full).map_err(|e| problem("unreadable", e.to_string()))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_DOC_BYTES), &mut bytes)
+            .map_err(|e| problem("unreadable", e.to_string()))?;
         String::from_utf8(bytes).unwrap_or_else(|e| {
             problems.push(problem("not-utf8", "content is not UTF-8; read lossily".into()));
             String::from_utf8_lossy(e.as_bytes()).into_owned()

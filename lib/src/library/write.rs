@@ -174,7 +174,8 @@ pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, 
         (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => content_from_bytes(c.as_bytes().to_vec(), "--content", max_bytes),
         (None, Some(f)) => {
-            let bytes = fs::read(f).map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
+            let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
+                .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             content_from_bytes(bytes, &f.display().to_string(), max_bytes)
         }
         (None, None) => {
@@ -201,6 +202,11 @@ pub fn batch(
     let (engine, load_errors) = guard::library_engine(lib)?;
     result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
     lock::with_lock(lib, &opts.lock, || {
+        // The logs every write appends to: a link in their place is refused
+        // before any document changes.
+        for log in [changelog::FILE, relations::FILE] {
+            lib.check_inside(log)?;
+        }
         let mut events = Vec::new();
         let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
         let mut edges = Vec::new();
@@ -283,6 +289,8 @@ fn apply(
     req: &Request,
 ) -> std::result::Result<(Written, Event, String), String> {
     let full = lib.path(&req.path);
+    // Checked again under the lock: the library may have changed since the
+    // request was validated.
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
     let report = guard::scan_text_with(engine, &req.path, &req.content);
     if report.verdict == guard::Verdict::Dangerous && req.allow_risky.is_none() {
@@ -292,13 +300,13 @@ fn apply(
         ));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
-    let old = match fs::read(&full) {
+    let old = match crate::fs::nofollow::read(&full, u64::MAX) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
         Err(e) => return Err(format!("cannot read '{}': {e}", req.path)),
     };
-    if let Ok(meta) = fs::metadata(&full) {
+    if let Ok(meta) = fs::symlink_metadata(&full) {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
         }
@@ -399,14 +407,18 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         return Err(Error::usage(format!("unknown event '{kind}' (expected referenced, replan or accept)")));
     }
     let path = crate::library::normalise(path)?;
-    if !lib.path(&path).is_file() {
+    lib.check_inside(&path)?;
+    if !fs::symlink_metadata(lib.path(&path)).is_ok_and(|m| m.is_file()) {
         return Err(Error::msg(format!("'{path}' is not a file in the library")));
     }
     if notebook.trim().is_empty() {
         return Err(Error::usage("--notebook must name the notebook"));
     }
     let info = entry::classify(&path);
-    let text = fs::read_to_string(lib.path(&path)).unwrap_or_default();
+    let text = crate::fs::nofollow::read(&lib.path(&path), crate::library::scan::MAX_DOC_BYTES)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_default();
     let ev = Event {
         ts: clock::format(clock::now()?),
         event: kind.into(),
@@ -419,6 +431,13 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     lock::with_lock(lib, &opts.lock, || {
         changelog::append(lib, std::slice::from_ref(&ev))?;
         relations::update(lib, &[], std::slice::from_ref(&ev), || rebuild_all::rebuilt_edges(lib))?;
+        // Like every writer, commit what changed (a clean tree after an event).
+        if opts.commit {
+            let category = ev.category.as_deref().unwrap_or("file");
+            let topic = ev.topic.as_deref().unwrap_or_default();
+            let touched = [changelog::FILE.to_string(), relations::FILE.to_string()];
+            git::commit(lib, &touched, &format!("task-ai(library):{category} {kind} {topic}"))?;
+        }
         Ok(())
     })?;
     Ok(ev)

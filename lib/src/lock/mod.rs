@@ -3,7 +3,9 @@
 //! holder written into the file for `kb-lock status`. Replaces seed 000's
 //! `mkdir .lock` protocol, whose leftovers `sweep` removes.
 
-use std::fs::{self, File, OpenOptions};
+pub mod child;
+
+use std::fs::{self, File};
 use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -119,20 +121,16 @@ fn open_lock_file(lib: &Library, opts: &Options) -> Result<File> {
     let started = Instant::now();
     let mut attempt = 0u32;
     loop {
-        if p.is_dir() {
+        if is_real_dir(&p) {
             if reclaim_legacy(&p)?.is_some() {
                 continue;
             }
             wait_or_timeout(lib, opts, started, &mut attempt)?;
             continue;
         }
-        return OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&p)
-            .ctx(|| format!("opening {}", p.display()));
+        // Never through a symlink (a planted `.lock` link would be
+        // truncated) and never blocking on a FIFO.
+        return crate::fs::nofollow::open_rw(&p, false).ctx(|| format!("opening the lock file {}", p.display()));
     }
 }
 
@@ -181,13 +179,15 @@ fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {
 /// `mkdir` directory.
 pub fn status(lib: &Library) -> Result<State> {
     let p = path(lib);
-    if p.is_dir() {
+    if is_real_dir(&p) {
         let pid = legacy_pid(&p);
-        return Ok(State::Legacy { pid, alive: pid.is_some_and(pid_alive) });
+        return Ok(State::Legacy { pid, alive: pid.is_some_and(|pid| legacy_alive(&p, pid)) });
     }
-    let file = match OpenOptions::new().read(true).write(true).open(&p) {
+    if std::fs::symlink_metadata(&p).is_err() {
+        return Ok(State::Free);
+    }
+    let file = match crate::fs::nofollow::open_rw(&p, false) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::Free),
         Err(e) => return Err(Error::io(format!("opening {}", p.display()), e)),
     };
     let mut lock = fd_lock::RwLock::new(file);
@@ -222,7 +222,7 @@ pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
         walkdir::WalkDir::new(&lib.dir).follow_links(false).into_iter().filter_entry(|e| e.file_name() != ".git")
     {
         let Ok(entry) = entry else { continue };
-        if entry.file_type().is_dir() && entry.file_name() == ".lock" {
+        if entry.file_type().is_dir() && entry.file_name() == ".lock" && looks_legacy(entry.path()) {
             if let Some(pid) = reclaim_legacy(entry.path())? {
                 let rel = entry.path().strip_prefix(&lib.dir).unwrap_or(entry.path());
                 out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid });
@@ -244,9 +244,12 @@ pub fn sweep(lib: &Library) -> Result<Vec<Swept>> {
 /// Removes a legacy lock directory when its pid is dead (or it names none
 /// and is older than a minute). Returns `Some(pid)` when it removed it.
 fn reclaim_legacy(dir: &Path) -> Result<Option<Option<u32>>> {
+    if !looks_legacy(dir) {
+        return Ok(None);
+    }
     let pid = legacy_pid(dir);
     let dead = match pid {
-        Some(p) => !pid_alive(p),
+        Some(p) => !legacy_alive(dir, p),
         None => fs::metadata(dir)
             .and_then(|m| m.modified())
             .map(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(60))
@@ -262,13 +265,60 @@ fn reclaim_legacy(dir: &Path) -> Result<Option<Option<u32>>> {
     }
 }
 
-/// The pid a `mkdir` lock recorded: the first number in `pid`, `owner` or
-/// any file inside the directory.
-fn legacy_pid(dir: &Path) -> Option<u32> {
-    let mut files: Vec<PathBuf> = ["pid", "owner", "info"].iter().map(|n| dir.join(n)).collect();
-    if let Ok(rd) = fs::read_dir(dir) {
-        files.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()));
+/// The files a seed-style `mkdir` lock directory may hold.
+const LEGACY_FILES: [&str; 3] = ["pid", "owner", "info"];
+
+/// Whether a `.lock` directory is a seed-style lock: a real directory (not
+/// a link) holding nothing but its small holder files. A directory of
+/// documents that happens to be named `.lock` is never swept.
+fn looks_legacy(dir: &Path) -> bool {
+    is_real_dir(dir)
+        && fs::read_dir(dir).is_ok_and(|rd| {
+            rd.flatten().all(|e| {
+                e.file_type().is_ok_and(|t| t.is_file())
+                    && LEGACY_FILES.contains(&e.file_name().to_string_lossy().as_ref())
+            })
+        })
+}
+
+fn is_real_dir(p: &Path) -> bool {
+    fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+}
+
+/// Whether the process a legacy lock names still holds it: alive, and
+/// started before the lock directory was made (a later start means the pid
+/// was reused by an unrelated process).
+fn legacy_alive(dir: &Path, pid: u32) -> bool {
+    if !pid_alive(pid) {
+        return false;
     }
+    let made = fs::symlink_metadata(dir).and_then(|m| m.modified()).ok();
+    match (made, process_start(pid)) {
+        // A second of slack for clock granularity.
+        (Some(made), Some(started)) => started <= made + Duration::from_secs(1),
+        _ => true,
+    }
+}
+
+/// When a process started, from `/proc/<pid>/stat` (field 22, clock ticks
+/// after boot) and the boot time in `/proc/stat`. `None` off Linux.
+pub fn process_start(pid: u32) -> Option<std::time::SystemTime> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: u64 = fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))?;
+    let hz = rustix::param::clock_ticks_per_second();
+    Some(std::time::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 1000 / hz.max(1)))
+}
+
+/// The pid a `mkdir` lock recorded: the first number in its `pid`, `owner`
+/// or `info` file.
+fn legacy_pid(dir: &Path) -> Option<u32> {
+    let files: Vec<PathBuf> = LEGACY_FILES.iter().map(|n| dir.join(n)).collect();
     files.iter().find_map(|f| {
         let text = fs::read_to_string(f).ok()?;
         let digits: String =

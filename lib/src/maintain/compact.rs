@@ -37,7 +37,10 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
         crate::fs::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
         let mut committed = false;
-        if commit && archived > 0 {
+        if commit && archived == 0 {
+            // Only the stamp changed; commit it so the tree stays clean.
+            committed = git::commit(lib, &[LAST_COMPACT.to_string()], "task-ai(library):maintain compact")?;
+        } else if commit {
             let months: Vec<&str> =
                 archives.keys().map(|k| k.trim_start_matches(".changelog-archive/").trim_end_matches(".md")).collect();
             let label = match months.as_slice() {
@@ -47,6 +50,7 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
             };
             let mut paths: Vec<String> = archives.keys().cloned().collect();
             paths.push(changelog::FILE.to_string());
+            paths.push(LAST_COMPACT.to_string());
             committed = git::commit(lib, &paths, &format!("task-ai(library):maintain archive {label}"))?;
         }
         Ok(Compacted { record: "compact", archived, archives, committed })

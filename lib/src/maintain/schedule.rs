@@ -225,8 +225,10 @@ pub struct Cron {
     pub line: String,
 }
 
+/// A single-quoted shell word; `%` is escaped because cron turns a bare
+/// `%` into a newline.
 fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
+    format!("'{}'", s.replace('\'', "'\\''").replace('%', "\\%"))
 }
 
 /// The marker that makes this library's cron line findable.
@@ -234,16 +236,52 @@ fn marker(lib: &Library) -> String {
     format!("# kb-tools:scheduled {}", lib.dir.display())
 }
 
+/// What the cron line runs with: cron gives a bare environment (no
+/// KB_ROOT, PATH=/usr/bin:/bin, no cargo), so the line names everything.
+pub struct CronCommand<'a> {
+    /// The `just` binary (made absolute through PATH when bare).
+    pub just: &'a str,
+    /// The justfile holding `maintain`.
+    pub justfile: &'a str,
+    /// The directory of the kb-* binaries, put first on the line's PATH.
+    pub bin_dir: &'a std::path::Path,
+}
+
+/// `name` as an absolute path: as given when it has a `/`, else the first
+/// match on PATH (cron's PATH will not have it).
+fn absolute_program(name: &str) -> String {
+    if name.contains('/') {
+        return std::path::absolute(name).map_or_else(|_| name.to_string(), |p| p.display().to_string());
+    }
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .map_or_else(|| name.to_string(), |p| p.display().to_string())
+}
+
 /// The daily 03:00 line running `just maintain scheduled` for this library,
-/// output appended to `.scheduled.log`.
-pub fn cron_line(lib: &Library, just: &str, justfile: &str) -> String {
-    let ws = lib.dir.parent().unwrap_or(&lib.dir);
+/// output appended to `.scheduled.log`. Every path is absolute and the
+/// line sets KB_ROOT and PATH itself, so it runs the same under cron's
+/// bare environment as from the shell that installed it.
+pub fn cron_line(lib: &Library, cmd: &CronCommand) -> String {
+    let dir = std::path::absolute(&lib.dir).unwrap_or_else(|_| lib.dir.clone());
+    let ws = dir.parent().unwrap_or(&dir);
+    let just = absolute_program(cmd.just);
+    let just_dir = std::path::Path::new(&just).parent().map(|p| p.display().to_string()).unwrap_or_default();
+    let mut path = vec![cmd.bin_dir.display().to_string()];
+    if !just_dir.is_empty() && !path.contains(&just_dir) {
+        path.push(just_dir);
+    }
     format!(
-        "0 3 * * * cd {} && {} --justfile {} maintain scheduled >> {} 2>&1 {}",
+        "0 3 * * * cd {} && KB_ROOT={} PATH={}:/usr/local/bin:/usr/bin:/bin {} --justfile {} maintain scheduled >> {} 2>&1 {}",
         quote(&ws.display().to_string()),
-        quote(just),
-        quote(justfile),
-        quote(&lib.path(SCHEDULED_LOG).display().to_string()),
+        quote(&dir.display().to_string()),
+        quote(&path.join(":")),
+        quote(&just),
+        quote(&std::path::absolute(cmd.justfile).map_or_else(|_| cmd.justfile.to_string(), |p| p.display().to_string())),
+        quote(&dir.join(SCHEDULED_LOG).display().to_string()),
         marker(lib)
     )
 }
@@ -284,8 +322,8 @@ fn crontab_write(lines: &[String]) -> Result<()> {
 }
 
 /// Seed `--install-cron`: idempotent; every other crontab line is kept.
-pub fn cron_install(lib: &Library, just: &str, justfile: &str) -> Result<Cron> {
-    let line = cron_line(lib, just, justfile);
+pub fn cron_install(lib: &Library, cmd: &CronCommand) -> Result<Cron> {
+    let line = cron_line(lib, cmd);
     let current = crontab_read()?;
     let mark = marker(lib);
     let mut wanted: Vec<String> = current.iter().filter(|l| !l.ends_with(&mark)).cloned().collect();

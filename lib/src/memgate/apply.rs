@@ -150,8 +150,9 @@ fn plan(paths: &Paths, d: &Decision, action: Action, confirmed: bool, now: &str)
             if action == Action::Replace && d.action == "veto" { d.targets.clone() } else { d.archive.clone() },
         ),
     };
-    if !id.starts_with("MEM-") || id.contains(['/', '\\']) || id.contains("..") {
-        return Err(Error::msg(format!("note id '{id}' is not a MEM- id")));
+    super::note::check_id(&id).map_err(Error::msg)?;
+    for a in &archive_ids {
+        super::note::check_id(a).map_err(Error::msg)?;
     }
     let mut archived = Vec::new();
     for a in &archive_ids {

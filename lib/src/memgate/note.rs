@@ -28,6 +28,26 @@ pub struct Note {
     pub session: String,
 }
 
+/// The shape every note id must have; ids become file names, so nothing
+/// else (no `/`, no `..`) may reach a path (issue 21).
+pub const ID_RULE: &str = "MEM-[A-Za-z0-9_-]+";
+
+/// Whether `id` matches [`ID_RULE`].
+pub fn valid_id(id: &str) -> bool {
+    id.strip_prefix("MEM-").is_some_and(|rest| {
+        !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+/// [`valid_id`] as an error naming the rule.
+pub fn check_id(id: &str) -> Result<(), String> {
+    if valid_id(id) {
+        Ok(())
+    } else {
+        Err(format!("note id '{}' does not match {ID_RULE}", crate::library::names::shown(id)))
+    }
+}
+
 /// The note file name for an id.
 pub fn file_name(id: &str) -> String {
     format!("{id}.md")
@@ -210,9 +230,7 @@ pub fn parse(text: &str, fallback_id: &str) -> Result<Note, String> {
     b.recommendation = rec;
     b.one_liner = one_liner.join(" ");
     b.title = title.unwrap_or_else(|| super::candidate::title_of(&b.one_liner));
-    if !n.id.starts_with("MEM-") {
-        return Err(format!("note Id '{}' does not start with MEM-", n.id));
-    }
+    check_id(&n.id)?;
     Ok(n)
 }
 

@@ -104,7 +104,8 @@ impl Loaded {
 /// Reads one note file; `Ok(None)` when it does not exist.
 pub fn read_note(paths: &Paths, file: &str) -> Result<Option<Loaded>> {
     let p = paths.notes.join(file);
-    let bytes = match fs::read(&p) {
+    // Never through a symlink, never blocking on a FIFO (issue 21).
+    let bytes = match crate::fs::nofollow::read(&p, crate::library::scan::MAX_DOC_BYTES) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
@@ -112,6 +113,15 @@ pub fn read_note(paths: &Paths, file: &str) -> Result<Option<Loaded>> {
     let text = String::from_utf8_lossy(&bytes);
     let stem = file.strip_suffix(".md").unwrap_or(file);
     let note = note::parse(&text, stem).map_err(|e| Error::msg(format!("{}: {e}", p.display())))?;
+    // The file is the note: a Meta Id naming another note would make an
+    // archive delete that other note's file.
+    if note.id != stem {
+        return Err(Error::msg(format!(
+            "{}: its Meta Id '{}' does not match its file name",
+            p.display(),
+            crate::library::names::shown(&note.id)
+        )));
+    }
     Ok(Some(Loaded { note, file: file.to_string(), mtime_ns: mtime_ns(&p), bytes }))
 }
 

@@ -210,13 +210,15 @@ impl Out {
 }
 
 /// Renders rows as aligned columns under a header and a rule line, the
-/// shape of the seed's search table. Widths count characters, not bytes.
+/// shape of the seed's search table. Widths are display widths (a CJK
+/// character takes two columns), so columns line up in a terminal.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    use unicode_width::UnicodeWidthStr;
+    let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
             if i < widths.len() {
-                widths[i] = widths[i].max(cell.chars().count());
+                widths[i] = widths[i].max(cell.width());
             }
         }
     }
@@ -225,7 +227,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         let mut parts = Vec::new();
         for (i, c) in cells.enumerate() {
             let w = widths.get(i).copied().unwrap_or(0);
-            let pad = w.saturating_sub(c.chars().count());
+            let pad = w.saturating_sub(c.width());
             parts.push(format!("{c}{}", " ".repeat(pad)));
         }
         out.push_str(parts.join("  ").trim_end());
@@ -239,4 +241,18 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         line(&mut row.iter().map(String::as_str), &mut out);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 18: Chinese cells take two columns each, so the next column
+    /// starts at the same screen position on every row.
+    #[test]
+    fn table_aligns_by_display_width() {
+        let rows = vec![vec!["连接池".to_string(), "x".to_string()], vec!["pool".to_string(), "y".to_string()]];
+        let t = table(&["Topic", "V"], &rows);
+        assert_eq!(t, "Topic   V\n─────────\n连接池  x\npool    y\n");
+    }
 }

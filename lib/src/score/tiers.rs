@@ -4,8 +4,6 @@
 //! before the next hit would exceed the budget; the final summary record
 //! reports the tokens used.
 
-use std::fs;
-
 use crate::doc::frontmatter;
 use crate::library::Library;
 
@@ -48,7 +46,8 @@ pub fn tokens(s: &str) -> usize {
 /// first paragraph, else the document's own first paragraph.
 pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
-    let summary = fs::read_to_string(lib.path(dir).join(".summary.md")).ok();
+    let summary_rel = if dir.is_empty() { ".summary.md".to_string() } else { format!("{dir}/.summary.md") };
+    let summary = library_text(lib, &summary_rel);
     let text = summary.as_deref().map(strip_frontmatter);
     let found = text.and_then(|t| {
         let stem = file.trim_end_matches(".md");
@@ -63,7 +62,7 @@ pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
         }
     });
     let found = found.or_else(|| {
-        let doc = fs::read_to_string(lib.path(path)).ok()?;
+        let doc = library_text(lib, path)?;
         first_paragraph(strip_frontmatter(&doc))
     })?;
     Some(clip(found.trim(), SNIPPET_CHARS))
@@ -71,7 +70,15 @@ pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
 
 /// The full text of a document.
 pub fn content(lib: &Library, path: &str) -> Option<String> {
-    fs::read(lib.path(path)).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    library_text(lib, path)
+}
+
+/// A library file's text, never through a symlink nor from a FIFO: an
+/// index row may name any path, and what it names is untrusted (issue 21).
+fn library_text(lib: &Library, rel: &str) -> Option<String> {
+    lib.check_inside(rel).ok()?;
+    let bytes = crate::fs::nofollow::read(&lib.path(rel), crate::library::scan::MAX_DOC_BYTES).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn strip_frontmatter(t: &str) -> &str {

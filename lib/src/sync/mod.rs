@@ -7,6 +7,7 @@ pub mod attributes;
 pub mod conflicts;
 pub mod drivers;
 pub mod gitcmd;
+pub mod inspect;
 pub mod merge_log;
 pub mod refresh;
 pub mod resolve;

@@ -3,7 +3,6 @@
 //! copies go, a changelog `resolve` event records the choice, the derived
 //! files follow, and the whole is one commit.
 
-use std::fs;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -13,7 +12,7 @@ use crate::doc::digest;
 use crate::error::{Error, Result};
 use crate::library::changelog::{self, Event};
 use crate::library::entry::{self, Category, Entry};
-use crate::library::{self, Library};
+use crate::library::Library;
 use crate::lock;
 use crate::sync::{conflicts, refresh};
 
@@ -67,13 +66,22 @@ pub struct Resolved {
 /// Resolves the kept conflicts of `path`. Callers pass the lock options;
 /// `commit` commits the result when the library is in git.
 pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: &lock::Options) -> Result<Resolved> {
-    let path = library::normalise(path)?;
+    // The same path rules as any write (issue 21): no internal or refused
+    // name, nothing through a symlink, the kept copies included.
+    let path = lib.writable(path)?;
     let chosen = match keep {
-        Keep::File(f) => Some(fs::read(f).map_err(|e| Error::io(format!("reading {}", f.display()), e))?),
+        Keep::File(f) => Some(
+            crate::fs::nofollow::read_input(f, crate::library::scan::MAX_DOC_BYTES)
+                .map_err(|e| Error::io(format!("reading {}", f.display()), e))?,
+        ),
         _ => None,
     };
     lock::with_lock(lib, lock_opts, || {
+        lib.check_inside(conflicts::DIR)?;
         let copies = conflicts::of(lib, &path);
+        for c in &copies {
+            lib.check_inside(&c.kept)?;
+        }
         if copies.is_empty() {
             return Err(Error::msg(format!("'{path}' has no kept conflict (kb-index status lists them)")));
         }
@@ -81,7 +89,8 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
         let bytes = match (keep, &chosen) {
             (Keep::File(_), Some(b)) => b.clone(),
             (Keep::Theirs, _) => match copies.as_slice() {
-                [one] => fs::read(lib.path(&one.kept)).map_err(|e| Error::io(format!("reading {}", one.kept), e))?,
+                [one] => crate::fs::nofollow::read(&lib.path(&one.kept), crate::library::scan::MAX_DOC_BYTES)
+                    .map_err(|e| Error::io(format!("reading {}", one.kept), e))?,
                 many => {
                     let names: Vec<&str> = many.iter().map(|c| c.kept.as_str()).collect();
                     return Err(Error::usage(format!(
@@ -91,7 +100,7 @@ pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: 
                     )));
                 }
             },
-            _ => fs::read(&full).unwrap_or_default(),
+            _ => crate::fs::nofollow::read(&full, crate::library::scan::MAX_DOC_BYTES).unwrap_or_default(),
         };
         crate::fs::atomic::write_if_changed(&full, &bytes)?;
         let removed = conflicts::remove(lib, &copies)?;

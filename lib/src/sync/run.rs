@@ -24,6 +24,7 @@ use crate::sync::attributes;
 use crate::sync::conflicts::{self, Side};
 use crate::sync::drivers::{self, REBUILD_MARKER};
 use crate::sync::gitcmd::{stderr_of, Repo};
+use crate::sync::inspect::{self, Rejected};
 use crate::sync::{merge_log, refresh};
 
 /// The marker (in the git directory) naming the commit a sync is merging,
@@ -79,11 +80,16 @@ pub struct Report {
     pub head: String,
     /// Wall-clock seconds.
     pub seconds: f64,
+    /// Paths of fetched commits refused before merging (issue 21); when
+    /// any, nothing was merged or pushed and the exit status is 2.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<Rejected>,
 }
 
 /// What one merge round did.
 #[derive(Debug, Default)]
 struct Step {
+    rejected: Vec<Rejected>,
     fetched: usize,
     merged: usize,
     conflicts: Vec<String>,
@@ -140,6 +146,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             attempts,
             head: repo.rev("HEAD").unwrap_or_default(),
             seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            rejected: step.rejected,
         })
     })
 }
@@ -160,6 +167,9 @@ fn rounds(
     loop {
         attempts += 1;
         let step = merge(lib, repo, remote, branch, tracking)?;
+        if !step.rejected.is_empty() {
+            return Ok((Step { rejected: step.rejected, ..total }, false, attempts));
+        }
         total.fetched += step.fetched;
         total.merged += step.merged;
         total.conflicts.extend(step.conflicts);
@@ -308,6 +318,11 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
         }
         _ => None,
     };
+    // Nothing a peer sends is merged before it is inspected (issue 21).
+    let rejected = inspect::inspect(repo, base.as_deref().unwrap_or(&before), &theirs)?;
+    if !rejected.is_empty() {
+        return Ok(Step { rejected, ..Step::default() });
+    }
     let (changed, since) = match &base {
         None => {
             repo.run(&["merge", "--ff-only", "--quiet", &theirs], "git merge --ff-only")?;

@@ -1,0 +1,509 @@
+//! `kb-append`: the library's only writer (seed 000 `library write`).
+
+use std::io::Read;
+
+use serde_json::json;
+
+use super::args::{Args, Cmd, Flag, Spec, MANY};
+use crate::error::{Context, Error, Exit};
+use crate::library::write::{self, Mode, Options};
+use crate::maintain::compact;
+use crate::out::jsonl::{self, Out};
+use crate::{sync, Library};
+
+/// The overview `--help` prints.
+pub const USAGE: &str = "\
+kb-append: write to the library safely (lock, atomic write, changelog,
+indexes, relations, git commit)
+
+Usage:
+  kb-append init [--root DIR] [--no-commit]
+  kb-append --justfile                  the path of kb-tools' justfile (for `import`/`mod`)
+  kb-append write PATH [--content S | --content-file F] [--notebook NB] [--append]
+                       [--no-commit] [--allow-risky REASON] [--allow-empty]
+  kb-append batch [--no-commit]          JSONL requests on stdin
+  kb-append event referenced|replan|accept PATH --notebook NB [--no-commit]
+  kb-append compact [--older-than 90d] [--no-commit]
+  kb-append skill create NAME [--stage candidates|drafts|active] [--content S | --content-file F]
+  kb-append skill edit NAME [--content S | --content-file F]
+  kb-append skill patch NAME --old-string S --new-string S [--file-path P] [--replace-all]
+  kb-append skill delete NAME
+  kb-append skill write-file NAME --file-path P [--content S | --content-file F]
+  kb-append skill remove-file NAME --file-path P
+  kb-append skill promote NAME --to drafts|active
+  kb-append skill list [--format jsonl|table]
+  kb-append skill nudge [--calls N] [--interval N] [--notebook NB]
+  kb-append sync [--remote NAME] [--branch B] [--no-push]
+  kb-append resolve PATH --keep ours|theirs|FILE [--no-commit]
+  kb-append merge-log BASE OURS THEIRS       git merge driver for logs
+  kb-append merge-derived BASE OURS THEIRS PATH   git merge driver, derived files
+  kb-append completions bash                  shell completions for the eight binaries
+  kb-append man BIN                           the man page (roff) of kb-append, kb-index, ...
+
+write reads the content from stdin when neither --content nor
+--content-file is given. batch reads one request per line:
+  {\"path\": \".memory/.references/jwt-auth-v1.md\", \"content\": \"...\",
+   \"mode\": \"overwrite\"|\"append\", \"notebook\": \"nb-42\"}
+and prints one write record (path, action, bytes, sha256, ts) per request;
+bad requests become error records and the rest are still written (exit 2).
+
+Options:
+  --root DIR            the library (default: KB_ROOT, else the nearest .library)
+  --content S           content to write
+  --content-file F      read the content from file F
+  --notebook NB         the notebook (agent session) writing
+  --append              append instead of overwriting
+  --no-commit           do not git commit (for batching several writes)
+  --allow-risky REASON  write content the guard flags, recording why
+  --allow-empty         write: accept empty content (else refused: an empty stdin is a mistake)
+  --justfile            print the path of the kb-tools justfile this binary was built from
+  --older-than DUR      compact: archive lines older than this [default: 90d]
+  --remote NAME         sync: the remote [default: the branch's, else origin]
+  --branch B            sync: the branch [default: the current branch]
+  --no-push             sync: fetch and merge only
+  --keep WHICH          resolve: ours, theirs, or a FILE with the content
+  --max-bytes N         largest content accepted [default: 1048576]
+  --timeout DUR         how long to wait for the library lock [default: 30s]
+  --stage S             skill create: the stage a new skill starts in [default: candidates]
+  --old-string S        skill patch: the text to replace (must occur once)
+  --new-string S        skill patch: its replacement
+  --replace-all         skill patch: replace every occurrence
+  --file-path P         skill: a supporting file (references/, templates/, scripts/, assets/)
+  --to S                skill promote: drafts or active
+  --format F            skill list: jsonl or table [default: table on a terminal]
+  --calls N             skill nudge: tool calls to count [default: 1]
+  --interval N          skill nudge: calls between reviews [default: 10]
+  -h, --help            show this help (after a command: that command's)
+  -V, --version         show the version
+
+Examples:
+  echo '{\"path\":\"notes/setup.md\",\"content\":\"# Setup\\n\"}' | kb-append batch --no-commit
+  kb-append sync --remote origin && kb-index status
+";
+
+const FLAGS: &[Flag] = &[
+    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
+    Flag { name: "content", value: Some("S"), help: "content to write" },
+    Flag { name: "content-file", value: Some("F"), help: "read the content from file F" },
+    Flag { name: "notebook", value: Some("NB"), help: "the notebook (agent session) writing" },
+    Flag { name: "append", value: None, help: "append instead of overwriting" },
+    Flag { name: "no-commit", value: None, help: "do not git commit (for batching several writes)" },
+    Flag { name: "allow-risky", value: Some("REASON"), help: "write content the guard flags, recording why" },
+    Flag { name: "allow-empty", value: None, help: "accept empty content (else refused: an empty stdin is a mistake)" },
+    Flag { name: "justfile", value: None, help: "print the path of the kb-tools justfile this binary was built from" },
+    Flag { name: "older-than", value: Some("DUR"), help: "archive lines older than this [default: 90d]" },
+    Flag { name: "remote", value: Some("NAME"), help: "the remote [default: the branch's, else origin]" },
+    Flag { name: "branch", value: Some("B"), help: "the branch [default: the current branch]" },
+    Flag { name: "no-push", value: None, help: "fetch and merge only" },
+    Flag { name: "keep", value: Some("WHICH"), help: "ours, theirs, or a FILE with the content" },
+    Flag { name: "max-bytes", value: Some("N"), help: "largest content accepted [default: 1048576]" },
+    Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
+    Flag { name: "stage", value: Some("S"), help: "the stage a new skill starts in [default: candidates]" },
+    Flag { name: "old-string", value: Some("S"), help: "the text to replace (must occur once)" },
+    Flag { name: "new-string", value: Some("S"), help: "its replacement" },
+    Flag { name: "replace-all", value: None, help: "replace every occurrence" },
+    Flag {
+        name: "file-path",
+        value: Some("P"),
+        help: "a supporting file (references/, templates/, scripts/, assets/)",
+    },
+    Flag { name: "to", value: Some("S"), help: "drafts or active" },
+    Flag { name: "format", value: Some("F"), help: "jsonl or table [default: table on a terminal]" },
+    Flag { name: "calls", value: Some("N"), help: "tool calls to count [default: 1]" },
+    Flag { name: "interval", value: Some("N"), help: "calls between reviews [default: 10]" },
+];
+
+const WRITE: &[&str] = &[
+    "root",
+    "content",
+    "content-file",
+    "notebook",
+    "append",
+    "no-commit",
+    "allow-risky",
+    "allow-empty",
+    "max-bytes",
+    "timeout",
+];
+const SKILL_CONTENT: &[&str] = &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+
+/// kb-append's subcommands and the flags each uses.
+pub static SPEC: Spec = Spec {
+    bin: "kb-append",
+    usage: USAGE,
+    flags: FLAGS,
+    trailing: false,
+    cmds: &[
+        Cmd { name: "", args: "", about: "print the justfile's path", flags: &["justfile"], arity: (0, 0) },
+        Cmd {
+            name: "init",
+            args: "",
+            about: "create the library layout",
+            flags: &["root", "no-commit"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "write",
+            args: "PATH",
+            about: "write one document (content from --content, --content-file or stdin)",
+            flags: WRITE,
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "batch",
+            args: "",
+            about: "write the JSONL requests on stdin under one lock and one commit",
+            flags: &["root", "no-commit", "max-bytes", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "event",
+            args: "referenced|replan|accept PATH",
+            about: "log a changelog event for a document",
+            flags: &["root", "notebook", "no-commit", "timeout"],
+            arity: (2, 2),
+        },
+        Cmd {
+            name: "compact",
+            args: "",
+            about: "archive old changelog lines",
+            flags: &["root", "older-than", "no-commit", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "skill create",
+            args: "NAME",
+            about: "create a skill",
+            flags: &["root", "stage", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill edit",
+            args: "NAME",
+            about: "replace a skill's SKILL.md",
+            flags: SKILL_CONTENT,
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill patch",
+            args: "NAME",
+            about: "replace text in a skill file",
+            flags: &[
+                "root",
+                "old-string",
+                "new-string",
+                "file-path",
+                "replace-all",
+                "notebook",
+                "no-commit",
+                "timeout",
+            ],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill delete",
+            args: "NAME",
+            about: "delete a skill",
+            flags: &["root", "notebook", "no-commit", "timeout"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill write-file",
+            args: "NAME",
+            about: "write a supporting file",
+            flags: &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill remove-file",
+            args: "NAME",
+            about: "remove a supporting file",
+            flags: &["root", "file-path", "notebook", "no-commit", "timeout"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill promote",
+            args: "NAME",
+            about: "move a skill to drafts or active",
+            flags: &["root", "to", "notebook", "no-commit", "timeout"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "skill list",
+            args: "",
+            about: "the skills with stage, trust tier and verdict",
+            flags: &["root", "format"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "skill nudge",
+            args: "",
+            about: "count tool calls; review_due when a skill review is due",
+            flags: &["root", "calls", "interval", "notebook"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "sync",
+            args: "",
+            about: "commit, fetch, merge and push with the git remote",
+            flags: &["root", "remote", "branch", "no-push", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "resolve",
+            args: "PATH",
+            about: "end a kept conflict",
+            flags: &["root", "keep", "no-commit", "timeout"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "merge-log",
+            args: "BASE OURS THEIRS",
+            about: "git merge driver for logs",
+            flags: &[],
+            arity: (3, 3),
+        },
+        Cmd {
+            name: "merge-derived",
+            args: "BASE OURS THEIRS PATH",
+            about: "git merge driver for derived files",
+            flags: &[],
+            arity: (4, 4),
+        },
+        Cmd {
+            name: "completions",
+            args: "bash",
+            about: "shell completions for the eight binaries",
+            flags: &[],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "man",
+            args: "BIN",
+            about: "the man page (roff) of one of the eight binaries",
+            flags: &[],
+            arity: (1, 1),
+        },
+        Cmd { name: "skill", args: "ACTION NAME", about: "manage skills", flags: &[], arity: (0, MANY) },
+    ],
+};
+
+/// Runs the parsed command line.
+pub fn run(a: Args) -> Result<Exit, Error> {
+    let root = a.get("root").map(std::path::Path::new);
+    let mut opts = Options { commit: !a.on("no-commit"), ..Options::default() };
+    if let Some(t) = a.get("timeout") {
+        opts.lock.timeout = crate::clock::parse_duration(t)?;
+    }
+    if let Some(m) = a.num("max-bytes")? {
+        opts.max_bytes = m;
+    }
+    let mut out = Out::stdout("kb-append");
+    match a.cmd {
+            "" if a.on("justfile") => return print_justfile(),
+            "" | "skill" => {
+                return Err(Error::usage(match a.positional.first() {
+                    Some(w) => format!("unknown skill action '{w}' (create, edit, patch, delete, write-file, remove-file, promote, list, nudge)"),
+                    None if a.cmd == "skill" => "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge".into(),
+                    None => "missing command (init, write, batch, event, compact, skill, sync, resolve; see --help)".into(),
+                }))
+            }
+            "man" => {
+                let spec = super::SPECS
+                    .iter()
+                    .find(|s| s.bin == a.positional[0])
+                    .ok_or_else(|| Error::usage(format!("man: no binary '{}' (kb-append, kb-index, ...)", a.positional[0])))?;
+                out.text(&super::args::man_page(spec))?;
+            }
+            "completions" => {
+                if a.positional[0] != "bash" {
+                    return Err(Error::usage(format!("completions: only bash is generated, not '{}'", a.positional[0])));
+                }
+                out.text(&super::args::bash_completion(&super::SPECS))?;
+            }
+            "init" => {
+                let lib = Library::for_init(root)?;
+                let created = lib.init()?.created;
+                // The files init writes are part of the library: commit
+                // them, so a fresh library starts with a clean tree.
+                let files: Vec<String> = created.iter().filter(|p| lib.path(p).is_file()).cloned().collect();
+                let committed = opts.commit && crate::library::git::commit(&lib, &files, "task-ai(library):init")?;
+                out.record(&json!({"record": "init", "dir": lib.dir, "created": created, "committed": committed}))?;
+            }
+            "write" => {
+                let lib = Library::resolve(root)?;
+                let [path] = a.positional.as_slice() else { return Err(Error::usage("write takes exactly one PATH")) };
+                let content = match (a.get("content").map(str::to_string), a.get("content-file").map(std::path::PathBuf::from)) {
+                    (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
+                    (Some(c), None) => c.clone(),
+                    (None, Some(f)) => {
+                        let bytes = crate::fs::nofollow::read_input(&f, opts.max_bytes as u64)
+                            .ctx(|| format!("reading {}", f.display()))?;
+                        write::content_from_bytes(bytes, &f.display().to_string(), opts.max_bytes)?
+                    }
+                    (None, None) => {
+                        let mut bytes = Vec::new();
+                        std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
+                        write::content_from_bytes(bytes, "stdin", opts.max_bytes)?
+                    }
+                };
+                if content.is_empty() && !a.on("allow-empty") {
+                    return Err(Error::usage(format!(
+                        "refusing to write empty content to '{path}' (an empty stdin?); pass --allow-empty to mean it"
+                    )));
+                }
+                let mode = if a.on("append") { Mode::Append } else { Mode::Overwrite };
+                let req = write::request(
+                    &lib,
+                    path,
+                    content,
+                    mode,
+                    a.get("notebook").map(str::to_string),
+                    a.get("allow-risky").map(str::to_string),
+                    opts.max_bytes,
+                );
+                report(&mut out, write::batch(&lib, vec![(0, req)], &opts)?, false)?;
+            }
+            "batch" => {
+                let lib = Library::resolve(root)?;
+                let stdin = std::io::stdin().lock();
+                let mut requests = Vec::new();
+                for (line, obj) in jsonl::read_objects(stdin) {
+                    let req = match obj {
+                        // An upstream refusal (kb-guard filter's error
+                        // record) stays a refusal, with its own message.
+                        Ok(obj) if obj.get("record").and_then(|r| r.as_str()) == Some("error") => {
+                            let msg = obj.get("message").and_then(|m| m.as_str()).unwrap_or("refused upstream");
+                            Err(format!("refused: {msg}"))
+                        }
+                        Ok(obj) => write::parse_request(&lib, &obj, opts.max_bytes),
+                        Err(e) => Err(e.message),
+                    };
+                    requests.push((line, req));
+                }
+                report(&mut out, write::batch(&lib, requests, &opts)?, true)?;
+            }
+            "event" => {
+                let lib = Library::resolve(root)?;
+                let [kind, path] = a.positional.as_slice() else {
+                    return Err(Error::usage("event takes KIND PATH (referenced, replan or accept)"));
+                };
+                let nb = a.get("notebook").ok_or_else(|| Error::usage("event needs --notebook NB"))?;
+                let ev = write::event(&lib, kind, path, nb, &opts)?;
+                let mut rec = serde_json::Map::new();
+                rec.insert("record".into(), json!("event"));
+                if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&ev) {
+                    rec.extend(fields);
+                }
+                out.record(&rec)?;
+            }
+            "compact" => {
+                let lib = Library::resolve(root)?;
+                let days = match a.get("older-than") {
+                    Some(d) => (crate::clock::parse_duration(d)?.as_secs() / 86_400) as i64,
+                    None => 90,
+                };
+                out.record(&compact::compact(&lib, days, opts.commit, &opts.lock)?)?;
+            }
+            c if c.starts_with("skill ") => {
+                let lib = Library::resolve(root)?;
+                let content =
+                    || write::content_from_args(a.get("content"), a.get("content-file").map(std::path::Path::new), opts.max_bytes);
+                let s = crate::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
+                let mut flags = crate::skills::cli::Flags::default();
+                for f in ["stage", "old-string", "new-string", "file-path", "to", "format", "calls", "interval"] {
+                    if let Some(v) = a.get(f) {
+                        flags.set(f, v.to_string())?;
+                    }
+                }
+                flags.replace_all = a.on("replace-all");
+                let action = a.cmd.trim_start_matches("skill ").to_string();
+                let words: Vec<String> = std::iter::once(action).chain(a.positional.iter().cloned()).collect();
+                let recs = crate::skills::cli::run(&lib, &words, &flags, a.get("notebook"), content, &s)?;
+                crate::skills::cli::print(&mut out, recs)?;
+            }
+            "sync" => {
+                let lib = Library::resolve(root)?;
+                let o = sync::Options {
+                    remote: a.get("remote").map(str::to_string),
+                    branch: a.get("branch").map(str::to_string),
+                    push: !a.on("no-push"),
+                    lock: opts.lock,
+                    ..Default::default()
+                };
+                match sync::sync(&lib, &o) {
+                    Ok(report) if !report.rejected.is_empty() => {
+                        for r in &report.rejected {
+                            eprintln!("kb-append: sync rejected {}: {}", r.path, r.reason);
+                        }
+                        out.record(&report)?;
+                        out.raise(Exit::Failure);
+                    }
+                    Ok(report) => out.record(&report)?,
+                    Err(e) => out.error(&e.to_string(), json!({"command": "sync"}))?,
+                }
+            }
+            "resolve" => {
+                let lib = Library::resolve(root)?;
+                let [path] = a.positional.as_slice() else {
+                    return Err(Error::usage("resolve takes exactly one PATH"));
+                };
+                let keep = a.get("keep").ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
+                match sync::resolve::resolve(&lib, path, &sync::resolve::Keep::parse(keep), opts.commit, &opts.lock) {
+                    Ok(r) => out.record(&r)?,
+                    Err(e) => out.error(&e.to_string(), json!({"command": "resolve"}))?,
+                }
+            }
+            "merge-log" => {
+                let [base, ours, theirs] = a.positional.as_slice() else {
+                    return Err(Error::usage("merge-log takes BASE OURS THEIRS"));
+                };
+                sync::drivers::merge_log_files(base, ours, theirs)?;
+            }
+            "merge-derived" => {
+                let [_, _, _, path] = a.positional.as_slice() else {
+                    return Err(Error::usage("merge-derived takes BASE OURS THEIRS PATH"));
+                };
+                sync::drivers::merge_derived(path)?;
+            }
+            other => return Err(Error::usage(format!("unknown command '{other}'"))),
+        }
+    out.finish()
+}
+
+/// `kb-append --justfile`: the justfile of the checkout this binary was
+/// built from, for a project's `import` or `mod` line.
+fn print_justfile() -> Result<Exit, Error> {
+    // This crate sits in `lib/` of the checkout; the justfile at its root.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../justfile");
+    let path = path.canonicalize().unwrap_or(path);
+    if !path.is_file() {
+        return Err(Error::msg(format!(
+            "{} is gone (the kb-tools checkout moved?); reinstall with `just install` from the checkout",
+            path.display()
+        )));
+    }
+    let mut out = Out::stdout("kb-append");
+    out.text(&format!("{}\n", path.display()))?;
+    out.finish()
+}
+
+/// Prints one record per request; rejected ones as error records with
+/// their line (batch) or path (write).
+fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), Error> {
+    for (line, outcome) in result.outcomes {
+        match outcome {
+            Ok(w) => out.record(&w)?,
+            Err(msg) if batch => out.line_error(line, &msg, None)?,
+            Err(msg) => out.error(&msg, json!({}))?,
+        }
+    }
+    for e in &result.guard_errors {
+        out.error(e, json!({}))?;
+    }
+    if let Some(e) = result.commit_error {
+        out.error(&format!("the writes landed but the git commit failed: {e}"), json!({}))?;
+    }
+    out.raise(Exit::Success);
+    Ok(())
+}

@@ -1,0 +1,406 @@
+//! The command line of every binary, described by one table per binary
+//! (lexopt underneath): each subcommand names the flags it uses, so a flag
+//! of another subcommand is an error with a hint instead of being silently
+//! ignored, `--help` works per subcommand, and the shell completions are
+//! generated from the same table (STYLE.md §4).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+
+use lexopt::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// One flag a binary accepts somewhere.
+pub struct Flag {
+    /// The long name, without `--`.
+    pub name: &'static str,
+    /// The value's placeholder (`DIR`, `N`), or `None` for a switch.
+    pub value: Option<&'static str>,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+/// One subcommand (or the binary itself when `name` is empty).
+pub struct Cmd {
+    /// The words that select it (`"rules validate"`), empty for none.
+    pub name: &'static str,
+    /// The positional arguments' synopsis (`"PATH..."`).
+    pub args: &'static str,
+    /// What it does, one line.
+    pub about: &'static str,
+    /// The flags it uses.
+    pub flags: &'static [&'static str],
+    /// How many positional arguments it takes: at least, at most.
+    pub arity: (usize, usize),
+}
+
+/// A binary's whole command line.
+pub struct Spec {
+    /// The binary's name.
+    pub bin: &'static str,
+    /// The overview printed by `BIN --help`.
+    pub usage: &'static str,
+    /// Every flag of every subcommand.
+    pub flags: &'static [Flag],
+    /// The subcommands; the one named `""` runs when no word names another.
+    pub cmds: &'static [Cmd],
+    /// When set, the first positional of the unnamed command starts the
+    /// command to run: it and everything after it are taken as they are
+    /// (kb-lock's `-- CMD ARGS...`).
+    pub trailing: bool,
+}
+
+/// Unbounded arity.
+pub const MANY: usize = usize::MAX;
+
+/// What the user typed, checked against the chosen subcommand.
+#[derive(Debug, Default)]
+pub struct Args {
+    /// The subcommand's name (`""` for the unnamed one).
+    pub cmd: &'static str,
+    /// Flag values by name (a switch holds one empty string per use).
+    pub flags: BTreeMap<&'static str, Vec<String>>,
+    /// Positional arguments after the subcommand's words.
+    pub positional: Vec<String>,
+}
+
+impl Args {
+    /// Whether a switch was given.
+    pub fn on(&self, name: &str) -> bool {
+        self.flags.contains_key(name)
+    }
+
+    /// The last value of a flag.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.flags.get(name).and_then(|v| v.last()).map(String::as_str)
+    }
+
+    /// Every value of a repeatable flag.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.flags.get(name).cloned().unwrap_or_default()
+    }
+
+    /// A flag's value parsed as a number, naming the flag when it is not one.
+    pub fn num<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>> {
+        self.get(name)
+            .map(|v| v.trim().parse().map_err(|_| Error::usage(format!("--{name} wants a whole number, got '{v}'"))))
+            .transpose()
+    }
+}
+
+/// What parsing asks the caller to do.
+pub enum Parsed {
+    /// Run the subcommand.
+    Run(Args),
+    /// Print this text on stdout and exit 0 (`--help`, `--version`).
+    Print(String),
+}
+
+enum Token {
+    Flag(&'static str, Option<String>),
+    Value(String),
+}
+
+/// Parses `args` (without the program name) against `spec`.
+pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Parsed> {
+    let mut p = lexopt::Parser::from_args(args);
+    let mut tokens = Vec::new();
+    let mut help = false;
+    while let Some(arg) = p.next()? {
+        match arg {
+            Short('h') | Long("help") => help = true,
+            Short('V') | Long("version") => {
+                return Ok(Parsed::Print(format!("{} {}\n", spec.bin, env!("CARGO_PKG_VERSION"))))
+            }
+            Long(name) => {
+                let name = name.to_string();
+                let Some(flag) = spec.flags.iter().find(|f| f.name == name) else {
+                    return Err(unknown(spec, &name));
+                };
+                let value =
+                    match flag.value {
+                        Some(_) => Some(p.value().map_err(|_| {
+                            Error::usage(format!("--{name} needs a value ({})", flag.value.unwrap_or("")))
+                        }))
+                        .transpose()?
+                        .map(|v| v.string())
+                        .transpose()?,
+                        None => None,
+                    };
+                tokens.push(Token::Flag(flag.name, value));
+            }
+            Short(c) => {
+                return Err(Error::usage(format!("unknown flag '-{c}'; the flags are long, see '{} --help'", spec.bin)))
+            }
+            Value(v) => {
+                let v = v.string()?;
+                let named = spec.cmds.iter().any(|c| !c.name.is_empty() && c.name.split(' ').next() == Some(&v));
+                let first = !tokens.iter().any(|t| matches!(t, Token::Value(_)));
+                if spec.trailing && first && !named {
+                    tokens.push(Token::Value(v));
+                    for raw in p.raw_args()? {
+                        tokens.push(Token::Value(raw.string()?));
+                    }
+                } else {
+                    tokens.push(Token::Value(v));
+                }
+            }
+        }
+    }
+    let words: Vec<&str> =
+        tokens.iter().filter_map(|t| if let Token::Value(v) = t { Some(v.as_str()) } else { None }).collect();
+    if help {
+        // `BIN --help` (or with words that name no subcommand): the
+        // overview; `BIN CMD --help`: that subcommand's own help.
+        return Ok(Parsed::Print(match choose(spec, &words) {
+            Ok(cmd) if !cmd.name.is_empty() => cmd_help(spec, cmd),
+            _ => spec.usage.to_string(),
+        }));
+    }
+    let cmd = choose(spec, &words)?;
+    let skip = cmd.name.split(' ').filter(|w| !w.is_empty()).count();
+    let mut args = Args { cmd: cmd.name, ..Args::default() };
+    let mut seen = 0;
+    for t in tokens {
+        match t {
+            Token::Value(v) => {
+                seen += 1;
+                if seen > skip {
+                    args.positional.push(v);
+                }
+            }
+            Token::Flag(name, value) => {
+                if !cmd.flags.contains(&name) {
+                    return Err(misplaced(spec, cmd, name));
+                }
+                args.flags.entry(name).or_default().push(value.unwrap_or_default());
+            }
+        }
+    }
+    let (min, max) = cmd.arity;
+    let n = args.positional.len();
+    let full = if cmd.name.is_empty() { spec.bin } else { cmd.name };
+    if n < min {
+        let what = if cmd.args.is_empty() { "arguments".to_string() } else { cmd.args.to_string() };
+        return Err(Error::usage(format!("{full} needs {what}")));
+    }
+    if n > max {
+        let extra = &args.positional[max];
+        let takes = match max {
+            0 => "takes no arguments".to_string(),
+            _ => format!("takes {}", cmd.args),
+        };
+        return Err(Error::usage(format!("{full} {takes}; unexpected '{extra}'")));
+    }
+    Ok(Parsed::Run(args))
+}
+
+/// The subcommand the leading words name (longest match first), else the
+/// unnamed one.
+fn choose<'a>(spec: &'a Spec, words: &[&str]) -> Result<&'a Cmd> {
+    let mut best: Option<&Cmd> = None;
+    for c in spec.cmds.iter().filter(|c| !c.name.is_empty()) {
+        let parts: Vec<&str> = c.name.split(' ').collect();
+        if words.len() >= parts.len()
+            && words[..parts.len()] == parts[..]
+            && best.is_none_or(|b| b.name.split(' ').count() < parts.len())
+        {
+            best = Some(c);
+        }
+    }
+    if let Some(c) = best {
+        return Ok(c);
+    }
+    // The unnamed command, unless a word that takes no place there was
+    // meant as a command.
+    if let Some(c) = spec.cmds.iter().find(|c| c.name.is_empty()) {
+        if words.is_empty() || c.arity.1 > 0 {
+            return Ok(c);
+        }
+    }
+    let names: Vec<&str> = spec.cmds.iter().map(|c| c.name).collect();
+    Err(match words.first() {
+        None => Error::usage(format!("missing command ({})", list(&names))),
+        Some(w) => {
+            let firsts: Vec<&str> = names.iter().map(|n| n.split(' ').next().unwrap_or(n)).collect();
+            // A group word without its subcommand (`rules`, `cron`).
+            let group: Vec<&str> = names.iter().filter(|n| n.split(' ').next() == Some(w)).copied().collect();
+            if !group.is_empty() {
+                Error::usage(format!("'{w}' needs a subcommand: {}", list(&group)))
+            } else {
+                let hint =
+                    closest(w, firsts.iter().copied()).map(|s| format!("; did you mean '{s}'?")).unwrap_or_default();
+                Error::usage(format!("unknown command '{w}'{hint} (commands: {})", list(&names)))
+            }
+        }
+    })
+}
+
+fn list(names: &[&str]) -> String {
+    let mut v: Vec<&str> = Vec::new();
+    for n in names.iter().filter(|n| !n.is_empty()) {
+        if !v.contains(n) {
+            v.push(n);
+        }
+    }
+    v.join(", ")
+}
+
+/// A flag no subcommand has: suggest the nearest one.
+fn unknown(spec: &Spec, name: &str) -> Error {
+    let hint = closest(name, spec.flags.iter().map(|f| f.name))
+        .map(|s| format!("; did you mean '--{s}'?"))
+        .unwrap_or_default();
+    Error::usage(format!("unknown flag '--{name}'{hint}"))
+}
+
+/// A flag of another subcommand: name where it belongs.
+fn misplaced(spec: &Spec, cmd: &Cmd, name: &str) -> Error {
+    let mut owners: Vec<&str> =
+        spec.cmds.iter().filter(|c| !c.name.is_empty() && c.flags.contains(&name)).map(|c| c.name).collect();
+    if owners.is_empty() {
+        owners.push(spec.cmds.iter().find(|c| c.name.is_empty()).map_or(spec.bin, |c| c.args));
+    }
+    let full = if cmd.name.is_empty() { spec.bin } else { cmd.name };
+    let near = closest(name, cmd.flags.iter().copied()).map(|s| format!("; did you mean '--{s}'?")).unwrap_or_default();
+    Error::usage(format!("{full} does not take --{name} (it belongs to {}){near}", list(&owners)))
+}
+
+/// The candidate nearest to `word` by edit distance, when near enough.
+fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (distance(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `BIN CMD --help`: the subcommand's synopsis and its flags.
+pub fn cmd_help(spec: &Spec, cmd: &Cmd) -> String {
+    let full = if cmd.name.is_empty() { spec.bin.to_string() } else { format!("{} {}", spec.bin, cmd.name) };
+    let mut s = format!("{full}: {}\n\nUsage:\n  {full}", cmd.about);
+    if !cmd.args.is_empty() {
+        s.push(' ');
+        s.push_str(cmd.args);
+    }
+    let flags: Vec<&Flag> = cmd.flags.iter().filter_map(|n| spec.flags.iter().find(|f| f.name == *n)).collect();
+    for f in &flags {
+        match f.value {
+            Some(v) => s.push_str(&format!(" [--{} {v}]", f.name)),
+            None => s.push_str(&format!(" [--{}]", f.name)),
+        }
+    }
+    s.push_str("\n\nOptions:\n");
+    let left = |f: &Flag| match f.value {
+        Some(v) => format!("--{} {v}", f.name),
+        None => format!("--{}", f.name),
+    };
+    let width = flags.iter().map(|f| left(f).len()).max().unwrap_or(0).max("-h, --help".len());
+    for f in &flags {
+        s.push_str(&format!("  {:width$}  {}\n", left(f), f.help));
+    }
+    s.push_str(&format!("  {:width$}  show this help\n", "-h, --help"));
+    s
+}
+
+/// A bash completion script for the binaries' tables: subcommand words,
+/// then the flags of the subcommand typed so far.
+pub fn bash_completion(specs: &[&Spec]) -> String {
+    let mut s = String::from("# bash completion for kb-tools (generated by `kb-append completions bash`)\n");
+    for spec in specs {
+        let fname = format!("_{}", spec.bin.replace('-', "_"));
+        s.push_str(&format!(
+            "{fname}() {{\n  local cur=\"${{COMP_WORDS[COMP_CWORD]}}\" line=\" ${{COMP_WORDS[*]:1:COMP_CWORD-1}} \"\n"
+        ));
+        s.push_str("  local words=\"\"\n  case \"$line\" in\n");
+        let mut cmds: Vec<&Cmd> = spec.cmds.iter().collect();
+        cmds.sort_by_key(|c| std::cmp::Reverse(c.name.len()));
+        for c in &cmds {
+            let flags: Vec<String> = c.flags.iter().map(|f| format!("--{f}")).collect();
+            let pat = if c.name.is_empty() { "*".to_string() } else { format!("*\" {} \"*", c.name) };
+            let subs: Vec<&str> = if c.name.is_empty() {
+                spec.cmds.iter().filter(|c| !c.name.is_empty()).filter_map(|c| c.name.split(' ').next()).collect()
+            } else {
+                spec.cmds.iter().filter_map(|o| o.name.strip_prefix(c.name).and_then(|r| r.strip_prefix(' '))).collect()
+            };
+            let mut all: Vec<String> = subs.iter().map(|w| w.to_string()).collect();
+            all.dedup();
+            all.extend(flags);
+            all.push("--help".into());
+            s.push_str(&format!("    {pat}) words=\"{}\" ;;\n", all.join(" ")));
+        }
+        s.push_str("  esac\n  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n}\n");
+        s.push_str(&format!("complete -o default -F {fname} {}\n", spec.bin));
+    }
+    s
+}
+
+/// A man page (roff, section 1) for one binary, from its table: the
+/// overview as the description, each subcommand's synopsis, every flag.
+pub fn man_page(spec: &Spec) -> String {
+    let esc = |t: &str| t.replace('\\', "\\\\").replace('-', "\\-");
+    let about = spec.usage.lines().next().unwrap_or(spec.bin).split_once(": ").map_or("", |(_, a)| a);
+    let mut s = format!(
+        ".TH {} 1 \"\" \"kb-tools {}\"\n.SH NAME\n{} \\- {}\n.SH SYNOPSIS\n",
+        spec.bin.to_uppercase(),
+        env!("CARGO_PKG_VERSION"),
+        esc(spec.bin),
+        esc(about)
+    );
+    for c in spec.cmds {
+        let name = [spec.bin, c.name, c.args].iter().filter(|w| !w.is_empty()).copied().collect::<Vec<_>>().join(" ");
+        s.push_str(&format!(".TP\n.B {}\n{}\n", esc(&name), esc(c.about)));
+    }
+    s.push_str(".SH DESCRIPTION\n.nf\n");
+    for line in spec.usage.lines() {
+        // A line starting with `.` or `'` would be read as a roff request.
+        if line.starts_with(['.', '\'']) {
+            s.push_str("\\&");
+        }
+        s.push_str(&esc(line));
+        s.push('\n');
+    }
+    s.push_str(".fi\n.SH OPTIONS\n");
+    for f in spec.flags {
+        let left = match f.value {
+            Some(v) => format!("--{} {v}", f.name),
+            None => format!("--{}", f.name),
+        };
+        let used: Vec<&str> = spec
+            .cmds
+            .iter()
+            .filter(|c| c.flags.contains(&f.name))
+            .map(|c| if c.name.is_empty() { spec.bin } else { c.name })
+            .collect();
+        s.push_str(&format!(".TP\n.B {}\n{} (with: {})\n", esc(&left), esc(f.help), esc(&used.join(", "))));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(distance("topic", "topic"), 0);
+        assert_eq!(distance("tpoic", "topic"), 2);
+        assert_eq!(distance("day", "days"), 1);
+    }
+}

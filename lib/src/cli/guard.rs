@@ -1,0 +1,286 @@
+//! `kb-guard`: the threat scanner (seed 002 guard, seed 000 sanitising).
+
+use std::io::Read;
+
+use serde_json::json;
+
+use super::args::{Args, Cmd, Flag, Spec, MANY};
+use crate::error::{Context, Error, Exit};
+use crate::guard::{self, filter::Outcome, policy::Policy, scan, target, Verdict};
+use crate::out::jsonl::{self, Format, Out};
+
+/// The overview `--help` prints.
+pub const USAGE: &str = "\
+kb-guard: a linear-time threat scanner for skills and library content
+
+Usage:
+  kb-guard scan PATH... [--format jsonl|table|sarif] [--fail-on caution|dangerous]
+                        [--policy FILE] [--root DIR]
+  kb-guard rules list [--format table|jsonl] [--root DIR]
+  kb-guard rules validate FILE... [--corpus DIR]  a rule file, plus its backtest over the library
+  kb-guard rules propose [INTEL.jsonl|-] [--scheduled [--force]]   threat intel -> CORE-XXX.md
+  kb-guard rules validate [CORE-XXX...|-] [--corpus DIR]   pattern, examples, historical backtest
+  kb-guard rules review [CORE-XXX...|-]          composite score; approved at >= 0.95
+  kb-guard rules integrate [CORE-XXX...|-]       approved rules into the rule set in force
+  kb-guard rules status [--format table|jsonl]   last scans, proposals by state, rule counts
+  kb-guard filter [--policy FILE] [--root DIR]     write requests on stdin
+  kb-guard sanitize [FILE] [--report FILE]         external text, '-' or stdin
+
+scan prints finding records, then one verdict record per target (a file, a
+skill directory holding SKILL.md, each skill and loose file under any other
+directory, or '-' for stdin). Extended rules are hot-loaded from
+.library/.evolving-rules/security/active/*.yaml when a library is found.
+
+Options:
+  --format F         jsonl (default into a pipe), table (default on a terminal), sarif
+  --fail-on V        exit 1 when a verdict reaches V [default: dangerous]
+  --policy FILE      YAML: disable, severity, suppress (path, rule, reason, expires)
+  --root DIR         the library for extended rules (default: KB_ROOT, else the nearest .library)
+  --report FILE      sanitize: write change records to FILE (default: stderr lines)
+  --corpus DIR       rules validate: also backtest over DIR (repeatable)
+  --scheduled        rules propose: only the layers due (core 7 d, extended 1 d)
+  --force            rules propose --scheduled: ignore the intervals
+  --no-commit        evolve steps: do not git commit
+  -h, --help         show this help (after a command: that command's)
+  -V, --version      show the version
+
+The evolve steps read the proposals named by `proposal` records on stdin
+('-'), by id, or by default every proposal waiting for the step, and print
+one proposal record each, so they compose:
+  kb-guard rules propose intel.jsonl | kb-guard rules validate - | kb-guard rules review - | kb-guard rules integrate -
+
+Example:
+  kb-guard filter < requests.jsonl | kb-append batch
+";
+
+const FLAGS: &[Flag] = &[
+    Flag {
+        name: "format",
+        value: Some("F"),
+        help: "jsonl (default into a pipe), table (default on a terminal), sarif (scan)",
+    },
+    Flag { name: "fail-on", value: Some("V"), help: "exit 1 when a verdict reaches V [default: dangerous]" },
+    Flag {
+        name: "policy",
+        value: Some("FILE"),
+        help: "YAML: disable, severity, suppress (path, rule, reason, expires)",
+    },
+    Flag {
+        name: "root",
+        value: Some("DIR"),
+        help: "the library for extended rules (default: KB_ROOT, else the nearest .library)",
+    },
+    Flag { name: "report", value: Some("FILE"), help: "write change records to FILE (default: stderr lines)" },
+    Flag { name: "corpus", value: Some("DIR"), help: "also backtest over DIR (repeatable)" },
+    Flag { name: "scheduled", value: None, help: "only the layers due (core 7 d, extended 1 d)" },
+    Flag { name: "force", value: None, help: "with --scheduled: ignore the intervals" },
+    Flag { name: "no-commit", value: None, help: "do not git commit" },
+];
+
+/// kb-guard's subcommands and the flags each uses.
+pub static SPEC: Spec = Spec {
+    bin: "kb-guard",
+    usage: USAGE,
+    flags: FLAGS,
+    trailing: false,
+    cmds: &[
+        Cmd {
+            name: "scan",
+            args: "PATH...",
+            about: "scan files, skills or '-' (stdin) for threats",
+            flags: &["format", "fail-on", "policy", "root"],
+            arity: (1, MANY),
+        },
+        Cmd { name: "rules list", args: "", about: "the rules in force", flags: &["format", "root"], arity: (0, 0) },
+        Cmd {
+            name: "rules validate",
+            args: "[FILE...|CORE-XXX...|-]",
+            about: "a rule file, or proposals: pattern, examples, historical backtest",
+            flags: &["corpus", "root", "no-commit"],
+            arity: (0, MANY),
+        },
+        Cmd {
+            name: "rules propose",
+            args: "[INTEL.jsonl|-]",
+            about: "threat intel -> CORE-XXX.md proposals",
+            flags: &["scheduled", "force", "root", "no-commit"],
+            arity: (0, 1),
+        },
+        Cmd {
+            name: "rules review",
+            args: "[CORE-XXX...|-]",
+            about: "composite score; approved at >= 0.95",
+            flags: &["root", "no-commit"],
+            arity: (0, MANY),
+        },
+        Cmd {
+            name: "rules integrate",
+            args: "[CORE-XXX...|-]",
+            about: "approved rules into the rule set in force",
+            flags: &["root", "no-commit"],
+            arity: (0, MANY),
+        },
+        Cmd {
+            name: "rules status",
+            args: "",
+            about: "last scans, proposals by state, rule counts",
+            flags: &["format", "root"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "filter",
+            args: "",
+            about: "pass safe write requests on stdin, refuse dangerous ones",
+            flags: &["policy", "root"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "sanitize",
+            args: "[FILE|-]",
+            about: "neutralise injected instructions in external text",
+            flags: &["report"],
+            arity: (0, 1),
+        },
+    ],
+};
+
+/// Runs the parsed command line.
+pub fn run(a: Args) -> Result<Exit, Error> {
+    let format_flag = a.get("format").map(str::to_string);
+    let root = a.get("root").map(std::path::PathBuf::from);
+    let policy_path = a.get("policy").map(std::path::PathBuf::from);
+    let evolve = guard::evolve::cli::Flags {
+        corpus: a.all("corpus"),
+        scheduled: a.on("scheduled"),
+        force: a.on("force"),
+        no_commit: a.on("no-commit"),
+    };
+    let all_words: Vec<String> = a.cmd.split(' ').map(str::to_string).chain(a.positional.iter().cloned()).collect();
+    let mut out = Out::stdout("kb-guard");
+    let words: Vec<&str> = all_words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
+            let format = format_flag.as_deref().map(Format::parse).transpose()?;
+            let recs = guard::evolve::cli::run(root.as_deref(), step, rest, &evolve, format)?;
+            guard::evolve::print(&mut out, recs)?;
+            return out.finish();
+        }
+        ["sanitize", rest @ ..] if rest.len() <= 1 => {
+            return sanitize(a.get("report").map(std::path::Path::new), rest.first().copied(), out)
+        }
+        _ => {}
+    }
+    let (engine, errors) = guard::load_engine(root.as_deref())?;
+    for e in &errors {
+        out.error(&format!("{}: {}", e.source, e.message), json!({"rule_file": e.source}))?;
+    }
+    let policy = policy_path.as_deref().map(|p| Policy::load(p, &engine)).transpose()?;
+    let now = crate::clock::now()?;
+    match words.as_slice() {
+        ["scan", paths @ ..] if !paths.is_empty() => {
+            let fail_on = Verdict::parse(a.get("fail-on").unwrap_or("dangerous"))?;
+            let paths: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
+            let mut targets = Vec::new();
+            for t in target::collect(&paths) {
+                match t {
+                    Ok(t) => targets.push(t),
+                    Err(e) => out.error(&format!("{}: {}", e.path, e.message), json!({"path": e.path}))?,
+                }
+            }
+            let mut stdin = Vec::new();
+            if targets.iter().any(|t| t.kind == target::TargetKind::Stdin) {
+                std::io::stdin().read_to_end(&mut stdin).ctx(|| "reading stdin")?;
+            }
+            let results = scan::scan_targets(&engine, &targets, &stdin, policy.as_ref(), now);
+            if results.iter().any(|r| r.verdict.verdict >= fail_on && r.verdict.verdict > Verdict::Safe) {
+                out.raise(Exit::Negative);
+            }
+            match format_flag.as_deref() {
+                Some("sarif") => out.text(&format!("{:#}\n", guard::sarif::log(&engine, &results)))?,
+                f if f.map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table => {
+                    out.text(&scan::table(&results))?
+                }
+                _ => {
+                    for r in &results {
+                        r.findings.iter().try_for_each(|f| out.record(f))?;
+                        out.record(&r.verdict)?;
+                    }
+                }
+            }
+        }
+        ["rules", "list"] => {
+            let rules = engine.rules();
+            if format_flag.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
+                let rows: Vec<Vec<String>> = rules
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.id.clone(),
+                            r.category.clone(),
+                            r.severity.to_string(),
+                            r.source.clone(),
+                            r.description.clone(),
+                        ]
+                    })
+                    .collect();
+                out.text(&jsonl::table(&["ID", "CATEGORY", "SEVERITY", "SOURCE", "DESCRIPTION"], &rows))?;
+            } else {
+                for r in rules {
+                    out.record(&guard::rules::Listed::from(r))?;
+                }
+            }
+        }
+        ["filter"] => {
+            let lines =
+                jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
+            for (line, outcome) in guard::filter::filter(&engine, policy.as_ref(), now, lines) {
+                match outcome {
+                    Outcome::Pass(obj) => out.record(&obj)?,
+                    Outcome::Invalid(msg) => out.line_error(line, &msg, None)?,
+                    Outcome::Refused(msg, extra) => {
+                        eprintln!("kb-guard: <stdin>:{line}: {msg}");
+                        let mut rec = json!({"record": "error", "line": line, "message": msg});
+                        rec.as_object_mut()
+                            .into_iter()
+                            .for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
+                        out.record(&rec)?;
+                        out.raise(Exit::Negative);
+                    }
+                }
+            }
+        }
+        _ => {
+            return Err(Error::usage(
+                "expected scan PATH..., rules list|validate|propose|review|integrate|status, filter or sanitize",
+            ))
+        }
+    }
+    out.finish()
+}
+
+/// `kb-guard sanitize`: the sanitised text on stdout, changes to --report.
+fn sanitize(report: Option<&std::path::Path>, file: Option<&str>, mut out: Out) -> Result<Exit, Error> {
+    let bytes = match file {
+        None | Some("-") => {
+            let mut b = Vec::new();
+            std::io::stdin().read_to_end(&mut b).ctx(|| "reading stdin")?;
+            b
+        }
+        Some(f) => std::fs::read(f).ctx(|| format!("reading {f}"))?,
+    };
+    let engine = guard::Engine::core()?;
+    let text = guard::normalize::decode_lossy(&bytes);
+    let (clean, changes) = guard::sanitize::sanitize(engine, &text);
+    out.text(&clean)?;
+    match report {
+        Some(p) => {
+            let lines: Vec<String> = changes.iter().filter_map(|c| serde_json::to_string(c).ok()).collect();
+            let body = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
+            std::fs::write(p, body).ctx(|| format!("writing {}", p.display()))?;
+        }
+        None => changes
+            .iter()
+            .for_each(|c| eprintln!("kb-guard: sanitize: line {}: {} {:?} -> {:?}", c.line, c.rule, c.before, c.after)),
+    }
+    out.finish()
+}

@@ -1,0 +1,239 @@
+//! `kb-index`: what is in the library (seed 000 list, status, rebuild-index,
+//! check-staleness and the maintain modes built on them).
+
+use super::args::{Args, Cmd, Flag, Spec};
+use crate::derived::{consistency, rebuild_index};
+use crate::error::{Context, Error, Exit};
+use crate::library::scan;
+use crate::maintain::schedule;
+use crate::out::jsonl::{self, Format, Out};
+use crate::report::{listing, stale, status, usage};
+use crate::{clock, lock, Library};
+
+/// The overview `--help` prints.
+pub const USAGE: &str = "\
+kb-index: list, audit and rebuild the library's indexes
+
+Usage:
+  kb-index list [--type T1|T2] [--topic T] [--format jsonl|table]
+  kb-index rebuild [--incremental] [--no-commit]
+  kb-index check                     index rows vs files; logs .inconsistency.log; exit 1 on problems
+  kb-index stale [--days N] [--format jsonl|table]   stale references and provisional experiences
+  kb-index status [--format jsonl|table]   the six audit dimensions; exit 1 when one needs attention
+  kb-index quick                     re-index what changed since .last-maintained
+  kb-index scheduled [--force] [--no-commit]   the 24 h-gated daily maintenance
+  kb-index commit full|scheduled     commit every library change with the seed's message
+  kb-index cron install|uninstall [--just PATH --justfile PATH]
+
+Options:
+  --root DIR        the library (default: KB_ROOT, else the nearest .library)
+  --type T          list: only these types (pipe-separated segments)
+  --topic T         list: only this topic
+  --format FMT      jsonl or table [default: table on a terminal]
+  --incremental     rebuild: re-read only documents changed since the last rebuild
+  --no-commit       do not git commit
+  --days N          stale: flag references older than N days, whatever their threshold
+  --force           scheduled: ignore the 24 h gate
+  --just PATH       cron: the just binary [default: just]
+  --justfile PATH   cron: the justfile holding `maintain`
+  --timeout DUR     how long to wait for the library lock [default: 30s]
+  -h, --help        show this help (after a command: that command's)
+  -V, --version     show the version
+
+Example:
+  kb-index list --type 'software|data-pipeline' --format table
+";
+
+const FLAGS: &[Flag] = &[
+    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
+    Flag { name: "type", value: Some("T"), help: "only these types (pipe-separated segments)" },
+    Flag { name: "topic", value: Some("T"), help: "only this topic" },
+    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
+    Flag { name: "incremental", value: None, help: "re-read only documents changed since the last rebuild" },
+    Flag { name: "no-commit", value: None, help: "do not git commit" },
+    Flag { name: "days", value: Some("N"), help: "flag references older than N days, whatever their threshold" },
+    Flag { name: "force", value: None, help: "ignore the 24 h gate" },
+    Flag { name: "just", value: Some("PATH"), help: "the just binary [default: just on PATH]" },
+    Flag { name: "justfile", value: Some("PATH"), help: "the justfile holding `maintain`" },
+    Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
+];
+
+const LIST: &[&str] = &["root", "type", "topic", "format"];
+
+/// kb-index's subcommands and the flags each uses.
+pub static SPEC: Spec = Spec {
+    bin: "kb-index",
+    usage: USAGE,
+    flags: FLAGS,
+    trailing: false,
+    cmds: &[
+        Cmd { name: "", args: "", about: "list (the default command)", flags: LIST, arity: (0, 0) },
+        Cmd { name: "list", args: "", about: "library contents per category", flags: LIST, arity: (0, 0) },
+        Cmd {
+            name: "rebuild",
+            args: "",
+            about: "regenerate every .index.md, .master-index.md and .ioc.md",
+            flags: &["root", "incremental", "no-commit", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "check",
+            args: "",
+            about: "index rows vs files; logs .inconsistency.log; exit 1 on problems",
+            flags: &["root", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "stale",
+            args: "",
+            about: "stale references and provisional experiences (report only)",
+            flags: &["root", "days", "format"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "status",
+            args: "",
+            about: "the six audit dimensions; exit 1 when one needs attention",
+            flags: &["root", "format", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "quick",
+            args: "",
+            about: "re-index what changed since .last-maintained",
+            flags: &["root", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "scheduled",
+            args: "",
+            about: "the 24 h-gated daily maintenance",
+            flags: &["root", "force", "no-commit", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "commit",
+            args: "full|scheduled",
+            about: "commit every library change with the seed's message",
+            flags: &["root"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "cron install",
+            args: "",
+            about: "add the daily `just maintain scheduled` line to the crontab",
+            flags: &["root", "just", "justfile"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "cron uninstall",
+            args: "",
+            about: "remove this library's cron line",
+            flags: &["root"],
+            arity: (0, 0),
+        },
+    ],
+};
+
+/// Runs the parsed command line.
+pub fn run(a: Args) -> Result<Exit, Error> {
+    let lib = Library::resolve(a.get("root").map(std::path::Path::new))?;
+    let mut lock_opts = lock::Options::default();
+    if let Some(t) = a.get("timeout") {
+        lock_opts.timeout = clock::parse_duration(t)?;
+    }
+    let format = a.get("format").map(Format::parse).transpose()?;
+    let table = format.unwrap_or_else(Format::default_for_stdout) == Format::Table;
+    let mut out = Out::stdout("kb-index");
+    match a.cmd {
+        "" | "list" => {
+            let (now, filter, scan) =
+                (clock::now()?, listing::Filter::new(a.get("type"), a.get("topic")), scan::library(&lib));
+            let used = usage::load(&lib)?;
+            let entries: Vec<_> = scan.docs.iter().map(|d| &d.entry).filter(|e| filter.matches(e)).collect();
+            if table {
+                out.text(&listing::tables(&entries, now, &used))?;
+            } else {
+                for e in entries {
+                    out.record(&listing::record(e, now, &used))?;
+                }
+            }
+            for p in &scan.problems {
+                let msg = format!("{}: {} ({})", p.path, p.message, p.kind);
+                if table {
+                    eprintln!("kb-index: {msg}");
+                    out.raise(Exit::Failure);
+                } else {
+                    out.error(&msg, serde_json::to_value(p).unwrap_or_default())?;
+                }
+            }
+        }
+        "rebuild" => {
+            let opts = rebuild_index::Options {
+                incremental: a.on("incremental"),
+                commit: !a.on("no-commit"),
+                lock: lock_opts,
+            };
+            let r = rebuild_index::run(&lib, &opts)?;
+            for p in &r.problems {
+                eprintln!("kb-index: {}: {} ({})", p.path, p.message, p.kind);
+            }
+            out.record(&r)?;
+        }
+        "check" => {
+            let problems = consistency::check(&lib, &scan::library(&lib))?;
+            lock::with_lock(&lib, &lock_opts, || consistency::log(&lib, &problems))?;
+            for p in &problems {
+                eprintln!("kb-index: {}: {}: {}", p.kind, p.path, p.message);
+                out.record(p)?;
+            }
+            out.raise(if problems.is_empty() { Exit::Success } else { Exit::Negative });
+        }
+        "stale" => {
+            let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
+            let first = stale::first_writes(&crate::library::relations::history(&lib)?);
+            let found = stale::all(&entries, &first, clock::now()?, a.num("days")?);
+            if table {
+                let rows: Vec<Vec<String>> = found
+                    .iter()
+                    .map(|s| {
+                        let age = s.age_days.map_or(String::new(), |d| d.to_string());
+                        vec![s.path.clone(), s.category.into(), s.reason.into(), age, s.threshold_days.to_string()]
+                    })
+                    .collect();
+                out.text(&jsonl::table(&["Path", "Category", "Reason", "Age (d)", "Threshold (d)"], &rows))?;
+            } else {
+                found.iter().try_for_each(|s| out.record(s))?;
+            }
+        }
+        "status" => {
+            let dims = status::audit(&lib, &lock_opts)?;
+            if table {
+                out.text(&status::render(&dims))?;
+            } else {
+                dims.iter().try_for_each(|d| out.record(d))?;
+            }
+            out.raise(if dims.iter().any(|d| d.attention) { Exit::Negative } else { Exit::Success });
+        }
+        "quick" => out.record(&schedule::quick(&lib, &lock_opts)?)?,
+        "scheduled" => out.record(&schedule::scheduled(&lib, a.on("force"), !a.on("no-commit"), &lock_opts)?)?,
+        "commit" => {
+            let [kind] = a.positional.as_slice() else {
+                return Err(Error::usage("commit takes full or scheduled"));
+            };
+            let msg = schedule::commit_message(kind)?;
+            let committed = schedule::commit_all(&lib, &msg)?;
+            out.record(&serde_json::json!({"record": "commit", "message": msg, "committed": committed}))?;
+        }
+        "cron install" => {
+            let jf = a.get("justfile").ok_or_else(|| Error::usage("cron install needs --justfile"))?;
+            let exe = std::env::current_exe().ctx(|| "locating kb-index")?;
+            let bin_dir = exe.parent().unwrap_or(std::path::Path::new("/"));
+            let just = a.get("just").unwrap_or("just");
+            out.record(&schedule::cron_install(&lib, &schedule::CronCommand { just, justfile: jf, bin_dir })?)?
+        }
+        "cron uninstall" => out.record(&schedule::cron_uninstall(&lib)?)?,
+        other => return Err(Error::usage(format!("unknown command '{other}'"))),
+    }
+    out.finish()
+}

@@ -1,0 +1,175 @@
+//! `kb-lock`: hold the library lock around a command; report or sweep locks.
+
+use std::process::{Command, ExitCode};
+
+use super::args::{self, Cmd, Flag, Parsed, Spec, MANY};
+use crate::error::{run_main, Exit};
+use crate::lock::{self, State};
+use crate::out::jsonl::{Format, Out};
+use crate::Library;
+
+/// The overview `--help` prints.
+pub const USAGE: &str = "\
+kb-lock: run a command while holding the library lock (.library/.lock)
+
+Usage:
+  kb-lock [--root DIR] [--timeout 30s] -- CMD [ARGS...]
+  kb-lock status [--root DIR] [--format jsonl|table]
+  kb-lock sweep [--root DIR]
+
+The command runs with KB_LOCK_HELD set, so kb-tools writers inside it do
+not lock again. Exit: the command's status; 2 when the lock could not be
+had within --timeout (or another error); 126 when the command cannot be
+run; 127 when it is not found (as a shell says).
+
+Options:
+  --root DIR        the library (default: KB_ROOT, else the nearest .library)
+  --timeout DUR     how long to wait for the lock, e.g. 500ms, 30s, 2m [default: 30s]
+  --format FMT      status output: jsonl or table [default: table on a terminal]
+  -h, --help        show this help (after a command: that command's)
+  -V, --version     show the version
+
+Example:
+  kb-lock --timeout 10s -- sh -c 'kb-index rebuild && kb-relate rebuild'
+";
+
+const FLAGS: &[Flag] = &[
+    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
+    Flag {
+        name: "timeout",
+        value: Some("DUR"),
+        help: "how long to wait for the lock, e.g. 500ms, 30s, 2m [default: 30s]",
+    },
+    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
+];
+
+/// kb-lock's commands: run one (everything from the first word on), status, sweep.
+pub static SPEC: Spec = Spec {
+    bin: "kb-lock",
+    usage: USAGE,
+    flags: FLAGS,
+    trailing: true,
+    cmds: &[
+        Cmd {
+            name: "",
+            args: "-- CMD [ARGS...]",
+            about: "run CMD while holding the library lock",
+            flags: &["root", "timeout"],
+            arity: (1, MANY),
+        },
+        Cmd { name: "status", args: "", about: "who holds the lock", flags: &["root", "format"], arity: (0, 0) },
+        Cmd {
+            name: "sweep",
+            args: "",
+            about: "remove seed-style mkdir locks whose pid is dead",
+            flags: &["root"],
+            arity: (0, 0),
+        },
+    ],
+};
+
+/// Exit status when the command is not found (a shell's).
+pub const NOT_FOUND: u8 = 127;
+/// Exit status when the command exists but cannot be run.
+pub const CANNOT_RUN: u8 = 126;
+
+/// kb-lock's whole run: the child's status passes through unchanged.
+pub fn main() -> ExitCode {
+    let mut child_code = None;
+    let status = run_main("kb-lock", || {
+        let a = match args::parse(&SPEC, std::env::args_os().skip(1))? {
+            Parsed::Print(t) => {
+                print!("{t}");
+                return Ok(Exit::Success);
+            }
+            Parsed::Run(a) => a,
+        };
+        let lib = Library::resolve(a.get("root").map(std::path::Path::new))?;
+        let mut out = Out::stdout("kb-lock");
+        let format = a.get("format").map(Format::parse).transpose()?.unwrap_or_else(Format::default_for_stdout);
+        match a.cmd {
+            "" => {
+                let cmd = a.positional.clone();
+                let timeout = match a.get("timeout") {
+                    Some(t) => crate::clock::parse_duration(t)?,
+                    None => std::time::Duration::from_secs(30),
+                };
+                let opts = lock::Options { timeout, cmd: cmd.join(" ") };
+                let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
+                let code = lock::with_lock(&lib, &opts, || {
+                    let mut child = Command::new(&cmd[0]);
+                    child.args(&cmd[1..]).env(lock::HELD_VAR, &held);
+                    match lock::child::run_forwarding(child, &cmd[0])? {
+                        Ok(status) => Ok(exit_code(status)),
+                        Err(e) => {
+                            let code = match e.kind() {
+                                std::io::ErrorKind::NotFound => NOT_FOUND,
+                                _ => CANNOT_RUN,
+                            };
+                            eprintln!(
+                                "kb-lock: {}: {}",
+                                cmd[0],
+                                if code == NOT_FOUND { "command not found".to_string() } else { e.to_string() }
+                            );
+                            Ok(code)
+                        }
+                    }
+                })?;
+                child_code = Some(code);
+            }
+            "status" => {
+                let state = lock::status(&lib)?;
+                let rec = match &state {
+                    State::Free => serde_json::json!({"record": "lock", "state": "free"}),
+                    State::Held(h) => serde_json::json!({"record": "lock", "state": "held", "holder": h}),
+                    State::Legacy { pid, alive } => {
+                        serde_json::json!({"record": "lock", "state": "legacy", "pid": pid, "alive": alive})
+                    }
+                };
+                match format {
+                    Format::Jsonl => out.record(&rec)?,
+                    Format::Table => out.text(&describe(&state))?,
+                }
+            }
+            _ => {
+                let swept = lock::sweep(&lib)?;
+                for s in &swept {
+                    eprintln!(
+                        "kb-lock: removed stale lock {} (pid {})",
+                        s.path,
+                        s.pid.map_or("unknown".into(), |p| p.to_string())
+                    );
+                    out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
+                }
+            }
+        }
+        out.finish()
+    });
+    match child_code {
+        Some(code) => ExitCode::from(code),
+        None => status,
+    }
+}
+
+fn describe(state: &State) -> String {
+    match state {
+        State::Free => "free\n".into(),
+        State::Held(Some(h)) => format!("held by pid {} on {} since {}: {}\n", h.pid, h.host, h.since, h.cmd),
+        State::Held(None) => "held (holder unknown)\n".into(),
+        State::Legacy { pid, alive } => format!(
+            "legacy mkdir lock, pid {} ({})\n",
+            pid.map_or("unknown".into(), |p| p.to_string()),
+            if *alive { "alive" } else { "dead: run kb-lock sweep" }
+        ),
+    }
+}
+
+/// The child's status as ours: its code, or 128 + signal like a shell.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
+        _ => Exit::Failure as u8,
+    }
+}

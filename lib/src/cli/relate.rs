@@ -1,0 +1,209 @@
+//! `kb-relate`: how documents connect and how well they work (seed 000
+//! rebuild-relations, graph neighbours, usage, lifecycle, skill promotion).
+
+use serde_json::json;
+
+use super::args::{Args, Cmd, Flag, Spec};
+use crate::derived::rebuild_all;
+use crate::error::{Error, Exit};
+use crate::library::graph::{self, Graph};
+use crate::library::scan;
+use crate::maintain::tier_up;
+use crate::out::jsonl::{self, Format, Out};
+use crate::report::{lifecycle, usage};
+use crate::{clock, lock, Library};
+
+/// The overview `--help` prints.
+pub const USAGE: &str = "\
+kb-relate: the relation graph, usage and effectiveness of library documents
+
+Usage:
+  kb-relate rebuild                          rewrite .relations.jsonl from changelog, related:, links
+  kb-relate neighbors PATH [--hops 2] [--max 20]   BFS over the relation graph
+  kb-relate usage [--format jsonl|table]     usage_count, failure_rate, effectiveness_mark suggestions
+  kb-relate lifecycle [--write] [--no-commit] [--format jsonl|table]   thinking-pattern states
+  kb-relate promote [--dry-run] [--no-commit]   T3 -> T4 for used, never-failed active skills
+
+Options:
+  --root DIR       the library (default: KB_ROOT, else the nearest .library)
+  --hops N         neighbors: maximum hops [default: 2]
+  --max N          neighbors: maximum documents returned [default: 20]
+  --format FMT     jsonl or table [default: table on a terminal]
+  --write          lifecycle: set `state:` in each pattern's frontmatter
+  --dry-run        promote: report without writing
+  --no-commit      do not git commit
+  --timeout DUR    how long to wait for the library lock [default: 30s]
+  -h, --help       show this help (after a command: that command's)
+  -V, --version    show the version
+
+Example:
+  kb-relate neighbors .memory/.references/jwt-auth-v1.md --hops 2 --format table
+";
+
+const FLAGS: &[Flag] = &[
+    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
+    Flag { name: "hops", value: Some("N"), help: "maximum hops [default: 2]" },
+    Flag { name: "max", value: Some("N"), help: "maximum documents returned [default: 20]" },
+    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
+    Flag { name: "write", value: None, help: "set `state:` in each pattern's frontmatter" },
+    Flag { name: "dry-run", value: None, help: "report what would be promoted; write nothing" },
+    Flag { name: "no-commit", value: None, help: "do not git commit" },
+    Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
+];
+
+/// kb-relate's subcommands and the flags each uses.
+pub static SPEC: Spec = Spec {
+    bin: "kb-relate",
+    usage: USAGE,
+    flags: FLAGS,
+    trailing: false,
+    cmds: &[
+        Cmd {
+            name: "rebuild",
+            args: "",
+            about: "rewrite .relations.jsonl from changelog, related:, links",
+            flags: &["root", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "neighbors",
+            args: "PATH",
+            about: "BFS over the relation graph",
+            flags: &["root", "hops", "max", "format"],
+            arity: (1, 1),
+        },
+        Cmd {
+            name: "usage",
+            args: "",
+            about: "usage_count, failure_rate, effectiveness_mark suggestions",
+            flags: &["root", "format"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "lifecycle",
+            args: "",
+            about: "thinking-pattern states; --write records them",
+            flags: &["root", "write", "no-commit", "format", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
+            name: "promote",
+            args: "",
+            about: "T3 -> T4 for used, never-failed active skills",
+            flags: &["root", "dry-run", "no-commit", "timeout"],
+            arity: (0, 0),
+        },
+    ],
+};
+
+/// Runs the parsed command line.
+pub fn run(a: Args) -> Result<Exit, Error> {
+    let lib = Library::resolve(a.get("root").map(std::path::Path::new))?;
+    let mut lock_opts = lock::Options::default();
+    if let Some(t) = a.get("timeout") {
+        lock_opts.timeout = clock::parse_duration(t)?;
+    }
+    let format = a.get("format").map(Format::parse).transpose()?;
+    let table = format.unwrap_or_else(Format::default_for_stdout) == Format::Table;
+    let mut out = Out::stdout("kb-relate");
+    match a.cmd {
+        "rebuild" => out.record(&rebuild_all::rebuild_relations(&lib, &lock_opts)?)?,
+        "neighbors" => {
+            let [path] = a.positional.as_slice() else { return Err(Error::usage("neighbors takes one PATH")) };
+            let path = crate::library::normalise(path)?;
+            if !lib.path(&path).exists() {
+                return Err(Error::msg(format!("'{path}' is not in the library {}", lib.dir.display())));
+            }
+            let reached = Graph::load(&lib)?.bfs(
+                std::slice::from_ref(&path),
+                a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS),
+                a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND),
+            );
+            if table {
+                let rows: Vec<Vec<String>> =
+                    reached.iter().map(|r| vec![format!("H{}", r.hop), r.path.clone(), r.via.clone()]).collect();
+                out.text(&jsonl::table(&["Hop", "Path", "Via"], &rows))?;
+            } else {
+                for r in &reached {
+                    out.record(&json!({"record": "neighbor", "path": r.path, "hop": r.hop, "via": r.via}))?;
+                }
+            }
+            if reached.is_empty() {
+                eprintln!(
+                    "kb-relate: {path} has no neighbours within {} hops",
+                    a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS)
+                );
+                out.raise(Exit::Negative);
+            }
+        }
+        "usage" => {
+            let used = usage::load(&lib)?;
+            if table {
+                let rows: Vec<Vec<String>> = used
+                    .values()
+                    .map(|u| {
+                        let mark = if u.suggest_mark { "suggest" } else { "" };
+                        vec![u.path.clone(), u.usage_count.to_string(), format!("{}%", u.failure_rate), mark.into()]
+                    })
+                    .collect();
+                out.text(&jsonl::table(&["Path", "Used", "Failure", "Mark"], &rows))?;
+            } else {
+                used.values().try_for_each(|u| out.record(u))?;
+            }
+        }
+        "lifecycle" => {
+            let patterns = lifecycle::load(&lib)?;
+            let written = if a.on("write") {
+                lifecycle::write(&lib, &patterns, !a.on("no-commit"), &lock_opts)?
+            } else {
+                Vec::new()
+            };
+            if table {
+                let rows: Vec<Vec<String>> = patterns
+                    .iter()
+                    .map(|p| {
+                        let review = if p.needs_review { "review" } else { "" };
+                        let w = if written.contains(&p.path) { "written" } else { "" };
+                        vec![
+                            p.path.clone(),
+                            p.state.clone(),
+                            p.usage_count.to_string(),
+                            p.failures.to_string(),
+                            review.into(),
+                            w.into(),
+                        ]
+                    })
+                    .collect();
+                out.text(&jsonl::table(&["Path", "State", "Used", "Failures", "Review", "Written"], &rows))?;
+                return out.finish();
+            }
+            for p in &patterns {
+                let mut rec = serde_json::to_value(p).map_err(|e| Error::msg(e.to_string()))?;
+                rec["written"] = json!(written.contains(&p.path));
+                out.record(&rec)?;
+            }
+            out.record(&json!({"record": "lifecycle-summary", "counts": lifecycle::counts(&patterns),
+                    "needs_review": patterns.iter().filter(|p| p.needs_review).count()}))?;
+        }
+        "promote" => {
+            let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
+            let cands = tier_up::candidates(&entries, &usage::load(&lib)?);
+            if a.on("dry-run") {
+                // A dry run promotes nothing: `promoted` stays false and
+                // `would_promote` says what a real run would do.
+                for c in &cands {
+                    let mut rec = serde_json::to_value(c).map_err(|e| Error::msg(e.to_string()))?;
+                    rec["promoted"] = json!(false);
+                    rec["would_promote"] = json!(c.promoted);
+                    rec["dry_run"] = json!(true);
+                    out.record(&rec)?;
+                }
+            } else {
+                tier_up::apply(&lib, &cands, !a.on("no-commit"), &lock_opts)?;
+                cands.iter().try_for_each(|c| out.record(c))?;
+            }
+        }
+        other => return Err(Error::usage(format!("unknown command '{other}'"))),
+    }
+    out.finish()
+}

@@ -1,0 +1,160 @@
+//! `kb-score`: search one or many libraries with seed 000's scoring.
+
+use std::path::PathBuf;
+
+use super::args::{Args as Cli, Cmd, Flag, Spec, MANY};
+use crate::error::{Error, Exit};
+use crate::out::jsonl::{Format, Out};
+use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
+
+/// The overview `--help` prints.
+pub const USAGE: &str = "\
+kb-score: search the library (seed 000 `library search`), and other libraries (seed 001)
+
+Usage:
+  kb-score QUERY... [--type T] [--topic T] [--notebook NB] [--limit 10] [--no-recommend]
+                    [--tier 1|2|3] [--budget TOKENS] [--source NAME=DIR]... [--format jsonl|table]
+
+Score = base × (0.5 + 0.3 × used_by_norm + 0.2 × freshness); base is 1.0 topic exact,
+0.8 topic contains, 0.6 keyword, up to 0.5 full text (BM25). Graph recommendations
+(BFS, 2 hops, × 0.5 per hop, 20 nodes) follow the direct hits. Prints `hit` records
+and a final `summary` record; exit 1 when nothing matched.
+
+Options:
+  --type T          only documents whose type is one of T's |-separated segments
+  --topic T         only documents whose topic contains T
+  --notebook NB     only documents whose frontmatter sources.notebook is NB
+  --limit N         direct hits to return [default: 10]
+  --no-recommend    no graph recommendations
+  --tier N          1 index rows, 2 plus .summary.md snippets, 3 plus full content [default: 1]
+  --budget TOKENS   stop before the hits' estimated tokens exceed TOKENS
+  --source NAME=DIR also search the library at DIR, attributed to NAME (repeatable; read-only)
+  --no-registries   ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json
+  --verify          check every document's size and mtime before trusting the index cache
+                    (by default: directories, relations, changelog and the hits themselves)
+  --root DIR        the local library (default: KB_ROOT, else the nearest .library)
+  --format FMT      jsonl or table [default: table on a terminal]
+  -h, --help        show this help
+  -V, --version     show the version
+
+Example:
+  kb-score 'jwt auth' --type 'software|security' --tier 2 --budget 2000 --format table
+";
+
+const FLAGS: &[Flag] = &[
+    Flag { name: "type", value: Some("T"), help: "only documents whose type is one of T's |-separated segments" },
+    Flag { name: "topic", value: Some("T"), help: "only documents whose topic contains T" },
+    Flag { name: "notebook", value: Some("NB"), help: "only documents whose frontmatter sources.notebook is NB" },
+    Flag { name: "limit", value: Some("N"), help: "direct hits to return [default: 10]" },
+    Flag { name: "no-recommend", value: None, help: "no graph recommendations" },
+    Flag { name: "tier", value: Some("N"), help: "1 index rows, 2 plus .summary.md snippets, 3 plus full content" },
+    Flag { name: "budget", value: Some("TOKENS"), help: "stop before the hits' estimated tokens exceed TOKENS" },
+    Flag {
+        name: "source",
+        value: Some("NAME=DIR"),
+        help: "also search the library at DIR, attributed to NAME (repeatable)",
+    },
+    Flag { name: "no-registries", value: None, help: "ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json" },
+    Flag { name: "verify", value: None, help: "check every document's size and mtime before trusting the index cache" },
+    Flag { name: "root", value: Some("DIR"), help: "the local library (default: KB_ROOT, else the nearest .library)" },
+    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
+];
+
+/// kb-score has no subcommands: every flag goes with the query.
+pub static SPEC: Spec = Spec {
+    bin: "kb-score",
+    usage: USAGE,
+    flags: FLAGS,
+    trailing: false,
+    cmds: &[Cmd {
+        name: "",
+        args: "QUERY...",
+        about: "search the library",
+        flags: &[
+            "type",
+            "topic",
+            "notebook",
+            "limit",
+            "no-recommend",
+            "tier",
+            "budget",
+            "source",
+            "no-registries",
+            "verify",
+            "root",
+            "format",
+        ],
+        arity: (1, MANY),
+    }],
+};
+
+struct Args {
+    query: Vec<String>,
+    opts: score::Options,
+    spec: sources::Spec,
+    format: Option<Format>,
+}
+
+/// The command line as search options.
+fn settle(a: Cli) -> Result<Args, Error> {
+    let mut opts = score::Options::default();
+    let mut spec = sources::Spec {
+        registries: !a.on("no-registries"),
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        ..Default::default()
+    };
+    if let Some(n) = a.num("limit")? {
+        opts.limit = n;
+    }
+    opts.recommend = !a.on("no-recommend");
+    if let Some(t) = a.get("tier") {
+        opts.tier = Tier::parse(t)?;
+    }
+    opts.budget = a.num("budget")?;
+    for s in a.all("source") {
+        spec.cli.push(sources::parse_source_flag(&s)?);
+    }
+    opts.verify = a.on("verify");
+    spec.root = a.get("root").map(PathBuf::from);
+    let format = a.get("format").map(Format::parse).transpose()?;
+    opts.filters = Filters::new(a.get("type"), a.get("topic"), a.get("notebook"));
+    Ok(Args { query: a.positional, opts, spec, format })
+}
+
+/// Runs the parsed command line.
+pub fn run(a: Cli) -> Result<Exit, Error> {
+    let args = settle(a)?;
+    let q = Query::parse(&args.query.join(" "))?;
+    let now = crate::clock::now()?;
+    let resolved = sources::resolve(&args.spec)?;
+    for e in &resolved.errors {
+        eprintln!("kb-score: warning: source '{}' skipped: {}: {}", e.source, e.path, e.message);
+    }
+    let outcome = score::search(&resolved.sources, resolved.errors, &q, &args.opts, now.as_second())?;
+    for w in &outcome.warnings {
+        eprintln!("kb-score: warning: {w}");
+    }
+    if let Some(local) = resolved.sources.iter().find(|s| !s.external) {
+        let event = score::audit_event(&outcome, crate::clock::format(now));
+        if let Err(e) = score::audit::append(&local.lib, &event) {
+            eprintln!("kb-score: warning: audit log not written: {e}");
+        }
+    }
+    let mut out = Out::stdout("kb-score");
+    match args.format.unwrap_or_else(Format::default_for_stdout) {
+        Format::Jsonl => {
+            for e in &outcome.errors {
+                out.record(e)?;
+            }
+            for h in &outcome.hits {
+                out.record(h)?;
+            }
+            out.record(&outcome.summary)?;
+        }
+        Format::Table => out.text(&score::table::render(&outcome.hits, &outcome.summary))?,
+    }
+    if outcome.hits.is_empty() {
+        out.raise(Exit::Negative);
+    }
+    out.finish()
+}

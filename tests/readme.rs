@@ -1,0 +1,350 @@
+//! The README is the user's manual: its set-up commands, its links and
+//! its agent-hook snippets are checked here against the real thing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::recipes::bin_dir;
+use crate::util::{isolate, Lib};
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+/// The fenced blocks of `text` as (info string, body), outermost only.
+pub fn blocks(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut open: Option<(String, String, String)> = None; // fence, info, body
+    for line in text.lines() {
+        match &mut open {
+            None => {
+                let fence: String = line.chars().take_while(|c| *c == '`').collect();
+                if fence.len() >= 3 {
+                    open = Some((fence.clone(), line[fence.len()..].trim().to_string(), String::new()));
+                }
+            }
+            Some((fence, info, body)) => {
+                if line.trim_end() == fence.as_str() {
+                    out.push((info.clone(), std::mem::take(body)));
+                    open = None;
+                } else {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The one block whose info string is `info`.
+#[track_caller]
+fn block(info: &str) -> String {
+    let found: Vec<String> = blocks(&readme()).into_iter().filter(|(i, _)| i == info).map(|(_, b)| b).collect();
+    assert_eq!(found.len(), 1, "README has one ```{info} block");
+    found[0].clone()
+}
+
+/// Issue 18: the README's first command installs the binaries and runs the
+/// main job; the second runs the tests; `just install` is cargo install.
+#[test]
+fn issue_18_readme_first_two_commands_install_and_test() {
+    let sh: Vec<String> = blocks(&readme()).into_iter().filter(|(i, _)| i == "sh").map(|(_, b)| b).take(2).collect();
+    assert_eq!(sh[0], "cargo install --locked just && just install && just demo\n");
+    assert_eq!(sh[1], "cargo install --locked just && just ci\n");
+    let justfile = Path::new(env!("CARGO_MANIFEST_DIR")).join("justfile");
+    let show = |recipe: &str| {
+        let out = Command::new("just").arg("-f").arg(&justfile).args(["--show", recipe]).output().expect("just");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(show("install").contains("cargo install --locked --quiet --path"), "{}", show("install"));
+    let ci = show("ci");
+    assert!(ci.contains("cargo clippy") && ci.contains("cargo fmt") && ci.contains(" test"), "{ci}");
+    assert!(show("test").contains("cargo nextest run"));
+    // No recipe builds at run time: the binaries come from PATH.
+    let text = std::fs::read_to_string(&justfile).unwrap();
+    for (n, l) in text.lines().enumerate() {
+        let in_dev_recipe =
+            ["cargo install", "cargo nextest", "cargo fmt", "cargo clippy", "cargo build --release --quiet"];
+        assert!(!l.contains("cargo ") || in_dev_recipe.iter().any(|d| l.contains(d)), "justfile:{}: {l}", n + 1);
+    }
+}
+
+/// Issue 18: every repository path the README names exists (no dead
+/// links), and the licenses Cargo.toml names are there.
+#[test]
+fn issue_18_readme_has_no_dead_links() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = readme();
+    let mut dead = Vec::new();
+    // Markdown links to relative targets.
+    for part in text.split("](").skip(1) {
+        let target = part.split(')').next().unwrap_or_default();
+        if target.contains("://") || target.starts_with('#') || target.contains(' ') || target.is_empty() {
+            continue;
+        }
+        if !repo.join(target.split('#').next().unwrap()).exists() {
+            dead.push(target.to_string());
+        }
+    }
+    // Paths in prose or code: folders of this repository.
+    for word in text.split(|c: char| c.is_whitespace() || "`()[],;:'\"".contains(c)) {
+        let word = word.trim_end_matches('.');
+        let ours = ["docs/", "bench/", "schemas/", "examples/", "tests/", "bins/", "lib/src/"];
+        let plain = !word.contains('*') && !word.contains('<') && !word.contains('{');
+        if ours.iter().any(|d| word.starts_with(d)) && plain && !repo.join(word).exists() {
+            dead.push(word.to_string());
+        }
+    }
+    assert!(dead.is_empty(), "dead links in README: {dead:?}");
+    for f in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        assert!(repo.join(f).is_file(), "{f}");
+    }
+}
+
+/// A project directory with an initialised library, an AGENTS.md and a
+/// session buffer of one last-word delta.
+fn hook_project() -> (Lib, PathBuf) {
+    let lib = Lib::new();
+    let home = lib.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(lib.root().join("AGENTS.md"), "# Project\n\n## Build\n\nmake\n").unwrap();
+    buffer(&lib, "cargo build");
+    (lib, home)
+}
+
+fn buffer(lib: &Lib, build: &str) {
+    std::fs::create_dir_all(lib.root().join(".agents")).unwrap();
+    std::fs::write(
+        lib.root().join(".agents/last-word.session.jsonl"),
+        format!(
+            "{{\"path\":\"./AGENTS.md\",\"heading\":\"Build\",\"content\":\"{build}\\n\",\"operation\":\"update\"}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Runs a snippet's command as the agent would: a shell in the project,
+/// the installed binaries on PATH.
+#[track_caller]
+fn run_hook(lib: &Lib, home: &Path, command: &str, stdin: &str) -> String {
+    let mut c = Command::new("sh");
+    isolate(&mut c, lib.root());
+    let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+    c.env("PATH", path).env("KB_LASTWORD_HOME", home).env("CLAUDE_PROJECT_DIR", lib.root()).args(["-c", command]);
+    let out = assert_cmd::Command::from_std(c).write_stdin(stdin.to_string()).output().unwrap();
+    assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn agents_md(lib: &Lib) -> String {
+    std::fs::read_to_string(lib.root().join("AGENTS.md")).unwrap()
+}
+
+/// Issue 18: the Claude Code settings snippet's commands work from a
+/// project: SessionEnd and PreCompact apply the last word, Stop nudges.
+#[test]
+fn issue_18_claude_code_hooks_run_from_a_project() {
+    let settings: serde_json::Value = serde_json::from_str(&block("json claude-settings")).expect("valid JSON");
+    let command = |event: &str| settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let (lib, home) = hook_project();
+    run_hook(&lib, &home, &command("SessionEnd"), "{}");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+    assert!(!lib.root().join(".agents/last-word.session.jsonl").exists());
+    buffer(&lib, "cargo build --release");
+    run_hook(&lib, &home, &command("PreCompact"), "{}");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build --release\n");
+    let out = run_hook(&lib, &home, &command("Stop"), "{}");
+    assert!(out.contains("\"record\":\"nudge\""), "{out}");
+}
+
+/// The command lines of the ```sh blocks inside a snippet.
+fn commands(snippet: &str) -> Vec<String> {
+    blocks(snippet)
+        .into_iter()
+        .filter(|(i, _)| i == "sh")
+        .flat_map(|(_, b)| b.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Issue 18: the Codex AGENTS.md section's end-of-task commands work.
+#[test]
+fn issue_18_codex_agents_md_commands_run_from_a_project() {
+    let cmds = commands(&block("markdown codex-agents"));
+    assert_eq!(cmds.len(), 2, "{cmds:?}");
+    let (lib, home) = hook_project();
+    run_hook(&lib, &home, &cmds[0], "");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+    assert!(run_hook(&lib, &home, &cmds[1], "").contains("\"record\":\"nudge\""));
+}
+
+/// Issue 18: the Cursor rule's commands work, with kb-memgate's notes in
+/// `.cursor/.lingxi`.
+#[test]
+fn issue_18_cursor_rule_commands_run_from_a_project() {
+    let rule = block("markdown cursor-rule");
+    assert!(rule.starts_with("---\ndescription: "), "an .mdc rule with frontmatter");
+    let cmds = commands(&rule);
+    assert_eq!(cmds.len(), 2, "{cmds:?}");
+    let (lib, home) = hook_project();
+    let said = "{\"mode\":\"remember\",\"input\":{\"user_input\":{\"text\":\"Never use var here\",\"evidence_spans\":[{\"start\":0,\"end\":18}]}}}\n";
+    let out = run_hook(&lib, &home, &cmds[0], said);
+    assert!(out.contains("\"status\":"), "{out}");
+    assert!(lib.root().join(".cursor/.lingxi/memory/INDEX.md").is_file());
+    run_hook(&lib, &home, &cmds[1], "");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+}
+
+/// A `console` block: the `<!-- readme-test: NAME -->` comment before it
+/// and its text.
+fn console_blocks(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut last = "";
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line == "```console" {
+            let name = last.strip_prefix("<!-- readme-test: ").and_then(|r| r.strip_suffix(" -->")).unwrap_or("");
+            let mut body = String::new();
+            for l in lines.by_ref().take_while(|l| *l != "```") {
+                body.push_str(l);
+                body.push('\n');
+            }
+            out.push((name.to_string(), body));
+        }
+        if !line.trim().is_empty() {
+            last = line;
+        }
+    }
+    out
+}
+
+/// (command, expected output lines) steps of a console block; `\`
+/// continues a command on the next line.
+fn steps(body: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut cont = false;
+    for line in body.lines() {
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            out.push((cmd.to_string(), Vec::new()));
+            cont = cmd.ends_with('\\');
+        } else if cont {
+            let last = out.last_mut().expect("a command first");
+            last.0.push('\n');
+            last.0.push_str(line);
+            cont = line.ends_with('\\');
+        } else {
+            out.last_mut().expect("a command first").1.push(line.to_string());
+        }
+    }
+    out
+}
+
+/// Whether `actual` is `want`, where `...` in `want` stands for any text.
+fn matches(want: &str, actual: &str) -> bool {
+    let parts: Vec<&str> = want.split("...").collect();
+    if parts.len() == 1 {
+        return want == actual;
+    }
+    let Some(mut rest) = actual.strip_prefix(parts[0]) else { return false };
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        }
+        match rest.find(p) {
+            Some(at) => rest = &rest[at + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The state each named README example starts from. `same` goes on in
+/// the previous example's project.
+fn setup(name: &str, dir: &Path, home: &Path) {
+    let write = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    match name {
+        "same" => {}
+        "library" => {
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-append"));
+            isolate(&mut c, dir);
+            assert!(c.arg("init").output().unwrap().status.success());
+        }
+        "git-project" => {
+            crate::util::git(dir, &["init", "-q"]);
+            crate::util::git(dir, &["config", "user.name", "Test"]);
+            crate::util::git(dir, &["config", "user.email", "test@example.invalid"]);
+            write("jwt.md", "---\ntopic: jwt-auth\ntype: security\nkeywords: [jwt, auth]\n---\n# JWT auth\n\nVerify the signature before reading any claim.\n");
+        }
+        "old-changelog" => {
+            let old = "{\"ts\":\"2025-10-15T09:00:00Z\",\"event\":\"referenced\",\"path\":\"team-notes/a.md\",\"notebook\":\"nb-1\"}\n\
+                       {\"ts\":\"2025-11-15T09:00:00Z\",\"event\":\"referenced\",\"path\":\"team-notes/a.md\",\"notebook\":\"nb-1\"}\n";
+            let log = dir.join(".library/.changelog");
+            let now = std::fs::read_to_string(&log).unwrap();
+            std::fs::write(&log, format!("{old}{now}")).unwrap();
+            crate::util::git(dir, &["commit", "-qam", "older history"]);
+        }
+        "lastword" => {
+            let agents = home.join(".config/agents");
+            std::fs::create_dir_all(&agents).unwrap();
+            std::fs::write(
+                agents.join("USER.md"),
+                "# USER\n\n## Research Interests\n\n- Compilers\n\n## Temporary Notes\n\nscratch\n",
+            )
+            .unwrap();
+            std::fs::write(agents.join("SOUL.md"), "# SOUL\n\n## Values\n\nHonesty.\n").unwrap();
+            let yaml = blocks(&readme()).into_iter().find(|(i, b)| i == "yaml" && b.starts_with("version: \"1.0.0\""));
+            write("session.yaml", &yaml.expect("the README's session.yaml").1);
+        }
+        "dup" => write(
+            "dup.yaml",
+            "version: \"1.0.0\"\nentries:\n  - key: {path: \"USER.md\", heading: \"Projects\", level: 2}\n    operation: update\n    content: \"- kb-tools\\n\"\n  - key: {path: \"USER.md\", heading: \"Projects\"}\n    operation: update\n    content: \"- other\\n\"\n",
+        ),
+        other => panic!("README example with unknown setup '{other}'"),
+    }
+}
+
+/// Issue 18: every `console` example of the README runs, in a temporary
+/// project, and prints what the README shows (`...` stands for text that
+/// varies); the project path prints as `/work/proj`.
+#[test]
+fn issue_18_readme_console_examples_print_what_they_show() {
+    let text = readme();
+    let examples = console_blocks(&text);
+    assert!(examples.len() >= 5, "{}", examples.len());
+    let mut tmp = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (n, (name, body)) in examples.iter().enumerate() {
+        assert!(!name.is_empty(), "console example {n} has no <!-- readme-test: NAME --> before it:\n{body}");
+        if !name.starts_with("same") {
+            tmp = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(tmp.path().join("proj")).unwrap();
+            std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+        }
+        let (dir, home) = (tmp.path().join("proj"), tmp.path().join("home"));
+        for part in name.split('+') {
+            setup(part, &dir, &home);
+        }
+        for (cmd, want) in steps(body) {
+            let mut c = Command::new("sh");
+            isolate(&mut c, &dir);
+            let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+            c.env("PATH", path).env("KB_LASTWORD_HOME", &home).env("COLUMNS", "200").args(["-c", &cmd]);
+            let out = c.output().unwrap();
+            let actual = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let actual = actual.replace(&dir.display().to_string(), "/work/proj");
+            let got: Vec<&str> = actual.lines().collect();
+            let ok = got.len() == want.len() && want.iter().zip(&got).all(|(w, g)| matches(w, g));
+            if !ok {
+                failures.push(format!(
+                    "example {n} ({name}): $ {cmd}\n--- README\n{}\n--- actual\n{actual}",
+                    want.join("\n")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
