@@ -1,21 +1,40 @@
 #!/usr/bin/env python3
 """kb-memgate neighbour quality on LoCoMo (Maharana et al., ACL 2024; CC BY-NC
-4.0, read from ../shared/data/locomo, never copied here).
+4.0, read from ../shared/data/locomo, never copied here), side by side with
+two baselines computed here, and the unrelated-rules run.
 
-Each conversation's observations become notes (one fact each, its dia_id
-kept aside); every question with evidence (categories 1-4) is sent through
-`kb-memgate decide`, and a hit is a neighbour note whose dia_id is among the
-question's evidence turns. Reported: hit@1 and hit@5 (TopK = 5) for the
-fused similarity, side by side with a plain BM25 baseline (k1 0.9, b 0.4,
-lowercase word tokens) computed here. Usage: memgate_locomo.py KB_MEMGATE"""
+Each conversation's observations become notes (one fact each, its dia_ids
+kept aside). Two tasks, TopK = 5, a hit is a neighbour note citing one of
+the query's turns:
+- Task A (restatement): every turn an observation cites is said again, in
+  the speaker's own words, to `kb-memgate decide`; the note it duplicates
+  is the observation that cites it. The actions decide proposes are
+  tallied too (a restatement should never be vetoed).
+- Task B (question): every question with evidence (categories 1-4) is the
+  query; the note holding its evidence is the target.
+Baselines: BM25 (k1 0.9, b 0.4, lowercase word tokens) and BM25 fused by
+reciprocal rank (k 60) with an IDF-weighted character-trigram cosine.
+Conversations 1-5 are the train split (tune there), 6-10 held out.
+
+Rules run: 50 unrelated English rules, then 50 Chinese, remembered one
+after another (decide, answer "confirm" where gated, apply): every one
+should come out `new`, none vetoed.
+
+Usage: memgate_locomo.py [--train] KB_MEMGATE [KB_MEMGATE_BEFORE]
+(the second binary, e.g. a build of main, is run on the same tasks;
+--train: the train split only, no rules run — for tuning.)"""
 import json, math, os, re, subprocess, sys, tempfile
 from collections import Counter
 
-bin_ = sys.argv[1]
-data = os.environ.get("LOCOMO", os.path.join(os.path.dirname(__file__), "../../shared/data/locomo/locomo10.json"))
+train_only = "--train" in sys.argv[1:]
+bins = [a for a in sys.argv[1:] if a != "--train"]
+if not bins:
+    sys.exit(__doc__)
+data = os.environ.get("LOCOMO", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../shared/data/locomo/locomo10.json"))
 if not os.path.exists(data):
     print(f"skipped: {data} is absent")
     sys.exit(0)
+
 
 def dia_ids(v):
     out = set()
@@ -23,6 +42,7 @@ def dia_ids(v):
         for m in re.finditer(r"D:?(\d+):0*(\d+)", str(s)):
             out.add(f"D{int(m.group(1))}:{int(m.group(2))}")
     return out
+
 
 def note(nid, fact):
     one = " ".join(fact.split())
@@ -55,59 +75,273 @@ def note(nid, fact):
 - Decision: {one}
 """
 
+
 def words(t):
     return re.findall(r"[a-z0-9']+", t.lower())
 
-def bm25_top(docs, q, k=5, k1=0.9, b=0.4):
-    toks = [words(d) for d in docs]
-    avg = sum(map(len, toks)) / len(toks)
-    df = Counter(w for t in toks for w in set(t))
-    n = len(docs)
-    scores = []
-    for i, t in enumerate(toks):
-        tf = Counter(t)
-        s = sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(t) / avg))
-                for w in set(words(q)) if w in tf)
-        scores.append((-s, i))
-    return [i for _, i in sorted(scores)[:k]]
 
-convs = json.load(open(data))
-tot = Counter()
-for ci, c in enumerate(convs):
-    facts = []
-    for sess, by_speaker in sorted(c["observation"].items()):
-        for speaker, items in by_speaker.items():
-            for fact, ev in items:
-                facts.append((fact, dia_ids(ev)))
-    qs = [q for q in c["qa"] if q.get("category") != 5 and dia_ids(q.get("evidence", []))]
-    with tempfile.TemporaryDirectory() as d:
-        os.makedirs(f"{d}/notes")
-        for i, (fact, _) in enumerate(facts):
-            with open(f"{d}/notes/MEM-{i:06d}.md", "w") as f:
-                f.write(note(f"MEM-{i:06d}", fact))
-        subprocess.run([bin_, "reindex", "--memory-dir", d], check=True, stdout=subprocess.DEVNULL)
-        inp = "".join(json.dumps({"mode": "remember", "input": {"user_input": {"text": q["question"],
-                      "evidence_spans": [{"start": 0, "end": len(q["question"])}]}}}) + "\n" for q in qs)
-        out = subprocess.run([bin_, "decide", "--memory-dir", d], input=inp.encode(), capture_output=True)
-        if out.returncode != 0:
-            sys.exit(out.stderr.decode()[:2000])
-        recs = [json.loads(l) for l in out.stdout.decode().splitlines()]
-        by_line = {}
-        for r in recs:
-            by_line.setdefault(r["line"], r)
-        for li, q in enumerate(qs, 1):
-            ev = dia_ids(q["evidence"])
-            got = [int(n["id"][4:]) for n in by_line[li].get("neighbours", [])]
-            base = bm25_top([f for f, _ in facts], q["question"])
-            for name, ranked in (("memgate", got), ("bm25", base)):
-                hits = [bool(facts[i][1] & ev) for i in ranked]
-                tot[name + "@1"] += hits[:1] == [True]
-                tot[name + "@5"] += any(hits[:5])
-            tot["questions"] += 1
-        tot["notes"] += len(facts)
-n = tot["questions"]
-print(f"LoCoMo: {len(convs)} conversations, {tot['notes']} observation notes, {n} questions with evidence (categories 1-4)")
-print(f"{'ranker':<22}{'hit@1':>8}{'hit@5':>8}")
-for name, label in (("bm25", "BM25 baseline"), ("memgate", "kb-memgate fused")):
-    print(f"{label:<22}{tot[name + '@1'] / n:>8.3f}{tot[name + '@5'] / n:>8.3f}")
-print(f"ratio fused/baseline: hit@1 {tot['memgate@1'] / max(1, tot['bm25@1']):.2f}x, hit@5 {tot['memgate@5'] / max(1, tot['bm25@5']):.2f}x")
+def grams(t):
+    s = " " + " ".join(re.findall(r"[a-z0-9]+", t.lower())) + " "
+    return [s[i:i + 3] for i in range(len(s) - 2)]
+
+
+class Baselines:
+    """BM25 and BM25+trigram RRF over one conversation's notes."""
+
+    def __init__(self, docs):
+        self.toks = [words(d) for d in docs]
+        self.avg = sum(map(len, self.toks)) / max(1, len(self.toks))
+        self.df = Counter(w for t in self.toks for w in set(t))
+        self.tfs = [Counter(t) for t in self.toks]
+        gs = [Counter(grams(d)) for d in docs]
+        gdf = Counter(g for c in gs for g in c)
+        n = len(docs)
+        self.gidf = {g: math.log(1 + n / f) for g, f in gdf.items()}
+        self.gvec = []
+        for c in gs:
+            v = {g: tf * self.gidf[g] for g, tf in c.items()}
+            norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
+            self.gvec.append({g: x / norm for g, x in v.items()})
+        self.n = n
+
+    def bm25(self, q, k1=0.9, b=0.4):
+        qs = set(words(q))
+        out = []
+        for i, tf in enumerate(self.tfs):
+            s = 0.0
+            for w in qs:
+                if w in tf:
+                    idf = math.log(1 + (self.n - self.df[w] + 0.5) / (self.df[w] + 0.5))
+                    s += idf * tf[w] * (k1 + 1) / (tf[w] + k1 * (1 - b + b * len(self.toks[i]) / self.avg))
+            out.append((-s, i))
+        return [i for s, i in sorted(out) if s < 0]
+
+    def ngram(self, q):
+        c = Counter(grams(q))
+        v = {g: tf * self.gidf.get(g, 0.0) for g, tf in c.items()}
+        out = [(-sum(x * d.get(g, 0.0) for g, x in v.items()), i) for i, d in enumerate(self.gvec)]
+        return [i for s, i in sorted(out) if s < 0]
+
+    def rrf(self, q, k=60):
+        score = Counter()
+        for ranked in (self.bm25(q), self.ngram(q)):
+            for r, i in enumerate(ranked[:100]):
+                score[i] += 1 / (k + r + 1)
+        return [i for i, _ in sorted(score.items(), key=lambda x: (-x[1], x[0]))]
+
+
+def decide(bin_, d, texts):
+    inp = "".join(json.dumps({"mode": "remember", "input": {"user_input": {"text": t,
+                  "evidence_spans": [{"start": 0, "end": len(t)}]}}}) + "\n" for t in texts)
+    out = subprocess.run([bin_, "decide", "--memory-dir", d], input=inp.encode(), capture_output=True)
+    if out.returncode != 0:
+        sys.exit(out.stderr.decode()[:2000])
+    by_line = {}
+    for line in out.stdout.decode().splitlines():
+        r = json.loads(line)
+        by_line.setdefault(r["line"], r)
+    return [by_line[i + 1] for i in range(len(texts))]
+
+
+def locomo():
+    convs = json.load(open(data))
+    # tot[(split, task, ranker, k)] = hits; n[(split, task)] = queries; acts[(split, bin)] = Counter
+    tot, n, acts = Counter(), Counter(), {}
+    notes_n = Counter()
+    for ci, c in enumerate(convs):
+        split = "train 1-5" if ci < 5 else "held-out 6-10"
+        if train_only and ci >= 5:
+            break
+        facts = []
+        for sess, by_speaker in sorted(c["observation"].items()):
+            for speaker, items in by_speaker.items():
+                for fact, ev in items:
+                    facts.append((fact, dia_ids(ev)))
+        turns = {}
+        for k, v in c["conversation"].items():
+            if k.startswith("session_") and isinstance(v, list):
+                for t in v:
+                    turns[t["dia_id"]] = t["text"]
+        cited = sorted({i for _, ev in facts for i in ev if i in turns})
+        tasks = {
+            "A": [(turns[i], {i}) for i in cited],
+            "B": [(q["question"], dia_ids(q["evidence"])) for q in c["qa"]
+                  if q.get("category") != 5 and dia_ids(q.get("evidence", []))],
+        }
+        base = Baselines([f for f, _ in facts])
+        notes_n[split] += len(facts)
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(f"{d}/notes")
+            for i, (fact, _) in enumerate(facts):
+                with open(f"{d}/notes/MEM-{i:06d}.md", "w") as f:
+                    f.write(note(f"MEM-{i:06d}", fact))
+            subprocess.run([bins[0], "reindex", "--memory-dir", d], check=True, stdout=subprocess.DEVNULL)
+            for task, qs in tasks.items():
+                n[(split, task)] += len(qs)
+                runs = {"bm25": [base.bm25(q) for q, _ in qs], "rrf": [base.rrf(q) for q, _ in qs]}
+                for bi, b in enumerate(bins):
+                    recs = decide(b, d, [q for q, _ in qs])
+                    runs[f"memgate{bi}"] = [[int(x["id"][4:]) for x in r.get("neighbours", [])] for r in recs]
+                    if task == "A":
+                        acts.setdefault((split, bi), Counter()).update(r["action"] for r in recs)
+                for name, ranked_all in runs.items():
+                    for (q, ev), ranked in zip(qs, ranked_all):
+                        hits = [bool(facts[i][1] & ev) for i in ranked[:5]]
+                        tot[(split, task, name, 1)] += hits[:1] == [True]
+                        tot[(split, task, name, 5)] += any(hits)
+    names = [("bm25", "BM25 (k1 .9, b .4)"), ("rrf", "BM25 + trigram RRF")]
+    names += [(f"memgate{i}", "kb-memgate" + (" (this build)" if i == 0 else " (before)")) for i in range(len(bins))]
+    print(f"LoCoMo: {len(convs)} conversations; notes: " + ", ".join(f"{s} {c}" for s, c in notes_n.items()))
+    for split in ("train 1-5",) if train_only else ("train 1-5", "held-out 6-10"):
+        na, nb = n[(split, "A")], n[(split, "B")]
+        print(f"\n{split}: Task A {na} restatements, Task B {nb} questions")
+        print(f"{'ranker':<26}{'A R@1':>8}{'A R@5':>8}{'B R@1':>8}{'B R@5':>8}")
+        for key, label in names:
+            row = [tot[(split, t, key, k)] / max(1, n[(split, t)]) for t in "AB" for k in (1, 5)]
+            print(f"{label:<26}" + "".join(f"{x:>8.3f}" for x in row))
+        b5 = tot[(split, "B", "bm25", 5)]
+        m = tot[(split, "B", "memgate0", 5)]
+        print(f"ratio kb-memgate/BM25: A R@1 {tot[(split, 'A', 'memgate0', 1)] / max(1, tot[(split, 'A', 'bm25', 1)]):.2f}x, "
+              f"B R@5 {m / max(1, b5):.2f}x")
+        for bi in range(len(bins)):
+            a = acts.get((split, bi), Counter())
+            print(f"Task A actions, {names[2 + bi][1]}: " + ", ".join(f"{k} {v}" for k, v in sorted(a.items())))
+
+
+RULES_EN = [
+    "Never commit secrets to git.",
+    "Never use var in JavaScript; use let or const.",
+    "Run cargo fmt before every commit.",
+    "Use tabs for indentation in Go files.",
+    "Write commit messages in the imperative mood.",
+    "Keep functions under fifty lines.",
+    "Prefer pnpm over npm for installs.",
+    "Do not add new dependencies without asking.",
+    "Log errors with the request id attached.",
+    "Pin Docker base images to a digest.",
+    "Always write a failing test before fixing a bug.",
+    "Never push directly to the main branch.",
+    "Use UTC timestamps in every log line.",
+    "Document public functions with examples.",
+    "Avoid global mutable state in the server.",
+    "Review database migrations with a second engineer.",
+    "Name feature flags in snake_case.",
+    "Store configuration in environment variables.",
+    "Use semantic versioning for releases.",
+    "Keep the README's install section current.",
+    "Never print passwords in debug output.",
+    "Prefer composition over inheritance in the UI layer.",
+    "Use parameterised SQL queries only.",
+    "Set a timeout on every outbound HTTP call.",
+    "Squash fixup commits before merging.",
+    "Run the linter in CI with warnings as errors.",
+    "Compress images before adding them to the repository.",
+    "Write dates in ISO 8601 in the API.",
+    "Use British spelling in user-facing text.",
+    "Keep secrets out of container images.",
+    "Cache dependency downloads in the pipeline.",
+    "Return JSON errors with a stable code field.",
+    "Never disable TLS certificate checks.",
+    "Limit lines to 100 characters in Rust code.",
+    "Run benchmarks on a quiet machine only.",
+    "Tag every release in git with its version.",
+    "Prefer early returns over nested conditionals.",
+    "Use the repository's Makefile targets rather than ad hoc scripts.",
+    "Delete dead code instead of commenting it out.",
+    "Keep translation strings in the locales folder.",
+    "Measure page load time on a throttled network.",
+    "Back up the production database nightly.",
+    "Use feature branches named after the ticket.",
+    "Rotate API keys every ninety days.",
+    "Write shell scripts with set -euo pipefail.",
+    "Prefer async I/O in the web handlers.",
+    "Keep the changelog sorted newest first.",
+    "Avoid floating point for money amounts.",
+    "Use a lockfile for Python dependencies.",
+    "Answer code review comments within one day.",
+]
+RULES_ZH = [
+    "不要把密钥提交到仓库里。",
+    "前端上线前把调试用的打印语句清理干净。",
+    "提交信息用中文写清楚改了什么。",
+    "数据库迁移必须先在测试环境跑一遍。",
+    "接口返回的时间统一用 UTC。",
+    "不要在循环里发网络请求。",
+    "新功能要配单元测试。",
+    "日志里不能出现用户手机号。",
+    "样式文件统一放在 styles 目录。",
+    "发布前更新版本号和更新日志。",
+    "图片上传前先压缩。",
+    "变量命名用驼峰式。",
+    "别在主分支上直接改代码。",
+    "配置项放到环境变量里。",
+    "每个函数不超过五十行。",
+    "金额计算不要用浮点数。",
+    "依赖升级要单独提一个合并请求。",
+    "缓存的过期时间设成十分钟。",
+    "错误信息要对用户友好。",
+    "第三方库的版本要锁定。",
+    "定时任务的执行时间避开业务高峰。",
+    "接口文档和代码一起更新。",
+    "页面加载要显示骨架屏。",
+    "代码评审至少要一个人通过。",
+    "生产环境的数据库每晚备份。",
+    "表单提交要防止重复点击。",
+    "脚本开头加上严格模式。",
+    "密码用 bcrypt 加盐存储。",
+    "移动端按钮不小于四十四像素。",
+    "注释写清楚为什么这样做。",
+    "不要在组件里直接操作 DOM。",
+    "大文件用分片上传。",
+    "翻译文案放到语言包里。",
+    "慢查询超过一秒要报警。",
+    "分支名带上需求编号。",
+    "接口限流每分钟一百次。",
+    "删除无用代码而不是注释掉。",
+    "测试数据不要用真实用户信息。",
+    "部署脚本要能重复执行。",
+    "错误码统一在一个文件里定义。",
+    "首页图片要懒加载。",
+    "定期轮换访问密钥。",
+    "每次发版打一个 git 标签。",
+    "禁止在生产环境开调试模式。",
+    "文件名统一用小写加短横线。",
+    "消息队列的消费要幂等。",
+    "打包产物不要提交到仓库。",
+    "性能测试在空闲机器上跑。",
+    "接口超时时间设为五秒。",
+    "周报每周五下午发。",
+]
+
+
+def rules(bin_):
+    """Remembers every rule in a row; returns the action tally and the vetoed rules."""
+    tally, vetoed = Counter(), []
+    with tempfile.TemporaryDirectory() as root:
+        d = f"{root}/memory"
+        for rule in RULES_EN + RULES_ZH:
+            rec = decide(bin_, d, [rule])[0]
+            tally[rec["action"]] += 1
+            if rec["action"] == "veto":
+                vetoed.append(rule)
+                continue
+            if rec["gate"] == "question":
+                rec["answer"] = "confirm"
+            subprocess.run([bin_, "apply", "--memory-dir", d], input=(json.dumps(rec) + "\n").encode(),
+                           check=True, capture_output=True)
+        written = len(os.listdir(f"{d}/notes")) if os.path.isdir(f"{d}/notes") else 0
+    return tally, vetoed, written
+
+
+if __name__ == "__main__":
+    locomo()
+    if train_only:
+        sys.exit(0)
+    print(f"\nRules run: {len(RULES_EN)} unrelated English rules, then {len(RULES_ZH)} Chinese, remembered in a row")
+    for bi, b in enumerate(bins):
+        tally, vetoed, written = rules(b)
+        label = "kb-memgate" + (" (this build)" if bi == 0 else " (before)")
+        print(f"{label:<26} notes written {written}/{len(RULES_EN) + len(RULES_ZH)}; actions: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
+        en16 = [r for r in vetoed if r in RULES_EN[:16]]
+        print(f"{'':<26} vetoed among the first 16 English: {len(en16)}; vetoed in all: {len(vetoed)}")

@@ -49,7 +49,7 @@ fn intel_to_a_hot_loaded_rule_that_catches_a_new_sample() {
     assert_eq!(statuses(&recs), vec![("CORE-001".into(), "proposed".into()), ("CORE-002".into(), "proposed".into())]);
     let dup = recs.iter().find(|r| r["record"] == "duplicate").unwrap();
     assert_eq!(dup["source"], "GHSA-0002");
-    assert_eq!(dup["duplicate_of"], serde_json::json!(["sc-01", "sc-x01"]));
+    assert_eq!(dup["duplicate_of"], serde_json::json!(["sc-01"]));
     let note = proposal(&lib, "CORE-002");
     assert_eq!(note["category"], "prompt_injection");
     assert_eq!(note["pattern"], r"(?i)translator\s+note:\s+disregard\s+the\s+rules\s+above");
@@ -131,7 +131,7 @@ fn intel_to_a_hot_loaded_rule_that_catches_a_new_sample() {
     assert_eq!(s["record"], "evolve_status");
     assert_eq!(s["proposals"]["integrated"], 2);
     assert_eq!(s["pending"], 0);
-    assert_eq!((s["rules"]["core"].as_u64(), s["rules"]["extended"].as_u64()), (Some(173), Some(2)));
+    assert_eq!((s["rules"]["core"].as_u64(), s["rules"]["extended"].as_u64()), (Some(193), Some(2)));
     assert_eq!(s["core_scan"]["last"], "2026-03-01T12:00:00Z");
     assert_eq!(s["core_scan"]["next"], "2026-03-08T12:00:00Z");
     assert_eq!(s["core_scan"]["due"], false);

@@ -15,6 +15,7 @@ mod lastword_sections;
 mod lock;
 mod mcp;
 mod memgate;
+mod memgate_quality;
 mod readme;
 mod recipes;
 mod relate;

@@ -10,13 +10,13 @@ use serde_json::{json, Value};
 
 use crate::util::{golden, records, Lib};
 
-const MEM: &str = ".cursor/.lingxi/memory";
+pub(crate) const MEM: &str = ".cursor/.lingxi/memory";
 
-fn mem(lib: &Lib, rel: &str) -> PathBuf {
+pub(crate) fn mem(lib: &Lib, rel: &str) -> PathBuf {
     lib.root().join(MEM).join(rel)
 }
 
-fn read(lib: &Lib, rel: &str) -> String {
+pub(crate) fn read(lib: &Lib, rel: &str) -> String {
     std::fs::read_to_string(mem(lib, rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
 }
 
@@ -25,7 +25,7 @@ fn audit(lib: &Lib) -> Vec<Value> {
     std::fs::read_to_string(p).map(|t| records(t.as_bytes())).unwrap_or_default()
 }
 
-fn notes(lib: &Lib) -> Vec<String> {
+pub(crate) fn notes(lib: &Lib) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(mem(lib, "notes"))
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
@@ -34,7 +34,7 @@ fn notes(lib: &Lib) -> Vec<String> {
 }
 
 /// An input record: the text with one evidence span over all of it.
-fn said(mode: &str, text: &str) -> Value {
+pub(crate) fn said(mode: &str, text: &str) -> Value {
     let n = text.chars().count();
     let mut v = json!({"mode": mode, "conversation_id": "conv-1", "generation_id": "gen-1",
         "input": {"user_input": {"text": text, "evidence_spans": [{"start": 0, "end": n}]},
@@ -45,30 +45,30 @@ fn said(mode: &str, text: &str) -> Value {
     v
 }
 
-fn lines(vals: &[Value]) -> String {
+pub(crate) fn lines(vals: &[Value]) -> String {
     vals.iter().map(|v| format!("{v}\n")).collect()
 }
 
 #[track_caller]
-fn decide(lib: &Lib, inputs: &[Value]) -> Vec<Value> {
+pub(crate) fn decide(lib: &Lib, inputs: &[Value]) -> Vec<Value> {
     let out = lib.cmd("kb-memgate").arg("decide").write_stdin(lines(inputs)).assert().success();
     records(&out.get_output().stdout)
 }
 
 #[track_caller]
-fn apply(lib: &Lib, decisions: &[Value]) -> Vec<Value> {
+pub(crate) fn apply(lib: &Lib, decisions: &[Value]) -> Vec<Value> {
     let out = lib.cmd("kb-memgate").arg("apply").write_stdin(lines(decisions)).assert().success();
     records(&out.get_output().stdout)
 }
 
-fn answered(d: &Value, answer: &str) -> Value {
+pub(crate) fn answered(d: &Value, answer: &str) -> Value {
     let mut d = d.clone();
     d["answer"] = json!(answer);
     d
 }
 
 /// Writes one note silently and returns its id.
-fn remember(lib: &Lib, text: &str) -> String {
+pub(crate) fn remember(lib: &Lib, text: &str) -> String {
     let d = decide(lib, &[said("remember", text)]);
     assert_eq!((d[0]["action"].as_str(), d[0]["gate"].as_str()), (Some("new"), Some("silent")), "{d:?}");
     let r = apply(lib, &d);
@@ -129,7 +129,7 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
         ("Maybe use pnpm for installs.", "maybe"),
         ("可能用 pnpm 安装依赖更好", "可能"),
         ("也许以后都用 tabs 缩进", "也许"),
-        ("先别记：测试用 vitest", "先别记"),
+        ("估计用 pnpm 会快一点", "估计"),
     ] {
         let d = decide(&lib, &[said("remember", text)]);
         assert_eq!(d[0]["action"], "new", "{text}");

@@ -233,11 +233,14 @@ fn tiers_and_budget() {
     assert_eq!(summary(&all)["tokens_used"].as_u64().unwrap(), costs.iter().sum::<u64>());
     let budget = costs[0] + costs[1] + costs[2] - 1;
     let (recs, _) = search(&lib, &["jwt", "--tier", "3", "--budget", &budget.to_string()]);
-    assert_eq!(hits(&recs).len(), 2, "stops before the budget is exceeded");
+    let got = hits(&recs);
+    assert_eq!(got.len(), 3, "the third hit is cut to fit, not dropped");
+    assert_eq!(got[2]["truncated"], json!(true));
+    assert!(got[..2].iter().all(|h| h.get("truncated").is_none()));
     let s = summary(&recs);
     assert_eq!(
         (s["tokens_used"].as_u64().unwrap(), s["budget"].as_u64(), s["omitted"].as_u64()),
-        (costs[0] + costs[1], Some(budget), Some(2))
+        (budget, Some(budget), Some(1))
     );
 }
 
@@ -370,7 +373,7 @@ fn bad_queries_are_clear_usage_errors() {
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
     let (first, _) = search(&lib, &["jwt"]);
-    let cache = lib.path(".cache/kb-score/index-v4.bin");
+    let cache = lib.path(".cache/kb-score/index-v5.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);
     let (again2, _) = search(&lib, &["jwt"]);
@@ -506,4 +509,171 @@ fn usage_lists_every_flag() {
     ] {
         assert!(usage.contains(flag), "{flag}");
     }
+}
+
+/// A small team library as people write it: every note has a topic,
+/// `keywords:` and `last_verified_at`, in English and Chinese.
+fn team_library() -> Lib {
+    let lib = Lib::new();
+    let v = "last_verified_at: 2026-02-20T12:00:00Z";
+    let notes = [
+        (
+            "notes/db/postgres-connection-pool.md",
+            format!("---\ntopic: postgres-connection-pool\nkeywords: [pgbouncer, pool size]\n{v}\n---\n# Connection pool\n\nWhen the service runs out of database connections under load, put PgBouncer in transaction mode in front of Postgres and cap the pool size per service. Connection exhaustion shows up as request timeouts first.\n"),
+        ),
+        (
+            "notes/db/database-backups.md",
+            format!("---\ntopic: database-backups\nkeywords: [database, backups, restore]\n{v}\n---\n# Backups\n\nNightly base backups plus WAL archiving; test a restore every month.\n"),
+        ),
+        (
+            "notes/ops/load-testing.md",
+            format!("---\ntopic: load-testing\nkeywords: [load, k6]\n{v}\n---\n# Load testing\n\nRun k6 against staging before a release.\n"),
+        ),
+        (
+            "notes/缓存/热点键.md",
+            format!("---\ntitle: 热点键与雪崩\nkeywords: [雪崩, ttl]\n{v}\n---\n# 热点键与雪崩\n\n缓存过期时间要加随机抖动，避免大量键在同一时间过期，请求一起打到数据库。\n"),
+        ),
+        (
+            "notes/部署/服务配置.md",
+            format!("---\ntitle: 服务配置\nkeywords: [配置, 部署]\n{v}\n---\n# 服务配置\n\n服务的部署流程与环境变量说明。\n"),
+        ),
+    ];
+    for (p, t) in &notes {
+        lib.put(p, t);
+    }
+    lib
+}
+
+#[test]
+fn a_relevant_text_hit_outranks_a_keyword_only_hit() {
+    let lib = team_library();
+    // "database" is a keyword of the backups note, which says nothing
+    // about connections; the pool note answers the question in its body.
+    let (recs, _) = search(&lib, &["database connections exhausted under load", "--no-recommend"]);
+    let ps = paths(&recs);
+    assert_eq!(ps[0], "notes/db/postgres-connection-pool.md", "{ps:?}");
+    let first = hits(&recs)[0];
+    assert_eq!(first["match"], "fulltext");
+    let backups = hits(&recs).into_iter().find(|h| h["path"] == "notes/db/database-backups.md").unwrap();
+    assert_eq!(backups["match"], "keyword");
+    assert!(backups["base"].as_f64().unwrap() < first["base"].as_f64().unwrap());
+
+    // The same in Chinese: 配置 is a keyword of an unrelated note.
+    let (recs, _) = search(&lib, &["缓存过期时间怎么配置", "--no-recommend"]);
+    assert_eq!(paths(&recs)[0], "notes/缓存/热点键.md", "{:?}", paths(&recs));
+
+    // A keyword that is the whole query still ranks by its tier.
+    let (recs, _) = search(&lib, &["pgbouncer", "--no-recommend"]);
+    assert_eq!(
+        (paths(&recs)[0].as_str(), hits(&recs)[0]["base"].as_f64()),
+        ("notes/db/postgres-connection-pool.md", Some(0.6))
+    );
+}
+
+#[test]
+fn documents_with_different_evidence_are_never_ordered_by_path() {
+    // Twenty notes all tagged `deploy`, as a team tags them; only n17 is
+    // about rolling a deploy back, and n20 says "deploy" most.
+    let lib = Lib::new();
+    for i in 1..=20 {
+        let body = match i {
+            17 => "How to roll back a bad deploy: rollback with the previous image tag, then deploy again.".to_string(),
+            20 => "Deploy checklist: deploy to staging, deploy to canary, deploy to production.".to_string(),
+            _ => format!("Note {i} about the deploy of service {i}."),
+        };
+        lib.put(
+            &format!("notes/n{i:02}.md"),
+            &format!(
+                "---\ntopic: note-{i:02}\nkeywords: [deploy]\nlast_verified_at: 2026-01-01T00:00:00Z\n---\n{body}\n"
+            ),
+        );
+    }
+    let (recs, _) = search(&lib, &["deploy rollback", "--no-recommend"]);
+    assert_eq!(paths(&recs)[0], "notes/n17.md", "{:?}", paths(&recs));
+    // One word, every note a keyword hit with the same score: the text
+    // evidence orders them, not the path.
+    let (recs, _) = search(&lib, &["deploy", "--no-recommend", "--limit", "20"]);
+    let hs = hits(&recs);
+    assert!(hs.iter().all(|h| h["score"] == hs[0]["score"] && h["match"] == "keyword"));
+    assert_eq!(paths(&recs)[0], "notes/n20.md", "{:?}", paths(&recs));
+}
+
+#[test]
+fn search_is_read_only() {
+    let lib = team_library();
+    lib.git_init();
+    std::fs::write(lib.root().join(".gitignore"), ".library/.cache/\n").unwrap();
+    lib.git(&["add", "-A"]);
+    lib.git(&["commit", "-qm", "library"]);
+    let before = snapshot(&lib.dir());
+    for q in ["database connections", "pgbouncer", "缓存"] {
+        let (_, code) = search(&lib, &[q]);
+        assert_eq!(code, 0);
+    }
+    let after: BTreeMap<_, _> = snapshot(&lib.dir()).into_iter().filter(|(p, _)| !p.contains("/.cache/")).collect();
+    assert_eq!(after, before, "a search writes nothing in the library but its cache");
+    assert_eq!(lib.git(&["status", "--porcelain"]), "");
+    // A held library lock does not hold up a search.
+    std::fs::create_dir_all(lib.path(".lock")).unwrap();
+    std::fs::write(lib.path(".lock/owner"), "pid 1\n").unwrap();
+    let (_, code) = search(&lib, &["pgbouncer", "--source", "gone=/no/such/dir"]);
+    assert_eq!(code, 0);
+    let audit = lib.read(".audit.log");
+    assert_eq!(audit.lines().count(), 1, "a failed source is audited, without the lock");
+}
+
+#[test]
+fn freshness_comes_from_the_last_write_not_the_mtime() {
+    let lib = Lib::new();
+    lib.git_init();
+    // Written by kb-append nine days before now: the changelog says so.
+    lib.cmd("kb-append")
+        .env("KB_NOW", "2026-02-20T12:00:00Z")
+        .args(["write", "notes/logged.md", "--content", "---\ntopic: cache-logged\n---\nCache notes.\n", "--no-commit"])
+        .assert()
+        .success();
+    // Committed by hand fourteen days before now, never logged.
+    lib.put("notes/committed.md", "---\ntopic: cache-committed\n---\nCache notes.\n");
+    lib.put("notes/unknown.md", "---\ntopic: cache-unknown\n---\nCache notes.\n");
+    lib.git(&["add", ".library/notes/committed.md"]);
+    let out = std::process::Command::new("git")
+        .current_dir(lib.root())
+        .env("HOME", lib.root())
+        .env("GIT_AUTHOR_DATE", "2026-02-15T12:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-02-15T12:00:00Z")
+        .args(["commit", "-qm", "by hand"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every file looks brand new on disk (a fresh clone, a touch).
+    let (recs, _) = search(&lib, &["cache", "--no-recommend"]);
+    let fresh: BTreeMap<&str, f64> =
+        hits(&recs).iter().map(|h| (h["topic"].as_str().unwrap(), h["freshness"].as_f64().unwrap())).collect();
+    assert_eq!(fresh, BTreeMap::from([("cache-committed", 0.5333), ("cache-logged", 0.7), ("cache-unknown", 0.0)]));
+}
+
+#[test]
+fn a_budget_smaller_than_the_first_hit_cuts_it_instead_of_returning_nothing() {
+    let lib = team_library();
+    let (recs, code) = search(&lib, &["pgbouncer", "--tier", "3", "--budget", "40", "--no-recommend"]);
+    assert_eq!(code, 0);
+    let h = hits(&recs);
+    assert_eq!((h.len(), &h[0]["truncated"]), (1, &json!(true)));
+    // The snippet comes first; what does not fit is cut with an ellipsis.
+    let snippet = h[0]["summary"].as_str().unwrap();
+    assert!(snippet.ends_with('…') && h[0].get("content").is_none(), "{snippet}");
+    assert!(summary(&recs)["tokens_used"].as_u64().unwrap() <= 40);
+}
+
+#[test]
+fn skill_reference_files_with_frontmatter_are_indexed() {
+    let lib = Lib::new();
+    lib.put(".skills/.active/pg-tuning/SKILL.md", "---\nname: pg-tuning\n---\n# Postgres tuning\n");
+    lib.put(
+        ".skills/.active/pg-tuning/references/vacuum.md",
+        "---\ntopic: autovacuum\nkeywords: [vacuum]\n---\nAutovacuum thresholds for large tables.\n",
+    );
+    lib.put(".skills/.active/pg-tuning/references/plain.md", "Autovacuum notes without frontmatter.\n");
+    let (recs, _) = search(&lib, &["autovacuum", "--no-recommend"]);
+    assert_eq!(paths(&recs), [".skills/.active/pg-tuning/references/vacuum.md"]);
 }

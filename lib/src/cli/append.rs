@@ -337,6 +337,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
                     (Some(c), None) => c.clone(),
                     (None, Some(f)) => {
+                        // A FIFO or device is an error, never a hang (issue 21).
                         let bytes = crate::fs::nofollow::read_input(&f, opts.max_bytes as u64)
                             .ctx(|| format!("reading {}", f.display()))?;
                         write::content_from_bytes(bytes, &f.display().to_string(), opts.max_bytes)?
@@ -432,6 +433,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     ..Default::default()
                 };
                 match sync::sync(&lib, &o) {
+                    // A peer's commit was refused (issue 21): reported, exit 2.
                     Ok(report) if !report.rejected.is_empty() => {
                         for r in &report.rejected {
                             eprintln!("kb-append: sync rejected {}: {}", r.path, r.reason);

@@ -97,9 +97,11 @@ pub fn main() -> ExitCode {
                 let opts = lock::Options { timeout, cmd: cmd.join(" ") };
                 let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
                 let code = lock::with_lock(&lib, &opts, || {
-                    let mut child = Command::new(&cmd[0]);
-                    child.args(&cmd[1..]).env(lock::HELD_VAR, &held);
-                    match lock::child::run_forwarding(child, &cmd[0])? {
+                    let mut c = Command::new(&cmd[0]);
+                    c.args(&cmd[1..]).env(lock::HELD_VAR, &held);
+                    // Signals to kb-lock go to the command; the lock is held
+                    // until it has exited (issue 21).
+                    match lock::child::run_forwarding(c) {
                         Ok(status) => Ok(exit_code(status)),
                         Err(e) => {
                             let code = match e.kind() {

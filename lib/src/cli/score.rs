@@ -15,10 +15,12 @@ Usage:
   kb-score QUERY... [--type T] [--topic T] [--notebook NB] [--limit 10] [--no-recommend]
                     [--tier 1|2|3] [--budget TOKENS] [--source NAME=DIR]... [--format jsonl|table]
 
-Score = base × (0.5 + 0.3 × used_by_norm + 0.2 × freshness); base is 1.0 topic exact,
-0.8 topic contains, 0.6 keyword, up to 0.5 full text (BM25). Graph recommendations
-(BFS, 2 hops, × 0.5 per hop, 20 nodes) follow the direct hits. Prints `hit` records
-and a final `summary` record; exit 1 when nothing matched.
+Score = base × (0.5 + 0.3 × used_by_norm + 0.2 × freshness). base is a match quality
+in [0, 1]: the larger of the seed tier (1.0 topic exact, 0.8 topic contains, 0.6 keyword,
+scaled by the share of the query a topic or keyword covers) and 0.5 × the BM25F text
+evidence; ties go to the stronger text. Graph recommendations (BFS, 2 hops, × 0.5 per
+hop, 20 nodes) follow the direct hits. Read-only. Prints `hit` records and a final
+`summary` record; exit 1 when nothing matched.
 
 Options:
   --type T          only documents whose type is one of T's |-separated segments
@@ -27,7 +29,7 @@ Options:
   --limit N         direct hits to return [default: 10]
   --no-recommend    no graph recommendations
   --tier N          1 index rows, 2 plus .summary.md snippets, 3 plus full content [default: 1]
-  --budget TOKENS   stop before the hits' estimated tokens exceed TOKENS
+  --budget TOKENS   keep the hits' estimated tokens within TOKENS (the last hit cut to fit)
   --source NAME=DIR also search the library at DIR, attributed to NAME (repeatable; read-only)
   --no-registries   ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json
   --verify          check every document's size and mtime before trusting the index cache
@@ -48,7 +50,11 @@ const FLAGS: &[Flag] = &[
     Flag { name: "limit", value: Some("N"), help: "direct hits to return [default: 10]" },
     Flag { name: "no-recommend", value: None, help: "no graph recommendations" },
     Flag { name: "tier", value: Some("N"), help: "1 index rows, 2 plus .summary.md snippets, 3 plus full content" },
-    Flag { name: "budget", value: Some("TOKENS"), help: "stop before the hits' estimated tokens exceed TOKENS" },
+    Flag {
+        name: "budget",
+        value: Some("TOKENS"),
+        help: "keep the hits' estimated tokens within TOKENS (the last hit cut to fit)",
+    },
     Flag {
         name: "source",
         value: Some("NAME=DIR"),
@@ -134,8 +140,10 @@ pub fn run(a: Cli) -> Result<Exit, Error> {
     for w in &outcome.warnings {
         eprintln!("kb-score: warning: {w}");
     }
-    if let Some(local) = resolved.sources.iter().find(|s| !s.external) {
-        let event = score::audit_event(&outcome, crate::clock::format(now));
+    // Search is read-only: only a query where a source failed leaves an
+    // audit line (seed 001), one O_APPEND write without the lock.
+    let event = score::audit_event(&outcome, crate::clock::format(now));
+    if let Some(local) = resolved.sources.iter().find(|s| !s.external).filter(|_| score::audit::is_event(&event)) {
         if let Err(e) = score::audit::append(&local.lib, &event) {
             eprintln!("kb-score: warning: audit log not written: {e}");
         }

@@ -13,11 +13,14 @@ use base64::Engine as _;
 use regex_automata::meta::Regex;
 use regex_automata::Input;
 
-use super::finding::{self, doc_kind, line_contexts, Context, Finding, LineIndex, Lowered};
+use super::deobfuscate;
+use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};
+use super::mention;
 use super::normalize;
 use super::pattern::{self, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
+use super::typosquat;
 use crate::error::{Error, Result};
 
 /// Most lines reported per rule and file; further matches are counted in
@@ -27,15 +30,22 @@ pub const PER_RULE: usize = 20;
 /// How deep base64 payloads inside base64 payloads are followed.
 const MAX_DEPTH: usize = 2;
 
-/// Most base64 runs decoded per text.
-const MAX_PAYLOADS: usize = 64;
+/// Most payloads (runs that decode to text) scanned per text; runs that
+/// do not decode are not counted, so decoys cannot use up the budget
+/// cheaply.
+const MAX_PAYLOADS: usize = 256;
 
-/// Shortest run of base64 characters decoded as a payload.
-const BASE64_MIN: usize = 40;
+/// Shortest run of base64 (or hex) characters decoded as a payload: 16
+/// characters hold 12 bytes, enough for `rm -rf ~/` (issue 17).
+const BASE64_MIN: usize = 16;
 
 /// Words before a match that show prose warns about a command rather than
 /// asks for it; such a match in prose is lowered one level.
-const CAUTION_WORDS: &str = r"(?i)\b(never|don't|do\s+not|must\s+not|should\s+not|avoid|warning|caution|beware|dangerous|destructive|malicious|attackers?|deletes|wipes)\b";
+const CAUTION_WORDS: &str = r"(?i)\b(never|don't|do\s+not|must\s+not|should\s+not|avoid|warning|caution|beware|dangerous|destructive|malicious|attackers?|deletes|wipes|check|detects?)\b";
+
+/// Words after a match that show prose describes a command it does not
+/// run: "never changes it", "only reads it".
+const CAUTION_AFTER: &str = r"(?i)\b(never|not|doesn't|does\s+not|won't|will\s+not)\s+(change|changes|edit|edits|write|writes|modify|modifies|touch|touches|run|runs|execute|executes|delete|deletes)\b|\bonly\s+reads?\b|\bread-only\b";
 
 /// Categories whose matches may be lowered by cautionary prose: commands
 /// and paths. Injections and real secrets never are.
@@ -52,6 +62,37 @@ const LOWERABLE: &[&str] = &[
     "obfuscation",
 ];
 
+/// A rule match before one-finding-per-match: the finding, the column
+/// just past its match, and the rule's own severity (ties go to the
+/// stronger rule).
+struct Hit {
+    finding: Finding,
+    end: usize,
+    rank: Severity,
+}
+
+/// Keeps one finding per match: of findings on one line whose matched
+/// columns overlap, only the strongest (severity, then the rule's own
+/// severity, then the longer match) is reported.
+fn dedupe(hits: &mut Vec<Hit>) {
+    hits.sort_by_key(|h| (h.finding.line, h.finding.column));
+    let strength = |h: &Hit| (h.finding.severity, h.rank, h.end - h.finding.column);
+    let mut kept: Vec<Hit> = Vec::with_capacity(hits.len());
+    let mut line_start = 0;
+    for h in hits.drain(..) {
+        if kept.last().is_some_and(|k| k.finding.line != h.finding.line) {
+            line_start = kept.len();
+        }
+        let clash = kept[line_start..].iter().position(|k| h.finding.column < k.end && k.finding.column < h.end);
+        match clash {
+            Some(i) if strength(&h) > strength(&kept[line_start + i]) => kept[line_start + i] = h,
+            Some(_) => {}
+            None => kept.push(h),
+        }
+    }
+    *hits = kept;
+}
+
 struct Compiled {
     rule: usize,
     re: Regex,
@@ -65,6 +106,8 @@ pub struct Engine {
     set: Set,
     pats: Vec<Compiled>,
     caution: Regex,
+    mention_words: Regex,
+    caution_after: Regex,
 }
 
 /// What scanning one file or text found.
@@ -109,7 +152,9 @@ impl Engine {
         }
         let set = Set::new(&hirs)?;
         let caution = pattern::single(&pattern::parse(CAUTION_WORDS)?)?;
-        Ok(Engine { rules, by_id, set, pats, caution })
+        let mention_words = pattern::single(&pattern::parse(mention::WORDS)?)?;
+        let caution_after = pattern::single(&pattern::parse(CAUTION_AFTER)?)?;
+        Ok(Engine { rules, by_id, set, pats, caution, mention_words, caution_after })
     }
 
     /// The core rules, compiled once per process.
@@ -191,14 +236,20 @@ impl Engine {
 
     /// Scans a file's bytes: sniffing, normalisation, all rules.
     pub fn scan_bytes(&self, path: &str, bytes: &[u8]) -> Scanned {
+        self.scan_bytes_with(path, bytes, true)
+    }
+
+    /// [`Engine::scan_bytes`], with or without one finding per match.
+    fn scan_bytes_with(&self, path: &str, bytes: &[u8], one_per_match: bool) -> Scanned {
         let mut out = Scanned::default();
         match sniff::sniff(bytes) {
             Kind::Binary(name) => out.findings.push(self.builtin("binary_content", path, 1, 1, name, Context::File)),
             Kind::Data => out.findings.push(self.builtin("binary_data", path, 1, 1, "NUL bytes", Context::File)),
+            Kind::Asset(_) => return out,
             Kind::Text => {}
         }
         let norm = normalize::normalize(bytes);
-        self.scan_normalized(path, &norm.text, &norm.changed_lines, norm.notes, 0, &mut out);
+        self.scan_normalized(path, &norm.text, &norm.changed_lines, norm.notes, (0, one_per_match), &mut out);
         out
     }
 
@@ -213,16 +264,21 @@ impl Engine {
         text: &str,
         changed: &[usize],
         notes: Vec<normalize::Note>,
-        depth: usize,
+        (depth, one_per_match): (usize, bool),
         out: &mut Scanned,
     ) {
         let hay = text.as_bytes();
         let ids = self.set.matches(hay);
         let payloads = if depth < MAX_DEPTH { base64_runs(hay) } else { Vec::new() };
-        if ids.is_empty() && notes.is_empty() && payloads.is_empty() {
+        let kind = doc_kind(path);
+        // Lines with an evasion undone (quotes, concatenation, variables,
+        // Windows paths, comment bodies), matched as well: they can only
+        // add findings, never hide one.
+        let view = if depth == 0 { deobfuscate::view(text, kind == DocKind::Markdown) } else { Vec::new() };
+        let squats = typosquat::find(text);
+        if ids.is_empty() && notes.is_empty() && payloads.is_empty() && view.is_empty() && squats.is_empty() {
             return;
         }
-        let kind = doc_kind(path);
         let contexts = line_contexts(kind, text);
         let ctx = |line: usize| contexts.get(line - 1).copied().unwrap_or(Context::Prose);
         let start = out.findings.len();
@@ -230,9 +286,49 @@ impl Engine {
             let c = ctx(n.line);
             out.findings.push(self.builtin(n.rule, path, n.line, n.column, &n.matched, c));
         }
+        for t in squats {
+            out.findings.push(self.builtin("typosquat", path, t.line, t.column, &t.matched, ctx(t.line)));
+        }
         let lines = LineIndex::new(hay);
         self.scan_payloads(path, hay, &payloads, &lines, &ctx, depth, out);
-        for pid in ids {
+        let mut hits = Vec::new();
+        let is_changed = |line: usize| changed.binary_search(&line).is_ok();
+        self.match_rules(path, hay, &ids, &|l| l, &ctx, &is_changed, &mut hits, out);
+        if !view.is_empty() {
+            let vtext: Vec<&str> = view.iter().map(|(_, l)| l.as_str()).collect();
+            let vtext = vtext.join("\n");
+            let vhay = vtext.as_bytes();
+            let vids = self.set.matches(vhay);
+            let mut vhits = Vec::new();
+            let line_of = |local: usize| view.get(local - 1).map_or(1, |(l, _)| *l);
+            self.match_rules(path, vhay, &vids, &line_of, &ctx, &|_| true, &mut vhits, out);
+            let seen: std::collections::HashSet<(usize, String)> =
+                hits.iter().map(|h: &Hit| (h.finding.line, h.finding.rule.clone())).collect();
+            hits.extend(vhits.into_iter().filter(|h| !seen.contains(&(h.finding.line, h.finding.rule.clone()))));
+        }
+        if one_per_match {
+            dedupe(&mut hits);
+        }
+        out.findings.extend(hits.into_iter().map(|h| h.finding));
+        out.findings[start..].sort_by_key(|f| (f.line, f.column));
+    }
+
+    /// Runs the rules `ids` (from the set) over `hay`, one match per line
+    /// and rule; `line_of` maps a line of `hay` to the file's line.
+    #[allow(clippy::too_many_arguments)] // the scan state of one text, passed down once
+    fn match_rules(
+        &self,
+        path: &str,
+        hay: &[u8],
+        ids: &[usize],
+        line_of: &dyn Fn(usize) -> usize,
+        ctx: &dyn Fn(usize) -> Context,
+        changed: &dyn Fn(usize) -> bool,
+        hits: &mut Vec<Hit>,
+        out: &mut Scanned,
+    ) {
+        let lines = LineIndex::new(hay);
+        for &pid in ids {
             let c = &self.pats[pid];
             let rule = &self.rules[c.rule];
             // One match per line is all a finding needs; the next search
@@ -241,36 +337,65 @@ impl Engine {
             let (mut at, mut reported) = (0, 0);
             while at < hay.len() {
                 let Some(m) = c.re.search(&Input::new(hay).span(at..hay.len())) else { break };
-                let (line, ls, le) = lines.locate(m.start());
+                let (local, ls, le) = lines.locate(m.start());
                 at = le + 1;
                 if reported == PER_RULE {
                     out.omitted += 1;
                     continue;
                 }
                 reported += 1;
+                let line = line_of(local);
                 let context = ctx(line);
-                let mut severity = rule.severity;
-                let mut lowered = None;
-                if c.benign.iter().any(|b| pattern::matches_at(b, hay, m.start(), le)) {
-                    lowered = Some(Lowered { from: severity, why: "benign use" });
-                    severity = Severity::Medium;
-                } else if context == Context::Prose
-                    && LOWERABLE.contains(&rule.category.as_str())
-                    && self.caution.is_match(&hay[ls..m.start()])
-                {
-                    lowered = Some(Lowered { from: severity, why: "cautionary prose" });
-                    severity = severity.lower();
-                }
+                let (severity, lowered) = self.judge(rule, &c.benign, hay, (ls, le), (m.start(), m.end()), context);
                 let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
-                let mut f =
-                    self.builtin(&rule.id, path, line, column, &String::from_utf8_lossy(&hay[m.range()]), context);
+                let matched = String::from_utf8_lossy(&hay[m.range()]);
+                let mut f = self.builtin(&rule.id, path, line, column, &matched, context);
                 f.severity = severity;
                 f.lowered = lowered.filter(|l| l.from != severity);
-                f.normalized = changed.binary_search(&line).is_ok();
-                out.findings.push(f);
+                f.normalized = changed(line);
+                hits.push(Hit { end: column + matched.chars().count(), rank: rule.severity, finding: f });
             }
         }
-        out.findings[start..].sort_by_key(|f| (f.line, f.column));
+    }
+
+    /// Whether prose around a match warns about it: a warning word before
+    /// it (not inside a quoted string, which is what the line quotes, not
+    /// what it says), or a "never changes it" / "only reads it" after it.
+    fn cautioned(&self, before: &[u8], after: &[u8]) -> bool {
+        let warned = self
+            .caution
+            .find(before)
+            .is_some_and(|m| before[..m.start()].iter().filter(|&&b| b == b'"').count().is_multiple_of(2));
+        warned || self.caution_after.is_match(after)
+    }
+
+    /// The severity a match counts with: a rule's benign shape lowers it
+    /// to medium; a command or path that cautionary prose warns about (on
+    /// either side of the match), or a phrase quoted as a mention (a
+    /// detector's list, a tutorial's example), is lowered one level.
+    /// Secrets are never lowered by context: a real key is leaked however
+    /// it is quoted.
+    fn judge(
+        &self,
+        rule: &Rule,
+        benign: &[Regex],
+        hay: &[u8],
+        (ls, le): (usize, usize),
+        (s, e): (usize, usize),
+        context: Context,
+    ) -> (Severity, Option<Lowered>) {
+        let severity = rule.severity;
+        if benign.iter().any(|b| pattern::matches_at(b, hay, s, le)) {
+            return (Severity::Medium, Some(Lowered { from: severity, why: "benign use" }));
+        }
+        let cat = rule.category.as_str();
+        if context == Context::Prose && LOWERABLE.contains(&cat) && self.cautioned(&hay[ls..s], &hay[e..le]) {
+            return (severity.lower(), Some(Lowered { from: severity, why: "cautionary prose" }));
+        }
+        if cat != "credential_exposure" && mention::quoted(&hay[ls..le], s - ls, e - ls, context, &self.mention_words) {
+            return (severity.lower(), Some(Lowered { from: severity, why: "quoted mention" }));
+        }
+        (severity, None)
     }
 
     /// Decodes base64 runs that decode to text and scans that text; a
@@ -287,29 +412,27 @@ impl Engine {
         depth: usize,
         out: &mut Scanned,
     ) {
+        let mut decoded = 0;
         for m in payloads {
+            if decoded == MAX_PAYLOADS {
+                break;
+            }
             let m = Match { start: m.start, end: m.end };
-            let Some(text) = decode_base64(&hay[m.range()]) else { continue };
+            let Some((how, text)) = decode_payload(&hay[m.range()]) else { continue };
+            decoded += 1;
             let mut inner = Scanned::default();
             let norm = normalize::normalize(text.as_bytes());
-            self.scan_normalized(path, &norm.text, &[], norm.notes, depth + 1, &mut inner);
+            self.scan_normalized(path, &norm.text, &[], norm.notes, (depth + 1, true), &mut inner);
             if inner.findings.is_empty() {
                 continue;
             }
             let (line, ls, _) = lines.locate(m.start());
             let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
             let context = ctx(line);
-            let shown = format!("base64: {}", text.replace('\n', " "));
+            let shown = format!("{how}: {}", text.replace('\n', " "));
             out.findings.push(self.builtin("encoded_payload", path, line, column, &shown, context));
             for f in inner.findings {
-                out.findings.push(Finding {
-                    line,
-                    column,
-                    context,
-                    decoded: Some("base64"),
-                    path: path.to_string(),
-                    ..f
-                });
+                out.findings.push(Finding { line, column, context, decoded: Some(how), path: path.to_string(), ..f });
             }
         }
     }
@@ -343,7 +466,11 @@ impl Engine {
     /// one message per example that does not behave.
     pub fn check_examples(&self, rule: &Rule) -> Vec<String> {
         let mut bad = Vec::new();
-        let raised = |ex: &str| self.scan_text("example.txt", ex).findings.iter().any(|f| f.rule == rule.id);
+        // Examples are checked without one-finding-per-match, so a rule
+        // keeps proving itself even where a stronger rule overlaps it.
+        let raised = |ex: &str| {
+            self.scan_bytes_with("example.txt", ex.as_bytes(), false).findings.iter().any(|f| f.rule == rule.id)
+        };
         for ex in &rule.matches {
             if !raised(ex) {
                 bad.push(format!("rule {}: match example does not match: {ex:?}", rule.id));
@@ -436,13 +563,13 @@ impl Match {
     }
 }
 
-/// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding),
-/// at most [`MAX_PAYLOADS`]: one cheap byte loop, no automaton.
+/// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding):
+/// one cheap byte loop, no automaton.
 fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
     let b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
     let mut out = Vec::new();
     let mut i = 0;
-    while i < hay.len() && out.len() < MAX_PAYLOADS {
+    while i < hay.len() {
         if !b64(hay[i]) {
             i += 1;
             continue;
@@ -462,6 +589,26 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// Decodes a run as hex (when it is all hex digits, of even length) or
+/// base64, when the result is mostly printable UTF-8 text.
+fn decode_payload(run: &[u8]) -> Option<(&'static str, String)> {
+    if run.len().is_multiple_of(2) && run.iter().all(u8::is_ascii_hexdigit) {
+        let bytes: Option<Vec<u8>> =
+            run.chunks(2).map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
+        if let Some(t) = bytes.and_then(|b| String::from_utf8(b).ok()).filter(|t| printable(t)) {
+            return Some(("hex", t));
+        }
+    }
+    decode_base64(run).map(|t| ("base64", t))
+}
+
+/// At least 8 characters, nine in ten of them printable.
+fn printable(text: &str) -> bool {
+    let n = text.chars().count();
+    let ok = text.chars().filter(|c| !c.is_control() || c.is_whitespace()).count();
+    n >= 8 && ok * 10 >= n * 9
+}
+
 /// Decodes a base64 run when it is mostly printable UTF-8 text.
 fn decode_base64(run: &[u8]) -> Option<String> {
     let t = run.strip_suffix(b"==").or_else(|| run.strip_suffix(b"=")).unwrap_or(run);
@@ -474,8 +621,7 @@ fn decode_base64(run: &[u8]) -> Option<String> {
     );
     let bytes = engine.decode(trimmed).ok()?;
     let text = String::from_utf8(bytes).ok()?;
-    let printable = text.chars().filter(|c| !c.is_control() || c.is_whitespace()).count();
-    (text.chars().count() >= 16 && printable * 10 >= text.chars().count() * 9).then_some(text)
+    printable(&text).then_some(text)
 }
 
 #[cfg(test)]

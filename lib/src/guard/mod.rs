@@ -4,10 +4,12 @@
 //! linear-time automaton; text is normalised before matching so encodings,
 //! invisible characters and look-alike letters do not hide a threat.
 
+pub mod deobfuscate;
 pub mod engine;
 pub mod evolve;
 pub mod filter;
 pub mod finding;
+pub mod mention;
 pub mod normalize;
 pub mod pattern;
 pub mod policy;
@@ -18,6 +20,7 @@ pub mod scan;
 pub mod sniff;
 pub mod structure;
 pub mod target;
+pub mod typosquat;
 pub mod verdict;
 
 pub use engine::{Engine, LoadError, Scanned};

@@ -289,10 +289,38 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
         } else {
             kept.nfkc().collect()
         };
+    if folded.chars().any(|c| punctuation(c).is_some()) {
+        let mut out = String::with_capacity(folded.len());
+        for c in folded.chars() {
+            match punctuation(c) {
+                // Dashes are ordinary typography in prose: mapped for
+                // matching, never a finding on their own.
+                Some(p) => out.push(p),
+                None => out.push(c),
+            }
+        }
+        folded = out;
+    }
     if let Some(mapped) = map_homoglyphs(&folded, line_no, &mut t.homoglyph) {
         folded = mapped;
     }
     (folded != line).then_some(folded)
+}
+
+/// ASCII punctuation that dashes, minus signs and odd slashes imitate
+/// (`rm \u{2010}rf`): mapped wherever they appear, since no word is spelt
+/// with them; NFKC leaves most of them alone.
+fn punctuation(c: char) -> Option<char> {
+    Some(match c {
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2015}' | '\u{2212}' | '\u{FE58}'
+        | '\u{FE63}' | '\u{2043}' | '\u{02D7}' => '-',
+        '\u{2044}' | '\u{2215}' | '\u{29F8}' | '\u{2571}' => '/',
+        '\u{2216}' | '\u{29F5}' | '\u{29F9}' => '\\',
+        '\u{2758}' | '\u{2223}' | '\u{01C0}' => '|',
+        '\u{02DC}' | '\u{2053}' | '\u{223C}' => '~',
+        '\u{A789}' | '\u{0589}' | '\u{2236}' => ':',
+        _ => return None,
+    })
 }
 
 /// The Latin letter a Cyrillic, Greek or other look-alike stands for.
@@ -335,6 +363,36 @@ fn confusable(c: char) -> Option<char> {
         'Х' | 'Χ' => 'X',
         'У' | 'Υ' => 'Y',
         'Ζ' => 'Z',
+        'ɩ' | 'ǀ' => 'l',
+        'ɾ' => 'r',
+        'ѡ' | 'ɯ' => 'w',
+        'ʏ' => 'y',
+        'ᴄ' => 'c',
+        'ᴏ' => 'o',
+        'ᴠ' => 'v',
+        'ᴡ' => 'w',
+        'ᴢ' => 'z',
+        'ⅼ' => 'l',
+        'ꓲ' => 'I',
+        'Ꭺ' => 'A',
+        'Ᏼ' => 'B',
+        'Ꮯ' => 'C',
+        'Ꭼ' => 'E',
+        'Ꮋ' => 'H',
+        'Ꮶ' => 'K',
+        'Ꮇ' => 'M',
+        'Ꮲ' => 'P',
+        'Ꮪ' => 'S',
+        'Ꭲ' => 'T',
+        'Ꮃ' => 'W',
+        'Ꮓ' => 'Z',
+        'Ү' => 'Y',
+        'Ԁ' => 'D',
+        'Ԛ' => 'Q',
+        'Ԝ' => 'W',
+        'Ѵ' | 'ѵ' => 'v',
+        'ԍ' => 'G',
+        'ǃ' => '!',
         _ => return None,
     })
 }
@@ -364,7 +422,7 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
             continue;
         }
         let has_ascii = word.iter().any(|c| c.is_ascii_alphabetic());
-        if !has_ascii && word.len() < 4 {
+        if !has_ascii && word.len() < 4 && !in_ascii_token(&chars, start, i) {
             continue;
         }
         let buf = out.get_or_insert_with(|| chars.clone());
@@ -378,9 +436,25 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
     out.map(|v| v.into_iter().collect())
 }
 
+/// Whether the word `chars[s..e]` sits in a whitespace-delimited token
+/// that also holds ASCII letters or path and variable punctuation
+/// (`~/.ѕѕһ/іd_rѕа`): short look-alike words there are Latin in disguise,
+/// while a short Cyrillic or Greek word between spaces is left alone.
+fn in_ascii_token(chars: &[char], s: usize, e: usize) -> bool {
+    let a = chars[..s].iter().rposition(|c| c.is_whitespace()).map_or(0, |p| p + 1);
+    let b = chars[e..].iter().position(|c| c.is_whitespace()).map_or(chars.len(), |p| e + p);
+    chars[a..s].iter().chain(&chars[e..b]).any(|c| c.is_ascii_alphanumeric() || "~/_$\\".contains(*c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_lookalike_words_in_paths_and_dashes_are_mapped() {
+        let n = normalize("cat ~/.\u{0455}\u{0455}\u{04BB}/\u{0456}d_r\u{0455}\u{0430}\nrm \u{2010}rf /\n\u{0434}\u{0430} \u{043D}\u{0435}\u{0442}\n".as_bytes());
+        assert_eq!(n.text, "cat ~/.ssh/id_rsa\nrm -rf /\n\u{0434}\u{0430} \u{043D}\u{0435}\u{0442}\n");
+    }
 
     #[test]
     fn ascii_is_borrowed_and_untouched() {

@@ -2,7 +2,10 @@
 //! scanning accepts: every rule in `tool.driver.rules` with a
 //! `security-severity`, one result per finding with a physical location
 //! (line ≥ 1), policy suppressions as SARIF `suppressions`, and the
-//! verdicts in the run's property bag.
+//! verdicts in the run's property bag. Artifact URIs are percent-encoded
+//! URI references relative to `%SRCROOT%` (the working directory, given
+//! in `originalUriBaseIds`), as code scanning resolves them (issue 17: a
+//! `#` or a space in a name read as a fragment or rejected).
 
 use serde_json::{json, Value};
 
@@ -29,6 +32,34 @@ fn security_severity(s: Severity) -> &'static str {
     }
 }
 
+/// Percent-encodes a path for a URI: every byte but the unreserved ones
+/// and `/` (RFC 3986).
+fn encode(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The `artifactLocation` of a finding's path: relative to `%SRCROOT%`
+/// when it is relative or under the working directory, else a `file:` URI.
+fn artifact(path: &str, cwd: Option<&std::path::Path>) -> Value {
+    let p = std::path::Path::new(path);
+    let rel = if p.is_absolute() { cwd.and_then(|c| p.strip_prefix(c).ok()) } else { Some(p) };
+    match rel {
+        Some(r) => {
+            let r = r.to_string_lossy();
+            json!({"uri": encode(r.trim_start_matches("./")), "uriBaseId": "%SRCROOT%"})
+        }
+        None => json!({"uri": format!("file://{}", encode(path))}),
+    }
+}
+
 /// The whole SARIF log for a scan.
 pub fn log(engine: &Engine, results: &[TargetResult]) -> Value {
     let rules: Vec<Value> = engine
@@ -49,6 +80,7 @@ pub fn log(engine: &Engine, results: &[TargetResult]) -> Value {
             })
         })
         .collect();
+    let cwd = std::env::current_dir().ok();
     let mut out = Vec::new();
     for t in results {
         for f in &t.findings {
@@ -59,7 +91,7 @@ pub fn log(engine: &Engine, results: &[TargetResult]) -> Value {
                 "message": {"text": format!("{}: {}", f.description, f.matched)},
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.path.trim_start_matches("./")},
+                        "artifactLocation": artifact(&f.path, cwd.as_deref()),
                         "region": {"startLine": f.line.max(1), "startColumn": f.column.max(1)}
                     }
                 }],
@@ -81,6 +113,7 @@ pub fn log(engine: &Engine, results: &[TargetResult]) -> Value {
         "runs": [{
             "tool": {"driver": {"name": "kb-guard", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
             "results": out,
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": format!("file://{}/", encode(&cwd.as_deref().map(|p| p.display().to_string()).unwrap_or_default()).trim_end_matches('/'))}},
             "columnKind": "unicodeCodePoints",
             "properties": {"verdicts": verdicts}
         }]

@@ -9,22 +9,18 @@ use std::process::{Command, ExitStatus};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::error::{Error, Result};
-
 /// Runs `cmd` to its end with the signals kb-lock receives forwarded to its
-/// process group; returns its exit status. A command that cannot be started
-/// comes back as `Ok(Err(spawn error))`, so the caller can tell "not found"
-/// (exit 127) from "cannot run" (126) as a shell does.
-pub fn run_forwarding(mut cmd: Command, what: &str) -> Result<std::io::Result<ExitStatus>> {
+/// process group; returns its exit status, or the error of starting it
+/// (its kind tells "not found" from "cannot run").
+pub fn run_forwarding(mut cmd: Command) -> std::io::Result<ExitStatus> {
     // Registered before the spawn, so no signal falls in between.
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
-        .map_err(|e| Error::io("installing signal handlers", e))?;
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
     let handle = signals.handle();
     let mut child = match cmd.process_group(0).spawn() {
-        Ok(child) => child,
+        Ok(c) => c,
         Err(e) => {
             handle.close();
-            return Ok(Err(e));
+            return Err(e);
         }
     };
     let pid = rustix::process::Pid::from_raw(child.id() as i32);
@@ -36,8 +32,8 @@ pub fn run_forwarding(mut cmd: Command, what: &str) -> Result<std::io::Result<Ex
             let _ = rustix::process::kill_process_group(pgid, signal);
         }
     });
-    let status = child.wait().map_err(|e| Error::io(format!("waiting for {what}"), e));
+    let status = child.wait();
     handle.close();
     let _ = forwarder.join();
-    status.map(Ok)
+    status
 }

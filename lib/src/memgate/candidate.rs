@@ -61,11 +61,24 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// The text that says what this memory decides (title, one-liner,
-    /// decision, when to load): what governance compares.
+    /// The user's own words this memory holds — the one-liner, the
+    /// decision and a title when they differ from it, the other evidence
+    /// spans and the target claim's digest — and nothing kb-memgate
+    /// generated ("When the work involves …", subject tags): what
+    /// similarity and governance compare. Generated lines repeat the same
+    /// template words in every note, which made unrelated rules neighbours.
     pub fn search_text(&self) -> String {
-        let mut parts = vec![self.title.as_str(), self.one_liner.as_str(), self.decision.as_str()];
-        parts.extend(self.when_to_load.iter().map(String::as_str));
+        let one = text::canonical(&self.one_liner);
+        let mut parts: Vec<&str> = vec![self.one_liner.as_str()];
+        let title = self.title.trim_end_matches('…');
+        if !one.contains(&text::canonical(title)) {
+            parts.push(&self.title);
+        }
+        if text::canonical(&self.decision) != one {
+            parts.push(&self.decision);
+        }
+        parts.extend(self.signals.iter().filter_map(|s| span_quote(s)).filter(|q| text::canonical(q) != one));
+        parts.extend(self.pointers.iter().filter_map(|p| claim_digest(p)));
         parts.join("\n")
     }
 
@@ -168,6 +181,22 @@ pub fn build(input: &Input) -> Vec<Candidate> {
         out.push(from_words(&s, Some("constraint"), input, source, "text"));
     }
     out
+}
+
+/// The quoted words of a signal written by [`quote`] (`"…"` or
+/// `label: "…"`); `None` for generated signals (`prohibition: 不要`).
+fn span_quote(signal: &str) -> Option<&str> {
+    let s = signal.strip_suffix('"')?;
+    let at = s.find('"')?;
+    let label = &s[..at];
+    (label.is_empty() || label.ends_with(": ")).then_some(&s[at + 1..])
+}
+
+/// The digest of a `claim ID: digest` or `claim: digest` pointer.
+fn claim_digest(pointer: &str) -> Option<&str> {
+    let rest = pointer.strip_prefix("claim")?;
+    let (_, d) = rest.split_once(": ")?;
+    Some(d)
 }
 
 fn quote(text: &str, label: Option<&str>) -> String {

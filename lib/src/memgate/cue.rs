@@ -14,12 +14,19 @@ const HEDGES_EN: &[&str] = &[
     "perhaps",
     "probably",
     "possibly",
+    "presumably",
+    "likely",
     "might",
+    "could",
     "not sure",
     "unsure",
     "i think",
     "i guess",
     "i suppose",
+    "i believe",
+    "i feel",
+    "i'd say",
+    "i reckon",
     "kind of",
     "sort of",
     "not certain",
@@ -27,14 +34,20 @@ const HEDGES_EN: &[&str] = &[
     "depending on",
     "for now",
     "tentatively",
-    "don't remember this",
-    "do not remember this",
-    "don't save this",
-    "do not save this",
     "not yet",
+    "how about",
+    "what about",
+    "let's try",
+    "try using",
+    "worth trying",
+    "seems",
+    "should be fine",
+    "or so",
+    "if possible",
+    "ideally",
 ];
 
-/// Chinese hedges and "do not record yet" phrases, matched as substrings.
+/// Chinese hedges, suggestions and questions, matched as substrings.
 const HEDGES_ZH: &[&str] = &[
     "可能",
     "也许",
@@ -47,11 +60,86 @@ const HEDGES_ZH: &[&str] = &[
     "说不定",
     "看情况",
     "暂时",
+    "再说",
+    "我觉得",
+    "我感觉",
+    "感觉",
+    "估计",
+    "应该是",
+    "貌似",
+    "要不",
+    "试试",
+    "试一下",
+    "是不是",
+    "要不要",
+    "能不能",
+    "可不可以",
+    "好不好",
+    "行不行",
+    "怎么样",
+    "差不多",
+    "大约",
+    "先这样",
+];
+
+/// "Do not remember this": the user asks that nothing be recorded, so
+/// nothing is (English, whole words).
+const NO_RECORD_EN: &[&str] = &[
+    "don't remember this",
+    "do not remember this",
+    "don't remember that",
+    "no need to remember",
+    "no need to record",
+    "no need to save",
+    "no need to note",
+    "don't save this",
+    "do not save this",
+    "don't save that",
+    "don't record this",
+    "do not record this",
+    "don't record that",
+    "don't write this down",
+    "do not write this down",
+    "don't write that down",
+    "don't note this",
+    "don't store this",
+    "do not store this",
+    "don't memorize this",
+    "don't memorise this",
+    "not worth remembering",
+    "off the record",
+    "forget i said",
+    "forget it",
+    "just this once",
+    "only this time",
+];
+
+/// Chinese "do not record this" phrases (substrings).
+const NO_RECORD_ZH: &[&str] = &[
     "先别记",
     "别记",
     "不要记",
     "先不记",
-    "再说",
+    "不用记",
+    "不必记",
+    "无需记",
+    "不需要记",
+    "别存",
+    "不要存",
+    "不用存",
+    "先不存",
+    "别保存",
+    "不要保存",
+    "不用保存",
+    "别写进",
+    "不要写进",
+    "不用写进",
+    "别写下",
+    "不要写下",
+    "别录",
+    "就这一次",
+    "只是这次",
+    "仅此一次",
 ];
 
 /// English prohibition and refusal markers (whole words).
@@ -163,7 +251,7 @@ fn prepare(text: &str) -> String {
 pub fn hedge(text: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let norm = prepare(text);
-    first_word(HEDGES_EN, &RE, &norm).or_else(|| first_sub(HEDGES_ZH, &norm))
+    first_word(HEDGES_EN, &RE, &norm).or_else(|| first_sub(HEDGES_ZH, &norm)).or_else(|| asks(text))
 }
 
 /// The prohibition marker of a text ("don't", "never", "不要", "别"…), if
@@ -172,7 +260,7 @@ pub fn hedge(text: &str) -> Option<String> {
 pub fn prohibition(text: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let mut norm = prepare(text);
-    for meta in ["先别记", "别记", "不要记", "don't remember this", "do not remember this", "don't save this"] {
+    for meta in NO_RECORD_EN.iter().chain(NO_RECORD_ZH) {
         norm = norm.replace(meta, " ");
     }
     if let Some(w) = first_word(PROHIBIT_EN, &RE, &norm) {
@@ -187,9 +275,50 @@ pub fn prohibition(text: &str) -> Option<String> {
     PROHIBIT_ZH
         .iter()
         .filter(|w| **w != "别")
-        .find(|w| norm.contains(*w))
+        .find(|w| zh_word_at(&norm, w))
         .map(|w| w.to_string())
         .or_else(|| bie.then(|| "别".to_string()))
+}
+
+/// Characters before a 不… marker that make it part of another word:
+/// 要不用 (how about using), 能不能, 要不要, 可不可以 — a suggestion or a
+/// question, not a refusal.
+const NOT_BEFORE: &str = "要能可行好是用";
+/// Characters after 不用 that make it "no need to …" rather than "do not use".
+const BUYONG_AFTER: &str = "谢担客管急怕说";
+
+/// Comparatives after 不要 / 不能 that make a bound, not a refusal:
+/// 不要超过五十行 says what 不超过五十行 says.
+const BOUNDS: &[&str] = &["超过", "低于", "小于", "大于", "少于", "多于", "高于", "短于", "长于"];
+
+/// Whether a Chinese marker occurs as a word somewhere in the text, not
+/// as a piece of a longer one (要不用 is "how about using").
+fn zh_word_at(norm: &str, w: &str) -> bool {
+    norm.match_indices(w).any(|(i, _)| {
+        let before = norm[..i].chars().next_back();
+        let after = norm[i + w.len()..].chars().next();
+        let negated = w.starts_with('不') && before.is_some_and(|c| NOT_BEFORE.contains(c));
+        let no_need = w == "不用" && after.is_some_and(|c| BUYONG_AFTER.contains(c));
+        let bound = BOUNDS.iter().any(|b| norm[i + w.len()..].trim_start().starts_with(b));
+        !negated && !no_need && !bound
+    })
+}
+
+/// The "do not remember this" phrase of a text ("别存这个", "No need to
+/// remember this"), if any: the user asks that nothing be recorded.
+pub fn no_record(text: &str) -> Option<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let norm = prepare(text);
+    first_word(NO_RECORD_EN, &RE, &norm).or_else(|| first_sub(NO_RECORD_ZH, &norm))
+}
+
+/// Whether a text asks rather than states: it ends in a question mark, or
+/// in 吗 / 呢 / 吧 (吧 softens a statement into a suggestion).
+pub fn asks(text: &str) -> Option<String> {
+    let t = prepare(text);
+    let t = t.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '.' | '。' | '!' | '！' | '~' | '～'));
+    let last = t.chars().next_back()?;
+    matches!(last, '?' | '？' | '吗' | '呢' | '吧').then(|| last.to_string())
 }
 
 /// The cue by which the user explicitly chooses a new conclusion ("from
@@ -244,9 +373,9 @@ pub fn is_function_word(token: &str) -> bool {
         "never", "always", "please", "should", "must", "here", "there", "instead", "rather", "than", "from", "now",
         "on", "no", "longer", "avoid", "prefer", "let's", "lets", "can", "can't", "cannot", "will", "would", "all",
         "any", "when", "then", "so", "but", "also", "just", "only", "us", "me", "your", "project", "code", "like",
-        "want", "need", "have", "has", "was", "were", "been", "anymore", "switch", "go", "with", "into", "about",
-        "不要", "不能", "不用", "要用", "用的", "这里", "我们", "项目", "以后", "现在", "一下", "的", "了", "是", "在",
-        "用", "别", "要", "不", "请", "改用",
+        "want", "need", "have", "has", "was", "were", "been", "anymore", "switch", "into", "about", "不要", "不能",
+        "不用", "要用", "用的", "这里", "我们", "项目", "以后", "现在", "一下", "的", "了", "是", "在", "用", "别",
+        "要", "不", "请", "改用",
     ];
     STOP.contains(&token)
 }
@@ -258,7 +387,9 @@ mod tests {
     #[test]
     fn cues_in_both_languages() {
         assert_eq!(hedge("Maybe use pnpm"), Some("maybe".into()));
-        assert_eq!(hedge("先别记这个"), Some("先别记".into()));
+        assert_eq!(no_record("先别记这个"), Some("先别记".into()));
+        assert_eq!(hedge("Use pnpm?"), Some("?".into()));
+        assert_eq!(prohibition("要不用 pnpm 试试"), None);
         assert_eq!(hedge("use pnpm"), None);
         assert_eq!(prohibition("Don’t use var here"), Some("don't".into()));
         assert_eq!(prohibition("这里别用 var"), Some("别".into()));

@@ -123,6 +123,11 @@ pub fn decide_one(paths: &Paths, view: &View<'_>, line: usize, inp: &Input) -> R
         },
         None => None,
     };
+    // "别存这个" / "No need to remember this": the user's word is final,
+    // even when the rest of the text states a rule.
+    if let Some(p) = super::cue::no_record(&inp.text) {
+        return Ok(vec![skip(line, inp, vec![format!("the user asked not to remember this (\"{p}\")")])]);
+    }
     let cands = candidate::build(inp);
     if cands.is_empty() {
         let why = if inp.text.trim().is_empty() {

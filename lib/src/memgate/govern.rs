@@ -21,10 +21,15 @@ use crate::error::Result;
 pub const TOP_K: usize = 5;
 /// Fused score from which two notes may share a scenario.
 pub const SCENARIO_MIN: f64 = 0.2;
+/// Pair similarity of two one-liners from which, with a shared subject
+/// word, they share a scenario (Chinese rewordings: .43–.89 on the pairs
+/// of tests/fixtures/memgate/zh_pairs.tsv, unrelated neighbours mostly
+/// under .4).
+pub const SCENARIO_PAIR: f64 = 0.4;
 /// Fused score at which two notes share a scenario whatever their words.
 pub const SCENARIO_SURE: f64 = 0.5;
 /// Similarity of two one-liners from which they state the same conclusion.
-pub const CONCLUSION_MIN: f64 = 0.55;
+pub const CONCLUSION_MIN: f64 = 0.5;
 /// Share of the smaller one-liner's subject words the other must hold for
 /// the two to state the same conclusion (same polarity).
 pub const SAME_SUBJECT: f64 = 0.8;
@@ -33,6 +38,12 @@ pub const SAME_SUBJECT: f64 = 0.8;
 pub const OTHER_SUBJECT: f64 = 0.67;
 /// From this share, opposite polarity on the same subject is a conflict.
 pub const OPPOSED_SUBJECT: f64 = 0.5;
+/// At most this many subject words of its own on each side for two
+/// same-polarity statements to be alternatives (pnpm vs yarn).
+pub const SWAP_MAX: usize = 2;
+/// Share of CJK characters two Chinese statements must have in common for
+/// their different names to be alternatives for one slot.
+pub const SWAP_FRAME: f64 = 0.7;
 
 /// |a ∩ b| / min(|a|, |b|) of two keyword lists (0 when one is empty).
 fn containment(a: &[String], b: &[String]) -> f64 {
@@ -85,7 +96,7 @@ pub struct Neighbour {
     pub score: f64,
     /// Normalised BM25 part.
     pub bm25: f64,
-    /// Character n-gram cosine part.
+    /// Normalised character n-gram BM25 part.
     pub ngram: f64,
     /// Same canonical one-liner.
     pub duplicate: bool,
@@ -117,30 +128,200 @@ pub struct Governance {
     pub neighbours: Vec<Neighbour>,
 }
 
+/// Stemmed subject words of the user's statement (one-liner and
+/// decision), never of generated fields: "When the work involves …" and
+/// "this constraint must be obeyed" are in every note and made unrelated
+/// rules share a subject.
 fn subject(c: &Candidate) -> Vec<String> {
-    keywords(&c.search_text(), 12)
+    stems(keywords(&format!("{}\n{}", c.one_liner, c.decision), 12))
 }
 
-/// Judges one neighbour against the candidate.
-fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths) -> Neighbour {
+fn stems(words: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        let s = crate::score::terms::stem(&w);
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// English words that open the scope of a rule: "use tabs | in Go files".
+const SCOPE_EN: &[&str] = &[
+    "in", "for", "on", "when", "whenever", "inside", "within", "during", "before", "after", "while", "under", "across",
+    "if",
+];
+/// Chinese markers that open the rule itself: what precedes the first one
+/// is its scope ("Go 文件里 | 用 tabs", "前端上线前 | 把…").
+const RULE_ZH: &[&str] =
+    &["不要", "不能", "不用", "不许", "不准", "别", "禁止", "必须", "一定", "统一", "改用", "使用", "采用", "用", "把"];
+
+/// The stemmed subject words of a one-liner's rule and of its scope.
+fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
+    if crate::text::mostly_cjk(one_liner) {
+        let at = RULE_ZH.iter().filter_map(|m| one_liner.find(m)).min().unwrap_or(0);
+        return (stems(keywords(&one_liner[at..], 12)), stems(keywords(&one_liner[..at], 12)));
+    }
+    // The scope of the first clause ("never use var in JavaScript; use
+    // let"), with time phrases out ("from now on" opens no scope).
+    let mut norm = crate::text::normalise(one_liner);
+    for time in ["from now on", "from here on", "going forward"] {
+        norm = norm.replace(time, " ");
+    }
+    let clause = norm.split([';', ',']).find(|c| !c.trim().is_empty()).unwrap_or("");
+    let toks = crate::text::tokens(clause);
+    let at = toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map_or(toks.len(), |i| i + 1);
+    (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
+}
+
+/// The words of a Chinese statement written in Latin letters or digits,
+/// function words out: the names of tools, languages and versions.
+fn names(words: &[String]) -> Vec<String> {
+    words.iter().filter(|w| !w.chars().any(crate::text::is_cjk) && !cue::is_function_word(w)).cloned().collect()
+}
+
+/// Whether a statement refuses or forbids what the other one is about: a
+/// prohibition in a clause that shares a subject word with `other` (or in
+/// a statement of one clause). "缓存过期时间设为十分钟，避免数据太旧"
+/// does not refuse the cache rule; "以后改用 yarn，不用 pnpm 了" refuses pnpm.
+fn negated(one_liner: &str, other: &[String]) -> bool {
+    let clauses: Vec<&str> =
+        one_liner.split(['，', ',', ';', '；', '：', ':']).filter(|c| !c.trim().is_empty()).collect();
+    if clauses.len() <= 1 {
+        return cue::prohibition(one_liner).is_some();
+    }
+    clauses.iter().any(|cl| cue::prohibition(cl).is_some() && stems(keywords(cl, 12)).iter().any(|k| other.contains(k)))
+}
+
+/// Whether two Chinese statements say the same around their names: the
+/// Dice overlap of their CJK characters (function characters such as 用,
+/// 以, 后, 改 left out) is at least [`SWAP_FRAME`]
+/// ("表单校验用 yup" / "表单校验用 zod": 1; "构建时压缩 JavaScript" /
+/// "构建时生成 source map": .6, two different rules).
+fn same_frame(a: &str, b: &str) -> bool {
+    use std::collections::BTreeSet;
+    let chars = |t: &str| -> BTreeSet<char> {
+        t.chars().filter(|c| crate::text::is_cjk(*c) && !cue::is_function_char(*c)).collect()
+    };
+    let (x, y) = (chars(a), chars(b));
+    let n = x.len() + y.len();
+    n > 0 && 2.0 * x.intersection(&y).count() as f64 / n as f64 >= SWAP_FRAME
+}
+
+/// Markers after which a statement names what it moves away from.
+const REJECT: &[&str] = &[
+    "instead of",
+    "rather than",
+    "no longer use",
+    "not use",
+    "stop using",
+    "不用",
+    "不再用",
+    "不再",
+    "而不是",
+    "别用",
+    "不要用",
+];
+
+/// The names a statement rejects: the first subject word after each
+/// rejection marker ("instead of yarn" → yarn, "不用 pnpm 了" → pnpm);
+/// in Chinese only names in Latin letters or digits count (a bigram after
+/// 而不是 is too often a common word).
+fn rejected(one_liner: &str) -> Vec<String> {
+    let norm = crate::text::normalise(one_liner);
+    let chinese = crate::text::mostly_cjk(one_liner);
+    let mut out = Vec::new();
+    for m in REJECT {
+        for (i, _) in norm.match_indices(m) {
+            let first = keywords(&norm[i + m.len()..], 1).into_iter().next();
+            // Two-letter words stem into collisions ("ad" hoc / "adding").
+            let name = |w: &String| w.chars().count() > 2 && !(chinese && w.chars().any(crate::text::is_cjk));
+            if let Some(w) = first.filter(name) {
+                out.push(crate::score::terms::stem(&w));
+            }
+        }
+    }
+    out
+}
+
+/// Each side has subject words the other lacks and they share less than
+/// [`OTHER_SUBJECT`] of the smaller: they name different things.
+fn differ(a: &[String], b: &[String]) -> bool {
+    let own = |x: &[String], y: &[String]| x.iter().any(|k| !y.contains(k));
+    own(a, b) && own(b, a) && containment(a, b) < OTHER_SUBJECT
+}
+
+/// Judges one neighbour against the candidate. `replacing`: the user's
+/// words carry a cue that they move from an old choice to a new one
+/// ("instead", "以后改用").
+fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) -> Neighbour {
     let other = &l.note.body;
     let shared = {
         let a = subject(c);
         subject(other).iter().filter(|k| a.contains(k)).count()
     };
-    let same_scenario = hit.duplicate || hit.score >= SCENARIO_SURE || (hit.score >= SCENARIO_MIN && shared > 0);
-    let neg_c = cue::prohibition(&c.one_liner).is_some();
-    let neg_o = cue::prohibition(&other.one_liner).is_some();
+    // Same rule in two different scopes ("tabs in Python files" / "tabs in
+    // Go files") is two scenarios, however many words they share.
+    let chinese = crate::text::mostly_cjk(&c.one_liner) && crate::text::mostly_cjk(&other.one_liner);
+    let ((_, scope_c), (_, scope_o)) = (rule_and_scope(&c.one_liner), rule_and_scope(&other.one_liner));
+    let other_scope = if chinese {
+        let (a, b) = (names(&scope_c), names(&scope_o));
+        a.iter().any(|k| !b.contains(k)) && b.iter().any(|k| !a.contains(k))
+    } else {
+        !scope_c.is_empty() && !scope_o.is_empty() && differ(&scope_c, &scope_o)
+    };
+    // The index's BM25 is relative to the store (in a store of one note
+    // every shared word is common); the pair similarity of the two
+    // statements is not, and says the same thing reworded.
     let conclusion = sim::pair(&c.one_liner, &other.one_liner);
-    let (ka, kb) = (keywords(&c.one_liner, 12), keywords(&other.one_liner, 12));
+    let (ka, kb) = (stems(keywords(&c.one_liner, 12)), stems(keywords(&other.one_liner, 12)));
+    let neg_c = negated(&c.one_liner, &kb);
+    let neg_o = negated(&other.one_liner, &ka);
     let overlap = containment(&ka, &kb);
-    let own = |x: &[String], y: &[String]| x.iter().any(|k| !y.contains(k));
+    // In Chinese, word order reshuffles the character bigrams ("依赖升级" /
+    // "升级依赖"), so only the names written in Latin letters or digits
+    // (tools, versions: yup / zod, Node 18 / 20) tell two choices apart.
+    let (na, nb) = if chinese {
+        (names(&crate::text::tokens(&c.one_liner)), names(&crate::text::tokens(&other.one_liner)))
+    } else {
+        (ka.clone(), kb.clone())
+    };
+    let own_a = na.iter().filter(|k| !nb.contains(k)).count();
+    let own_b = nb.iter().filter(|k| !na.contains(k)).count();
     // Each side names something the other does not (pnpm vs yarn).
-    let differing = own(&ka, &kb) && own(&kb, &ka) && overlap < OTHER_SUBJECT;
+    let differing = if chinese { own_a > 0 && own_b > 0 } else { differ(&ka, &kb) };
+    // A swap of one or two words in otherwise shared words: alternatives
+    // for one slot. Two statements that differ in many words are about
+    // different things, not in conflict.
+    let swap = differing
+        && overlap > 0.0
+        && own_a <= SWAP_MAX
+        && own_b <= SWAP_MAX
+        && (!chinese || same_frame(&c.one_liner, &other.one_liner));
+    // A user who says they move to another name for the note's subject
+    // ("数据库以后改用 Postgres"), or away from what the note names ("不用
+    // pnpm 了", "instead of yarn"), puts it in the scenario themselves.
+    let same_scenario = hit.duplicate
+        || (!other_scope
+            && (hit.score >= SCENARIO_SURE
+                || (shared > 0 && (hit.score >= SCENARIO_MIN || conclusion >= SCENARIO_PAIR))
+                || (replacing && shared > 0 && swap)
+                || (replacing && rejected(&c.one_liner).iter().any(|r| subject(other).contains(r)))));
+    // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
+    // A cue the note itself holds ("而不是" in both) moves nowhere.
+    let moves = replacing
+        && ka.iter().any(|k| !kb.contains(k))
+        && overlap > 0.0
+        && cue::replacement(&other.one_liner).is_none();
     let same_conclusion = hit.duplicate
-        || (same_scenario && neg_c == neg_o && !differing && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
+        || (same_scenario
+            && neg_c == neg_o
+            && !differing
+            && !moves
+            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
     let conflict =
-        same_scenario && !same_conclusion && if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { differing };
+        same_scenario && !same_conclusion && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),
@@ -170,6 +351,7 @@ pub fn govern(
     claim_note: Option<&Loaded>,
 ) -> Result<Governance> {
     let mut neighbours: Vec<Neighbour> = Vec::new();
+    let replacing = cue::replacement(user_text).is_some();
     // Ask for a few more than K: a note deleted since indexing is skipped.
     for hit in view.search(q, TOP_K * 2) {
         if neighbours.len() == TOP_K {
@@ -185,11 +367,11 @@ pub fn govern(
         } else {
             view.score_one(q, &l.entry().features)
         };
-        neighbours.push(judge(c, &hit, l, paths));
+        neighbours.push(judge(c, &hit, l, paths, replacing));
     }
     if let Some(l) = claim_note {
         let hit = view.score_one(q, &l.entry().features);
-        let mut n = judge(c, &hit, l.clone(), paths);
+        let mut n = judge(c, &hit, l.clone(), paths, replacing);
         // The user names this note: it is in the scenario by definition.
         n.same_scenario = true;
         n.conflict = !n.same_conclusion;

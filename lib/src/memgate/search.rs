@@ -5,10 +5,11 @@
 //! missing or older than `notes/` (the directory's mtime changes with every
 //! add, rename or delete), decide builds one in memory from the notes.
 //!
-//! Layout (little endian): magic `KBMGIX01`, notes-dir mtime (i64 ns),
-//! doc count (u32), term count (u32), total word length (u64); docs
-//! (48 bytes each: name offset u32, name length u32, size u64, mtime i64,
-//! word length u32, n-gram norm f32, duplicate digest 16 bytes); terms
+//! Layout (little endian): magic `KBMGIX02`, notes-dir mtime (i64 ns),
+//! doc count (u32), term count (u32), total word length (u64), total
+//! n-gram length (u64); docs (48 bytes each: name offset u32, name length
+//! u32, size u64, mtime i64, word length u32, n-gram length u32, duplicate
+//! digest 16 bytes); terms
 //! sorted by key (16 bytes: key u64, postings offset u32, count u32);
 //! postings (8 bytes: doc u32, tf u32); names (UTF-8, `id\tfile`).
 
@@ -16,8 +17,9 @@ use std::collections::BTreeMap;
 
 use super::similarity::{self as sim, Features};
 
-const MAGIC: &[u8; 8] = b"KBMGIX01";
-const HEAD: usize = 32;
+/// Version 02: n-gram lengths instead of n-gram norms (both halves BM25).
+const MAGIC: &[u8; 8] = b"KBMGIX02";
+const HEAD: usize = 40;
 const DOC: usize = 48;
 const TERM: usize = 16;
 const POST: usize = 8;
@@ -43,9 +45,10 @@ pub fn encode(dir_mtime_ns: i64, docs: &[DocEntry]) -> Vec<u8> {
     let mut docs: Vec<&DocEntry> = docs.iter().collect();
     docs.sort_by(|a, b| a.id.cmp(&b.id));
     let mut postings: BTreeMap<u64, Vec<(u32, u32)>> = BTreeMap::new();
-    let mut total: u64 = 0;
+    let (mut total, mut total_grams) = (0u64, 0u64);
     for (i, d) in docs.iter().enumerate() {
         total += u64::from(d.features.word_len);
+        total_grams += u64::from(d.features.gram_len);
         for &(k, tf) in d.features.words.iter().chain(&d.features.grams) {
             postings.entry(k).or_default().push((i as u32, tf));
         }
@@ -57,6 +60,7 @@ pub fn encode(dir_mtime_ns: i64, docs: &[DocEntry]) -> Vec<u8> {
     out.extend_from_slice(&(docs.len() as u32).to_le_bytes());
     out.extend_from_slice(&(postings.len() as u32).to_le_bytes());
     out.extend_from_slice(&total.to_le_bytes());
+    out.extend_from_slice(&total_grams.to_le_bytes());
     let mut names = Vec::new();
     for d in docs {
         let name = format!("{}\t{}", d.id, d.file);
@@ -66,7 +70,7 @@ pub fn encode(dir_mtime_ns: i64, docs: &[DocEntry]) -> Vec<u8> {
         out.extend_from_slice(&d.size.to_le_bytes());
         out.extend_from_slice(&d.mtime_ns.to_le_bytes());
         out.extend_from_slice(&d.features.word_len.to_le_bytes());
-        out.extend_from_slice(&d.features.gram_norm.to_le_bytes());
+        out.extend_from_slice(&d.features.gram_len.to_le_bytes());
         out.extend_from_slice(&d.features.dup);
     }
     let mut off = 0u32;
@@ -94,6 +98,7 @@ pub struct View<'a> {
     n_docs: usize,
     n_terms: usize,
     total_len: u64,
+    total_grams: u64,
     terms_at: usize,
     posts_at: usize,
     names_at: usize,
@@ -118,7 +123,7 @@ pub struct Hit {
     pub doc: usize,
     /// BM25 over words, divided by the query's own score (0–1).
     pub bm25: f64,
-    /// Character n-gram cosine.
+    /// BM25 over character n-grams, divided the same way (0–1).
     pub ngram: f64,
     /// Same canonical one-liner.
     pub duplicate: bool,
@@ -152,6 +157,7 @@ impl<'a> View<'a> {
             n_docs,
             n_terms,
             total_len: u64_at(b, 24),
+            total_grams: u64_at(b, 32),
             terms_at,
             posts_at,
             names_at,
@@ -192,8 +198,8 @@ impl<'a> View<'a> {
         u32_at(self.b, self.doc_at(i) + 24)
     }
 
-    fn gram_norm(&self, i: usize) -> f32 {
-        f32::from_bits(u32_at(self.b, self.doc_at(i) + 28))
+    fn gram_len(&self, i: usize) -> u32 {
+        u32_at(self.b, self.doc_at(i) + 28)
     }
 
     fn dup(&self, i: usize) -> &[u8] {
@@ -228,42 +234,20 @@ impl<'a> View<'a> {
     }
 
     /// The `k` best notes for a query, best first (ties by id), each with
-    /// its BM25, n-gram cosine, duplicate flag and fused score. Only notes
-    /// sharing a term with the query are touched.
+    /// its two normalised BM25 halves, duplicate flag and fused score.
+    /// Only notes sharing a term with the query are touched.
     pub fn search(&self, q: &Features, k: usize) -> Vec<Hit> {
         if self.n_docs == 0 {
             return Vec::new();
         }
-        let n = self.n_docs as f64;
-        let avg = self.total_len as f64 / n;
-        let mut bm25 = vec![0.0f64; self.n_docs];
-        let mut dot = vec![0.0f64; self.n_docs];
         let mut seen = vec![false; self.n_docs];
-        let mut ideal = 0.0;
-        for &(key, qtf) in &q.words {
-            let list: Vec<(usize, u32)> = self.postings(key).collect();
-            let idf = sim::idf(n, list.len() as f64);
-            ideal += f64::from(qtf) * sim::bm25_term(idf, f64::from(qtf), f64::from(q.word_len), avg);
-            for (d, tf) in list {
-                let Some(acc) = bm25.get_mut(d) else { continue };
-                seen[d] = true;
-                *acc += f64::from(qtf) * sim::bm25_term(idf, f64::from(tf), f64::from(self.word_len(d)), avg);
-            }
-        }
-        for &(key, qtf) in &q.grams {
-            for (d, tf) in self.postings(key) {
-                let Some(acc) = dot.get_mut(d) else { continue };
-                seen[d] = true;
-                *acc += f64::from(qtf) * f64::from(tf);
-            }
-        }
+        let words = self.half(&q.words, q.word_len, sim::WORDS, self.total_len, Self::word_len, &mut seen);
+        let grams = self.half(&q.grams, q.gram_len, sim::GRAMS, self.total_grams, Self::gram_len, &mut seen);
         let mut hits: Vec<Hit> = (0..self.n_docs)
             .filter(|&d| seen[d])
             .map(|d| {
-                let b = if ideal > 0.0 { (bm25[d] / ideal).min(1.0) } else { 0.0 };
-                let norm = f64::from(q.gram_norm) * f64::from(self.gram_norm(d));
-                let c = if norm > 0.0 { (dot[d] / norm).min(1.0) } else { 0.0 };
                 let duplicate = self.dup(d) == q.dup;
+                let (b, c) = (words[d], grams[d]);
                 Hit { doc: d, bm25: b, ngram: c, duplicate, score: sim::fuse(b, c, duplicate) }
             })
             .collect();
@@ -272,26 +256,61 @@ impl<'a> View<'a> {
         hits
     }
 
+    /// One half's BM25 of every note against the query's terms, divided by
+    /// the query's score against itself (0–1); marks the notes touched.
+    fn half(
+        &self,
+        q: &[(u64, u32)],
+        q_len: u32,
+        p: sim::Bm25,
+        total: u64,
+        len: fn(&Self, usize) -> u32,
+        seen: &mut [bool],
+    ) -> Vec<f64> {
+        let n = self.n_docs as f64;
+        let avg = total as f64 / n;
+        let mut acc = vec![0.0f64; self.n_docs];
+        let mut ideal = 0.0;
+        for &(key, qtf) in q {
+            let list: Vec<(usize, u32)> = self.postings(key).collect();
+            let idf = sim::idf(n, list.len() as f64);
+            ideal += p.term(idf, f64::from(qtf), f64::from(q_len), avg);
+            for (d, tf) in list {
+                let Some(a) = acc.get_mut(d) else { continue };
+                seen[d] = true;
+                *a += p.term(idf, f64::from(tf), f64::from(len(self, d)), avg);
+            }
+        }
+        if ideal > 0.0 {
+            acc.iter_mut().for_each(|a| *a = (*a / ideal).min(1.0));
+        }
+        acc
+    }
+
     /// Scores one document's features against a query with this index's
     /// statistics (for a note whose file changed since it was indexed).
     pub fn score_one(&self, q: &Features, d: &Features) -> Hit {
         let n = self.n_docs.max(1) as f64;
-        let avg = if self.n_docs == 0 { f64::from(d.word_len) } else { self.total_len as f64 / n };
-        let dmap: BTreeMap<u64, u32> = d.words.iter().copied().collect();
-        let (mut b, mut ideal) = (0.0, 0.0);
-        for &(key, qtf) in &q.words {
-            let df = (self.postings(key).count() as f64).max(1.0);
-            let idf = sim::idf(n, df);
-            ideal += f64::from(qtf) * sim::bm25_term(idf, f64::from(qtf), f64::from(q.word_len), avg);
-            if let Some(tf) = dmap.get(&key) {
-                b += f64::from(qtf) * sim::bm25_term(idf, f64::from(*tf), f64::from(d.word_len), avg);
+        let half = |qt: &[(u64, u32)], q_len: u32, dt: &[(u64, u32)], d_len: u32, p: sim::Bm25, total: u64| {
+            let avg = if self.n_docs == 0 { f64::from(d_len) } else { total as f64 / n };
+            let dmap: BTreeMap<u64, u32> = dt.iter().copied().collect();
+            let (mut s, mut ideal) = (0.0, 0.0);
+            for &(key, qtf) in qt {
+                let df = (self.postings(key).count() as f64).max(1.0);
+                let idf = sim::idf(n, df);
+                ideal += p.term(idf, f64::from(qtf), f64::from(q_len), avg);
+                if let Some(tf) = dmap.get(&key) {
+                    s += p.term(idf, f64::from(*tf), f64::from(d_len), avg);
+                }
             }
-        }
-        let gmap: BTreeMap<u64, u32> = d.grams.iter().copied().collect();
-        let dot: f64 = q.grams.iter().filter_map(|(k, c)| gmap.get(k).map(|t| f64::from(*c) * f64::from(*t))).sum();
-        let norm = f64::from(q.gram_norm) * f64::from(d.gram_norm);
-        let bm25 = if ideal > 0.0 { (b / ideal).min(1.0) } else { 0.0 };
-        let ngram = if norm > 0.0 { (dot / norm).min(1.0) } else { 0.0 };
+            if ideal > 0.0 {
+                (s / ideal).min(1.0)
+            } else {
+                0.0
+            }
+        };
+        let bm25 = half(&q.words, q.word_len, &d.words, d.word_len, sim::WORDS, self.total_len);
+        let ngram = half(&q.grams, q.gram_len, &d.grams, d.gram_len, sim::GRAMS, self.total_grams);
         let duplicate = q.dup == d.dup;
         Hit { doc: usize::MAX, bm25, ngram, duplicate, score: sim::fuse(bm25, ngram, duplicate) }
     }
@@ -311,7 +330,7 @@ impl<'a> View<'a> {
                     mtime_ns,
                     features: Features {
                         word_len: self.word_len(i),
-                        gram_norm: self.gram_norm(i),
+                        gram_len: self.gram_len(i),
                         dup,
                         ..Features::default()
                     },

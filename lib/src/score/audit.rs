@@ -1,14 +1,19 @@
-//! The audit event of every query (seed 001 "Audit logging"): one JSON
-//! line in the local library's `.audit.log`, appended under the library
-//! lock, naming the query, the sources queried, those with findings and
-//! those that failed. External libraries are never written.
+//! Seed 001's audit events ("Audit logging": failed sources): one JSON
+//! line in the local library's `.audit.log` for a query where a source
+//! failed, naming the query, the sources queried, those with findings and
+//! those that failed. A search is read-only otherwise: an ordinary query
+//! writes nothing, takes no library lock and leaves the git tree as it
+//! was. The one line is a single `O_APPEND` write, so it never waits for
+//! a writer holding the lock and never interleaves with another line
+//! (kb-append merge-log orders the log by `ts` on sync). External
+//! libraries are never written.
+
+use std::io::Write;
 
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::fs::atomic;
 use crate::library::Library;
-use crate::lock;
 
 /// The audit log's name under the library.
 pub const FILE: &str = ".audit.log";
@@ -38,9 +43,21 @@ pub struct Event {
     pub matched: usize,
 }
 
-/// Appends the event to the local library's audit log under the lock.
+/// Whether a query's outcome is an audit event: some source failed.
+pub fn is_event(event: &Event) -> bool {
+    !event.sources_failed.is_empty()
+}
+
+/// Appends the event to the local library's audit log: one line, one
+/// `O_APPEND` write, no lock.
 pub fn append(lib: &Library, event: &Event) -> Result<()> {
-    let line = serde_json::to_string(event).map_err(|e| crate::Error::msg(format!("encoding audit event: {e}")))?;
-    let opts = lock::Options { timeout: std::time::Duration::from_secs(5), cmd: "kb-score (audit)".into() };
-    lock::with_lock(lib, &opts, || atomic::append_lines(&lib.path(FILE), &format!("{line}\n")))
+    let mut line = serde_json::to_string(event).map_err(|e| crate::Error::msg(format!("encoding audit event: {e}")))?;
+    line.push('\n');
+    let path = lib.path(FILE);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| crate::Error::io(format!("appending to {}", path.display()), e))
 }

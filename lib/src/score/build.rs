@@ -21,9 +21,11 @@ use crate::library::scan::{self, Problem};
 use crate::library::Library;
 use crate::text;
 
-use super::index::{self, DocRec, Info, Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
+use super::bm25::FieldTf;
+use super::index::{self, DocRec, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::terms;
 use super::walk;
+use super::written;
 
 /// Edge kinds that do not count as a use of the target: authorship
 /// (`wrote`) and a document's own notebook (`source`).
@@ -70,49 +72,81 @@ pub fn watched_stamps(lib: &Library) -> Vec<(String, u64, u64)> {
 struct Fresh {
     entry: Entry,
     rec: DocRec,
+    meta: Meta,
     words: Vec<(String, u32)>,
 }
 
+/// A skill's reference file (walk::is_skill_reference) read as a user
+/// document named by its file: topic from frontmatter, else the file name.
+pub fn skill_reference(rel: &str, text: &str) -> Option<Entry> {
+    if !walk::is_skill_reference(rel) {
+        return None;
+    }
+    let name = rel.rsplit('/').next()?;
+    let mut e = Entry::from_text(name, text)?;
+    e.path = rel.to_string();
+    Some(e)
+}
+
 /// Reads and analyses one document; `None` (with problems) when unreadable.
-fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
+fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
     let (meta, text, mut problems) = match scan::read_text(lib, rel) {
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
     };
-    let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
+    let Some(entry) = Entry::from_text(rel, &text).or_else(|| skill_reference(rel, &text)) else {
+        return (None, problems);
+    };
     if let Some(err) = &entry.frontmatter_error {
         problems.push(Problem { path: rel.to_string(), kind: "frontmatter".into(), message: err.clone() });
     }
     let body = frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
-    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+    // Per-field counts (bm25::FieldTf): heading = title or topic, keywords, body.
+    let mut fields: FxHashMap<String, FieldTf> = FxHashMap::default();
     let mut len = 0u32;
     let title = entry.title.as_deref().unwrap_or("");
-    for part in [title, entry.topic.as_str(), &entry.keywords.join(" "), body] {
+    let mut count = |part: &str, slot: fn(&mut FieldTf) -> &mut u32| {
         terms::each_term(part, |t| {
             len += 1;
-            match counts.get_mut(t) {
-                Some(c) => *c += 1,
+            match fields.get_mut(t) {
+                Some(f) => *slot(f) += 1,
                 None => {
-                    counts.insert(t.to_string(), 1);
+                    let mut f = FieldTf::default();
+                    *slot(&mut f) = 1;
+                    fields.insert(t.to_string(), f);
                 }
             }
         });
+    };
+    count(&entry.keywords.join(" "), |f| &mut f.kw);
+    count(body, |f| &mut f.body);
+    count(title, |f| &mut f.head);
+    // The topic counts as heading only where it says more than the title.
+    let mut topic_tf: FxHashMap<String, u32> = FxHashMap::default();
+    terms::each_term(&entry.topic, |t| *topic_tf.entry(t.to_string()).or_insert(0) += 1);
+    for (t, n) in topic_tf {
+        let f = fields.entry(t).or_default();
+        if n > f.head {
+            len += n - f.head;
+            f.head = n;
+        }
     }
+    let mut counts: FxHashMap<String, u32> = fields.into_iter().map(|(t, f)| (t, f.pack())).collect();
     let topic_words = text::tokens(&entry.topic);
     for w in &topic_words {
         counts.insert(format!("{TOPIC_PREFIX}{w}"), 1);
     }
-    for k in &entry.keywords {
-        for w in text::tokens(k) {
-            counts.insert(format!("{KEYWORD_PREFIX}{w}"), 1);
-        }
+    let kw_words: Vec<Vec<String>> = entry.keywords.iter().map(|k| text::tokens(k)).collect();
+    for w in kw_words.iter().flatten() {
+        counts.insert(format!("{KEYWORD_PREFIX}{w}"), 1);
     }
     let mtime = mtime_ns(&meta);
     let verified = entry.last_verified_at.as_deref().and_then(clock::parse_instant);
-    let fresh_at = match verified {
-        Some(ts) => ts.as_second(),
-        None if mtime > 0 => (mtime / 1_000_000_000) as i64,
-        None => NO_DATE,
+    // Freshness from what the library knows, never the mtime (kb::score::written).
+    let (fresh_at, fresh_from) = match (verified, written.get(rel)) {
+        (Some(ts), _) => (ts.as_second(), "last_verified_at"),
+        (None, Some(&ts)) => (ts, "changelog"),
+        (None, None) => (NO_DATE, "none"),
     };
     let m = Meta {
         category: entry.category.as_str().to_string(),
@@ -122,20 +156,21 @@ fn read_one(lib: &Library, rel: &str) -> (Option<Fresh>, Vec<Problem>) {
         keywords: entry.keywords.clone(),
         notebooks: entry.notebooks.clone(),
         quality_status: entry.quality_status.clone(),
-        fresh_from: if verified.is_some() { "last_verified_at" } else { "mtime" }.to_string(),
+        fresh_from: fresh_from.to_string(),
     };
     let words: Vec<(String, u32)> = counts.into_iter().collect();
     let rec = DocRec {
         path: rel.to_string(),
-        meta: serde_json::to_vec(&m).unwrap_or_default(),
+        meta: Vec::new(),
         terms: Vec::new(),
         len,
         fresh_at,
         size: meta.len(),
         mtime_ns: mtime,
         topic_n: topic_words.len() as u32,
+        words: Words::encode(&topic_words, &kw_words),
     };
-    (Some(Fresh { entry, rec, words }), problems)
+    (Some(Fresh { entry, rec, meta: m, words }), problems)
 }
 
 /// Interns term strings to dense ids.
@@ -156,6 +191,9 @@ impl Vocab {
         i
     }
 }
+
+/// Documents read in parallel before their terms are interned.
+const READ_CHUNK: usize = 4096;
 
 /// Builds the index of `lib`, reusing unchanged documents of `old`.
 pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
@@ -190,11 +228,6 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             (stamp(&lib.path(p)) == v.stamp(d)).then_some(d)
         })
         .collect();
-    let fresh: Vec<(Option<Fresh>, Vec<Problem>)> = paths
-        .par_iter()
-        .zip(reuse.par_iter())
-        .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p) })
-        .collect();
     let read = reuse.iter().filter(|r| r.is_none()).count();
     if let Some(v) = old {
         if read == 0 && paths.len() == v.docs() && stamps == v.info.stamps {
@@ -204,8 +237,8 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             return Ok(Built { bytes: index::restamp(v, info), problems, read });
         }
     }
+    let written = if read > 0 { written::from_changelog(lib) } else { HashMap::new() };
 
-    lap("read");
     let mut vocab = Vocab::default();
     // Forward lists (new term id, tf) of reused documents, from the old postings.
     let mut old_fwd: Vec<Vec<(u32, u32)>> = Vec::new();
@@ -220,39 +253,71 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
     }
     let mut docs: Vec<DocRec> = Vec::with_capacity(paths.len());
     let mut entries: Vec<Entry> = Vec::with_capacity(paths.len());
+    // Documents with no date at all, for one git log at the end.
+    let mut undated: Vec<(usize, Meta)> = Vec::new();
     // The old graph facts still hold when no document came or went, no
     // topic changed and the relations are the same.
     let mut same_graph = old.is_some_and(|v| v.docs() == paths.len() && v.info.stamps == stamps);
-    for (i, ((p, r), (f, probs))) in paths.iter().zip(&reuse).zip(fresh).enumerate() {
-        problems.extend(probs);
-        if let Some(v) = old.filter(|_| same_graph) {
-            let d = i as u32;
-            same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.meta(d).topic == f.entry.topic);
+    // Read in parallel a chunk at a time and turn each chunk's term
+    // strings into ids before the next: the strings of every document at
+    // once were most of a cold build's memory (0.8 GB at 100,000).
+    for start in (0..paths.len()).step_by(READ_CHUNK) {
+        let end = (start + READ_CHUNK).min(paths.len());
+        let fresh: Vec<(Option<Fresh>, Vec<Problem>)> = paths[start..end]
+            .par_iter()
+            .zip(reuse[start..end].par_iter())
+            .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p, &written) })
+            .collect();
+        for (k, (f, probs)) in fresh.into_iter().enumerate() {
+            let (i, p, r) = (start + k, &paths[start + k], &reuse[start + k]);
+            problems.extend(probs);
+            if let Some(v) = old.filter(|_| same_graph) {
+                let d = i as u32;
+                same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.meta(d).topic == f.entry.topic);
+            }
+            match (r, f, old) {
+                (Some(d), _, Some(v)) => {
+                    let (size, mtime_ns) = v.stamp(*d);
+                    let Some(mut e) = Entry::from_text(p, "").or_else(|| skill_reference(p, "")) else { continue };
+                    e.topic = v.meta(*d).topic;
+                    entries.push(e);
+                    docs.push(DocRec {
+                        path: p.clone(),
+                        meta: v.meta_bytes(*d).to_vec(),
+                        terms: std::mem::take(&mut old_fwd[*d as usize]),
+                        len: v.len(*d),
+                        fresh_at: v.fresh_at(*d),
+                        size,
+                        mtime_ns,
+                        topic_n: v.topic_n(*d),
+                        words: v.words_raw(*d).to_string(),
+                    });
+                }
+                (_, Some(f), _) => {
+                    let mut rec = f.rec;
+                    rec.terms = f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)).collect();
+                    rec.meta = serde_json::to_vec(&f.meta).unwrap_or_default();
+                    if rec.fresh_at == NO_DATE {
+                        undated.push((docs.len(), f.meta));
+                    }
+                    docs.push(rec);
+                    entries.push(f.entry);
+                }
+                _ => {}
+            }
         }
-        match (r, f, old) {
-            (Some(d), _, Some(v)) => {
-                let (size, mtime_ns) = v.stamp(*d);
-                let Some(mut e) = Entry::from_text(p, "") else { continue };
-                e.topic = v.meta(*d).topic;
-                entries.push(e);
-                docs.push(DocRec {
-                    path: p.clone(),
-                    meta: v.meta_bytes(*d).to_vec(),
-                    terms: std::mem::take(&mut old_fwd[*d as usize]),
-                    len: v.len(*d),
-                    fresh_at: v.fresh_at(*d),
-                    size,
-                    mtime_ns,
-                    topic_n: v.topic_n(*d),
-                });
-            }
-            (_, Some(f), _) => {
-                let mut rec = f.rec;
-                rec.terms = f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)).collect();
-                docs.push(rec);
-                entries.push(f.entry);
-            }
-            _ => {}
+    }
+    lap("read");
+    // Documents with no date at all: their last commit, one git log for all.
+    let committed = {
+        let ps: Vec<&str> = undated.iter().map(|(i, _)| docs[*i].path.as_str()).collect();
+        written::from_git(lib, &ps)
+    };
+    for (i, mut m) in undated {
+        if let Some(&t) = committed.get(&docs[i].path) {
+            docs[i].fresh_at = t;
+            m.fresh_from = "git".into();
+            docs[i].meta = serde_json::to_vec(&m).unwrap_or_default();
         }
     }
     problems.sort_by(|a, b| a.path.cmp(&b.path));
@@ -276,7 +341,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
     };
     lap("graph");
     let info = Info { dirs, stamps, ..Info::default() };
-    let bytes = index::write(&docs, &vocab.words, &used, &adj, info);
+    let bytes = index::write(docs, &vocab.words, &used, &adj, info);
     lap("write");
     Ok(Built { bytes, problems, read })
 }

@@ -2,8 +2,11 @@
 //! `final = base × (0.5 + 0.3 × used_by_norm + 0.2 × freshness)` with
 //! base = topic exact 1.0 / topic contains 0.8 / keyword 0.6,
 //! `used_by_norm = min(used_by, 5) / 5` and
-//! `freshness = max(0, 1 − days_old / 30)`; plus the full-text tier below
-//! the keyword tier (base ≤ 0.5) and the graph decay `direct × 0.5^hop`.
+//! `freshness = max(0, 1 − days_old / 30)`; plus the full-text evidence
+//! (base ≤ 0.5) and the graph decay `direct × 0.5^hop`. The tiers are
+//! graded by how much of the query they cover ([`graded_tier`]); a
+//! document's base is the larger of its tier and its text evidence
+//! (kb::score::rank).
 
 use serde::Serialize;
 
@@ -15,8 +18,10 @@ pub const TOPIC_EXACT: f64 = 1.0;
 pub const TOPIC_CONTAINS: f64 = 0.8;
 /// Base of a keyword match.
 pub const KEYWORD: f64 = 0.6;
-/// Highest base of a full-text (BM25) match: the best BM25 hit of a query
-/// gets this, the others in proportion to their BM25 score.
+/// Highest base of a full-text match: a document's BM25F score as a share
+/// of the query's ideal score (`bm25::Scores::ideal`), times this. It
+/// keeps text-only evidence at most half of a topic equal to the query,
+/// as in the seed, but it is graded like the tiers above it.
 pub const FULLTEXT_MAX: f64 = 0.5;
 /// used_by is capped here before it is normalised.
 pub const USED_BY_CAP: u32 = 5;
@@ -66,25 +71,56 @@ pub fn hop_score(direct: f64, hop: usize) -> f64 {
 }
 
 /// Whether `needle` occurs as a contiguous run inside `hay`.
-pub fn contains_run(hay: &[String], needle: &[String]) -> bool {
+pub fn contains_run<T: PartialEq>(hay: &[T], needle: &[T]) -> bool {
     !needle.is_empty() && needle.len() <= hay.len() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Seed 000's base tier of a document for a query, from folded words:
-/// topic exact, topic contains (either way round), keyword; `None` when
-/// neither topic nor keywords match. Words that are all stop words never
-/// match from inside a longer query ("how to" is not a topic of every
-/// question).
-pub fn base_tier(query: &[String], topic: &[String], keywords: &[Vec<String>]) -> Option<(Match, f64)> {
-    let meaningful = |w: &[String]| w.iter().any(|x| !super::terms::is_stop(x));
+/// Seed 000's base tier of a document for a query, from folded words,
+/// *graded*: a topic equal to the query is 1.0, a topic or keyword that
+/// holds the whole query is 0.8 or 0.6 as in the seed; a topic or
+/// keywords that the query holds (the query says more than they do) get
+/// their tier value times `cover(words)` — the IDF-weighted share of the
+/// query those words account for (kb::score::rank) — so one common word
+/// of a long question shared with a keyword weighs what that word is
+/// worth, not the whole tier. `None` when neither topic nor keywords match.
+/// Words that are all stop words never match from inside a longer query
+/// ("how to" is not a topic of every question).
+pub fn graded_tier<S: AsRef<str> + PartialEq>(
+    query: &[S],
+    topic: &[S],
+    keywords: &[Vec<S>],
+    cover: impl Fn(&[&S]) -> f64,
+) -> Option<(Match, f64)> {
+    let meaningful = |w: &[S]| w.iter().any(|x| !super::terms::is_stop(x.as_ref()));
     if !topic.is_empty() && topic == query {
         return Some((Match::TopicExact, TOPIC_EXACT));
     }
-    if contains_run(topic, query) || (meaningful(topic) && contains_run(query, topic)) {
+    if contains_run(topic, query) {
         return Some((Match::TopicContains, TOPIC_CONTAINS));
     }
-    let kw = keywords.iter().any(|k| contains_run(k, query) || (meaningful(k) && contains_run(query, k)));
-    kw.then_some((Match::Keyword, KEYWORD))
+    let mut found: Vec<(Match, f64)> = Vec::new();
+    if meaningful(topic) && contains_run(query, topic) {
+        found.push((Match::TopicContains, TOPIC_CONTAINS * cover(&topic.iter().collect::<Vec<_>>()).min(1.0)));
+    }
+    if keywords.iter().any(|k| contains_run(k, query)) {
+        found.push((Match::Keyword, KEYWORD));
+    }
+    let held: Vec<&S> =
+        keywords.iter().filter(|k| meaningful(k) && contains_run(query, k)).flat_map(|k| k.iter()).collect();
+    if !held.is_empty() {
+        found.push((Match::Keyword, KEYWORD * cover(&held).min(1.0)));
+    }
+    // The best; on a tie the higher tier (found in tier order).
+    found.into_iter().fold(None, |best, m| match best {
+        Some((_, b)) if b >= m.1 => best,
+        _ => Some(m),
+    })
+}
+
+/// [`graded_tier`] when the held words cover the whole query: seed 000's
+/// tiers as the seed states them.
+pub fn base_tier(query: &[String], topic: &[String], keywords: &[Vec<String>]) -> Option<(Match, f64)> {
+    graded_tier(query, topic, keywords, |_| 1.0)
 }
 
 #[cfg(test)]

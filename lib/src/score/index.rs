@@ -7,9 +7,10 @@
 //! Layout (little-endian): `KBSCORE1`, format version u32, section count
 //! u32, then (offset u64, length u64) per section, the sections, and the
 //! trailer `KBSCEND1` + total length u64. [`View::open`] checks the magic,
-//! version, trailer, every section's bounds and every offset table, so a
-//! truncated or corrupt file is rejected (and rebuilt), and every later
-//! read is bounds-checked: a bad cache can never panic a query.
+//! version, trailer, every section's bounds and the ends of every offset
+//! table — constant work, so a query reads only the pages it needs — and
+//! a truncated or torn file is rejected (and rebuilt); every later read is
+//! bounds-checked and UTF-8-checked: a bad cache can never panic a query.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +19,7 @@ pub const MAGIC: &[u8; 8] = b"KBSCORE1";
 /// Trailer magic.
 pub const END: &[u8; 8] = b"KBSCEND1";
 /// Bumped whenever the layout or the analysis (tokens, stems) changes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
@@ -46,10 +47,12 @@ enum Sec {
     Terms,
     PostOff,
     Posts,
+    WordOff,
+    Words,
     /// Last, so a cache can be re-stamped without rewriting the rest.
     Info,
 }
-const SECTIONS: usize = 17;
+const SECTIONS: usize = 19;
 const HEADER: usize = 16 + SECTIONS * 16;
 
 /// Build facts kept for validating the cache against the library.
@@ -90,7 +93,8 @@ pub struct Meta {
     /// quality_status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality_status: Option<String>,
-    /// Where the freshness date came from: `last_verified_at` or `mtime`.
+    /// Where the freshness date came from: `last_verified_at`, `changelog`
+    /// (its newest write line), `git` (its newest commit) or `none`.
     pub fresh_from: String,
 }
 
@@ -113,16 +117,54 @@ pub struct DocRec {
     pub mtime_ns: u64,
     /// Number of topic words.
     pub topic_n: u32,
+    /// Folded topic words and keywords, as [`Words::encode`] writes them.
+    pub words: String,
+}
+
+/// The folded words of a document's topic and of each keyword, kept so a
+/// query can check seed 000's topic and keyword tiers without parsing the
+/// document's metadata or normalising its text again.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Words<'a> {
+    /// Topic words in order.
+    pub topic: Vec<&'a str>,
+    /// Each keyword's words in order.
+    pub keywords: Vec<Vec<&'a str>>,
+}
+
+/// Separates the topic and each keyword in the encoded form (words never
+/// hold it, nor a space: they are letters, digits, `_` and `'`).
+const KW_SEP: char = '\u{1f}';
+
+impl Words<'_> {
+    /// `topic words␟kw1 words␟kw2 words`.
+    pub fn encode(topic: &[String], keywords: &[Vec<String>]) -> String {
+        let mut s = topic.join(" ");
+        for k in keywords {
+            s.push(KW_SEP);
+            s.push_str(&k.join(" "));
+        }
+        s
+    }
+
+    /// Reads what [`Words::encode`] wrote.
+    pub fn decode(s: &str) -> Words<'_> {
+        let mut parts = s.split(KW_SEP);
+        let topic = parts.next().unwrap_or("").split(' ').filter(|w| !w.is_empty()).collect();
+        let keywords = parts.map(|k| k.split(' ').filter(|w| !w.is_empty()).collect()).collect();
+        Words { topic, keywords }
+    }
 }
 
 /// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
 /// `adj` are per document (same order as `docs`, which is sorted by path).
-pub fn write(docs: &[DocRec], vocab: &[String], used: &[u32], adj: &[Vec<u32>], mut info: Info) -> Vec<u8> {
+pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u32>], mut info: Info) -> Vec<u8> {
     let n = docs.len();
-    // Postings per term id, docs ascending because docs are visited in order.
+    // Postings per term id, docs ascending because docs are visited in
+    // order; each forward list is freed as it is moved over.
     let mut posts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); vocab.len()];
-    for (d, doc) in docs.iter().enumerate() {
-        for &(t, tf) in &doc.terms {
+    for (d, doc) in docs.iter_mut().enumerate() {
+        for (t, tf) in std::mem::take(&mut doc.terms) {
             if let Some(p) = posts.get_mut(t as usize) {
                 p.push((d as u32, tf));
             }
@@ -179,6 +221,9 @@ pub fn write(docs: &[DocRec], vocab: &[String], used: &[u32], adj: &[Vec<u32>], 
     }
     secs[Sec::PostOff as usize] = post_off;
     secs[Sec::Posts as usize] = post_bytes;
+    let (wo, wb) = blob(docs.iter().map(|d| d.words.as_bytes()));
+    secs[Sec::WordOff as usize] = wo;
+    secs[Sec::Words as usize] = wb;
 
     let mut out = Vec::with_capacity(HEADER + secs.iter().map(Vec::len).sum::<usize>() + 16);
     out.extend(MAGIC);
@@ -190,7 +235,8 @@ pub fn write(docs: &[DocRec], vocab: &[String], used: &[u32], adj: &[Vec<u32>], 
         out.extend((s.len() as u64).to_le_bytes());
         off += s.len() as u64;
     }
-    for s in &secs {
+    for s in secs {
+        // Moved and freed one by one: the file is not held twice.
         out.extend(s);
     }
     out.extend(END);
@@ -296,26 +342,22 @@ impl<'a> View<'a> {
             (Sec::AdjOff, Sec::Adj, n, 4),
             (Sec::TermOff, Sec::Terms, self.t, 1),
             (Sec::PostOff, Sec::Posts, self.t, 8),
+            (Sec::WordOff, Sec::Words, n, 1),
         ];
         for (off, data, count, width) in tables {
             let o = self.sec(off);
             if o.len() != (count + 1) * 8 {
                 return Err(format!("offset table {} has the wrong size", off as usize));
             }
-            let mut prev = 0u64;
-            for i in 0..=count {
-                let x = read_u64(o, i * 8).unwrap_or(u64::MAX);
-                if x < prev || (i == 0 && x != 0) {
-                    return Err(format!("offset table {} is not ascending", off as usize));
-                }
-                prev = x;
-            }
-            if prev.checked_mul(width).is_none_or(|end| end != self.sec(data).len() as u64) {
+            // First and last offsets only: a query must not read the whole
+            // cache. Every later read is bounds-checked, so a flipped byte
+            // inside a table gives a wrong answer at worst, never a panic;
+            // torn writes are caught by the trailer and length above.
+            let first = read_u64(o, 0).unwrap_or(u64::MAX);
+            let last = read_u64(o, count * 8).unwrap_or(u64::MAX);
+            if first != 0 || last.checked_mul(width).is_none_or(|end| end != self.sec(data).len() as u64) {
                 return Err(format!("offset table {} does not match its data", off as usize));
             }
-        }
-        if std::str::from_utf8(self.sec(Sec::Paths)).is_err() || std::str::from_utf8(self.sec(Sec::Terms)).is_err() {
-            return Err("paths or terms are not UTF-8".into());
         }
         Ok(())
     }
@@ -385,6 +427,16 @@ impl<'a> View<'a> {
         read_u32(self.sec(Sec::TopicN), d as usize * 4).unwrap_or(0)
     }
 
+    /// The folded topic and keyword words of document `d`.
+    pub fn words(&self, d: u32) -> Words<'a> {
+        Words::decode(self.str_at(Sec::WordOff, Sec::Words, d as usize))
+    }
+
+    /// The encoded words of document `d` (to carry over into a rebuild).
+    pub fn words_raw(&self, d: u32) -> &'a str {
+        self.str_at(Sec::WordOff, Sec::Words, d as usize)
+    }
+
     /// Graph neighbours of document `d` (valid document ids only).
     pub fn neighbors(&self, d: u32) -> impl Iterator<Item = u32> + 'a {
         let (a, b) = self.range(Sec::AdjOff, d as usize);
@@ -425,6 +477,12 @@ impl<'a> View<'a> {
         (a..b).filter_map(move |k| Some((read_u32(p, k * 8)?, read_u32(p, k * 8 + 4)?))).filter(move |&(d, _)| d < n)
     }
 
+    /// Number of postings (document frequency) of dictionary term `t`.
+    pub fn postings_len(&self, t: usize) -> usize {
+        let (a, b) = self.range(Sec::PostOff, t);
+        b - a
+    }
+
     /// Postings of a term string (empty when absent).
     pub fn postings(&self, term: &str) -> Vec<(u32, u32)> {
         self.find(term).map(|t| self.postings_of(t).collect()).unwrap_or_default()
@@ -448,13 +506,14 @@ mod tests {
         let docs = vec![
             DocRec {
                 path: "x.md".into(),
-                meta: b"{\"category\":\"user\",\"topic\":\"x\",\"fresh_from\":\"mtime\"}".to_vec(),
+                meta: b"{\"category\":\"user\",\"topic\":\"x\",\"fresh_from\":\"none\"}".to_vec(),
                 terms: vec![(0, 2), (1, 1)],
                 len: 3,
                 fresh_at: 5,
                 size: 10,
                 mtime_ns: 7,
                 topic_n: 1,
+                words: Words::encode(&["x".into()], &[vec!["k".into(), "w".into()]]),
             },
             DocRec {
                 path: "y.md".into(),
@@ -465,9 +524,10 @@ mod tests {
                 size: 1,
                 mtime_ns: 2,
                 topic_n: 0,
+                words: String::new(),
             },
         ];
-        write(&docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
+        write(docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
     }
 
     #[test]
@@ -482,6 +542,8 @@ mod tests {
         assert_eq!((v.path(1), v.used_by(0), v.fresh_at(1), v.stamp(0)), ("y.md", 3, NO_DATE, (10, 7)));
         assert_eq!(v.neighbors(0).collect::<Vec<_>>(), [1]);
         assert_eq!(v.meta(0).topic, "x");
+        assert_eq!(v.words(0), Words { topic: vec!["x"], keywords: vec![vec!["k", "w"]] });
+        assert_eq!(v.words(1), Words::default());
         assert_eq!(v.info.avg_len, 3.5);
         let info = Info { dirs: vec![("a".into(), 9)], ..Info::default() };
         let again = restamp(&v, info);

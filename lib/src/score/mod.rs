@@ -19,6 +19,7 @@ pub mod table;
 pub mod terms;
 pub mod tiers;
 pub mod walk;
+pub mod written;
 
 use serde::Serialize;
 
@@ -108,8 +109,13 @@ pub struct Hit {
     /// Tier 3: full content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// The snippet or content was cut to fit `--budget` (the last hit).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(skip)]
     exact: f64,
+    #[serde(skip)]
+    lexical: f64,
     #[serde(skip)]
     order: usize,
 }
@@ -184,7 +190,12 @@ fn search_source(
     let cache_path = cache::path_for(&src.lib, local, src.external);
     cache::with_index(&src.lib, cache_path.as_deref(), opts.verify, |v| {
         let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit);
-        let mk = |d: u32, score: f64, base: f64, kind: Match, freshness: f64, hop: usize, via: Option<u32>| {
+        let mk = |d: u32,
+                  (score, base, lexical): (f64, f64, f64),
+                  kind: Match,
+                  freshness: f64,
+                  hop: usize,
+                  via: Option<u32>| {
             let m = v.meta(d);
             Hit {
                 record: "hit",
@@ -206,12 +217,16 @@ fn search_source(
                 tokens: 0,
                 summary: None,
                 content: None,
+                truncated: false,
                 exact: score,
+                lexical,
                 order,
             }
         };
-        let hits: Vec<Hit> =
-            direct.iter().map(|s| mk(s.doc, s.score, round4(s.base), s.kind, s.freshness, 0, None)).collect();
+        let hits: Vec<Hit> = direct
+            .iter()
+            .map(|s| mk(s.doc, (s.score, round4(s.base), s.lexical), s.kind, s.freshness, 0, None))
+            .collect();
         let mut rec_docs = Vec::new();
         let recs = if opts.recommend {
             let roots: Vec<(u32, f64)> = direct.iter().map(|s| (s.doc, s.score)).collect();
@@ -221,7 +236,7 @@ fn search_source(
                 .map(|r| {
                     rec_docs.push(r.doc);
                     let f = rank::freshness_of(v, r.doc, now);
-                    (mk(r.doc, r.score, 0.0, Match::Graph, f, r.hop, Some(r.via)), v.path(r.root).to_string())
+                    (mk(r.doc, (r.score, 0.0, 0.0), Match::Graph, f, r.hop, Some(r.via)), v.path(r.root).to_string())
                 })
                 .collect()
         } else {
@@ -233,8 +248,15 @@ fn search_source(
     })
 }
 
+/// Final score, then text evidence (so path decides only between
+/// documents equal in both), hop, source order, path.
 fn by_rank(a: &Hit, b: &Hit) -> std::cmp::Ordering {
-    b.exact.total_cmp(&a.exact).then(a.hop.cmp(&b.hop)).then(a.order.cmp(&b.order)).then_with(|| a.path.cmp(&b.path))
+    b.exact
+        .total_cmp(&a.exact)
+        .then(b.lexical.total_cmp(&a.lexical))
+        .then(a.hop.cmp(&b.hop))
+        .then(a.order.cmp(&b.order))
+        .then_with(|| a.path.cmp(&b.path))
 }
 
 /// Runs a search over resolved sources. `errors` are the sources that
@@ -309,12 +331,20 @@ pub fn search(
             h.content = tiers::content(lib, &h.path);
         }
         h.tokens = row_tokens(&h);
-        if opts.budget.is_some_and(|b| used + h.tokens > b) {
-            break;
+        let over = opts.budget.filter(|b| used + h.tokens > *b);
+        if let Some(b) = over {
+            // The last hit that fits: its content, then snippet, cut to
+            // the room left; when not even its row fits, stop before it.
+            if !fit(&mut h, b - used) {
+                break;
+            }
         }
         used += h.tokens;
         h.rank = out.len() + 1;
         out.push(h);
+        if over.is_some() {
+            break;
+        }
     }
     let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
     let summary = Summary {
@@ -334,6 +364,30 @@ pub fn search(
         sources_failed: failed,
     };
     Ok(Outcome { hits: out, summary, errors, warnings })
+}
+
+/// Cuts a hit's content, then its snippet, so the whole hit costs at most
+/// `room` tokens; false when its row alone does not fit or nothing of the
+/// snippet and content would be left.
+fn fit(h: &mut Hit, room: usize) -> bool {
+    let (summary, content) = (h.summary.take(), h.content.take());
+    let row = row_tokens(h);
+    if row >= room || (summary.is_none() && content.is_none()) {
+        return false;
+    }
+    let mut left = room - row;
+    if let Some(sn) = summary {
+        let cut = tiers::clip_tokens(&sn, left);
+        left -= tiers::tokens(&cut);
+        h.summary = (!cut.is_empty()).then_some(cut);
+    }
+    if let Some(c) = content.filter(|_| left > 1) {
+        let cut = tiers::clip_tokens(&c, left);
+        h.content = (!cut.is_empty()).then_some(cut);
+    }
+    h.truncated = true;
+    h.tokens = row_tokens(h);
+    h.summary.is_some() || h.content.is_some()
 }
 
 /// Estimated tokens of a hit as loaded: its index row, snippet and content.

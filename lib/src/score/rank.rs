@@ -1,7 +1,12 @@
-//! Direct hits of one library for a query: seed 000's base tiers (topic
-//! exact, topic contains, keyword) found through the topic and keyword
-//! words of the index, the full-text BM25 tier below them, the seed's
-//! final score, and the filters (`--type`, `--topic`, `--notebook`).
+//! Direct hits of one library for a query. A document's base is the
+//! larger of two graded match qualities in [0, 1]: seed 000's tier
+//! (topic exact 1.0, topic contains 0.8, keyword 0.6) scaled by how much
+//! of the query the topic or keywords cover (formula::graded_tier), and
+//! its text evidence — its BM25F score (heading, keywords and body as
+//! weighted fields) as a share of the query's ideal score, at most 0.5.
+//! Then the seed's final score, ties broken by the BM25F score (never by
+//! path while the text evidence differs), and the filters (`--type`,
+//! `--topic`, `--notebook`).
 
 use std::collections::HashMap;
 
@@ -11,6 +16,7 @@ use super::bm25;
 use super::formula::{self, Match};
 use super::index::{Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::query::Query;
+use super::terms;
 
 /// Seed 000's search filters.
 #[derive(Debug, Clone, Default)]
@@ -56,12 +62,15 @@ pub struct Scored {
     pub doc: u32,
     /// Final score.
     pub score: f64,
-    /// Base of its best tier.
+    /// Base: the larger of its graded tier and its text evidence.
     pub base: f64,
-    /// Its best tier.
+    /// What gave the base.
     pub kind: Match,
     /// Freshness used.
     pub freshness: f64,
+    /// Its BM25F score: breaks ties of the final score, so two documents
+    /// with different text evidence are never ordered by path.
+    pub lexical: f64,
 }
 
 /// The freshness of document `d` at `now` (epoch seconds).
@@ -73,22 +82,46 @@ pub fn freshness_of(v: &View, d: u32, now: i64) -> f64 {
 }
 
 /// Scores a document with a base.
-pub fn score(v: &View, d: u32, base: f64, kind: Match, now: i64) -> Scored {
+pub fn score(v: &View, d: u32, base: f64, kind: Match, lexical: f64, now: i64) -> Scored {
     let freshness = freshness_of(v, d, now);
-    Scored { doc: d, score: formula::final_score(base, v.used_by(d), freshness), base, kind, freshness }
+    Scored { doc: d, score: formula::final_score(base, v.used_by(d), freshness), base, kind, freshness, lexical }
 }
 
-/// The direct hits of a query, best first (ties by path), those passing
+/// Ranking order: final score, then text evidence, then document id
+/// (path order, only for documents that are equal in both).
+pub fn order(a: &Scored, b: &Scored) -> std::cmp::Ordering {
+    b.score.total_cmp(&a.score).then(b.lexical.total_cmp(&a.lexical)).then(a.doc.cmp(&b.doc))
+}
+
+/// The share of a query's IDF mass that a set of folded words covers:
+/// Σ idf of the query terms among the words' stems ÷ Σ idf of all the
+/// query's terms.
+fn coverage(q: &Query, idf: &[f64], words: &[&&str]) -> f64 {
+    let total: f64 = idf.iter().sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let stems: Vec<String> = words.iter().map(|w| terms::stem(w)).collect();
+    let held: f64 = q.terms.iter().zip(idf).filter(|(t, _)| stems.contains(t)).map(|(_, w)| w).sum();
+    held / total
+}
+
+/// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
 pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) -> (Vec<Scored>, usize) {
-    let mut best: HashMap<u32, (f64, Match)> = HashMap::new();
-    // Seed tiers through the topic and keyword words.
+    // Text evidence: BM25F over heading, keywords and body.
+    let sc = bm25::search(v, &q.terms, &bm25::params());
+    let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
+    if sc.ideal > 0.0 {
+        for &(d, s) in &sc.docs {
+            best.insert(d, (formula::FULLTEXT_MAX * s / sc.ideal, Match::Fulltext, s));
+        }
+    }
+    // Seed tiers, graded, through the topic and keyword words.
     let lookup = q.lookup_words();
     let mut cands: Vec<u32> = Vec::new();
-    let mut in_topic: HashMap<u32, u32> = HashMap::new();
     for w in &lookup {
         for (d, _) in v.postings(&format!("{TOPIC_PREFIX}{w}")) {
-            *in_topic.entry(d).or_insert(0) += 1;
             cands.push(d);
         }
         for (d, _) in v.postings(&format!("{KEYWORD_PREFIX}{w}")) {
@@ -97,38 +130,23 @@ pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) ->
     }
     cands.sort_unstable();
     cands.dedup();
-    let single = q.words.len() == 1;
+    let qwords: Vec<&str> = q.words.iter().map(String::as_str).collect();
     for d in cands {
-        let tier = if single {
-            // One word: its presence among the topic words decides, no parse.
-            match in_topic.get(&d) {
-                Some(_) if v.topic_n(d) == 1 => Some((Match::TopicExact, formula::TOPIC_EXACT)),
-                Some(_) => Some((Match::TopicContains, formula::TOPIC_CONTAINS)),
-                None => Some((Match::Keyword, formula::KEYWORD)),
-            }
-        } else {
-            let m = v.meta(d);
-            let kws: Vec<Vec<String>> = m.keywords.iter().map(|k| text::tokens(k)).collect();
-            formula::base_tier(&q.words, &text::tokens(&m.topic), &kws)
-        };
-        if let Some((kind, base)) = tier {
-            best.insert(d, (base, kind));
+        let w = v.words(d);
+        let cover = |held: &[&&str]| coverage(q, &sc.idf, held);
+        if let Some((kind, base)) = formula::graded_tier(&qwords, &w.topic, &w.keywords, cover) {
+            // `match` names the tier whenever one matched; the base is the
+            // better of the two qualities.
+            let e = best.entry(d).or_insert((0.0, kind, 0.0));
+            e.0 = e.0.max(base);
+            e.1 = kind;
         }
     }
-    // The full-text tier: BM25 relative to the query's best BM25 hit.
-    let ft = bm25::search(v, &q.terms);
-    let top = ft.iter().map(|(_, s)| *s).fold(0.0f64, f64::max);
-    if top > 0.0 {
-        for (d, s) in ft {
-            let base = formula::FULLTEXT_MAX * s / top;
-            let e = best.entry(d).or_insert((base, Match::Fulltext));
-            if e.0 < base {
-                *e = (base, Match::Fulltext);
-            }
-        }
-    }
-    let mut all: Vec<Scored> = best.into_iter().map(|(d, (base, kind))| score(v, d, base, kind, now)).collect();
-    let order = |a: &Scored, b: &Scored| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
+    let mut all: Vec<Scored> = best
+        .into_iter()
+        .filter(|(_, b)| b.0 > 0.0)
+        .map(|(d, (base, kind, lex))| score(v, d, base, kind, lex, now))
+        .collect();
     if filters.is_empty() {
         let matched = all.len();
         if limit < all.len() {

@@ -50,7 +50,8 @@ fn neighbourhood(v: &View, start: u32) -> (Graph, HashMap<String, u32>) {
             nodes.insert(q, m);
         }
     }
-    let entries: Vec<Entry> = nodes.keys().filter_map(|p| Entry::from_text(p, "")).collect();
+    let entries: Vec<Entry> =
+        nodes.keys().filter_map(|p| Entry::from_text(p, "").or_else(|| super::build::skill_reference(p, ""))).collect();
     (Graph::from_edges(&edges, &entries), nodes)
 }
 

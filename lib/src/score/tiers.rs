@@ -1,7 +1,8 @@
 //! Seed 000's three-tier loading, to keep token cost down: tier 1 returns
 //! the index rows of the hits, tier 2 adds a `.summary.md` snippet of each
-//! selected entry, tier 3 adds the full content. `--budget TOKENS` stops
-//! before the next hit would exceed the budget; the final summary record
+//! selected entry, tier 3 adds the full content. `--budget TOKENS` cuts the
+//! snippet and content of the first hit that would exceed the budget to
+//! fit (marked `truncated`) and stops there; the final summary record
 //! reports the tokens used.
 
 use crate::doc::frontmatter;
@@ -39,6 +40,32 @@ pub fn tokens(s: &str) -> usize {
     let ascii = s.bytes().filter(u8::is_ascii).count();
     let other = s.chars().filter(|c| !c.is_ascii()).count();
     ascii.div_ceil(4) + other
+}
+
+/// The longest prefix of `s`, plus `…` when cut, whose [`tokens`] are at
+/// most `max` (cut at a character boundary; empty when nothing fits).
+pub fn clip_tokens(s: &str, max: usize) -> String {
+    if tokens(s) <= max {
+        return s.to_string();
+    }
+    let (mut ascii, mut other) = (0usize, 0usize);
+    let mut end = 0;
+    for (i, c) in s.char_indices() {
+        if c.is_ascii() {
+            ascii += 1;
+        } else {
+            other += 1;
+        }
+        // One more token for the ellipsis.
+        if ascii.div_ceil(4) + other + 1 > max {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    if end == 0 {
+        return String::new();
+    }
+    format!("{}…", &s[..end])
 }
 
 /// The `.summary.md` snippet of a document: the lines of its directory's
@@ -113,5 +140,16 @@ mod tests {
         assert_eq!(tokens("abcd"), 1);
         assert_eq!(tokens("abcde"), 2);
         assert_eq!(tokens("知识库"), 3);
+    }
+
+    #[test]
+    fn clipping_fits_the_budget() {
+        assert_eq!(clip_tokens("abcd", 1), "abcd");
+        assert_eq!(clip_tokens("abcdefgh", 2), "abcd…");
+        assert_eq!(clip_tokens("知识库搜索", 3), "知识…");
+        assert_eq!(clip_tokens("知识库", 1), "");
+        for max in 0..12 {
+            assert!(tokens(&clip_tokens("The tokens of 知识库 and more words here", max)) <= max);
+        }
     }
 }

@@ -70,10 +70,30 @@ fn list(lib: &Library, dir: &str, out: &mut Walk) -> Vec<String> {
         match item.kind {
             walk::Kind::Dir if kind::holds_documents(depth, &name) => subdirs.push(rel),
             walk::Kind::File if entry::classify(&rel).is_some() => out.paths.push(rel),
+            walk::Kind::File if is_skill_reference(&rel) && has_frontmatter(&full.join(&name)) => out.paths.push(rel),
             _ => {}
         }
     }
     subdirs
+}
+
+/// Whether a path is a file a skill ships for reference:
+/// `.skills/<stage>/<skill>/references/…/<name>.md`. They are no document
+/// kind of the library (kb::library::entry), but one with frontmatter is
+/// knowledge an agent may search for, so kb-score indexes it.
+pub fn is_skill_reference(rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    matches!(parts.as_slice(), [".skills", stage, skill, "references", .., name]
+        if stage.starts_with('.') && !skill.starts_with('.') && name.ends_with(".md") && !name.starts_with('.'))
+}
+
+/// Whether a file starts with a `---` frontmatter line (a BOM allowed).
+fn has_frontmatter(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    let n = fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let h = head[..n].strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(&head[..n]);
+    h.starts_with(b"---\n") || h.starts_with(b"---\r\n")
 }
 
 /// Walks the whole library.

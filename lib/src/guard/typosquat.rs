@@ -1,0 +1,305 @@
+//! Typosquatted installs (issue 17): `pip install reqeusts`, `npm install
+//! lodahs`. A package name one edit (insert, delete, replace or swap of
+//! neighbours) away from a popular package of the same ecosystem, and not
+//! itself a popular package, is the shape of a typosquat; regexes cannot
+//! say "one edit away", so this check is code. Lines are looked at only
+//! when they hold an install command, so the scan stays linear.
+
+/// Popular PyPI packages (the targets typosquats imitate).
+const PYPI: &[&str] = &[
+    "requests",
+    "urllib3",
+    "numpy",
+    "pandas",
+    "django",
+    "flask",
+    "python-dateutil",
+    "colorama",
+    "beautifulsoup4",
+    "setuptools",
+    "pyyaml",
+    "boto3",
+    "botocore",
+    "scipy",
+    "matplotlib",
+    "pillow",
+    "pytest",
+    "click",
+    "jinja2",
+    "cryptography",
+    "certifi",
+    "charset-normalizer",
+    "packaging",
+    "tqdm",
+    "scikit-learn",
+    "tensorflow",
+    "torch",
+    "openai",
+    "anthropic",
+    "httpx",
+    "pydantic",
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy",
+    "psycopg2",
+    "psycopg2-binary",
+    "redis",
+    "celery",
+    "selenium",
+    "aiohttp",
+    "typer",
+    "black",
+    "pylint",
+    "flake8",
+    "docker",
+    "kubernetes",
+    "paramiko",
+    "jsonschema",
+    "pyjwt",
+    "bcrypt",
+    "pymongo",
+    "markdown",
+    "werkzeug",
+    "gunicorn",
+    "transformers",
+    "keras",
+    "seaborn",
+    "plotly",
+    "openpyxl",
+    "lxml",
+    "pytz",
+    "simplejson",
+    "termcolor",
+    "tabulate",
+    "pygments",
+    "virtualenv",
+    "wheel",
+    "twine",
+    "poetry",
+    "ansible",
+    "langchain",
+    "tiktoken",
+    "protobuf",
+    "grpcio",
+];
+
+/// Popular npm packages.
+const NPM: &[&str] = &[
+    "express",
+    "lodash",
+    "react",
+    "react-dom",
+    "axios",
+    "chalk",
+    "commander",
+    "webpack",
+    "typescript",
+    "moment",
+    "request",
+    "debug",
+    "cross-env",
+    "electron",
+    "mongoose",
+    "next",
+    "jquery",
+    "dotenv",
+    "eslint",
+    "prettier",
+    "babel-core",
+    "underscore",
+    "async",
+    "yargs",
+    "body-parser",
+    "nodemon",
+    "socket.io",
+    "redux",
+    "rxjs",
+    "minimist",
+    "fs-extra",
+    "semver",
+    "colors",
+    "inquirer",
+    "puppeteer",
+    "discord.js",
+    "node-fetch",
+    "bcrypt",
+    "jsonwebtoken",
+    "mysql",
+    "sequelize",
+    "vue",
+    "angular",
+    "svelte",
+    "vite",
+    "rollup",
+    "esbuild",
+    "tailwindcss",
+    "nodemailer",
+    "cheerio",
+    "dayjs",
+    "classnames",
+    "bluebird",
+    "uglify-js",
+    "coffee-script",
+    "event-stream",
+    "openai",
+    "zod",
+    "winston",
+    "morgan",
+    "passport",
+    "graphql",
+    "apollo-server",
+    "ethers",
+    "web3",
+    "chokidar",
+];
+
+/// Words that start an install command (a cheap filter before parsing).
+const TOOLS: [&str; 8] = ["pip", "npm", "npx", "yarn", "uv ", "poetry", "pdm", "bun "];
+
+/// Most arguments of one install command that are checked.
+const MAX_ARGS: usize = 64;
+
+/// One suspect install.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Squat {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based character column of the package name.
+    pub column: usize,
+    /// `name (looks like popular)`.
+    pub matched: String,
+}
+
+/// Suspect installs in `text`.
+pub fn find(text: &str) -> Vec<Squat> {
+    let mut out = Vec::new();
+    if !TOOLS.iter().any(|t| text.contains(t)) {
+        return out;
+    }
+    for (i, line) in text.split('\n').enumerate() {
+        if !TOOLS.iter().any(|t| line.contains(t)) {
+            continue;
+        }
+        for seg in line.split(['&', ';', '|', '`']) {
+            if !TOOLS.iter().any(|t| seg.contains(t)) {
+                continue;
+            }
+            let words: Vec<&str> = seg.split_whitespace().collect();
+            let Some((eco, from)) = install_args(&words) else { continue };
+            let popular = if eco == Eco::Pypi { PYPI } else { NPM };
+            let mut skip_next = false;
+            // Installs name a handful of packages; a bounded number of
+            // arguments keeps a line of thousands of words linear.
+            for w in words[from.min(words.len())..].iter().take(MAX_ARGS) {
+                if skip_next {
+                    skip_next = false;
+                    continue;
+                }
+                if w.starts_with('-') {
+                    skip_next = matches!(
+                        *w,
+                        "-r" | "-c"
+                            | "-e"
+                            | "-i"
+                            | "--index-url"
+                            | "--extra-index-url"
+                            | "--registry"
+                            | "--prefix"
+                            | "-t"
+                            | "--target"
+                    );
+                    continue;
+                }
+                let name = package_name(w);
+                if name.len() < 5 || popular.contains(&name.as_str()) {
+                    continue;
+                }
+                if let Some(p) = popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p)) {
+                    let col = line[..line.find(w).unwrap_or(0)].chars().count() + 1;
+                    out.push(Squat { line: i + 1, column: col, matched: format!("{name} (looks like {p})") });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[derive(PartialEq, Eq)]
+enum Eco {
+    Pypi,
+    Npm,
+}
+
+/// The ecosystem and the index of the first argument of an install
+/// command in `words`, if they hold one.
+fn install_args(words: &[&str]) -> Option<(Eco, usize)> {
+    for (i, w) in words.iter().enumerate() {
+        let next = words.get(i + 1).copied();
+        let tool = w.rsplit('/').next().unwrap_or(w);
+        let eco = match (tool, next) {
+            ("pip" | "pip3" | "pipx" | "easy_install", Some("install")) => Eco::Pypi,
+            ("uv" | "poetry" | "pdm" | "pipenv", Some("add" | "install")) => Eco::Pypi,
+            ("npm" | "pnpm" | "cnpm", Some("install" | "i" | "add")) => Eco::Npm,
+            ("yarn" | "bun", Some("add" | "install")) => Eco::Npm,
+            ("npx", _) => return Some((Eco::Npm, i + 1)),
+            _ => continue,
+        };
+        // `uv pip install`, `python -m pip install`.
+        return Some((eco, i + 2));
+    }
+    None
+}
+
+/// The bare package name of an install argument: quotes, extras and
+/// version specifiers removed, lowercased (`"Requests[socks]>=2"` →
+/// `requests`, `lodash@4` → `lodash`, `@scope/x@1` → `@scope/x`).
+fn package_name(w: &str) -> String {
+    let w = w.trim_matches(|c| c == '"' || c == '\'');
+    let (scope, rest) = if let Some(r) = w.strip_prefix('@') { ("@", r) } else { ("", w) };
+    let end = rest.find(|c: char| "[=<>~!@;, ".contains(c)).unwrap_or(rest.len());
+    format!("{scope}{}", &rest[..end]).to_ascii_lowercase().replace('_', "-")
+}
+
+/// Optimal string alignment distance of exactly one (package names are
+/// ASCII; compared as bytes, without allocating).
+fn one_edit(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a == b || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[p..], &b[p..]);
+    if ra.len() == rb.len() {
+        ra[1..] == rb[1..] || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+    } else if ra.len() > rb.len() {
+        ra[1..] == *rb
+    } else {
+        *ra == rb[1..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_edit_away_from_a_popular_name_is_a_squat() {
+        let names = |t: &str| find(t).into_iter().map(|s| s.matched).collect::<Vec<_>>();
+        assert_eq!(names("pip install reqeusts"), ["reqeusts (looks like requests)"]);
+        assert_eq!(names("npm i lodahs@4 crossenv"), ["lodahs (looks like lodash)", "crossenv (looks like cross-env)"]);
+        assert_eq!(
+            names("python -m pip install -U python-dateutils==2.8"),
+            ["python-dateutils (looks like python-dateutil)"]
+        );
+        assert!(names("pip install requests python-dateutil 'Flask>=2'").is_empty());
+        assert!(names("npm install express colors react-dom && yarn add vite").is_empty());
+        assert!(names("pip install -r requirement.txt").is_empty());
+        assert!(names("we install reqeusts by hand").is_empty());
+    }
+
+    #[test]
+    fn one_edit_means_one() {
+        assert!(one_edit("flaks", "flask") && one_edit("numpyy", "numpy") && one_edit("urlib3", "urllib3"));
+        assert!(!one_edit("flask", "flask") && !one_edit("abcde", "edcba"));
+    }
+}
