@@ -284,6 +284,7 @@ bench:
     bash bench/guard.sh 3000
     bash bench/evolve.sh
     bash bench/sync.sh 10000 100 1000
+    bash bench/mcp.sh 2000 300
 
 # What CI checks on this checkout: formatting, lints as errors, the tests.
 [no-cd]

@@ -36,7 +36,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("lastword", 13),
     ("skills", 13),
     // Each binary's command line and what its subcommands run.
-    ("cli", 14),
+    ("mcp", 14),
+    ("cli", 15),
 ];
 
 /// Names `lib.rs` re-exports at the crate root, and the module they come from.

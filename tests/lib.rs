@@ -15,6 +15,7 @@ mod lastword;
 mod lastword_sections;
 mod layers;
 mod lock;
+mod mcp;
 mod memgate;
 mod memgate_quality;
 mod readme;

@@ -23,7 +23,7 @@
 //! - [`report`]: listings, status, staleness, usage, lifecycle.
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`score`], [`memgate`], [`lastword`],
-//!   [`skills`].
+//!   [`skills`], and [`mcp`] (kb-mcp, which calls them all).
 //! - [`cli`]: each binary's command line (one table per binary) and what
 //!   its subcommands run; `bins/` hands over to it.
 // No `missing_docs` lint: it asked for a doc on every item and got docs
@@ -59,6 +59,7 @@ pub mod report;
 pub mod maintain;
 
 pub mod lastword;
+pub mod mcp;
 pub mod memgate;
 pub mod score;
 pub mod skills;

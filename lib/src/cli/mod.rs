@@ -1,4 +1,4 @@
-//! The eight binaries' command lines and what each subcommand runs. A
+//! The nine binaries' command lines and what each subcommand runs. A
 //! binary in `bins/` only hands its arguments to [`main`] with its module's
 //! `SPEC` and `run`; everything a test would want to call lives here.
 
@@ -9,6 +9,7 @@ pub mod guard;
 pub mod index;
 pub mod lastword;
 pub mod lock;
+pub mod mcp;
 pub mod memgate;
 pub mod relate;
 pub mod score;
@@ -19,12 +20,13 @@ use crate::error::{run_main, Exit, Result};
 use args::{Args, Parsed, Spec};
 
 /// Every binary's table, for completions.
-pub static SPECS: [&Spec; 8] = [
+pub static SPECS: [&Spec; 9] = [
     &append::SPEC,
     &guard::SPEC,
     &index::SPEC,
     &lastword::SPEC,
     &lock::SPEC,
+    &mcp::SPEC,
     &memgate::SPEC,
     &relate::SPEC,
     &score::SPEC,

@@ -21,6 +21,17 @@ impl Reporter {
         Reporter { out: Out::stdout("kb-lastword"), format, columns, rows: Vec::new() }
     }
 
+    /// A reporter that keeps JSON Lines in memory (kb-mcp owns stdout);
+    /// [`Reporter::captured`] hands them back.
+    pub fn memory(columns: &'static [&'static str]) -> Reporter {
+        Reporter { out: Out::memory("kb-lastword"), format: Format::Jsonl, columns, rows: Vec::new() }
+    }
+
+    /// The exit status and the records of a [`Reporter::memory`].
+    pub fn captured(self) -> Result<(Exit, Vec<u8>)> {
+        self.out.captured()
+    }
+
     /// Emits a record.
     pub fn record(&mut self, rec: &Value) -> Result<()> {
         match self.format {

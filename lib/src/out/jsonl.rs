@@ -94,15 +94,53 @@ impl Format {
 /// The one writer of records to stdout: buffered, flushed at the end, and
 /// the place where rejected input lines are reported (record + stderr).
 pub struct Out {
-    w: BufWriter<io::StdoutLock<'static>>,
+    w: Sink,
     tool: &'static str,
     exit: Exit,
+}
+
+/// Where records go: stdout for the binaries, memory for a caller that
+/// owns stdout itself (kb-mcp speaks JSON-RPC there).
+enum Sink {
+    Stdout(BufWriter<io::StdoutLock<'static>>),
+    Memory(Vec<u8>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sink::Stdout(w) => w.write(buf),
+            Sink::Memory(v) => v.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout(w) => w.flush(),
+            Sink::Memory(_) => Ok(()),
+        }
+    }
 }
 
 impl Out {
     /// A writer for binary `tool` (used as the stderr prefix).
     pub fn stdout(tool: &'static str) -> Out {
-        Out { w: BufWriter::new(io::stdout().lock()), tool, exit: Exit::Success }
+        Out { w: Sink::Stdout(BufWriter::new(io::stdout().lock())), tool, exit: Exit::Success }
+    }
+
+    /// A writer that keeps the records in memory, for a caller that owns
+    /// stdout; [`Out::captured`] hands them back.
+    pub fn memory(tool: &'static str) -> Out {
+        Out { w: Sink::Memory(Vec::new()), tool, exit: Exit::Success }
+    }
+
+    /// The exit status earned and the bytes written (empty for stdout).
+    pub fn captured(mut self) -> Result<(Exit, Vec<u8>)> {
+        self.w.flush().ctx(|| "writing to stdout")?;
+        match self.w {
+            Sink::Memory(v) => Ok((self.exit, v)),
+            Sink::Stdout(_) => Ok((self.exit, Vec::new())),
+        }
     }
 
     /// Writes one record as a JSON line.

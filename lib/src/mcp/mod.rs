@@ -1,0 +1,177 @@
+//! kb-mcp: the library as Model Context Protocol tools and resources for
+//! coding agents, over stdio, on the same `kb::` calls as the CLIs (no
+//! subprocess per call).
+//!
+//! The transport is newline-delimited JSON-RPC 2.0 on stdin/stdout with
+//! the `initialize` handshake (protocol revisions 2024-11-05 to
+//! 2025-11-25); stderr carries warnings. Requests are answered one at a
+//! time, in order; every tool call takes the library lock itself exactly
+//! as the CLI does, so several servers and CLIs can share one library.
+
+pub mod args;
+pub mod resources;
+pub mod rpc;
+pub mod tools;
+
+use std::io::{BufRead, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::error::{Context, Exit, Result};
+use crate::library::Library;
+use crate::lock;
+use rpc::{Message, RpcError};
+use tools::{Ctx, Tool};
+
+/// Protocol revisions this server speaks, oldest first; the last is
+/// offered when a client asks for one it does not know.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// What the binary was told.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--root` (else `KB_ROOT`, else the nearest `.library`).
+    pub root: Option<PathBuf>,
+    /// `--memory-dir` (else `.cursor/.lingxi/memory` beside the library).
+    pub memory_dir: Option<PathBuf>,
+    /// `--timeout` for the library lock.
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// One server: the library and its tools.
+pub struct Server {
+    cx: Ctx,
+    tools: Vec<Tool>,
+}
+
+impl Server {
+    /// Opens the library as the CLIs find it.
+    pub fn open(opts: &Options) -> Result<Server> {
+        let lib = Library::resolve(opts.root.as_deref())?;
+        let workspace = lib.dir.parent().map_or_else(|| lib.dir.clone(), Path::to_path_buf);
+        let memory_dir = opts.memory_dir.clone().unwrap_or_else(|| workspace.join(crate::memgate::store::DEFAULT_DIR));
+        let mut lock = lock::Options::default();
+        if let Some(t) = opts.timeout {
+            lock.timeout = t;
+        }
+        Ok(Server { cx: Ctx { lib, memory_dir, lock }, tools: tools::all() })
+    }
+
+    /// The library served.
+    pub fn library(&self) -> &Library {
+        &self.cx.lib
+    }
+
+    /// Answers one line of input: a response, or nothing for
+    /// notifications, client responses and blank lines.
+    pub fn handle_line(&self, line: &str) -> Option<Value> {
+        if line.trim().is_empty() {
+            return None;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Err(e) => Some(rpc::error(Value::Null, &RpcError::new(rpc::PARSE_ERROR, format!("parse error: {e}")))),
+            Ok(Value::Array(batch)) if batch.is_empty() => {
+                Some(rpc::error(Value::Null, &RpcError::new(rpc::INVALID_REQUEST, "empty batch")))
+            }
+            Ok(Value::Array(batch)) => {
+                let answers: Vec<Value> = batch.into_iter().filter_map(|m| self.handle(m)).collect();
+                (!answers.is_empty()).then_some(Value::Array(answers))
+            }
+            Ok(v) => self.handle(v),
+        }
+    }
+
+    /// Answers one message.
+    pub fn handle(&self, v: Value) -> Option<Value> {
+        match rpc::classify(v) {
+            Message::Request { id, method, params } => {
+                let answer = catch_unwind(AssertUnwindSafe(|| self.dispatch(&method, params)))
+                    .unwrap_or_else(|_| Err(RpcError::new(rpc::INTERNAL_ERROR, format!("internal error in {method}"))));
+                Some(match answer {
+                    Ok(r) => rpc::result(id, r),
+                    Err(e) => rpc::error(id, &e),
+                })
+            }
+            Message::Notification { .. } | Message::Response => None,
+            Message::Invalid(id, e) => Some(rpc::error(id, &e)),
+        }
+    }
+
+    fn dispatch(&self, method: &str, params: Value) -> std::result::Result<Value, RpcError> {
+        let mut params = rpc::params(params);
+        match method {
+            "initialize" => Ok(initialize(params.get("protocolVersion").and_then(Value::as_str))),
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(json!({"tools": self.tools.iter().map(Tool::describe).collect::<Vec<_>>()})),
+            "tools/call" => {
+                let name = match params.remove("name") {
+                    Some(Value::String(n)) => n,
+                    _ => return Err(RpcError::invalid("tools/call needs a tool \"name\"")),
+                };
+                let args = match params.remove("arguments") {
+                    None | Some(Value::Null) => serde_json::Map::new(),
+                    Some(Value::Object(m)) => m,
+                    Some(_) => return Err(RpcError::invalid(format!("{name}: \"arguments\" must be an object"))),
+                };
+                let tool = self.tools.iter().find(|t| t.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+                    RpcError::invalid(format!("unknown tool '{name}' (tools: {})", names.join(", ")))
+                })?;
+                (tool.call)(&self.cx, args).map(|r| r.to_result())
+            }
+            "resources/list" => Ok(resources::list(&self.cx.lib)),
+            "resources/templates/list" => Ok(resources::templates()),
+            "resources/read" => match params.get("uri") {
+                Some(Value::String(u)) => resources::read(&self.cx.lib, u),
+                _ => Err(RpcError::invalid("resources/read needs a \"uri\"")),
+            },
+            other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("method not found: {other}"))),
+        }
+    }
+}
+
+/// The `initialize` result: the client's revision when this server speaks
+/// it, else the newest one it does.
+fn initialize(asked: Option<&str>) -> Value {
+    let latest = PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1];
+    let version = asked.filter(|v| PROTOCOL_VERSIONS.contains(v)).unwrap_or(latest);
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}},
+        "serverInfo": {"name": "kb-mcp", "title": "kb-tools library", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "The shared .library of this workspace. Search it (library_search) before answering \
+            from memory; write what you learn with library_write; manage skills with skill_list and \
+            skill_manage; remember user rules with memory_remember (ask the user when a decision is pending); \
+            queue AGENTS.md/USER.md updates with last_word_plan. Documents are resources kb://<path>.",
+    })
+}
+
+/// Serves one client until its input ends: one answer line per request.
+pub fn serve(server: &Server, input: impl BufRead, mut output: impl Write) -> Result<()> {
+    let mut input = input;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if input.read_until(b'\n', &mut buf).ctx(|| "reading stdin")? == 0 {
+            return Ok(());
+        }
+        // Invalid UTF-8 becomes a parse error for that line, not the end.
+        let line = String::from_utf8_lossy(&buf);
+        if let Some(answer) = server.handle_line(&line) {
+            let mut bytes = serde_json::to_vec(&answer).map_err(|e| crate::Error::msg(format!("encoding: {e}")))?;
+            bytes.push(b'\n');
+            output.write_all(&bytes).ctx(|| "writing to stdout")?;
+            output.flush().ctx(|| "writing to stdout")?;
+        }
+    }
+}
+
+/// The binary's body: open the library, serve stdin/stdout.
+pub fn run(opts: &Options) -> Result<Exit> {
+    let server = Server::open(opts)?;
+    eprintln!("kb-mcp: serving {}", server.library().dir.display());
+    serve(&server, std::io::stdin().lock(), std::io::stdout().lock())?;
+    Ok(Exit::Success)
+}
