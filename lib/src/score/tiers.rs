@@ -145,7 +145,8 @@ mod tests {
     #[test]
     fn clipping_fits_the_budget() {
         assert_eq!(clip_tokens("abcd", 1), "abcd");
-        assert_eq!(clip_tokens("abcdefgh", 2), "abcd…");
+        assert_eq!(clip_tokens("abcdefgh", 2), "abcdefgh");
+        assert_eq!(clip_tokens("abcdefghi", 2), "abcd…");
         assert_eq!(clip_tokens("知识库搜索", 3), "知识…");
         assert_eq!(clip_tokens("知识库", 1), "");
         for max in 0..12 {
