@@ -147,7 +147,7 @@ pub fn main() -> ExitCode {
                     );
                     out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
                 }
-                if crate::library::journal::pending(&lib) || crate::library::git_state::present(&lib) {
+                if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) {
                     let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
                     let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
                         let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;

@@ -39,7 +39,7 @@ pub fn compact(lib: &Library, days: i64, commit: bool, lock_opts: &lock::Options
         if commit {
             crate::library::git_state::note(&crate::library::git_state::clear(lib, crate::library::git_state::WAIT)?);
         }
-        crate::library::journal::note(crate::write::recover(lib)?);
+        crate::write::journal::note(crate::write::recover(lib)?);
         let Compaction { archives, archived } = changelog::compact(lib, cutoff, now)?;
         crate::fs::atomic::write_if_changed(&lib.path(LAST_COMPACT), format!("{}\n", now.as_second()).as_bytes())?;
         let mut committed = false;

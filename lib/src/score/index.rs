@@ -372,15 +372,18 @@ impl<'a> View<'a> {
         self.n
     }
 
-    fn range(&self, off: Sec, i: usize) -> (usize, usize) {
+    /// Entry `i` of offset table `off` as `a..b`, clamped to `limit` items
+    /// of the data it indexes: `open` checks only the tables' ends (constant
+    /// work), so a flipped offset inside must not become a loop over 2^64.
+    fn range(&self, off: Sec, i: usize, limit: usize) -> (usize, usize) {
         let o = self.sec(off);
         let a = read_u64(o, i * 8).unwrap_or(0) as usize;
-        let b = read_u64(o, i * 8 + 8).unwrap_or(0) as usize;
-        (a, b.max(a))
+        let b = (read_u64(o, i * 8 + 8).unwrap_or(0) as usize).min(limit);
+        (a.min(b), b)
     }
 
     fn str_at(&self, off: Sec, data: Sec, i: usize) -> &'a str {
-        let (a, b) = self.range(off, i);
+        let (a, b) = self.range(off, i, self.sec(data).len());
         self.sec(data).get(a..b).and_then(|s| std::str::from_utf8(s).ok()).unwrap_or("")
     }
 
@@ -391,13 +394,13 @@ impl<'a> View<'a> {
 
     /// The metadata of document `d` (default when unreadable).
     pub fn meta(&self, d: u32) -> Meta {
-        let (a, b) = self.range(Sec::MetaOff, d as usize);
+        let (a, b) = self.range(Sec::MetaOff, d as usize, self.sec(Sec::Metas).len());
         self.sec(Sec::Metas).get(a..b).and_then(|s| serde_json::from_slice(s).ok()).unwrap_or_default()
     }
 
     /// The raw metadata bytes of document `d`.
     pub fn meta_bytes(&self, d: u32) -> &'a [u8] {
-        let (a, b) = self.range(Sec::MetaOff, d as usize);
+        let (a, b) = self.range(Sec::MetaOff, d as usize, self.sec(Sec::Metas).len());
         self.sec(Sec::Metas).get(a..b).unwrap_or(&[])
     }
 
@@ -439,7 +442,7 @@ impl<'a> View<'a> {
 
     /// Graph neighbours of document `d` (valid document ids only).
     pub fn neighbors(&self, d: u32) -> impl Iterator<Item = u32> + 'a {
-        let (a, b) = self.range(Sec::AdjOff, d as usize);
+        let (a, b) = self.range(Sec::AdjOff, d as usize, self.sec(Sec::Adj).len() / 4);
         let adj = self.sec(Sec::Adj);
         let n = self.n as u32;
         (a..b).filter_map(move |k| read_u32(adj, k * 4)).filter(move |&j| j < n)
@@ -471,7 +474,7 @@ impl<'a> View<'a> {
 
     /// Postings `(doc, tf)` of dictionary term `t`.
     pub fn postings_of(&self, t: usize) -> impl Iterator<Item = (u32, u32)> + 'a {
-        let (a, b) = self.range(Sec::PostOff, t);
+        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
         let p = self.sec(Sec::Posts);
         let n = self.n as u32;
         (a..b).filter_map(move |k| Some((read_u32(p, k * 8)?, read_u32(p, k * 8 + 4)?))).filter(move |&(d, _)| d < n)
@@ -479,7 +482,7 @@ impl<'a> View<'a> {
 
     /// Number of postings (document frequency) of dictionary term `t`.
     pub fn postings_len(&self, t: usize) -> usize {
-        let (a, b) = self.range(Sec::PostOff, t);
+        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
         b - a
     }
 

@@ -201,7 +201,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     precheck(&req.name, &req.op).map_err(Error::msg)?;
     let (engine, guard_errors) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
-        crate::library::journal::note(crate::write::recover(lib)?);
+        crate::write::journal::note(crate::write::recover(lib)?);
         if let Op::Delete = req.op {
             return delete(lib, req, opts);
         }

@@ -37,7 +37,7 @@ pub fn promote(
     }
     let (engine, guard_errors) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
-        crate::library::journal::note(crate::write::recover(lib)?);
+        crate::write::journal::note(crate::write::recover(lib)?);
         let from = stage::require(lib, name)?;
         if from >= to {
             return Err(Error::msg(format!(

@@ -124,7 +124,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
         crate::library::git_state::note(&crate::library::git_state::clear(lib, Duration::from_secs(10))?);
-        crate::library::journal::note(crate::write::recover(lib)?);
+        crate::write::journal::note(crate::write::recover(lib)?);
         recover(&repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;

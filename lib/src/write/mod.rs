@@ -24,7 +24,7 @@ use crate::library::changelog::{self, Event};
 use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
 use crate::library::git;
 use crate::library::git_state;
-use crate::library::journal;
+pub mod journal;
 use crate::library::relations;
 use crate::library::Library;
 use crate::lock;
