@@ -4,7 +4,7 @@
 //! The folder holds what a library is made of: its documents (`entry`,
 //! `scan`), its logs (`changelog`, `relations`, `graph`), and how changes
 //! are committed (`git`). The writer that uses all of these is the layer
-//! `crate::write`, above `derived` and `guard`.
+//! `write` (lib/src/write/), above `derived` and `guard`.
 
 pub mod changelog;
 pub mod entry;
