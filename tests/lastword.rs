@@ -21,6 +21,27 @@ impl Lw {
         fs::create_dir_all(lw.proj()).unwrap();
         lw
     }
+    /// The temp dir holding `home/`, `proj/` and anything else a test needs.
+    pub(crate) fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+    /// Writes `config.yaml` naming these project knowledge files
+    /// (`auto_detect`) and, when `bases` is not empty, these global ones
+    /// instead of seed 004's three: kb-lastword writes no other file.
+    pub(crate) fn configure(&self, project: &[&str], bases: &[&str]) {
+        let list = |v: &[&str]| v.iter().map(|f| format!("\n    - {}", yaml_str(f))).collect::<String>();
+        let mut text = format!("project_knowledge:\n  enabled: true\n  auto_detect:{}\n", list(project));
+        if !bases.is_empty() {
+            let b: String = bases
+                .iter()
+                .enumerate()
+                .map(|(i, f)| format!("\n  - id: kb{i}\n    file: {}", yaml_str(f)))
+                .collect();
+            text.push_str(&format!("default_knowledge_bases:{b}\n"));
+        }
+        fs::create_dir_all(self.lastword()).unwrap();
+        fs::write(self.lastword().join("config.yaml"), text).unwrap();
+    }
     pub(crate) fn home(&self) -> PathBuf {
         self.tmp.path().join("home")
     }
