@@ -174,6 +174,9 @@ fn corpus_round_trips_byte_for_byte() {
     let Some(files) = corpus() else { return };
     assert_eq!(files.len(), 59);
     let lw = Lw::new();
+    // Each copy is a configured project knowledge file (issue 21).
+    let names: Vec<String> = (0..files.len()).map(|n| format!("./f{n:02}.md")).collect();
+    lw.configure(&names.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
     for (n, src) in files.iter().enumerate() {
         let original = fs::read(src).unwrap();
         let text = String::from_utf8(original.clone()).unwrap();
@@ -310,6 +313,9 @@ fn ambiguous_heading_and_a_persons_edit_are_staged_not_guessed() {
 #[test]
 fn bad_input_is_reported_precisely_and_staged() {
     let lw = Lw::new();
+    // The targets are configured knowledge files (issue 21), so what is
+    // checked here is the input, not the path rule.
+    lw.configure(&["./U.md", "./dir.md", "./bin.md"], &[]);
     fs::create_dir_all(lw.proj().join("dir.md")).unwrap();
     fs::write(lw.proj().join("bin.md"), b"# A\n\0\x01\x02").unwrap();
     let input = "version: '1.0.0'\nentries:\n\

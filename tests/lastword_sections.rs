@@ -114,6 +114,9 @@ fn corpus_last_section_delete_is_byte_exact() {
         cases.push((src.clone(), rel, text[..h.start].to_string()));
     }
     assert_eq!(cases.len(), 57, "58 files end in a section, one in an ambiguous heading");
+    // Each copy goes through a configured knowledge file name (issue 21).
+    let names: Vec<&str> = cases.iter().map(|(_, rel, _)| rel.as_str()).collect();
+    lw.configure(&names, &[]);
     let (code, _, err) = lw.run(&["plan"], &doc(&entries));
     assert_eq!(code, 0, "{err}");
     let (code, recs, err) = lw.run(&["apply"], "");

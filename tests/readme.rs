@@ -301,7 +301,7 @@ fn setup(name: &str, dir: &Path, home: &Path) {
         }
         "dup" => write(
             "dup.yaml",
-            "version: \"1.0.0\"\nentries:\n  - key: {path: \"USER.md\", heading: \"Projects\", level: 2}\n    operation: update\n    content: \"- kb-tools\\n\"\n  - key: {path: \"USER.md\", heading: \"Projects\"}\n    operation: update\n    content: \"- other\\n\"\n",
+            "version: \"1.0.0\"\nentries:\n  - key: {path: \"~/.config/agents/USER.md\", heading: \"Projects\", level: 2}\n    operation: update\n    content: \"- kb-tools\\n\"\n  - key: {path: \"~/.config/agents/USER.md\", heading: \"Projects\"}\n    operation: update\n    content: \"- other\\n\"\n",
         ),
         other => panic!("README example with unknown setup '{other}'"),
     }

@@ -259,7 +259,7 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
         let TargetKey::Path(path) = key else { continue };
         // The lexical path, checked against the configured knowledge files;
         // never canonicalised, which would follow a planted link.
-        let outcome = home.check_writable(path).and_then(|()| target(home, path, entries, idx, opts, rep));
+        let outcome = home.check_queue_target(qpath, path).and_then(|()| target(home, path, entries, idx, opts, rep));
         match outcome {
             Ok(outs) => {
                 for (&i, o) in idx.iter().zip(outs) {

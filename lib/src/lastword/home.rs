@@ -82,9 +82,24 @@ impl Config {
                 .collect::<Result<_>>()?;
         }
         if let Some(p) = v.get("project_knowledge") {
-            c.project_enabled = p.get("enabled").and_then(Value::as_bool).unwrap_or(true);
-            if let Some(a) = p.get("auto_detect").and_then(Value::as_array) {
-                c.auto_detect = a.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            // The list decides what kb-lastword may write: a value of the
+            // wrong type is an error, never silently a default.
+            c.project_enabled = match p.get("enabled") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(Error::msg("project_knowledge.enabled must be true or false")),
+            };
+            if let Some(a) = p.get("auto_detect").filter(|a| !a.is_null()) {
+                let a = a.as_array().ok_or_else(|| Error::msg("project_knowledge.auto_detect must be a list"))?;
+                c.auto_detect = a
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        f.as_str().map(str::to_string).ok_or_else(|| {
+                            Error::msg(format!("project_knowledge.auto_detect[{i}] must be a path (a string)"))
+                        })
+                    })
+                    .collect::<Result<_>>()?;
             }
         }
         Ok(c)
@@ -146,25 +161,41 @@ impl Home {
         lexical(&p)
     }
 
+    /// The knowledge files kb-lastword may write, as lexical absolute
+    /// paths: `default_knowledge_bases` (seed 004's
+    /// `~/.config/agents/{AGENTS,SOUL,USER}.md` unless configured) and,
+    /// when project knowledge is enabled, the project's `auto_detect` files
+    /// (`./AGENTS.md`, `./.agents/AGENTS.md`). The user's own config is
+    /// trusted; a delta is not, so this list is the whole of what it may name.
+    pub fn knowledge_files(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = self.config.bases.iter().map(|(_, f, _)| self.resolve(f)).collect();
+        out.extend(self.project_files());
+        out
+    }
+
+    /// The project's knowledge files (`auto_detect`), none when disabled.
+    pub fn project_files(&self) -> Vec<PathBuf> {
+        if !self.config.project_enabled {
+            return Vec::new();
+        }
+        self.config.auto_detect.iter().map(|f| self.resolve(f)).collect()
+    }
+
     /// Whether kb-lastword may write `path` (lexical, absolute), or why
-    /// not (issue 21): only the knowledge files `config.yaml` names (the
-    /// default bases, seed 004's `~/.config/agents/{AGENTS,SOUL,USER}.md`,
-    /// and the project's `auto_detect` files) and Markdown files inside the
-    /// project directory; never through a symlink below home or the
-    /// project, never a symlink itself. A delta is untrusted: its `path`
-    /// must not reach `~/.ssh`, `/etc` or a neighbouring project.
+    /// not (issue 21): only a file [`Home::knowledge_files`] names,
+    /// compared byte for byte (`agents.md` is not `AGENTS.md` on a
+    /// case-sensitive file system, `AGENTS.md/../x.md` is `x.md`), and
+    /// never through a symlink below home or the project, nor a symlink
+    /// itself. A delta is untrusted: its `path` must not reach `~/.ssh`,
+    /// `/etc`, `.git/config`, a neighbouring project or any other Markdown
+    /// file of the project.
     pub fn check_writable(&self, path: &Path) -> std::result::Result<(), String> {
         let shown = self.show(path);
-        let configured = self.config.bases.iter().any(|(_, f, _)| self.resolve(f) == path)
-            || self.config.auto_detect.iter().any(|f| self.resolve(f) == path);
-        let in_project = path.starts_with(&self.cwd)
-            && path != self.cwd
-            && path.extension().is_some_and(|e| e == "md")
-            && path.strip_prefix(&self.cwd).is_ok_and(|r| r.components().all(|c| matches!(c, Component::Normal(_))));
-        if !configured && !in_project {
+        if !self.knowledge_files().iter().any(|f| f == path) {
             return Err(format!(
                 "refused: {shown} is not one of the knowledge files kb-lastword writes \
-                 (config.yaml's default_knowledge_bases and project_knowledge, or a Markdown file in the project)"
+                 (default_knowledge_bases and project_knowledge.auto_detect in {})",
+                self.show(&self.lastword.join("config.yaml"))
             ));
         }
         let anchor = [&self.cwd, &self.home].into_iter().find(|a| path.starts_with(a));
@@ -182,9 +213,40 @@ impl Home {
         Ok(())
     }
 
-    /// The pending file a target's entries queue in: a default knowledge
-    /// base or any file outside the project → `last-word/<name>.yaml`; a
-    /// file in the project → `./.agents/<name>.yaml`; a URL →
+    /// Whether an entry read from the pending file `queue` may write
+    /// `path`: a pending file in the project (`./.agents/`) comes with the
+    /// project (a cloned repository may ship one), so it may name only the
+    /// project's own knowledge files, never the user's global ones.
+    pub fn check_queue_target(&self, queue: &Path, path: &Path) -> std::result::Result<(), String> {
+        self.check_writable(path)?;
+        if queue.starts_with(self.project_dir()) && !self.project_files().iter().any(|f| f == path) {
+            return Err(format!(
+                "refused: {} names {}, but a pending file in the project may name only the project's \
+                 knowledge files (project_knowledge.auto_detect)",
+                self.show(queue),
+                self.show(path)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Refuses a pending-file directory that is a symlink: pending files
+    /// are never read or written through a link (a project could ship
+    /// `.agents` pointing at the user's `last-word/`).
+    pub fn check_queue_dir(&self, dir: &Path) -> Result<()> {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::msg(format!(
+                "refused: {} is a symlink; kb-lastword never reads or writes pending files through links",
+                self.show(dir)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The pending file a target's entries queue in: a project knowledge
+    /// file (`auto_detect`) → `./.agents/<name>.yaml`; anything else (a
+    /// default knowledge base, or a refused path being staged) →
+    /// `last-word/<name>.yaml`; a URL →
     /// `last-word/<last URL segment>.yaml`.
     pub fn queue_for(&self, target: &Target) -> PathBuf {
         let (dir, name) = match target {
@@ -196,7 +258,7 @@ impl Home {
                 let abs = self.resolve(p);
                 let name = abs.file_name().map_or("target".into(), |n| n.to_string_lossy().into_owned());
                 let base = self.config.bases.iter().any(|(_, f, _)| self.resolve(f) == abs);
-                if !base && self.config.project_enabled && abs.starts_with(&self.cwd) {
+                if !base && self.project_files().contains(&abs) {
                     (self.project_dir(), name)
                 } else {
                     (self.lastword.clone(), name)
@@ -212,6 +274,7 @@ impl Home {
     pub fn queues(&self) -> Result<Vec<PathBuf>> {
         let mut out = Vec::new();
         for dir in [self.lastword.clone(), self.project_dir()] {
+            self.check_queue_dir(&dir)?;
             let rd = match std::fs::read_dir(&dir) {
                 Ok(rd) => rd,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,

@@ -23,12 +23,23 @@ pub struct Queue {
     pub text: String,
 }
 
-/// Reads a pending file; a missing file is an empty queue.
+/// The largest pending file read: far above any session's deltas, it
+/// only bounds what a planted file can make kb-lastword hold in memory.
+pub const MAX_BYTES: u64 = 64 << 20;
+
+/// Reads a pending file; a missing file is an empty queue. Never through
+/// a symlink and never blocking on a FIFO (issue 21): a planted
+/// `.agents/AGENTS.md.yaml` link must not copy its target into staging.
 pub fn read(path: &Path) -> Result<Queue> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let bytes = match crate::fs::nofollow::read(path, MAX_BYTES) {
+        Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Queue::default()),
         Err(e) => return Err(crate::Error::io(format!("reading {}", path.display()), e)),
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        // Staged as it reads, like any other pending file that does not parse.
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
     let (file, bad, problems) = delta::parse_text(&text);
     Ok(Queue { file, bad, problems, text })
@@ -83,6 +94,9 @@ pub fn stage_unreadable(home: &Home, path: &Path, q: &Queue) -> Result<Option<st
 /// Appends entries to a pending file (caller holds the lock). Anything
 /// unreadable already in the file is staged first, so it is not lost.
 pub fn append(home: &Home, path: &Path, source: Option<&str>, entries: &[Entry]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        home.check_queue_dir(dir)?;
+    }
     let q = read(path)?;
     stage_unreadable(home, path, &q)?;
     let mut file = if q.problems.is_empty() { q.file } else { File::default() };

@@ -75,6 +75,12 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
             e.base = None;
         }
         let TargetKey::Path(target) = check::target_key(home, e) else { continue };
+        // A refused target is neither read nor moved back (issue 21).
+        if let Err(m) = home.check_writable(&target) {
+            conflicts += 1;
+            rep.failure(&format!("{shown}: entries[{i}]: {m}"), conflict(&shown, i, e, &m, None), Exit::Failure)?;
+            continue;
+        }
         let doc = match check::read_target(&target, e.target_text()) {
             Ok(t) => Doc::new(t.unwrap_or_default(), true),
             Err(m) => {
