@@ -32,11 +32,8 @@ impl Lw {
         let list = |v: &[&str]| v.iter().map(|f| format!("\n    - {}", yaml_str(f))).collect::<String>();
         let mut text = format!("project_knowledge:\n  enabled: true\n  auto_detect:{}\n", list(project));
         if !bases.is_empty() {
-            let b: String = bases
-                .iter()
-                .enumerate()
-                .map(|(i, f)| format!("\n  - id: kb{i}\n    file: {}", yaml_str(f)))
-                .collect();
+            let b: String =
+                bases.iter().enumerate().map(|(i, f)| format!("\n  - id: kb{i}\n    file: {}", yaml_str(f))).collect();
             text.push_str(&format!("default_knowledge_bases:{b}\n"));
         }
         fs::create_dir_all(self.lastword()).unwrap();

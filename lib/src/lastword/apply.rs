@@ -18,7 +18,7 @@ use super::edit::{Doc, Found};
 use super::home::Home;
 use super::report::Reporter;
 use super::staging::{self, Staged};
-use super::{lock, outline, queue};
+use super::{outline, queue};
 use crate::error::{Exit, Result};
 
 /// What became of one entry.
@@ -200,7 +200,7 @@ pub fn apply(home: &Home, opts: &Options, rep: &mut Reporter) -> Result<()> {
     if opts.dry_run {
         return run(home, opts, rep);
     }
-    lock::with_lock(&home.lock_path(), || run(home, opts, rep))
+    home.with_lock(|| run(home, opts, rep))
 }
 
 fn run(home: &Home, opts: &Options, rep: &mut Reporter) -> Result<()> {

@@ -8,7 +8,6 @@ pub mod delta;
 pub mod diff;
 pub mod edit;
 pub mod home;
-pub mod lock;
 pub mod outline;
 pub mod plan;
 pub mod queue;

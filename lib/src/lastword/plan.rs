@@ -13,9 +13,9 @@ use super::check::{self, TargetKey};
 use super::delta::{self, Entry, Op, Problem};
 use super::edit::Doc;
 use super::home::Home;
+use super::queue;
 use super::report::Reporter;
 use super::staging::{self, Staged};
-use super::{lock, queue};
 use crate::error::{Exit, Result};
 
 /// One declared entry and where it came from in the input.
@@ -178,7 +178,7 @@ pub fn plan(home: &Home, input: &str, source: Option<String>, rep: &mut Reporter
         let first = errors.iter().flatten().next().cloned().unwrap_or_default();
         stage_group(home, &good, idx, &errors, &format!("plan: {first}"), None, rep)?;
     }
-    let appended = lock::with_lock(&home.lock_path(), || {
+    let appended = home.with_lock(|| {
         for (q, idx) in &ready {
             let entries: Vec<Entry> = idx.iter().map(|&i| good[i].entry.clone()).collect();
             queue::append(home, q, Some(&session), &entries)?;
@@ -195,7 +195,7 @@ pub fn plan(home: &Home, input: &str, source: Option<String>, rep: &mut Reporter
                 }
             }
         }
-        Err(e) if lock::is_busy(&e) => {
+        Err(e) if e.is_busy() => {
             for (q, idx) in &ready {
                 let errs = vec![None; idx.len()];
                 stage_group(home, &good, idx, &errs, &e.to_string(), Some(q.clone()), rep)?;

@@ -11,8 +11,8 @@ use super::check::{self, TargetKey};
 use super::delta::{self, Op};
 use super::edit::{Doc, Found};
 use super::home::Home;
+use super::queue;
 use super::report::Reporter;
-use super::{lock, queue};
 use crate::error::{Context, Error, Exit, Result};
 
 /// Reports every problem of a delta file; `Ok(true)` when it is valid.
@@ -106,7 +106,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
     if conflicts > 0 || !in_staging {
         return Ok(());
     }
-    lock::with_lock(&home.lock_path(), || {
+    home.with_lock(|| {
         let mut by_queue: Vec<(PathBuf, Vec<delta::Entry>)> = Vec::new();
         for e in &file.entries {
             let q = home.queue_for(&e.target);

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::home::Home;
-use super::lock::random_hex4;
 use crate::error::{Context, Error, Result};
 
 /// What goes into one staging file.
@@ -68,6 +67,11 @@ fn reserve(dir: &Path, stamp: &str) -> Result<PathBuf> {
         }
     }
     Err(Error::msg(format!("cannot find a free staging file name in {}", dir.display())))
+}
+
+/// A short random hex tag for staging file names.
+fn random_hex4() -> String {
+    format!("{:04x}", crate::lock::backoff::random() & 0xffff)
 }
 
 fn file_name(p: &Path) -> String {

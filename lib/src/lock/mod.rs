@@ -66,9 +66,11 @@ impl Default for Options {
     }
 }
 
-/// The lock file's path. Every function here takes the library directory
+/// The lock file's path. Every function here takes the directory to lock
 /// as a path (a `&Library` is one), because the lock is a layer below the
-/// library: it knows where the library is, not what is in it.
+/// library: it knows where the directory is, not what is in it. So it also
+/// locks a directory that is not a library: kb-lastword locks its
+/// `~/.config/agents/last-word/` with it.
 pub fn path(lib: impl AsRef<Path>) -> PathBuf {
     lib.as_ref().join(".lock")
 }
