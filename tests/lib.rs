@@ -12,6 +12,7 @@ mod guard;
 mod hostile;
 mod index;
 mod lastword;
+mod lastword_crash;
 mod lastword_paths;
 mod lastword_sections;
 mod layers;

@@ -1,7 +1,7 @@
 //! Fault injection for the crash tests (issue 22, after SQLite's crash
 //! tests): `KB_CRASH_AT=<step>:<n>` makes the process abort (as a kill -9
 //! would end it: no destructors, no flush) the n-th time it reaches the
-//! named step of the write, compaction or sync pipeline. Every step is named
+//! named step of the write, compaction, sync or kb-lastword apply pipeline. Every step is named
 //! here, once, so the tests iterate all of them. Without the variable a step
 //! costs one load of a cached `None`.
 
@@ -42,6 +42,14 @@ pub enum Step {
     SyncMerging,
     /// Sync committed the merge; no push yet.
     SyncMerged,
+    /// kb-lastword apply wrote (and synced) one temp file; nothing is in place.
+    LastwordTemp,
+    /// kb-lastword apply's journal (`last-word/.journal`) is durable.
+    LastwordJournal,
+    /// kb-lastword apply put one file in place (target, staging or pending file).
+    LastwordRename,
+    /// Every file of the apply is in place; the journal is still there.
+    LastwordRenamed,
 }
 
 /// Every step, in pipeline order, for tests that crash at each.
@@ -60,6 +68,10 @@ pub const STEPS: &[Step] = &[
     Step::SyncFetched,
     Step::SyncMerging,
     Step::SyncMerged,
+    Step::LastwordTemp,
+    Step::LastwordJournal,
+    Step::LastwordRename,
+    Step::LastwordRenamed,
 ];
 
 impl Step {
@@ -80,14 +92,19 @@ impl Step {
             Step::SyncFetched => "sync-fetched",
             Step::SyncMerging => "sync-merging",
             Step::SyncMerged => "sync-merged",
+            Step::LastwordTemp => "lastword-temp",
+            Step::LastwordJournal => "lastword-journal",
+            Step::LastwordRename => "lastword-rename",
+            Step::LastwordRenamed => "lastword-renamed",
         }
     }
 
-    /// The pipeline a step belongs to: `write`, `compact` or `sync`.
+    /// The pipeline a step belongs to: `write`, `compact`, `sync` or `lastword`.
     pub fn pipeline(self) -> &'static str {
         match self {
             Step::CompactArchive | Step::CompactLog => "compact",
             Step::SyncFetched | Step::SyncMerging | Step::SyncMerged => "sync",
+            Step::LastwordTemp | Step::LastwordJournal | Step::LastwordRename | Step::LastwordRenamed => "lastword",
             _ => "write",
         }
     }

@@ -16,6 +16,7 @@ use super::check::{self, TargetKey};
 use super::delta::{Entry, File, Op, Target};
 use super::edit::{Doc, Found};
 use super::home::Home;
+use super::journal::{self, Group};
 use super::report::Reporter;
 use super::staging::{self, Staged};
 use super::{outline, queue};
@@ -204,6 +205,9 @@ pub fn apply(home: &Home, opts: &Options, rep: &mut Reporter) -> Result<()> {
 }
 
 fn run(home: &Home, opts: &Options, rep: &mut Reporter) -> Result<()> {
+    if !opts.dry_run {
+        journal::recover(home, rep)?;
+    }
     for q in home.queues()? {
         apply_queue(home, &q, opts, rep)?;
     }
@@ -220,21 +224,68 @@ fn selected(home: &Home, e: &Entry, file: Option<&str>) -> bool {
 
 fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) -> Result<()> {
     let q = queue::read(qpath)?;
+    // Every file this apply changes goes in place as one journaled group
+    // (issue 22): targets, then staging files, the pending file last.
+    let mut group = Group::default();
+    let result = decide(home, qpath, &q, opts, &mut group, rep);
+    match result {
+        Ok(recs) if !opts.dry_run => {
+            group.commit(home)?;
+            emit(recs, rep)
+        }
+        Ok(_) => {
+            group.discard();
+            Ok(())
+        }
+        Err(e) => {
+            group.discard();
+            Err(e)
+        }
+    }
+}
+
+/// One record to print once the group is in place: the record, its
+/// failure message (None: not a failure) and the exit it raises.
+type Rec = (Value, Option<String>, Exit);
+
+fn emit(recs: Vec<Rec>, rep: &mut Reporter) -> Result<()> {
+    for (r, failure, exit) in recs {
+        match failure {
+            Some(m) => rep.failure(&m, r, exit)?,
+            None => rep.record(&r)?,
+        }
+    }
+    Ok(())
+}
+
+/// Works out what applying one pending file does: stages every changed
+/// file into `group` and returns the records to print after the commit.
+fn decide(
+    home: &Home,
+    qpath: &Path,
+    q: &queue::Queue,
+    opts: &Options,
+    group: &mut Group,
+    rep: &mut Reporter,
+) -> Result<Vec<Rec>> {
     let qshow = home.show(qpath);
+    let mut out: Vec<Rec> = Vec::new();
     if !opts.dry_run {
-        if let Some(st) = queue::stage_unreadable(home, qpath, &q)? {
+        if let Some(st) = queue::unreadable(home, qpath, q) {
+            let (path, bytes) = staging::prepare(home, &st)?;
+            group.replace(&path, &bytes)?;
             for p in q.problems.iter().chain(q.bad.iter().map(|b| &b.problem)) {
                 let rec = json!({"record": "error", "file": qshow, "entry": p.entry, "field": p.field,
-                    "message": p.message, "staging": home.show(&st)});
-                rep.failure(&format!("{qshow}: {p}"), rec, Exit::Failure)?;
+                    "message": p.message, "staging": home.show(&path)});
+                out.push((rec, Some(format!("{qshow}: {p}")), Exit::Failure));
             }
         }
     }
     if !q.problems.is_empty() {
         if !opts.dry_run {
-            std::fs::remove_file(qpath).map_err(|e| crate::Error::io(format!("removing {qshow}"), e))?;
+            group.remove(qpath)?;
         }
-        return Ok(());
+        return Ok(out);
     }
     let entries = &q.file.entries;
     let mut keep = vec![true; entries.len()];
@@ -259,7 +310,8 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
         let TargetKey::Path(path) = key else { continue };
         // The lexical path, checked against the configured knowledge files;
         // never canonicalised, which would follow a planted link.
-        let outcome = home.check_queue_target(qpath, path).and_then(|()| target(home, path, entries, idx, opts, rep));
+        let outcome =
+            home.check_queue_target(qpath, path).and_then(|()| target(home, path, entries, idx, opts, group, rep));
         match outcome {
             Ok(outs) => {
                 for (&i, o) in idx.iter().zip(outs) {
@@ -291,7 +343,9 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
             entries: staged.iter().map(|(i, m)| staging::with_error(entries[*i].to_value(), m)).collect(),
             raw: Vec::new(),
         };
-        Some(staging::write(home, &st)?)
+        let (path, bytes) = staging::prepare(home, &st)?;
+        group.replace(&path, &bytes)?;
+        Some(path)
     };
     if !opts.dry_run {
         let rest = File {
@@ -300,7 +354,10 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
             entries: entries.iter().zip(&keep).filter(|(_, k)| **k).map(|(e, _)| e.clone()).collect(),
         };
         if rest.entries.len() != entries.len() || !q.bad.is_empty() {
-            queue::write(qpath, &rest)?;
+            match queue::render(&rest)? {
+                Some(bytes) => group.replace(qpath, &bytes)?,
+                None => group.remove(qpath)?,
+            }
         }
     }
     let mut all: Vec<(usize, Value, Option<String>)> =
@@ -326,28 +383,29 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
                 eprintln!("kb-lastword: would stage {msg}");
                 rep.raise(exit);
             } else {
-                rep.failure(&msg, r, exit)?;
+                out.push((r, Some(msg), exit));
             }
         } else {
             if let Some(n) = note {
                 r["note"] = json!(n);
             }
             if !opts.dry_run {
-                rep.record(&r)?;
+                out.push((r, None, Exit::Success));
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
-/// Applies one target's entries and writes (or diffs) the result; an error
-/// message when the target cannot be edited at all.
+/// Applies one target's entries and stages (or diffs) the result; an
+/// error message when the target cannot be edited or written at all.
 fn target(
     home: &Home,
     path: &Path,
     entries: &[Entry],
     idx: &[usize],
     opts: &Options,
+    group: &mut Group,
     rep: &mut Reporter,
 ) -> std::result::Result<Vec<Outcome>, String> {
     let old = check::read_target(path, entries[idx[0]].target_text())?;
@@ -364,7 +422,7 @@ fn target(
         return Ok(outs);
     }
     if changed {
-        crate::fs::atomic::write(path, new.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        group.replace(path, new.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(outs)
 }

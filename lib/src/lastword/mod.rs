@@ -8,6 +8,7 @@ pub mod delta;
 pub mod diff;
 pub mod edit;
 pub mod home;
+pub mod journal;
 pub mod outline;
 pub mod plan;
 pub mod queue;

@@ -179,6 +179,7 @@ pub fn plan(home: &Home, input: &str, source: Option<String>, rep: &mut Reporter
         stage_group(home, &good, idx, &errors, &format!("plan: {first}"), None, rep)?;
     }
     let appended = home.with_lock(|| {
+        super::journal::recover(home, rep)?;
         for (q, idx) in &ready {
             let entries: Vec<Entry> = idx.iter().map(|&i| good[i].entry.clone()).collect();
             queue::append(home, q, Some(&session), &entries)?;

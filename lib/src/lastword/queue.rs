@@ -55,14 +55,28 @@ pub fn write(path: &Path, file: &File) -> Result<()> {
             Err(e) => Err(crate::Error::io(format!("removing {}", path.display()), e)),
         };
     }
+    let text = render(file)?.unwrap_or_default();
+    crate::fs::atomic::write(path, &text)
+}
+
+/// A pending file's bytes, or `None` when no entry is left (the file goes).
+pub fn render(file: &File) -> Result<Option<Vec<u8>>> {
+    if file.entries.is_empty() {
+        return Ok(None);
+    }
     let text = format!("# kb-lastword pending deltas: `kb-lastword apply` writes them\n{}", file.to_yaml()?);
-    crate::fs::atomic::write(path, text.as_bytes())
+    Ok(Some(text.into_bytes()))
 }
 
 /// Stages what cannot be read in a queue (the whole text when it is not a
 /// delta file, else its bad entries) and returns the staging path, if any.
 /// Callers hold the lock and rewrite the queue afterwards.
 pub fn stage_unreadable(home: &Home, path: &Path, q: &Queue) -> Result<Option<std::path::PathBuf>> {
+    unreadable(home, path, q).map(|st| staging::write(home, &st)).transpose()
+}
+
+/// What [`stage_unreadable`] stages, not yet written.
+pub fn unreadable(home: &Home, path: &Path, q: &Queue) -> Option<Staged> {
     if !q.problems.is_empty() {
         let msg: Vec<String> = q.problems.iter().map(|p| p.to_string()).collect();
         let st = Staged {
@@ -71,10 +85,10 @@ pub fn stage_unreadable(home: &Home, path: &Path, q: &Queue) -> Result<Option<st
             raw: vec![q.text.clone()],
             ..Staged::default()
         };
-        return staging::write(home, &st).map(Some);
+        return Some(st);
     }
     if q.bad.is_empty() {
-        return Ok(None);
+        return None;
     }
     let st = Staged {
         source: q.file.source.clone(),
@@ -88,7 +102,7 @@ pub fn stage_unreadable(home: &Home, path: &Path, q: &Queue) -> Result<Option<st
         entries: q.bad.iter().map(|b| staging::with_error(b.raw.clone(), &b.problem.to_string())).collect(),
         ..Staged::default()
     };
-    staging::write(home, &st).map(Some)
+    Some(st)
 }
 
 /// Appends entries to a pending file (caller holds the lock). Anything

@@ -107,6 +107,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
         return Ok(());
     }
     home.with_lock(|| {
+        super::journal::recover(home, rep)?;
         let mut by_queue: Vec<(PathBuf, Vec<delta::Entry>)> = Vec::new();
         for e in &file.entries {
             let q = home.queue_for(&e.target);

@@ -4,6 +4,7 @@
 //! in the file, so nothing an agent declared is ever dropped.
 
 use std::fs::OpenOptions;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
@@ -29,6 +30,17 @@ pub struct Staged {
 /// Writes a staging file and returns its path. The name is reserved with
 /// an exclusive create first, so two processes never pick the same one.
 pub fn write(home: &Home, st: &Staged) -> Result<PathBuf> {
+    let (path, text) = prepare(home, st)?;
+    crate::fs::atomic::write(&path, &text)?;
+    Ok(path)
+}
+
+/// Reserves a staging file's name and renders its bytes without writing
+/// them, for an apply that puts all its files in place as one journaled
+/// group. The reserved file holds only [`RESERVED`] and this process's pid
+/// until the bytes land; [`list`] skips it and [`sweep`] removes it once
+/// its process is gone.
+pub fn prepare(home: &Home, st: &Staged) -> Result<(PathBuf, Vec<u8>)> {
     let dir = home.staging();
     std::fs::create_dir_all(&dir).ctx(|| format!("creating {}", dir.display()))?;
     let now = crate::clock::now()?;
@@ -53,20 +65,46 @@ pub fn write(home: &Home, st: &Staged) -> Result<PathBuf> {
         file_name(&path),
         crate::doc::yaml::to_string(&Value::Object(m))?
     );
-    crate::fs::atomic::write(&path, text.as_bytes())?;
-    Ok(path)
+    Ok((path, text.into_bytes()))
 }
+
+/// What a reserved staging file holds until its bytes land (then the pid).
+pub const RESERVED: &str = "# kb-lastword: reserved by pid ";
 
 fn reserve(dir: &Path, stamp: &str) -> Result<PathBuf> {
     for _ in 0..64 {
         let p = dir.join(format!("{stamp}-{}.yaml", random_hex4()));
         match OpenOptions::new().write(true).create_new(true).open(&p) {
-            Ok(_) => return Ok(p),
+            Ok(mut f) => {
+                writeln!(f, "{RESERVED}{}", std::process::id()).ctx(|| format!("writing {}", p.display()))?;
+                return Ok(p);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(Error::io(format!("creating {}", p.display()), e)),
         }
     }
     Err(Error::msg(format!("cannot find a free staging file name in {}", dir.display())))
+}
+
+/// The pid of a reserved (not yet written) staging file, if it is one.
+fn reserved_by(p: &Path) -> Option<u32> {
+    let meta = std::fs::symlink_metadata(p).ok()?;
+    if !meta.is_file() || meta.len() > 64 {
+        return None;
+    }
+    let text = std::fs::read_to_string(p).ok()?;
+    text.strip_prefix(RESERVED)?.trim().parse().ok()
+}
+
+/// Removes reserved staging files whose process died before writing them
+/// (a kill between the reservation and the write). Callers hold the lock.
+pub fn sweep(home: &Home) -> Result<()> {
+    for p in candidates(home)? {
+        if reserved_by(&p).is_some_and(|pid| !crate::lock::pid_alive(pid)) {
+            std::fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// A short random hex tag for staging file names.
@@ -86,8 +124,13 @@ pub fn with_error(mut v: Value, error: &str) -> Value {
     v
 }
 
-/// The staging files present now, sorted by name (oldest first).
+/// The staging files present now, sorted by name (oldest first); a
+/// reserved file whose bytes have not landed yet is not one.
 pub fn list(home: &Home) -> Result<Vec<PathBuf>> {
+    Ok(candidates(home)?.into_iter().filter(|p| reserved_by(p).is_none()).collect())
+}
+
+fn candidates(home: &Home) -> Result<Vec<PathBuf>> {
     let dir = home.staging();
     let rd = match std::fs::read_dir(&dir) {
         Ok(rd) => rd,

@@ -1,0 +1,266 @@
+//! One apply of a pending file is one group of file changes (issue 22): the
+//! targets it edits, the staging file of entries that failed and the
+//! pending file itself (rewritten without the applied entries, or removed).
+//! Done one by one, a kill -9 between them left targets edited while their
+//! entries were still pending; the next apply met its own result as "a
+//! section changed since the entry was planned" and staged entries that
+//! had in fact applied. So the group is journaled, as the library's batch
+//! is (`write::journal`, which is bound to the library's changelog,
+//! indexes and git and so is not reused here):
+//!
+//! 1. every new file is written to a synced temp file beside its target;
+//! 2. `last-word/.journal` records each change (target, temp, digest
+//!    before, digest after) and is made durable;
+//! 3. the temps are renamed into place in order (targets, staging, the
+//!    pending file last), then the directories are synced;
+//! 4. the journal is removed.
+//!
+//! Whoever takes the last-word lock next and finds a journal finishes the
+//! group: a file whose digest is the planned one landed; one that still
+//! has its old digest gets its temp renamed in (or is removed); the first
+//! file that is neither (a person edited it in between) stops the roll
+//! forward, and it and every later file keep their bytes, so the pending
+//! file still holds their entries and the next apply checks them afresh.
+//! Temp files a kill left before the journal existed are swept.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::home::Home;
+use super::report::Reporter;
+use crate::doc::digest::sha256_hex;
+use crate::error::{Context, Error, Result};
+use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
+
+/// The journal's name in `last-word/`.
+pub const FILE: &str = ".journal";
+
+/// The format version written and understood.
+pub const VERSION: u32 = 1;
+
+/// The intent record of one apply.
+#[derive(Debug, Serialize, Deserialize)]
+struct Journal {
+    version: u32,
+    pid: u32,
+    started: String,
+    files: Vec<Planned>,
+}
+
+/// One change as journaled.
+#[derive(Debug, Serialize, Deserialize)]
+struct Planned {
+    /// The file, absolute.
+    path: PathBuf,
+    /// The synced temp file renamed onto it; `None` for a removal.
+    tmp: Option<PathBuf>,
+    /// SHA-256 of its bytes before, `None` when it did not exist.
+    before: Option<String>,
+    /// SHA-256 of its bytes after, `None` when it is removed.
+    after: Option<String>,
+}
+
+/// The digest of a file's bytes; `None` when it does not exist. Never
+/// through a link (the caller checked the path; a link planted since is
+/// "neither old nor new").
+fn digest(path: &Path) -> Result<Option<String>> {
+    match crate::fs::nofollow::read(path, u64::MAX) {
+        Ok(b) => Ok(Some(sha256_hex(&b))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// The changes of one apply, staged as they are decided and put in place
+/// together by [`Group::commit`].
+#[derive(Debug, Default)]
+pub struct Group {
+    files: Vec<Planned>,
+}
+
+impl Group {
+    /// Writes `bytes` to a synced temp file beside `path`, to replace it at
+    /// commit. An error (the directory cannot be written) leaves nothing.
+    pub fn replace(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let before = digest(path)?;
+        let s = atomic::stage(path, bytes, true)?;
+        crash::at(Step::LastwordTemp);
+        self.files.push(Planned { path: path.to_path_buf(), tmp: Some(s.tmp), before, after: Some(sha256_hex(bytes)) });
+        Ok(())
+    }
+
+    /// Removes `path` at commit.
+    pub fn remove(&mut self, path: &Path) -> Result<()> {
+        let before = digest(path)?;
+        self.files.push(Planned { path: path.to_path_buf(), tmp: None, before, after: None });
+        Ok(())
+    }
+
+    /// Puts the group in place so that a kill at any instant is finished
+    /// by the next [`recover`]: journal, renames in the order staged, sync
+    /// of the directories, journal removed. Callers hold the last-word
+    /// lock and stage the pending file last.
+    pub fn commit(self, home: &Home) -> Result<()> {
+        if self.files.is_empty() {
+            return Ok(());
+        }
+        let j = Journal {
+            version: VERSION,
+            pid: std::process::id(),
+            started: crate::clock::format(crate::clock::now()?),
+            files: self.files,
+        };
+        let text = serde_json::to_string(&j).map_err(|e| Error::msg(format!("cannot encode the journal: {e}")))?;
+        if let Err(e) = atomic::write(&home.lastword.join(FILE), format!("{text}\n").as_bytes()) {
+            for t in j.files.iter().filter_map(|f| f.tmp.as_ref()) {
+                let _ = std::fs::remove_file(t);
+            }
+            return Err(e);
+        }
+        crash::at(Step::LastwordJournal);
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for f in &j.files {
+            put(f)?;
+            crash::at(Step::LastwordRename);
+            if let Some(d) = f.path.parent() {
+                if !dirs.iter().any(|x| x == d) {
+                    dirs.push(d.to_path_buf());
+                }
+            }
+        }
+        dirs.iter().try_for_each(|d| atomic::sync_dir(d))?;
+        crash::at(Step::LastwordRenamed);
+        end(home)
+    }
+
+    /// Drops the staged temp files (a dry run, an error before commit).
+    pub fn discard(self) {
+        for t in self.files.iter().filter_map(|f| f.tmp.as_ref()) {
+            let _ = std::fs::remove_file(t);
+        }
+    }
+}
+
+/// Renames one planned temp into place, or removes the file.
+fn put(f: &Planned) -> Result<()> {
+    match &f.tmp {
+        Some(tmp) => std::fs::rename(tmp, &f.path).ctx(|| format!("replacing {}", f.path.display())),
+        None => match std::fs::remove_file(&f.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(format!("removing {}", f.path.display()), e)),
+        },
+    }
+}
+
+fn end(home: &Home) -> Result<()> {
+    let p = home.lastword.join(FILE);
+    match std::fs::remove_file(&p) {
+        Ok(()) => atomic::sync_dir(&home.lastword),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("removing {}", p.display()), e)),
+    }
+}
+
+/// Finishes the group a killed apply left (see the module doc) and sweeps
+/// what a kill before its journal left: temp files beside the knowledge
+/// files and in kb-lastword's own directories, reserved staging names.
+/// Prints a `recovered` record when there was a journal. Callers hold the
+/// last-word lock.
+pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
+    let jpath = home.lastword.join(FILE);
+    let bytes = match crate::fs::nofollow::read(&jpath, 64 << 20) {
+        Ok(b) => Some(b),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(format!("reading {}", jpath.display()), e)),
+    };
+    if let Some(bytes) = bytes {
+        let j: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::msg(format!("{} is not a kb-lastword journal ({e}); move it away to go on", jpath.display()))
+        })?;
+        if j.version != VERSION {
+            return Err(Error::msg(format!(
+                "{} has version {}, this kb-lastword reads {VERSION}",
+                jpath.display(),
+                j.version
+            )));
+        }
+        finish(home, &j, rep)?;
+        end(home)?;
+    }
+    sweep(home)
+}
+
+fn finish(home: &Home, j: &Journal, rep: &mut Reporter) -> Result<()> {
+    let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
+    let mut stopped = false;
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for f in &j.files {
+        let now = digest(&f.path)?;
+        let tmp_there = f.tmp.as_ref().is_some_and(|t| std::fs::symlink_metadata(t).is_ok_and(|m| m.is_file()));
+        if now == f.after {
+            landed.push(home.show(&f.path));
+        } else if !stopped && now == f.before && (f.tmp.is_none() || tmp_there) {
+            put(f)?;
+            landed.push(home.show(&f.path));
+            if let Some(d) = f.path.parent() {
+                dirs.push(d.to_path_buf());
+            }
+        } else {
+            // Changed by someone else since: it and everything after it
+            // keep their bytes; their entries are still pending.
+            stopped = true;
+            rolled_back.push(home.show(&f.path));
+        }
+        if let Some(t) = &f.tmp {
+            match std::fs::remove_file(t) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
+            }
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs.iter().try_for_each(|d| atomic::sync_dir(d))?;
+    eprintln!(
+        "kb-lastword: recovered an apply interrupted at {} (pid {}): {} files in place, {} kept their bytes",
+        j.started,
+        j.pid,
+        landed.len(),
+        rolled_back.len()
+    );
+    rep.record(&json!({"record": "recovered", "started": j.started, "pid": j.pid, "landed": landed,
+        "rolled_back": rolled_back, "changelog_added": 0, "rebuilt": [], "committed": false}))
+}
+
+/// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose
+/// writer died: beside each knowledge file (only that file's temps: the
+/// project directory is the user's), and any in `last-word/`,
+/// `last-word/staging/` and `./.agents/`; and reserved staging names of
+/// dead processes.
+fn sweep(home: &Home) -> Result<()> {
+    let mut places: Vec<(PathBuf, Option<String>)> = home
+        .knowledge_files()
+        .into_iter()
+        .filter_map(|f| Some((f.parent()?.to_path_buf(), Some(f.file_name()?.to_string_lossy().into_owned()))))
+        .collect();
+    places.extend([home.lastword.clone(), home.staging(), home.project_dir()].into_iter().map(|d| (d, None)));
+    for (dir, only) in places {
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if only.as_ref().is_some_and(|n| !name.starts_with(&format!(".{n}.tmp."))) {
+                continue;
+            }
+            let dead = atomic::temp_owner(&name).is_some_and(|pid| !crate::lock::pid_alive(pid));
+            if dead && e.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::remove_file(e.path()).ctx(|| format!("removing {}", e.path().display()))?;
+            }
+        }
+    }
+    super::staging::sweep(home)
+}
