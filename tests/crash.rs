@@ -389,3 +389,160 @@ fn an_event_killed_after_its_changelog_line_is_finished() {
     assert!(lib.read(".relations.jsonl").contains("nb-9"));
     assert_matches_rebuild(&lib);
 }
+
+// --- No error becomes an empty value (issue 22) ---------------------------
+
+/// Puts a directory where a file should be: unreadable (EISDIR) even for
+/// root, which the tests run as in CI.
+fn make_unreadable(lib: &Lib, rel: &str) {
+    let p = lib.path(rel);
+    if p.exists() {
+        std::fs::remove_file(&p).unwrap();
+    }
+    std::fs::create_dir_all(&p).unwrap();
+}
+
+/// An unreadable `.changelog` is an error (exit 2, naming it) for every
+/// binary that reads it: read as empty, a writer would start a new log
+/// over the history, kb-relate would drop its edges, kb-score would rank
+/// without freshness. The refused write lands nothing.
+#[test]
+fn an_unreadable_changelog_is_an_error_for_readers_and_writers() {
+    let lib = Lib::new();
+    lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "# a\n\nhello\n", "--no-commit"]).assert().success();
+    make_unreadable(&lib, ".changelog");
+    let runs: [&[&str]; 5] = [
+        &["kb-append", "write", "notes/b.md", "--content", "# b\n", "--no-commit"],
+        &["kb-index"],
+        &["kb-index", "quick"],
+        &["kb-relate", "rebuild"],
+        &["kb-score", "hello"],
+    ];
+    for argv in runs {
+        let out = lib.cmd(argv[0]).args(&argv[1..]).assert().code(2).get_output().clone();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(".changelog: Is a directory"), "{argv:?}: {stderr}");
+    }
+    assert!(!lib.path("notes/b.md").exists(), "the refused write landed");
+    assert!(!lib.path(".journal").exists());
+}
+
+/// A document that is not UTF-8 is read lossily and reported, never
+/// skipped: kb-index lists it and adds an `error` record (exit 2),
+/// kb-relate rebuilds and names it among its problems (exit 0), kb-score
+/// finds it and warns on stderr (exit 0), a writer of another file is not
+/// stopped by it, and a rebuild indexes it with the problem (exit 0).
+#[test]
+fn a_non_utf8_document_is_reported_by_each_binary_not_dropped() {
+    let lib = Lib::new();
+    lib.cmd("kb-append")
+        .args(["write", "notes/a.md", "--content", "---\ntopic: a\n---\n# a\n\nhello\n", "--no-commit"])
+        .assert()
+        .success();
+    std::fs::write(lib.path("notes/b.md"), b"---\ntopic: b\n---\n# b\n\nhello \xff\xfe\n").unwrap();
+    let out = lib.cmd("kb-index").assert().code(2).get_output().stdout.clone();
+    let recs = records(&out);
+    let paths: Vec<&str> =
+        recs.iter().filter(|r| r["record"] == "entry").map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["notes/a.md", "notes/b.md"]);
+    let err = recs.iter().find(|r| r["record"] == "error").expect("an error record");
+    assert_eq!((err["path"].as_str(), err["kind"].as_str()), (Some("notes/b.md"), Some("not-utf8")));
+
+    let out = lib.cmd("kb-relate").arg("rebuild").assert().success().get_output().stdout.clone();
+    let rec = &records(&out)[0];
+    assert_eq!(
+        rec["problems"],
+        json!([{"path": "notes/b.md", "kind": "not-utf8", "message": "content is not UTF-8; read lossily"}])
+    );
+
+    let out = lib.cmd("kb-score").arg("hello").assert().success().get_output().clone();
+    let hits: Vec<String> = records(&out.stdout)
+        .iter()
+        .filter(|r| r["record"] == "hit")
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(hits.contains(&"notes/b.md".to_string()), "{hits:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes/b.md: content is not UTF-8"));
+
+    lib.cmd("kb-append").args(["write", "notes/c.md", "--content", "# c\n", "--no-commit"]).assert().success();
+    let out = lib.cmd("kb-index").arg("rebuild").assert().success().get_output().stdout.clone();
+    assert_eq!(records(&out)[0]["problems"][0]["kind"], "not-utf8");
+    assert!(lib.read(".master-index.md").contains("| notes/b.md |"), "the non-UTF-8 row was dropped");
+}
+
+/// The kb-index cache is derived: damaged (not UTF-8, not parsing) it is
+/// rebuilt and replaced, with the same indexes as a full rebuild; one
+/// that cannot be replaced is an error naming it, never a silent skip.
+#[test]
+fn a_damaged_index_cache_is_rebuilt_and_an_unreplaceable_one_is_an_error() {
+    let lib = Lib::new();
+    for i in 0..3 {
+        lib.cmd("kb-append")
+            .args(["write", &format!("notes/d{i}.md"), "--content", &doc(&format!("d{i}"), "x"), "--no-commit"])
+            .assert()
+            .success();
+    }
+    lib.cmd("kb-index").arg("rebuild").assert().success();
+    let index = lib.read(".master-index.md");
+    for f in ["state.json", "files.tsv", "dirs.tsv", "summary.json"] {
+        std::fs::write(lib.path(&format!(".cache/kb-index/{f}")), b"\xff\xfe garbage\tx\n").unwrap();
+    }
+    std::fs::remove_file(lib.path(".master-index.md")).unwrap();
+    lib.cmd("kb-index").arg("rebuild").assert().success();
+    assert_eq!(lib.read(".master-index.md"), index);
+    assert!(lib.read(".cache/kb-index/state.json").starts_with('{'), "the cache was not replaced");
+    assert_matches_rebuild(&lib);
+    make_unreadable(&lib, ".cache/kb-index/state.json");
+    let out = lib.cmd("kb-index").arg("rebuild").assert().code(2).get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&out).contains(".cache/kb-index/state.json"), "{}", String::from_utf8_lossy(&out));
+}
+
+/// `kb-index quick` re-derives the rows of documents the changelog names:
+/// one that exists but cannot be read is an error, not a deletion (its
+/// rows stayed in the indexes).
+#[test]
+fn quick_maintenance_refuses_an_unreadable_document_instead_of_dropping_it() {
+    let lib = Lib::new();
+    let write = |path: &str, now: &str| {
+        lib.cmd("kb-append")
+            .args(["write", path, "--content", &doc("q", "x"), "--no-commit"])
+            .env("KB_NOW", now)
+            .assert()
+            .success();
+    };
+    write("notes/a.md", "2026-03-01T10:00:00Z");
+    lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T11:00:00Z").assert().success();
+    write("notes/c.md", "2026-03-01T12:00:00Z");
+    make_unreadable(&lib, "notes/c.md");
+    let out =
+        lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T13:00:00Z").assert().code(2).get_output().clone();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reading notes/c.md"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(lib.read(".master-index.md").contains("notes/c.md"), "the row was dropped");
+    assert!(lib.read("notes/.index.md").contains("c.md"), "the row was dropped");
+}
+
+/// Extended guard rules that cannot be listed (here the directory is a
+/// file) are an error for the scanner and for the writer that runs it,
+/// never "no extended rules" (scans would run without them).
+#[test]
+fn an_unlistable_extended_rules_directory_is_an_error_not_no_rules() {
+    let lib = Lib::new();
+    let dir = ".evolving-rules/security/active";
+    let _ = std::fs::remove_dir_all(lib.path(dir));
+    lib.put(dir, "not a directory\n");
+    lib.put("notes/a.md", "# a\n");
+    let out = lib.cmd("kb-guard").args(["scan", ".library/notes/a.md"]).assert().code(2).get_output().clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listing the directory"));
+    let out = lib
+        .cmd("kb-append")
+        .args(["write", "notes/b.md", "--content", "# b\n", "--no-commit"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listing the directory"));
+}

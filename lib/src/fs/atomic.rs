@@ -199,6 +199,7 @@ pub fn temp_owner(name: &str) -> Option<u32> {
     }
     let (_, tail) = name.rsplit_once(".tmp.")?;
     let mut parts = tail.split('.');
+    // Not our temp-name shape: not ours to sweep.
     let pid = parts.next()?.parse().ok()?;
     let n_ok = parts.next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
     let nanos_ok = parts.next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));

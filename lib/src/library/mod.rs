@@ -158,6 +158,8 @@ impl Library {
             let here = dir.join(part);
             if std::fs::symlink_metadata(&here).is_err() {
                 let want = part.to_lowercase();
+                // `dir` exists (the previous part did); if it cannot be
+                // listed, the write into it fails with the real error.
                 let clash = std::fs::read_dir(&dir).ok().and_then(|rd| {
                     rd.flatten()
                         .map(|e| e.file_name().to_string_lossy().into_owned())

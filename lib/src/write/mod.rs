@@ -577,6 +577,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         // Like every writer, commit what changed (a clean tree after an event).
         if opts.commit {
             let category = ev.category.as_deref().unwrap_or("file");
+            // An event may name no topic; the message then ends at the kind.
             let topic = ev.topic.as_deref().unwrap_or_default();
             let touched = [changelog::FILE.to_string(), relations::FILE.to_string()];
             git::commit(lib, &touched, &format!("task-ai(library):{category} {kind} {topic}"))?;
