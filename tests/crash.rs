@@ -226,14 +226,28 @@ fn a_crash_at_every_compaction_step_loses_and_duplicates_nothing() {
 }
 
 /// A seeded random kill -9 loop over a committing batch: after each kill
-/// and the next writer, the same invariants hold. At least one kill must
-/// land while the journal existed (mid-batch), or the loop proved nothing.
+/// and the next writer, the same invariants hold. Even rounds kill at a
+/// random instant from the start (temp files, journal, renames, logs,
+/// commit); odd rounds wait until the journal exists, then a random
+/// further delay, so kills land mid-batch whatever the machine's speed.
+/// Each kill is classified from the disk before recovery, and the test
+/// asserts that kills landed between the first rename and the commit
+/// (the journal present and at least one file already new), or the loop
+/// proved nothing. `KB_KILL_SEED` replays a run (the seed is printed).
 #[test]
 fn random_kill_nine_during_committing_batches() {
     let n = 120;
+    let rounds = 16;
+    let seed: u64 = std::env::var("KB_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
+    eprintln!("random_kill_nine: KB_KILL_SEED={seed}");
     let lib = seeded(0);
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut mid = 0;
+    let mut rng = seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
     let batch = |version: usize| {
         let mut batch = String::new();
         for i in 0..n {
@@ -246,9 +260,12 @@ fn random_kill_nine_during_committing_batches() {
     // One whole batch first: how long one takes bounds the kill delays.
     let t = std::time::Instant::now();
     lib.cmd("kb-append").arg("batch").write_stdin(batch(0)).assert().success();
-    let whole = t.elapsed().as_millis() as u64 + 1;
-    for round in 0..12 {
-        let batch = batch(round + 1);
+    let whole = t.elapsed().as_micros() as u64 + 1;
+    // (before the journal, mid-batch: journal and some new files, journal but none renamed yet, after the batch)
+    let (mut early, mut mid, mut journal_only, mut late) = (0, 0, 0, 0);
+    for round in 0..rounds {
+        let version = round + 1;
+        let batch = batch(version);
         let mut child = lib
             .std_cmd("kb-append")
             .arg("batch")
@@ -258,20 +275,30 @@ fn random_kill_nine_during_committing_batches() {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(batch.as_bytes()).unwrap();
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        // Poll (not sleep-as-sync): kill once the batch is visibly under
-        // way, at a random further delay.
-        let delay = std::time::Duration::from_millis(rng % whole);
+        // Poll, never sleep-as-sync: odd rounds first wait for the journal.
+        if round % 2 == 1 {
+            while !lib.path(".journal").exists() && child.try_wait().unwrap().is_none() {
+                std::thread::yield_now();
+            }
+        }
+        let delay = std::time::Duration::from_micros(next() % if round % 2 == 1 { whole / 2 } else { whole });
         let t = std::time::Instant::now();
         while t.elapsed() < delay && child.try_wait().unwrap().is_none() {
             std::thread::yield_now();
         }
         let _ = child.kill();
         let _ = child.wait();
-        if lib.path(".journal").exists() {
-            mid += 1;
+        let marker = format!("version {version} ");
+        let renamed = (0..n)
+            .filter(|i| {
+                std::fs::read_to_string(lib.path(&format!("notes/k{i:03}.md"))).is_ok_and(|t| t.contains(&marker))
+            })
+            .count();
+        match (lib.path(".journal").exists(), renamed) {
+            (true, 0) => journal_only += 1,
+            (true, _) => mid += 1,
+            (false, 0) => early += 1,
+            (false, _) => late += 1,
         }
         lib.cmd("kb-append")
             .args(["write", "notes/after.md", "--content", &format!("# after {round}\n")])
@@ -282,8 +309,8 @@ fn random_kill_nine_during_committing_batches() {
         let ev = events(&lib);
         for i in 0..n {
             let path = format!("notes/k{i:03}.md");
-            let Ok(now) = std::fs::read_to_string(lib.path(&path)) else { continue };
-            assert!(now.starts_with("---\ntopic: k") && now.ends_with("\n"), "round {round}: {path} torn");
+            let now = lib.read(&path);
+            assert!(now.starts_with("---\ntopic: k") && now.ends_with('\n'), "round {round}: {path} torn");
             assert!(
                 ev.get(&path).is_some_and(|v| v.contains(&sha(&now))),
                 "round {round}: {path} has no changelog line for its bytes"
@@ -293,8 +320,11 @@ fn random_kill_nine_during_committing_batches() {
         assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "round {round}");
         lib.git(&["fsck", "--no-progress"]);
     }
-    eprintln!("random_kill_nine: {mid} of 12 kills landed while the journal existed");
-    assert!(mid > 0, "no kill landed mid-batch; the loop proved nothing");
+    eprintln!(
+        "random_kill_nine: of {rounds} kills, {early} before the journal, {journal_only} with the journal before any rename, {mid} between the first rename and the commit's end, {late} after the batch"
+    );
+    assert_eq!(early + journal_only + mid + late, rounds);
+    assert!(mid >= 2, "only {mid} of {rounds} kills landed between the first rename and the commit (seed {seed})");
 }
 
 /// A `.git/index.lock` no live git holds (a killed commit's) is removed by

@@ -402,8 +402,13 @@ fn sizes(dir: &Path) -> Result<(usize, u64)> {
 }
 
 /// Every non-directory entry under `dir` (links not followed); an entry
-/// that cannot be read is an error, so a commit never misses a path.
+/// that cannot be read is an error, so a commit never misses a path (nor
+/// a size limit a file).
 pub(crate) fn files_under(dir: &Path) -> Result<Vec<walkdir::DirEntry>> {
+    // A skill not created yet has no files.
+    if matches!(fs::symlink_metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(Vec::new());
+    }
     let all = walkdir::WalkDir::new(dir).follow_links(false).into_iter().collect::<std::result::Result<Vec<_>, _>>();
     let all = all.map_err(|e| Error::msg(format!("listing {}: {e}", dir.display())))?;
     Ok(all.into_iter().filter(|e| !e.file_type().is_dir()).collect())
