@@ -12,7 +12,7 @@ use kb::fs::crash::{Step, STEPS};
 use serde_json::{json, Value};
 
 use crate::append::assert_matches_rebuild;
-use crate::util::{records, Lib};
+use crate::util::{assert_recovered, ok_records, records, Lib};
 
 fn doc(topic: &str, body: &str) -> String {
     format!("---\ntopic: {topic}\nkeywords: [crash, {topic}]\n---\n# {topic}\n\n{body}\n")
@@ -104,17 +104,13 @@ fn assert_consistent(lib: &Lib, files: &[(String, String, String)], landed: usiz
     // One line per request: d04 was appended twice, each line once.
     let d04 = ev.get("notes/d04.md").map_or(0, Vec::len);
     assert_eq!(d04, if landed >= 5 { 3 } else { 1 }, "{what}: changelog lines of notes/d04.md");
-    assert_matches_rebuild(lib);
-    let status = lib.git(&["status", "--porcelain", "--untracked-files=all"]);
-    assert_eq!(status, "", "{what}: uncommitted after recovery");
-    lib.git(&["fsck", "--no-progress"]);
-    assert!(!lib.path(".journal").exists(), "{what}: journal left");
-    let temps: Vec<String> = std::fs::read_dir(lib.path("notes"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".tmp."))
-        .collect();
-    assert!(temps.is_empty(), "{what}: temp files left: {temps:?}");
+    assert_recovered(lib, what);
+}
+
+/// The next writer after a crash: a committing write of its own, which
+/// recovers first. Returns its records.
+fn next_writer(lib: &Lib, round: impl std::fmt::Display) -> Vec<Value> {
+    ok_records(lib.cmd("kb-append").args(["write", "notes/after.md", "--content", &format!("# after {round}\n")]))
 }
 
 /// How many files of the crash batch are in place when a crash hits `step`
@@ -145,15 +141,7 @@ fn a_crash_at_every_write_step_is_recovered_by_the_next_writer() {
                 crate::util::conforms(&serde_json::from_str(&lib.read(".journal")).unwrap());
             }
             // The next writer recovers, then does its own write.
-            let out = lib
-                .cmd("kb-append")
-                .args(["write", "notes/after.md", "--content", "# after\n"])
-                .assert()
-                .success()
-                .get_output()
-                .stdout
-                .clone();
-            let recs = records(&out);
+            let recs = next_writer(&lib, &what);
             let recovered: Vec<&Value> = recs.iter().filter(|r| r["record"] == "recovered").collect();
             assert_eq!(recovered.len(), usize::from(journal), "{what}: {recs:?}");
             let landed = landed_at(step, n, files.len());
@@ -176,15 +164,13 @@ fn kb_lock_sweep_recovers_an_interrupted_batch() {
     let (input, files) = crash_batch();
     let lib = seeded(5);
     crash(&lib, "rename:2", &input);
-    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
-    let recs = records(&out);
+    let recs = ok_records(lib.cmd("kb-lock").arg("sweep"));
     let r = recs.iter().find(|r| r["record"] == "recovered").expect("recovered record");
     assert_eq!(r["landed"], json!(["notes/d00.md", "notes/d01.md"]));
     assert_eq!(r["committed"], json!(true));
     assert_consistent(&lib, &files, 2, "sweep");
     // Nothing is left to recover.
-    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
-    assert!(records(&out).is_empty());
+    assert!(ok_records(lib.cmd("kb-lock").arg("sweep")).is_empty());
 }
 
 #[test]
@@ -220,8 +206,7 @@ fn a_crash_at_every_compaction_step_loses_and_duplicates_nothing() {
         want.sort();
         after.sort();
         assert_eq!(after, want, "{what}: every line exactly once across log and archives");
-        assert_eq!(lib.git(&["status", "--porcelain"]), "", "{what}: uncommitted");
-        lib.git(&["fsck", "--no-progress"]);
+        assert_recovered(&lib, what);
     }
 }
 
@@ -300,10 +285,7 @@ fn random_kill_nine_during_committing_batches() {
             (false, 0) => early += 1,
             (false, _) => late += 1,
         }
-        lib.cmd("kb-append")
-            .args(["write", "notes/after.md", "--content", &format!("# after {round}\n")])
-            .assert()
-            .success();
+        next_writer(&lib, round);
         lib.cmd("kb-lock").arg("sweep").assert().success();
         // Every k file is some whole version, and its current bytes are logged.
         let ev = events(&lib);
@@ -316,9 +298,7 @@ fn random_kill_nine_during_committing_batches() {
                 "round {round}: {path} has no changelog line for its bytes"
             );
         }
-        assert_matches_rebuild(&lib);
-        assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "round {round}");
-        lib.git(&["fsck", "--no-progress"]);
+        assert_recovered(&lib, &format!("round {round}"));
     }
     eprintln!(
         "random_kill_nine: of {rounds} kills, {early} before the journal, {journal_only} with the journal before any rename, {mid} between the first rename and the commit's end, {late} after the batch"
@@ -335,15 +315,7 @@ fn a_stale_index_lock_is_cleared_by_the_next_writer_and_by_sweep() {
     let lib = seeded(1);
     let lock = lib.root().join(".git/index.lock");
     std::fs::write(&lock, "").unwrap();
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", "notes/after.md", "--content", "# after\n"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs = next_writer(&lib, "");
     assert_eq!(recs[0]["record"], "cleared", "{recs:?}");
     assert!(recs[0]["path"].as_str().unwrap().ends_with(".git/index.lock"));
     assert_eq!(recs[1]["record"], "write");
@@ -352,8 +324,8 @@ fn a_stale_index_lock_is_cleared_by_the_next_writer_and_by_sweep() {
     assert_eq!(lib.git(&["status", "--porcelain"]), "");
     std::fs::write(&lock, "").unwrap();
     std::fs::write(lib.root().join(".merge_file_x1"), "x").unwrap();
-    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
-    let paths: Vec<String> = records(&out).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
+    let paths: Vec<String> =
+        ok_records(lib.cmd("kb-lock").arg("sweep")).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
     assert_eq!(paths.len(), 2, "{paths:?}");
     assert!(!lock.exists() && !lib.root().join(".merge_file_x1").exists());
 }
@@ -378,14 +350,10 @@ fn an_unreadable_or_non_utf8_archive_is_refused_not_read_as_empty() {
             _ => std::fs::create_dir(lib.path(".changelog-archive/2025-10.md")).unwrap(),
         }
         let before = lib.read(".changelog");
-        let out = lib.cmd("kb-append").args(["compact", "--no-commit"]).assert().code(2).get_output().clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
+        refused(lib.cmd("kb-append").args(["compact", "--no-commit"]), ".changelog-archive/2025-10.md");
         assert_eq!(lib.read(".changelog"), before, "{bad}: the log changed");
         assert!(!lib.path(".changelog-archive/2025-11.md").exists(), "{bad}: another month was archived");
-        let out = lib.cmd("kb-relate").arg("rebuild").assert().code(2).get_output().clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
+        refused(lib.cmd("kb-relate").arg("rebuild"), ".changelog-archive/2025-10.md");
     }
 }
 
@@ -403,15 +371,8 @@ fn an_event_killed_after_its_changelog_line_is_finished() {
         .unwrap();
     assert!(out.status.code().is_none(), "not aborted");
     assert!(lib.path(".journal").exists());
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", "notes/after.md", "--content", "# after\n", "--no-commit"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs =
+        ok_records(lib.cmd("kb-append").args(["write", "notes/after.md", "--content", "# after\n", "--no-commit"]));
     assert_eq!(recs[0]["record"], "recovered", "{recs:?}");
     assert_eq!(recs[0]["changelog_added"], 0);
     let log = lib.read(".changelog");
@@ -421,6 +382,14 @@ fn an_event_killed_after_its_changelog_line_is_finished() {
 }
 
 // --- No error becomes an empty value (issue 22) ---------------------------
+
+/// Runs `cmd`, asserts it exits 2 and that its stderr contains `needle`.
+#[track_caller]
+fn refused(cmd: &mut assert_cmd::Command, needle: &str) {
+    let out = cmd.assert().code(2).get_output().clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(needle), "stderr lacks {needle:?}: {stderr}");
+}
 
 /// Puts a directory where a file should be: unreadable (EISDIR) even for
 /// root, which the tests run as in CI.
@@ -449,9 +418,7 @@ fn an_unreadable_changelog_is_an_error_for_readers_and_writers() {
         &["kb-score", "hello"],
     ];
     for argv in runs {
-        let out = lib.cmd(argv[0]).args(&argv[1..]).assert().code(2).get_output().clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(".changelog: Is a directory"), "{argv:?}: {stderr}");
+        refused(lib.cmd(argv[0]).args(&argv[1..]), ".changelog: Is a directory");
     }
     assert!(!lib.path("notes/b.md").exists(), "the refused write landed");
     assert!(!lib.path(".journal").exists());
@@ -478,8 +445,7 @@ fn a_non_utf8_document_is_reported_by_each_binary_not_dropped() {
     let err = recs.iter().find(|r| r["record"] == "error").expect("an error record");
     assert_eq!((err["path"].as_str(), err["kind"].as_str()), (Some("notes/b.md"), Some("not-utf8")));
 
-    let out = lib.cmd("kb-relate").arg("rebuild").assert().success().get_output().stdout.clone();
-    let rec = &records(&out)[0];
+    let rec = &ok_records(lib.cmd("kb-relate").arg("rebuild"))[0];
     assert_eq!(
         rec["problems"],
         json!([{"path": "notes/b.md", "kind": "not-utf8", "message": "content is not UTF-8; read lossily"}])
@@ -495,8 +461,7 @@ fn a_non_utf8_document_is_reported_by_each_binary_not_dropped() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("notes/b.md: content is not UTF-8"));
 
     lib.cmd("kb-append").args(["write", "notes/c.md", "--content", "# c\n", "--no-commit"]).assert().success();
-    let out = lib.cmd("kb-index").arg("rebuild").assert().success().get_output().stdout.clone();
-    assert_eq!(records(&out)[0]["problems"][0]["kind"], "not-utf8");
+    assert_eq!(ok_records(lib.cmd("kb-index").arg("rebuild"))[0]["problems"][0]["kind"], "not-utf8");
     assert!(lib.read(".master-index.md").contains("| notes/b.md |"), "the non-UTF-8 row was dropped");
 }
 
@@ -523,8 +488,7 @@ fn a_damaged_index_cache_is_rebuilt_and_an_unreplaceable_one_is_an_error() {
     assert!(lib.read(".cache/kb-index/state.json").starts_with('{'), "the cache was not replaced");
     assert_matches_rebuild(&lib);
     make_unreadable(&lib, ".cache/kb-index/state.json");
-    let out = lib.cmd("kb-index").arg("rebuild").assert().code(2).get_output().stderr.clone();
-    assert!(String::from_utf8_lossy(&out).contains(".cache/kb-index/state.json"), "{}", String::from_utf8_lossy(&out));
+    refused(lib.cmd("kb-index").arg("rebuild"), ".cache/kb-index/state.json");
 }
 
 /// `kb-index quick` re-derives the rows of documents the changelog names:
@@ -544,13 +508,7 @@ fn quick_maintenance_refuses_an_unreadable_document_instead_of_dropping_it() {
     lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T11:00:00Z").assert().success();
     write("notes/c.md", "2026-03-01T12:00:00Z");
     make_unreadable(&lib, "notes/c.md");
-    let out =
-        lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T13:00:00Z").assert().code(2).get_output().clone();
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("reading notes/c.md"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    refused(lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T13:00:00Z"), "reading notes/c.md");
     assert!(lib.read(".master-index.md").contains("notes/c.md"), "the row was dropped");
     assert!(lib.read("notes/.index.md").contains("c.md"), "the row was dropped");
 }
@@ -565,14 +523,9 @@ fn an_unlistable_extended_rules_directory_is_an_error_not_no_rules() {
     let _ = std::fs::remove_dir_all(lib.path(dir));
     lib.put(dir, "not a directory\n");
     lib.put("notes/a.md", "# a\n");
-    let out = lib.cmd("kb-guard").args(["scan", ".library/notes/a.md"]).assert().code(2).get_output().clone();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("listing the directory"));
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", "notes/b.md", "--content", "# b\n", "--no-commit"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("listing the directory"));
+    refused(lib.cmd("kb-guard").args(["scan", ".library/notes/a.md"]), "listing the directory");
+    refused(
+        lib.cmd("kb-append").args(["write", "notes/b.md", "--content", "# b\n", "--no-commit"]),
+        "listing the directory",
+    );
 }

@@ -28,14 +28,14 @@ fn init_and_write_recipes_run_the_write_pipeline() {
     let lib = Lib::empty();
     just(lib.root()).arg("init").assert().success();
     assert!(lib.path(".memory/.references").is_dir());
-    let out = just(lib.root())
-        .args(["write", "team-notes/a note.md", "--content", "# A note\n", "--notebook", "nb-j"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs = crate::util::ok_records(just(lib.root()).args([
+        "write",
+        "team-notes/a note.md",
+        "--content",
+        "# A note\n",
+        "--notebook",
+        "nb-j",
+    ]));
     assert_eq!(recs[0]["path"], "team-notes/a note.md");
     assert_eq!(lib.read("team-notes/a note.md"), "# A note\n");
     let batch = "{\"path\":\"team-notes/b.md\",\"content\":\"b\\n\"}\n";
