@@ -363,7 +363,7 @@ impl Plan {
             return Ok(None);
         }
         let result = (|| {
-            atomic::barrier(&lib.dir, &staged, sync_each)?;
+            atomic::barrier(&staged, sync_each)?;
             let mut j = journal::new(lib, commit)?;
             // A file's last event carries the sha256 of its final bytes.
             let mut sha = vec![None; self.files.len()];
