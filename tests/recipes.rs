@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{isolate, records, Lib};
+use crate::util::{isolate, ok_records, Lib};
 
 /// A `just` command on the repository's justfile, run in `dir`.
 pub fn just(dir: &Path) -> assert_cmd::Command {
@@ -28,7 +28,7 @@ fn init_and_write_recipes_run_the_write_pipeline() {
     let lib = Lib::empty();
     just(lib.root()).arg("init").assert().success();
     assert!(lib.path(".memory/.references").is_dir());
-    let recs = crate::util::ok_records(just(lib.root()).args([
+    let recs = ok_records(just(lib.root()).args([
         "write",
         "team-notes/a note.md",
         "--content",

@@ -46,11 +46,19 @@ impl Staged {
 /// (else [`barrier`] makes it durable).
 pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     let dir = path.parent().ok_or_else(|| Error::msg(format!("{} has no parent directory", path.display())))?;
-    fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
     let tmp = temp_path(path);
+    let create = || OpenOptions::new().write(true).create_new(true).open(&tmp);
+    // The directory is made only when missing (a batch stages thousands
+    // of files into a few directories).
+    let file = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+            create()
+        }
+        other => other,
+    };
     let result = (|| {
-        let mut f =
-            OpenOptions::new().write(true).create_new(true).open(&tmp).ctx(|| format!("creating {}", tmp.display()))?;
+        let mut f = file.ctx(|| format!("creating {}", tmp.display()))?;
         if let Ok(meta) = fs::metadata(path) {
             f.set_permissions(meta.permissions()).ctx(|| format!("setting mode of {}", tmp.display()))?;
         }

@@ -215,7 +215,7 @@ pub fn batch(
     result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
     // The guard scan depends on the request alone: all of them, in
     // parallel, before the lock (the lock is held only for the writing).
-    let requests: Vec<(usize, std::result::Result<(Request, guard::Report), String>)> = requests
+    let requests: Vec<(usize, Scanned)> = requests
         .into_par_iter()
         .map(|(line, r)| {
             (
@@ -271,6 +271,9 @@ pub fn batch(
     })?;
     Ok(result)
 }
+
+/// A request with its guard report, or why it was rejected.
+type Scanned = std::result::Result<(Request, guard::Report), String>;
 
 /// Finishes or rolls back a batch a killed writer left (see `journal`).
 /// Writers call it first thing under the lock.
@@ -465,7 +468,10 @@ fn apply(
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
         Err(e) => return Err(format!("cannot read '{}': {e}", req.path)),
     };
-    if let Ok(meta) = fs::symlink_metadata(&full) {
+    // A path that was not there needs no second look (one stat less per
+    // new file in a batch of thousands).
+    let exists = pending.is_some() || old.is_some();
+    if let Some(meta) = exists.then(|| fs::symlink_metadata(&full).ok()).flatten() {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
         }
