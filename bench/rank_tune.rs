@@ -57,7 +57,9 @@ fn main() {
     let now = kb::clock::now().expect("KB_NOW").as_second();
     let mut variants: Vec<(String, Vec<u8>)> = Vec::new();
     for v in ["realistic", "title"] {
-        let cache = Path::new(&work).join(v).join(".library/.cache/kb-score")
+        let cache = Path::new(&work)
+            .join(v)
+            .join(".library/.cache/kb-score")
             .join(format!("index-v{}.bin", kb::score::index::FORMAT_VERSION));
         match std::fs::read(&cache) {
             Ok(b) => variants.push((v.to_string(), b)),
@@ -111,11 +113,16 @@ fn main() {
 }
 
 fn ndcg10(ranked: &[&str], rel: &HashMap<String, f64>) -> f64 {
-    let dcg: f64 = ranked.iter().take(10).enumerate().map(|(i, d)| rel.get(*d).unwrap_or(&0.0) / (i as f64 + 2.0).log2()).sum();
+    let dcg: f64 =
+        ranked.iter().take(10).enumerate().map(|(i, d)| rel.get(*d).unwrap_or(&0.0) / (i as f64 + 2.0).log2()).sum();
     let mut ideal: Vec<f64> = rel.values().copied().collect();
     ideal.sort_by(|a, b| b.total_cmp(a));
     let idcg: f64 = ideal.iter().take(10).enumerate().map(|(i, r)| r / (i as f64 + 2.0).log2()).sum();
-    if idcg > 0.0 { dcg / idcg } else { 0.0 }
+    if idcg > 0.0 {
+        dcg / idcg
+    } else {
+        0.0
+    }
 }
 
 fn recall100(ranked: &[&str], rel: &HashMap<String, f64>) -> f64 {

@@ -722,7 +722,11 @@ fn feedback_orders_equal_matches_by_the_words_the_best_matches_share() {
             "lipid-clinic",
             "In the lipid clinic, a statin brought LDL cholesterol down within weeks for most patients.",
         ),
-        ("a-pharmacy", "pharmacy-shelf", "The pharmacy moved the statin shelf; staff relabelled boxes near the front door."),
+        (
+            "a-pharmacy",
+            "pharmacy-shelf",
+            "The pharmacy moved the statin shelf; staff relabelled boxes near the front door.",
+        ),
         ("o1", "cholesterol-diet", "Diet alone lowers LDL cholesterol a little."),
     ];
     for (name, topic, body) in notes {

@@ -8,8 +8,8 @@
 pub mod audit;
 pub mod bm25;
 pub mod build;
-pub mod feedback;
 pub mod cache;
+pub mod feedback;
 pub mod formula;
 pub mod index;
 pub mod query;

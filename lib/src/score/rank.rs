@@ -132,11 +132,7 @@ impl Grading {
     /// This grading with the knobs a tuning spec names replaced.
     pub fn tuned(self, spec: &str) -> Grading {
         let k = |key: &str, d: f64| bm25::knob(spec, key).unwrap_or(d);
-        Grading {
-            tier: k("tier", self.tier),
-            gamma: k("gamma", self.gamma),
-            qtf: k("qtf", self.qtf),
-        }
+        Grading { tier: k("tier", self.tier), gamma: k("gamma", self.gamma), qtf: k("qtf", self.qtf) }
     }
 }
 
