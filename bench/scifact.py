@@ -2,7 +2,7 @@
 """kb-score retrieval quality on BEIR SciFact (../shared/data/scifact).
 
 usage: scifact.py KB_SCORE_BIN [WORKDIR] [--splits train,test] [--variants realistic,title]
-                  [--baseline-bin OTHER_KB_SCORE] [--latency 100] [--tune 'k1,b,head,kw;...']
+                  [--baseline-bin OTHER_KB_SCORE] [--latency 100] [--tune 'k1=1.0,gamma=2;...']
 
 Builds libraries of the 5,183 abstracts (one user document per abstract,
 body = BEIR's document text) in two variants:
@@ -292,7 +292,7 @@ def main():
     ap.add_argument("--baseline-bin", default=None)
     ap.add_argument("--latency", type=int, default=100, help="test queries timed per tool (0: skip)")
     ap.add_argument("--tune", default=None,
-                    help="';'-separated KB_SCORE_TUNE values (k1,b,head,kw) to compare on the train split only")
+                    help="';'-separated KB_SCORE_TUNE values (k1=,b=,head=,kw=,gamma=,prf=,fbd=,fbt=,...) to compare on the train split only (bench/rank_tune.rs does the same in process, faster)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(DATA, "scifact.zip")):
         print(f"scifact: data set not found under {DATA}; skipped")

@@ -677,3 +677,63 @@ fn skill_reference_files_with_frontmatter_are_indexed() {
     let (recs, _) = search(&lib, &["autovacuum", "--no-recommend"]);
     assert_eq!(paths(&recs), [".skills/.active/pg-tuning/references/vacuum.md"]);
 }
+
+#[test]
+fn a_fresher_note_does_not_outrank_clearly_stronger_text_evidence() {
+    // The guide says both words three times; the notes verified today say
+    // them three times in all. On a linear scale the freshness factor
+    // (up to 1.4×) put the weaker note first; graded on the squared scale,
+    // freshness settles near ties but not a quarter less evidence.
+    let lib = Lib::new();
+    lib.put(
+        "notes/a-rollback-guide.md",
+        "---\ntopic: release-guide\nlast_verified_at: 2025-12-01T00:00:00Z\n---\nRollback the canary. A canary rollback needs a canary plan and a rollback window; check early.\n",
+    );
+    lib.put(
+        "notes/b-deploy-notes.md",
+        "---\ntopic: deploy-notes\nlast_verified_at: 2026-03-01T00:00:00Z\n---\nRollback the canary. A service rollback needs a staging plan and a release window; check early.\n",
+    );
+    for (p, t) in [
+        ("notes/c.md", "Nightly base backups plus WAL archiving; test a restore every month."),
+        ("notes/d.md", "Run k6 against staging before a release."),
+        ("notes/e.md", "Cache keys expire with jitter so they do not expire together."),
+    ] {
+        lib.put(p, &format!("---\ntopic: {}\n---\n{t}\n", &p[6..7]));
+    }
+    let (recs, _) = search(&lib, &["canary rollback", "--no-recommend"]);
+    assert_eq!(paths(&recs), ["notes/a-rollback-guide.md", "notes/b-deploy-notes.md"]);
+    let fresh: Vec<f64> = hits(&recs).iter().map(|h| h["freshness"].as_f64().unwrap()).collect();
+    assert_eq!(fresh, [0.0, 0.9833]);
+}
+
+#[test]
+fn feedback_orders_equal_matches_by_the_words_the_best_matches_share() {
+    // Two notes mention "statin" once, at the same length: before, a tie
+    // left to path order. The three statin notes all talk about LDL
+    // cholesterol, so pseudo-relevance feedback ranks the lipid clinic's
+    // note above the pharmacy's shelf — and adds no note without "statin".
+    let lib = Lib::new();
+    let notes = [
+        ("s1", "statin-trial", "Statin therapy lowered LDL cholesterol; statin users had less cholesterol."),
+        ("s2", "statin-dose", "Higher statin doses cut LDL cholesterol further; statin tolerance varied."),
+        ("s3", "statin-review", "A review of statin trials: statin treatment reduces LDL cholesterol."),
+        (
+            "x-lipids",
+            "lipid-clinic",
+            "In the lipid clinic, a statin brought LDL cholesterol down within weeks for most patients.",
+        ),
+        (
+            "a-pharmacy",
+            "pharmacy-shelf",
+            "The pharmacy moved the statin shelf; staff relabelled boxes near the front door.",
+        ),
+        ("o1", "cholesterol-diet", "Diet alone lowers LDL cholesterol a little."),
+    ];
+    for (name, topic, body) in notes {
+        lib.put(&format!("notes/{name}.md"), &format!("---\ntopic: {topic}\n---\n{body}\n"));
+    }
+    let (recs, _) = search(&lib, &["statin", "--no-recommend"]);
+    let ps = paths(&recs);
+    assert_eq!(&ps[3..], ["notes/x-lipids.md", "notes/a-pharmacy.md"], "{ps:?}");
+    assert_eq!(summary(&recs)["matched"], 5, "feedback reorders the query's matches, it adds none");
+}

@@ -54,32 +54,49 @@ pub struct Params {
     pub head: f64,
     /// Weight of one keyword occurrence, in body occurrences.
     pub kw: f64,
+    /// Coordination: a document's score is multiplied by the share of the
+    /// query's IDF it holds raised to this power (0: plain BM25F).
+    pub coord: f64,
 }
 
 /// The parameters kb-score ranks with. Tuned on the SciFact *train*
-/// queries only (bench/scifact.py --tune, both frontmatter variants): a
-/// heading word counts as two body words, a keyword as two; k1 0.9–1.2
-/// and b 0.4–0.75 moved nDCG@10 by under 0.003. The test split is
-/// reported once in README "Ranking".
-pub const PARAMS: Params = Params { k1: 1.2, b: 0.4, head: 2.0, kw: 2.0 };
+/// queries only (bench/rank_tune.rs, both frontmatter variants): a
+/// heading word counts as two body words, a keyword as two; k1 1.0 (0.9
+/// and 1.0 were best once feedback and the squared grading were in; 0.7
+/// and 1.5 lost 0.002–0.004 nDCG@10); b 0.3–0.75 and coordination
+/// (`coord` > 0) did not help. The test split is reported once in README
+/// "Ranking".
+pub const PARAMS: Params = Params { k1: 1.0, b: 0.4, head: 2.0, kw: 2.0, coord: 0.0 };
 
-/// Overrides [`PARAMS`] for tuning runs only (bench/scifact.py
-/// `--tune`): `KB_SCORE_TUNE="k1,b,head,kw"`. Unset or unreadable, the
-/// tuned constants apply.
+/// Overrides [`PARAMS`] (and the rank module's grading constants) for
+/// tuning runs only (bench/scifact.py `--tune`):
+/// `KB_SCORE_TUNE="k1=0.9,b=0.4,..."`, any subset of the named knobs.
+/// Unset, or a knob unnamed or unreadable, the tuned constants apply.
 pub const TUNE_ENV: &str = "KB_SCORE_TUNE";
 
 /// The parameters in force: [`PARAMS`], or the tuning override.
 pub fn params() -> Params {
     static P: std::sync::OnceLock<Params> = std::sync::OnceLock::new();
-    *P.get_or_init(|| match tune().as_slice() {
-        [k1, b, head, kw, ..] => Params { k1: *k1, b: *b, head: *head, kw: *kw },
-        _ => PARAMS,
-    })
+    *P.get_or_init(|| PARAMS.tuned(&std::env::var(TUNE_ENV).unwrap_or_default()))
 }
 
-/// The numbers of [`TUNE_ENV`], empty when unset.
-fn tune() -> Vec<f64> {
-    std::env::var(TUNE_ENV).unwrap_or_default().split(',').filter_map(|x| x.trim().parse().ok()).collect()
+/// The value of knob `key` in a `key=value,...` tuning spec.
+pub fn knob(spec: &str, key: &str) -> Option<f64> {
+    spec.split(',').filter_map(|kv| kv.split_once('=')).find(|(k, _)| k.trim() == key)?.1.trim().parse().ok()
+}
+
+impl Params {
+    /// These parameters with the knobs a tuning spec names replaced.
+    pub fn tuned(self, spec: &str) -> Params {
+        let k = |key: &str, d: f64| knob(spec, key).unwrap_or(d);
+        Params {
+            k1: k("k1", self.k1),
+            b: k("b", self.b),
+            head: k("head", self.head),
+            kw: k("kw", self.kw),
+            coord: k("coord", self.coord),
+        }
+    }
 }
 
 impl Params {
@@ -119,35 +136,43 @@ pub struct Scores {
     pub idf: Vec<f64>,
 }
 
-/// BM25F scores of every document containing at least one of `terms`.
-pub fn search(v: &View, terms: &[String], p: &Params) -> Scores {
+/// BM25F scores of every document containing at least one of `terms`;
+/// `qtf[i]` weighs term i (how often the query says it; 1 when absent).
+pub fn search(v: &View, terms: &[String], qtf: &[f64], p: &Params) -> Scores {
     let n = v.docs() as f64;
     let avg = v.info.avg_len;
-    let mut acc: Vec<f64> = Vec::new();
+    let mut acc: Vec<(f64, f64)> = Vec::new();
     let mut touched: Vec<u32> = Vec::new();
     let mut out = Scores::default();
-    for t in terms {
+    for (i, t) in terms.iter().enumerate() {
         let id = v.find(t);
         let df = id.map_or(0, |id| v.postings_len(id)) as f64;
-        let w = idf(n, df);
+        let w = idf(n, df) * qtf.get(i).copied().unwrap_or(1.0);
         out.idf.push(w);
         out.ideal += w * (p.k1 + 1.0);
         let Some(id) = id else { continue };
         if acc.is_empty() {
-            acc = vec![0.0; v.docs()];
+            acc = vec![(0.0, 0.0); v.docs()];
         }
         for (d, packed) in v.postings_of(id) {
             let tf = p.weighted(FieldTf::unpack(packed));
             let s = w * saturate(p, tf, f64::from(v.len(d)), avg);
             let slot = &mut acc[d as usize];
-            if *slot == 0.0 {
+            if slot.0 == 0.0 {
                 touched.push(d);
             }
-            *slot += s;
+            slot.0 += s;
+            slot.1 += w;
         }
     }
     touched.sort_unstable();
-    out.docs = touched.into_iter().map(|d| (d, acc[d as usize])).filter(|(_, s)| *s > 0.0).collect();
+    let total: f64 = out.idf.iter().sum();
+    let coord = |held: f64| if p.coord == 0.0 || total <= 0.0 { 1.0 } else { (held / total).powf(p.coord) };
+    out.docs = touched
+        .into_iter()
+        .map(|d| (d, acc[d as usize].0 * coord(acc[d as usize].1)))
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
     out
 }
 

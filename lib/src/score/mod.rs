@@ -9,6 +9,7 @@ pub mod audit;
 pub mod bm25;
 pub mod build;
 pub mod cache;
+pub mod feedback;
 pub mod formula;
 pub mod index;
 pub mod query;
@@ -184,7 +185,12 @@ fn search_source(
 ) -> Result<(Partial, cache::Report)> {
     let cache_path = cache::path_for(&src.lib, local, src.external);
     cache::with_index(&src.lib, cache_path.as_deref(), opts.verify, |v| {
-        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit);
+        let doc_terms = |d: u32| {
+            let text = tiers::content(&src.lib, v.path(d))?;
+            let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
+            Some(terms::analyse(&format!("{}\n{body}", v.meta(d).title.unwrap_or_default())))
+        };
+        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit, &doc_terms);
         let mk = |d: u32,
                   (score, base, lexical): (f64, f64, f64),
                   kind: Match,

@@ -19,6 +19,8 @@ pub struct Query {
     pub words: Vec<String>,
     /// Distinct BM25 terms; stop words dropped unless nothing else is left.
     pub terms: Vec<String>,
+    /// How many times the query says each of [`Query::terms`].
+    pub counts: Vec<u32>,
 }
 
 impl Query {
@@ -38,13 +40,18 @@ impl Query {
         let content: Vec<&String> = words.iter().filter(|w| !terms::is_stop(w)).collect();
         let chosen: Vec<&String> = if content.is_empty() { words.iter().collect() } else { content };
         let mut out: Vec<String> = Vec::new();
+        let mut counts: Vec<u32> = Vec::new();
         for w in chosen {
             let t = terms::stem(w);
-            if !out.contains(&t) {
-                out.push(t);
+            match out.iter().position(|x| *x == t) {
+                Some(i) => counts[i] += 1,
+                None => {
+                    out.push(t);
+                    counts.push(1);
+                }
             }
         }
-        Ok(Query { text: text.trim().to_string(), words, terms: out })
+        Ok(Query { text: text.trim().to_string(), words, terms: out, counts })
     }
 
     /// The distinct words worth looking up in topic and keyword postings:

@@ -1,9 +1,14 @@
 //! Direct hits of one library for a query. A document's base is the
 //! larger of two graded match qualities in [0, 1]: seed 000's tier
 //! (topic exact 1.0, topic contains 0.8, keyword 0.6) scaled by how much
-//! of the query the topic or keywords cover (formula::graded_tier), and
-//! its text evidence — its BM25F score (heading, keywords and body as
-//! weighted fields) as a share of the query's ideal score, at most 0.5.
+//! of the query the topic or keywords cover, squared
+//! (formula::graded_tier), and its text evidence — its BM25F score
+//! (heading, keywords and body as weighted fields; the query gently
+//! expanded by pseudo-relevance feedback, score::feedback) as a share of
+//! the query's ideal score, squared, times 0.5. Squared because the
+//! seed's formula multiplies the base by up to 2× for use and freshness:
+//! on a linear scale a note verified yesterday outranks one with 40 %
+//! more text evidence; on the squared scale it needs to be within 18 %.
 //! Then the seed's final score, ties broken by the BM25F score (never by
 //! path while the text evidence differs), and the filters (`--type`,
 //! `--topic`, `--notebook`).
@@ -13,6 +18,7 @@ use std::collections::HashMap;
 use crate::text;
 
 use super::bm25;
+use super::feedback::{self, Feedback, FEEDBACK};
 use super::formula::{self, Match};
 use super::index::{Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::query::Query;
@@ -106,15 +112,96 @@ fn coverage(q: &Query, idf: &[f64], words: &[&&str]) -> f64 {
     held / total
 }
 
+/// How text evidence and the partial tiers become a base.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grading {
+    /// Scale of the partial tiers (the query holds a topic or keywords).
+    pub tier: f64,
+    /// Both graded qualities are raised to this power: text evidence is
+    /// `FULLTEXT_MAX × (bm25f / ideal)^gamma`, a partial tier
+    /// `tier value × cover^gamma`.
+    pub gamma: f64,
+    /// Weight of a query term said n times: `n^qtf`.
+    pub qtf: f64,
+}
+
+/// The grading kb-score ranks with (tuned on SciFact train, README "Ranking").
+pub const GRADING: Grading = Grading { tier: 1.0, gamma: 2.0, qtf: 0.0 };
+
+impl Grading {
+    /// This grading with the knobs a tuning spec names replaced.
+    pub fn tuned(self, spec: &str) -> Grading {
+        let k = |key: &str, d: f64| bm25::knob(spec, key).unwrap_or(d);
+        Grading { tier: k("tier", self.tier), gamma: k("gamma", self.gamma), qtf: k("qtf", self.qtf) }
+    }
+}
+
+/// Everything a ranking is tuned by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// BM25F.
+    pub bm25: bm25::Params,
+    /// Tiers and text evidence into a base.
+    pub grading: Grading,
+    /// Pseudo-relevance feedback.
+    pub feedback: Feedback,
+}
+
+/// The tuned constants.
+pub const TUNING: Tuning = Tuning { bm25: bm25::PARAMS, grading: GRADING, feedback: FEEDBACK };
+
+impl Tuning {
+    /// The tuning in force: [`TUNING`], or the override of
+    /// bm25::TUNE_ENV (benchmark runs only).
+    pub fn current() -> Tuning {
+        static T: std::sync::OnceLock<Tuning> = std::sync::OnceLock::new();
+        *T.get_or_init(|| TUNING.tuned(&std::env::var(bm25::TUNE_ENV).unwrap_or_default()))
+    }
+
+    /// This tuning with the knobs a tuning spec names replaced.
+    pub fn tuned(self, spec: &str) -> Tuning {
+        Tuning { bm25: self.bm25.tuned(spec), grading: self.grading.tuned(spec), feedback: self.feedback.tuned(spec) }
+    }
+}
+
+/// The BM25 terms of a document's title and body (what pseudo-relevance
+/// feedback reads), None when it cannot be read.
+pub type DocTerms<'a> = &'a dyn Fn(u32) -> Option<Vec<String>>;
+
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
-pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) -> (Vec<Scored>, usize) {
+pub fn direct(
+    v: &View,
+    q: &Query,
+    now: i64,
+    filters: &Filters,
+    limit: usize,
+    doc_terms: DocTerms,
+) -> (Vec<Scored>, usize) {
+    direct_with(v, q, now, filters, limit, doc_terms, &Tuning::current())
+}
+
+/// [`direct`] with explicit tuning (the tuning harness, bench/rank_tune.rs).
+pub fn direct_with(
+    v: &View,
+    q: &Query,
+    now: i64,
+    filters: &Filters,
+    limit: usize,
+    doc_terms: DocTerms,
+    t: &Tuning,
+) -> (Vec<Scored>, usize) {
+    let (p, g) = (&t.bm25, &t.grading);
     // Text evidence: BM25F over heading, keywords and body.
-    let sc = bm25::search(v, &q.terms, &bm25::params());
+    let qtf: Vec<f64> = q.counts.iter().map(|&n| f64::from(n).powf(g.qtf)).collect();
+    let first = bm25::search(v, &q.terms, &qtf, p);
+    let refined = if t.feedback.active() { refine(v, q, &qtf, &first, doc_terms, t) } else { None };
+    let sc = refined.as_ref().unwrap_or(&first);
     let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
     if sc.ideal > 0.0 {
         for &(d, s) in &sc.docs {
-            best.insert(d, (formula::FULLTEXT_MAX * s / sc.ideal, Match::Fulltext, s));
+            let share = (s / sc.ideal).min(1.0);
+            best.insert(d, (formula::FULLTEXT_MAX * share.powf(g.gamma), Match::Fulltext, s));
         }
     }
     // Seed tiers, graded, through the topic and keyword words.
@@ -133,7 +220,7 @@ pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) ->
     let qwords: Vec<&str> = q.words.iter().map(String::as_str).collect();
     for d in cands {
         let w = v.words(d);
-        let cover = |held: &[&&str]| coverage(q, &sc.idf, held);
+        let cover = |held: &[&&str]| g.tier * coverage(q, &first.idf, held).powf(g.gamma);
         if let Some((kind, base)) = formula::graded_tier(&qwords, &w.topic, &w.keywords, cover) {
             // `match` names the tier whenever one matched; the base is the
             // better of the two qualities.
@@ -161,4 +248,41 @@ pub fn direct(v: &View, q: &Query, now: i64, filters: &Filters, limit: usize) ->
     let kept: Vec<Scored> = all.into_iter().filter(|s| filters.pass(&v.meta(s.doc))).collect();
     let matched = kept.len();
     (kept.into_iter().take(limit).collect(), matched)
+}
+
+/// The text scores of the query expanded by pseudo-relevance feedback
+/// (kb::score::feedback) from the best first-pass text matches.
+/// None when there is nothing to learn from.
+fn refine(
+    v: &View,
+    q: &Query,
+    qtf: &[f64],
+    first: &bm25::Scores,
+    doc_terms: DocTerms,
+    t: &Tuning,
+) -> Option<bm25::Scores> {
+    let mut top: Vec<(u32, f64)> = first.docs.clone();
+    let n = t.feedback.docs.min(top.len());
+    if n == 0 {
+        return None;
+    }
+    let by_score = |a: &(u32, f64), b: &(u32, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if n < top.len() {
+        top.select_nth_unstable_by(n, by_score);
+        top.truncate(n);
+    }
+    top.sort_unstable_by(by_score);
+    let docs: Vec<(Vec<String>, f64)> = top.iter().filter_map(|&(d, s)| Some((doc_terms(d)?, s))).collect();
+    if docs.is_empty() {
+        return None;
+    }
+    let (terms, weights) = feedback::expand(&q.terms, qtf, &docs, &t.feedback);
+    let mut out = bm25::search(v, &terms, &weights, &t.bm25);
+    // Only the documents the query matched (both lists are by id).
+    let mut keep = first.docs.iter().map(|x| x.0).peekable();
+    out.docs.retain(|&(d, _)| {
+        while keep.next_if(|&k| k < d).is_some() {}
+        keep.peek() == Some(&d)
+    });
+    Some(out)
 }

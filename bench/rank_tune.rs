@@ -1,0 +1,135 @@
+//! kb-score ranking, tuned in process: runs every query of a SciFact
+//! split through `kb::score::rank::direct_with` over the index caches that
+//! bench/scifact.py built, once per parameter set, and prints nDCG@10 and
+//! Recall@100 per library variant. Same ranking code as the CLI, without
+//! a process per query, so a grid of settings takes seconds instead of
+//! minutes. Tune on the train split only (the data README).
+//!
+//! usage: cargo bench --bench rank_tune -- WORKDIR SPLIT 'spec;spec;...'
+//!   WORKDIR  bench/scifact.py's work directory (one subdirectory per
+//!            variant, each holding `.library` with a built cache)
+//!   SPLIT    train (test is reported once, by bench/scifact.py)
+//!   spec     a KB_SCORE_TUNE value, `k1=0.9,b=0.6,gamma=2,...` ("" = the
+//!            shipped constants)
+//! Honours KB_NOW (bench/scifact.py pins it) for freshness.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use kb::score::{index::View, query::Query, rank};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let [work, split, specs] = match args.as_slice() {
+        [w, s, p, ..] => [w.clone(), s.clone(), p.clone()],
+        _ => {
+            eprintln!("usage: rank_tune WORKDIR SPLIT 'spec;spec;...'");
+            std::process::exit(2);
+        }
+    };
+    let data = std::env::var("KB_SCIFACT").unwrap_or_else(|_| "../shared/data/scifact".to_string());
+    let Ok(queries_text) = std::fs::read_to_string(Path::new(&data).join("beir_scifact/queries.jsonl")) else {
+        eprintln!("rank_tune: data set not found under {data}; skipped");
+        return;
+    };
+    let mut queries: HashMap<String, String> = HashMap::new();
+    for line in queries_text.lines() {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            if let (Some(id), Some(t)) = (v["_id"].as_str(), v["text"].as_str()) {
+                queries.insert(id.to_string(), t.to_string());
+            }
+        }
+    }
+    let qrels_text = std::fs::read_to_string(Path::new(&data).join(format!("beir_scifact/qrels/{split}.tsv")))
+        .expect("qrels of the split");
+    let mut qrels: Vec<(String, HashMap<String, f64>)> = Vec::new();
+    for line in qrels_text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(q), Some(d), Some(r)) = (f.first(), f.get(f.len().wrapping_sub(2)), f.last()) else { continue };
+        let Ok(r) = r.parse::<f64>() else { continue };
+        match qrels.iter_mut().find(|(id, _)| id == q) {
+            Some((_, m)) => {
+                m.insert(d.to_string(), r);
+            }
+            None => qrels.push((q.to_string(), HashMap::from([(d.to_string(), r)]))),
+        }
+    }
+    let now = kb::clock::now().expect("KB_NOW").as_second();
+    let mut variants: Vec<(String, Vec<u8>)> = Vec::new();
+    for v in ["realistic", "title"] {
+        let cache = Path::new(&work)
+            .join(v)
+            .join(".library/.cache/kb-score")
+            .join(format!("index-v{}.bin", kb::score::index::FORMAT_VERSION));
+        match std::fs::read(&cache) {
+            Ok(b) => variants.push((v.to_string(), b)),
+            Err(e) => eprintln!("rank_tune: {}: {e}; variant {v} skipped", cache.display()),
+        }
+    }
+    // Title + body terms of every document, in order (for prototypes of
+    // proximity and feedback that the index does not hold).
+    let mut seqs: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
+    for (name, _) in &variants {
+        let dir = Path::new(&work).join(name).join(".library/scifact");
+        let mut m = HashMap::new();
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let mut parts = text.splitn(3, "---\n");
+            let (_, fm, body) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            let title = fm.lines().find_map(|l| l.strip_prefix("title: ")).unwrap_or("");
+            let id = e.file_name().to_string_lossy().trim_start_matches("doc-").trim_end_matches(".md").to_string();
+            m.insert(id, kb::score::terms::analyse(&format!("{title}\n{body}")));
+        }
+        seqs.insert(name.clone(), m);
+    }
+    let parsed: Vec<(String, Query)> =
+        qrels.iter().filter_map(|(id, _)| Some((id.clone(), Query::parse(queries.get(id)?).ok()?))).collect();
+    for spec in specs.split(';') {
+        let tuning = rank::TUNING.tuned(spec);
+        let mut row = format!("{split} {spec:40}");
+        for (name, bytes) in &variants {
+            let v = View::open(bytes).expect("index opens");
+            let id_of = |d: u32| {
+                let path = v.path(d);
+                let base = path.rsplit('/').next().unwrap_or(path);
+                base.trim_start_matches("doc-").trim_end_matches(".md")
+            };
+            let (mut nd, mut rc) = (0.0, 0.0);
+            let t = std::time::Instant::now();
+            for ((_, rel), (_, q)) in qrels.iter().zip(&parsed) {
+                let seq = &seqs[name];
+                let doc_terms = |d: u32| seq.get(id_of(d)).cloned();
+                let (hits, _) = rank::direct_with(&v, q, now, &rank::Filters::default(), 100, &doc_terms, &tuning);
+                let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
+                nd += ndcg10(&ranked, rel);
+                rc += recall100(&ranked, rel);
+            }
+            let n = parsed.len() as f64;
+            let ms = t.elapsed().as_secs_f64() * 1000.0 / n;
+            row.push_str(&format!("  {name} {:.4} {:.4} ({ms:.2} ms/q)", nd / n, rc / n));
+        }
+        println!("{row}");
+    }
+}
+
+fn ndcg10(ranked: &[&str], rel: &HashMap<String, f64>) -> f64 {
+    let dcg: f64 =
+        ranked.iter().take(10).enumerate().map(|(i, d)| rel.get(*d).unwrap_or(&0.0) / (i as f64 + 2.0).log2()).sum();
+    let mut ideal: Vec<f64> = rel.values().copied().collect();
+    ideal.sort_by(|a, b| b.total_cmp(a));
+    let idcg: f64 = ideal.iter().take(10).enumerate().map(|(i, r)| r / (i as f64 + 2.0).log2()).sum();
+    if idcg > 0.0 {
+        dcg / idcg
+    } else {
+        0.0
+    }
+}
+
+fn recall100(ranked: &[&str], rel: &HashMap<String, f64>) -> f64 {
+    let want: Vec<&String> = rel.iter().filter(|(_, r)| **r > 0.0).map(|(d, _)| d).collect();
+    if want.is_empty() {
+        return 0.0;
+    }
+    let top: std::collections::HashSet<&str> = ranked.iter().take(100).copied().collect();
+    want.iter().filter(|d| top.contains(d.as_str())).count() as f64 / want.len() as f64
+}
