@@ -26,7 +26,7 @@ self := quote(just_executable()) + " --justfile " + quote(source_file()) + " --w
 default:
     @{{self}} --list --unsorted
 
-# Install the eight kb-* binaries on PATH (~/.cargo/bin) from this checkout.
+# Install the nine kb-* binaries on PATH (~/.cargo/bin) from this checkout.
 [no-cd]
 install:
     cargo install --locked --quiet --path {{quote(source_directory())}}
@@ -252,12 +252,12 @@ lastword-hook buffer=".agents/last-word.session.jsonl" source="":
     if [ -s {{quote(buffer)}} ]; then kb-lastword plan --source "${2:-session-$$}" {{quote(buffer)}} >/dev/null && rm -f {{quote(buffer)}}; fi
     kb-lastword apply >/dev/null
 
-# Bash completions for the eight binaries, from their flag tables: just completions > ~/.local/share/bash-completion/completions/kb-tools
+# Bash completions for the nine binaries, from their flag tables: just completions > ~/.local/share/bash-completion/completions/kb-tools
 [no-cd]
 completions:
     kb-append completions bash
 
-# Man pages of the eight binaries, from their flag tables, into DIR/man1: just man ~/.local/share/man
+# Man pages of the nine binaries, from their flag tables, into DIR/man1: just man ~/.local/share/man
 [no-cd]
 man dir:
     mkdir -p {{quote(dir / "man1")}}

@@ -117,7 +117,9 @@ fn issue_18_bash_completions_come_from_the_same_tables() {
     let lib = Lib::new();
     let (code, out, _) = run(&lib, "kb-append", &["completions", "bash"]);
     assert_eq!(code, Some(0));
-    for bin in ["kb-append", "kb-guard", "kb-index", "kb-lastword", "kb-lock", "kb-memgate", "kb-relate", "kb-score"] {
+    for bin in
+        ["kb-append", "kb-guard", "kb-index", "kb-lastword", "kb-lock", "kb-mcp", "kb-memgate", "kb-relate", "kb-score"]
+    {
         assert!(out.contains(&format!(" {bin}\n")), "{bin}");
     }
     // Sourced in bash, completing `kb-index stale --` offers stale's flags only.
