@@ -397,7 +397,8 @@ fn nudge_loses_no_count_under_concurrent_callers() {
 #[test]
 fn issue_18_write_file_takes_an_image_asset() {
     let lib = with_skill();
-    let png: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde";
+    let png: &[u8] =
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde";
     std::fs::write(lib.root().join("logo.png"), png).unwrap();
     let rec = ok(&lib, &["write-file", "pdf-tools", "--file-path", "assets/logo.png", "--content-file", "logo.png"]);
     assert_eq!(rec["verdict"], "safe", "{rec}");
