@@ -335,6 +335,12 @@ fn steps(body: &str) -> Vec<(String, Vec<String>)> {
             out.last_mut().expect("a command first").1.push(line.to_string());
         }
     }
+    // A blank line between steps is for the reader, not output.
+    for (_, want) in &mut out {
+        while want.last().is_some_and(|l| l.is_empty()) {
+            want.pop();
+        }
+    }
     out
 }
 
