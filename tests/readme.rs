@@ -408,6 +408,40 @@ fn setup(name: &str, dir: &Path, home: &Path) {
             "dup.yaml",
             "version: \"1.0.0\"\nentries:\n  - key: {path: \"USER.md\", heading: \"Projects\", level: 2}\n    operation: update\n    content: \"- kb-tools\\n\"\n  - key: {path: \"USER.md\", heading: \"Projects\"}\n    operation: update\n    content: \"- other\\n\"\n",
         ),
+        // The library the kb-index and kb-relate sections describe.
+        "walkthrough" => {
+            crate::util::git(dir, &["init", "-q"]);
+            crate::util::git(dir, &["config", "user.name", "Test"]);
+            crate::util::git(dir, &["config", "user.email", "test@example.invalid"]);
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-append"));
+            isolate(&mut c, dir);
+            assert!(c.arg("init").output().unwrap().status.success());
+            let refs = ".library/.memory/.references";
+            write(&format!("{refs}/jwt-auth-v1.md"), "---\ntopic: jwt-auth\nkeywords: [jwt, auth]\nlast_verified_at: 2025-10-01\nstaleness_threshold_days: 60\neffectiveness_mark: true\n---\n# JWT auth\n\nSee https://datatracker.ietf.org/doc/rfc7519.\n");
+            write(&format!("{refs}/jwt-auth-v2.md"), "---\ntopic: jwt-auth\nkeywords: [jwt]\nlast_verified_at: 2026-02-20\neffectiveness_mark: true\nrelated: [oauth-flow]\n---\n# JWT auth\n\nSee https://datatracker.ietf.org/doc/rfc7519.\n");
+            write(&format!("{refs}/oauth-flow-v1.md"), "---\ntopic: oauth-flow\nlast_verified_at: 2026-02-01\nrelated: [session]\n---\n# OAuth flow\n\nSee https://datatracker.ietf.org/doc/rfc6749.\n");
+            write(".library/.memory/.experiences/software/session-impl.md", "---\ntype: software\nlast_verified_at: 2025-09-01\n---\n# Session handling\n");
+            write(".library/.memory/.thinking/patterns/divide.md", "---\ntopic: divide\n---\n# Divide and conquer\n");
+            write(".library/.skills/.active/pdf-tools/SKILL.md", "---\nname: pdf-tools\ndescription: Extract text from PDFs.\ntrust_tier: T3\n---\n# pdf-tools\n");
+            let mut log = std::fs::read_to_string(dir.join(".library/.changelog")).unwrap();
+            for (i, nb) in ["nb1", "nb2", "nb3"].iter().enumerate() {
+                for (h, event, path) in [
+                    (10, "referenced", ".memory/.thinking/patterns/divide.md"),
+                    (10, "referenced", ".skills/.active/pdf-tools/SKILL.md"),
+                    (18, "accept", ".memory/.thinking/patterns/divide.md"),
+                ] {
+                    log.push_str(&format!("{{\"ts\":\"2026-02-0{}T{h}:00:00Z\",\"event\":\"{event}\",\"path\":\"{path}\",\"notebook\":\"{nb}\"}}\n", i + 1));
+                }
+            }
+            write(".library/.changelog", &log);
+            crate::util::git(dir, &["add", "-A"]);
+            crate::util::git(dir, &["commit", "-qm", "walkthrough library"]);
+        }
+        "rebuilt" => {
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-index"));
+            isolate(&mut c, dir);
+            assert!(c.arg("rebuild").output().unwrap().status.success());
+        }
         other => panic!("README example with unknown setup '{other}'"),
     }
 }
