@@ -9,6 +9,9 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 # Recipe arguments reach commands as "$@", quoted exactly as typed.
 set positional-arguments
+# Recipes print what their commands print, not the command lines as well
+# (stderr is for errors; records go to stdout).
+set quiet
 
 # KB_BIN_DIR, when set, comes first on PATH: the tests point it at their
 # debug build, a developer at `target/debug` to skip installing.

@@ -442,6 +442,22 @@ fn setup(name: &str, dir: &Path, home: &Path) {
             isolate(&mut c, dir);
             assert!(c.arg("rebuild").output().unwrap().status.success());
         }
+        // The kb-index check example's state: a row naming a gone file, logged.
+        "gone-row" => {
+            let index = dir.join(".library/.memory/.references/.index.md");
+            let mut text = std::fs::read_to_string(&index).unwrap();
+            text.push_str("| gone-v9.md | gone |\n");
+            std::fs::write(&index, text).unwrap();
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-index"));
+            isolate(&mut c, dir);
+            assert_eq!(c.arg("check").output().unwrap().status.code(), Some(1));
+        }
+        // A project that imports the kb-tools justfile, as the README's
+        // installation section shows.
+        "import" => {
+            let kb = Path::new(env!("CARGO_MANIFEST_DIR")).join("justfile");
+            write("justfile", &format!("import '{}'\n", kb.display()));
+        }
         other => panic!("README example with unknown setup '{other}'"),
     }
 }
