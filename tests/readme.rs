@@ -458,6 +458,8 @@ fn setup(name: &str, dir: &Path, home: &Path) {
             let kb = Path::new(env!("CARGO_MANIFEST_DIR")).join("justfile");
             write("justfile", &format!("import '{}'\n", kb.display()));
         }
+        // The seed's example library of the kb-score section.
+        "seed-library" => crate::util::copy_dir(crate::score::seed_library().root(), dir),
         other => panic!("README example with unknown setup '{other}'"),
     }
 }
