@@ -460,6 +460,8 @@ fn setup(name: &str, dir: &Path, home: &Path) {
         }
         // The seed's example library of the kb-score section.
         "seed-library" => crate::util::copy_dir(crate::score::seed_library().root(), dir),
+        // The rule files of this checkout, for `rules validate rules/core.yaml`.
+        "rules" => crate::util::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules"), &dir.join("rules")),
         other => panic!("README example with unknown setup '{other}'"),
     }
 }
