@@ -111,13 +111,6 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs `c`, asserts it succeeded, and returns its stdout as records
-/// (see [`records`]).
-#[track_caller]
-pub fn ok_records(c: &mut assert_cmd::Command) -> Vec<Value> {
-    records(&c.assert().success().get_output().stdout)
-}
-
 /// Parses JSON Lines output into values, checking each against
 /// `schemas/<record>.schema.json` when that schema exists.
 #[track_caller]
