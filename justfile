@@ -9,6 +9,9 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 # Recipe arguments reach commands as "$@", quoted exactly as typed.
 set positional-arguments
+# Recipes print what their commands print, not the command lines as well
+# (stderr is for errors; records go to stdout).
+set quiet
 
 # KB_BIN_DIR, when set, comes first on PATH: the tests point it at their
 # debug build, a developer at `target/debug` to skip installing.
@@ -26,7 +29,7 @@ self := quote(just_executable()) + " --justfile " + quote(source_file()) + " --w
 default:
     @{{self}} --list --unsorted
 
-# Install the eight kb-* binaries on PATH (~/.cargo/bin) from this checkout.
+# Install the nine kb-* binaries on PATH (~/.cargo/bin) from this checkout.
 [no-cd]
 install:
     cargo install --locked --quiet --path {{quote(source_directory())}}
@@ -252,12 +255,12 @@ lastword-hook buffer=".agents/last-word.session.jsonl" source="":
     if [ -s {{quote(buffer)}} ]; then kb-lastword plan --source "${2:-session-$$}" {{quote(buffer)}} >/dev/null && rm -f {{quote(buffer)}}; fi
     kb-lastword apply >/dev/null
 
-# Bash completions for the eight binaries, from their flag tables: just completions > ~/.local/share/bash-completion/completions/kb-tools
+# Bash completions for the nine binaries, from their flag tables: just completions > ~/.local/share/bash-completion/completions/kb-tools
 [no-cd]
 completions:
     kb-append completions bash
 
-# Man pages of the eight binaries, from their flag tables, into DIR/man1: just man ~/.local/share/man
+# Man pages of the nine binaries, from their flag tables, into DIR/man1: just man ~/.local/share/man
 [no-cd]
 man dir:
     mkdir -p {{quote(dir / "man1")}}

@@ -117,7 +117,9 @@ fn issue_18_bash_completions_come_from_the_same_tables() {
     let lib = Lib::new();
     let (code, out, _) = run(&lib, "kb-append", &["completions", "bash"]);
     assert_eq!(code, Some(0));
-    for bin in ["kb-append", "kb-guard", "kb-index", "kb-lastword", "kb-lock", "kb-memgate", "kb-relate", "kb-score"] {
+    for bin in
+        ["kb-append", "kb-guard", "kb-index", "kb-lastword", "kb-lock", "kb-mcp", "kb-memgate", "kb-relate", "kb-score"]
+    {
         assert!(out.contains(&format!(" {bin}\n")), "{bin}");
     }
     // Sourced in bash, completing `kb-index stale --` offers stale's flags only.
@@ -129,22 +131,68 @@ fn issue_18_bash_completions_come_from_the_same_tables() {
     assert_eq!(words, "--root\n--days\n--format\n--help\n", "{}", String::from_utf8_lossy(&got.stderr));
 }
 
-/// Issue 18: on a terminal, a single write shows no progress counter (it
-/// used to print "writing: 1/1"); counters appear only for work over 1 s.
-#[test]
-fn issue_18_a_single_write_on_a_terminal_shows_no_progress() {
+/// PATH with the built binaries first.
+fn bin_path() -> String {
+    let bins = assert_cmd::cargo::cargo_bin("kb-append");
+    format!("{}:{}", bins.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// Runs `sh -c CMD` in `dir` on a pseudo-terminal (`script`) with the
+/// progress bar allowed from the first item, and returns everything the
+/// terminal received; `None` (said on stderr) when `script` is missing.
+fn on_a_terminal(dir: &std::path::Path, cmd: &str) -> Option<String> {
     if std::process::Command::new("script").arg("--version").output().is_err() {
         eprintln!("skipped: `script` (util-linux) is not installed, so no pseudo-terminal");
-        return;
+        return None;
     }
-    let lib = Lib::new();
-    let bin = assert_cmd::cargo::cargo_bin("kb-append");
     let mut c = std::process::Command::new("script");
-    crate::util::isolate(&mut c, lib.root());
-    let cmd = format!("'{}' write notes/t.md --content x --no-commit", bin.display());
-    let out = c.args(["-qec", &cmd, "/dev/null"]).output().unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{screen}");
+    crate::util::isolate(&mut c, dir);
+    c.env("PATH", bin_path()).env("KB_PROGRESS_AFTER_MS", "0");
+    let out = c.args(["-qec", cmd, "/dev/null"]).output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{cmd}: {screen}");
+    Some(screen)
+}
+
+/// Issue 18: on a terminal, a single write shows no progress bar (it used
+/// to print "writing: 1/1"), even with the one-second wait turned off.
+#[test]
+fn issue_18_a_single_write_on_a_terminal_shows_no_progress() {
+    let lib = Lib::new();
+    let Some(screen) = on_a_terminal(lib.root(), "kb-append write notes/t.md --content x --no-commit") else { return };
     assert!(screen.contains("\"record\":\"write\""), "{screen}");
     assert!(!screen.contains("writing"), "no progress for one write: {screen}");
+}
+
+/// Issue 18: the long runs show an indicatif bar on a terminal: `kb-index
+/// rebuild`, a cold `kb-score`, `kb-guard scan` of a tree, a `kb-append
+/// batch` of many writes; into a pipe the same runs print none.
+#[test]
+fn issue_18_long_runs_show_progress_on_a_terminal_only() {
+    let lib = Lib::example();
+    let mut batch = String::new();
+    for i in 0..20 {
+        batch.push_str(&format!("{{\"path\":\"notes/n{i}.md\",\"content\":\"# n{i}\\n\"}}\n"));
+    }
+    std::fs::write(lib.root().join("batch.jsonl"), &batch).unwrap();
+    let runs = [
+        ("kb-index rebuild --no-commit", "kb-index: reading"),
+        ("kb-score jwt --format jsonl", "kb-score: indexing"),
+        ("kb-guard scan .library --format jsonl", "kb-guard: scanning"),
+        ("kb-append batch --no-commit < batch.jsonl", "kb-append: writing"),
+    ];
+    for (cmd, label) in runs {
+        let mut c = std::process::Command::new("sh");
+        crate::util::isolate(&mut c, lib.root());
+        let piped = c.env("PATH", bin_path()).env("KB_PROGRESS_AFTER_MS", "0").args(["-c", cmd]).output().unwrap();
+        assert!(piped.status.success(), "{cmd}: {}", String::from_utf8_lossy(&piped.stderr));
+        let err = String::from_utf8_lossy(&piped.stderr);
+        assert!(!err.contains(label) && !err.contains('\r'), "{cmd} into a pipe: {err}");
+    }
+    let _ = std::fs::remove_dir_all(lib.root().join(".library/.cache"));
+    for (cmd, label) in runs {
+        let Some(screen) = on_a_terminal(lib.root(), cmd) else { return };
+        assert!(screen.contains(label), "{cmd}: no '{label}' on the terminal:\n{screen}");
+        assert!(screen.contains("/"), "{cmd}: a done/total count: {screen}");
+    }
 }

@@ -37,6 +37,87 @@ pub fn blocks(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The fenced blocks of `text` as (line number, info string, body, the
+/// last non-empty line before the fence), outermost only.
+fn marked_blocks(text: &str) -> Vec<(usize, String, String, String)> {
+    let mut out = Vec::new();
+    let mut last = "";
+    let mut open: Option<(usize, String, String, String, String)> = None; // line, fence, info, body, marker
+    for (n, line) in text.lines().enumerate() {
+        match &mut open {
+            None => {
+                let fence: String = line.chars().take_while(|c| *c == '`').collect();
+                if fence.len() >= 3 {
+                    let info = line[fence.len()..].trim().to_string();
+                    open = Some((n + 1, fence, info, String::new(), last.to_string()));
+                } else if !line.trim().is_empty() {
+                    last = line;
+                }
+            }
+            Some((at, fence, info, body, marker)) => {
+                if line.trim_end() == fence.as_str() {
+                    out.push((*at, std::mem::take(info), std::mem::take(body), std::mem::take(marker)));
+                    open = None;
+                    last = line;
+                } else {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether a line is a typed command: `$ cmd`, or `host$ cmd` in a session
+/// between machines.
+fn prompt(line: &str) -> bool {
+    line.split_once("$ ").is_some_and(|(host, _)| host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+}
+
+/// Issue 18: every block of commands a user would type (a `sh` block, or
+/// lines with a `$ ` prompt) is either a `console` example the test below
+/// runs (`<!-- readme-test: NAME -->` before it), or run by a named test
+/// (`<!-- readme-test: by TEST -->`), or says why it is not run
+/// (`<!-- readme-test: skip (REASON) -->`), so no example is silently
+/// left to drift.
+#[test]
+fn issue_18_every_command_block_is_run_or_says_why_not() {
+    let mut unmarked = Vec::new();
+    let (mut run, mut skipped, mut elsewhere) = (0, 0, 0);
+    for (line, info, body, marker) in marked_blocks(&readme()) {
+        if info != "sh" && !body.lines().any(prompt) {
+            continue;
+        }
+        let name = marker.strip_prefix("<!-- readme-test: ").and_then(|r| r.strip_suffix(" -->"));
+        match name {
+            Some(reason) if reason.starts_with("skip (") && reason.ends_with(')') && reason.len() > 20 => skipped += 1,
+            Some(by) if by.starts_with("by ") => {
+                let test = &by[3..];
+                assert!(tests_source().contains(&format!("fn {test}()")), "README.md:{line}: no test named {test}");
+                elsewhere += 1;
+            }
+            Some(n) if info == "console" && !n.starts_with("skip") => run += 1,
+            _ => unmarked.push(format!("README.md:{line}: ```{info} {}", body.lines().next().unwrap_or(""))),
+        }
+    }
+    eprintln!("README command blocks: {run} run here, {elsewhere} run by a named test, {skipped} not runnable");
+    assert!(unmarked.is_empty(), "command blocks neither run nor marked skip (REASON):\n{}", unmarked.join("\n"));
+}
+
+/// The integration tests' source, to check a `by TEST` marker names one.
+fn tests_source() -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut all = String::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "rs") {
+            all.push_str(&std::fs::read_to_string(p).unwrap());
+        }
+    }
+    all
+}
+
 /// The one block whose info string is `info`.
 #[track_caller]
 fn block(info: &str) -> String {
@@ -158,6 +239,24 @@ fn issue_18_claude_code_hooks_run_from_a_project() {
     assert!(out.contains("\"record\":\"nudge\""), "{out}");
 }
 
+/// Issue 18: the README's stop-hook script, run as it stands from a
+/// project, plans the session buffer, applies it and removes the buffer.
+#[test]
+fn issue_18_readme_stop_hook_script_applies_the_session_buffer() {
+    let script = blocks(&readme())
+        .into_iter()
+        .find(|(i, b)| i == "sh" && b.starts_with("f=.agents/last-word.session.jsonl"))
+        .expect("the README's stop-hook script")
+        .1;
+    let (lib, home) = hook_project();
+    run_hook(&lib, &home, &format!("SESSION_ID=s-42\n{script}"), "");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+    assert!(!lib.root().join(".agents/last-word.session.jsonl").exists());
+    // With nothing buffered the script still succeeds and changes nothing.
+    run_hook(&lib, &home, &format!("SESSION_ID=s-43\n{script}"), "");
+    assert_eq!(agents_md(&lib), "# Project\n\n## Build\n\ncargo build\n");
+}
+
 /// The command lines of the ```sh blocks inside a snippet.
 fn commands(snippet: &str) -> Vec<String> {
     blocks(snippet)
@@ -236,6 +335,12 @@ fn steps(body: &str) -> Vec<(String, Vec<String>)> {
             out.last_mut().expect("a command first").1.push(line.to_string());
         }
     }
+    // A blank line between steps is for the reader, not output.
+    for (_, want) in &mut out {
+        while want.last().is_some_and(|l| l.is_empty()) {
+            want.pop();
+        }
+    }
     out
 }
 
@@ -303,6 +408,60 @@ fn setup(name: &str, dir: &Path, home: &Path) {
             "dup.yaml",
             "version: \"1.0.0\"\nentries:\n  - key: {path: \"~/.config/agents/USER.md\", heading: \"Projects\", level: 2}\n    operation: update\n    content: \"- kb-tools\\n\"\n  - key: {path: \"~/.config/agents/USER.md\", heading: \"Projects\"}\n    operation: update\n    content: \"- other\\n\"\n",
         ),
+        // The library the kb-index and kb-relate sections describe.
+        "walkthrough" => {
+            crate::util::git(dir, &["init", "-q"]);
+            crate::util::git(dir, &["config", "user.name", "Test"]);
+            crate::util::git(dir, &["config", "user.email", "test@example.invalid"]);
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-append"));
+            isolate(&mut c, dir);
+            assert!(c.arg("init").output().unwrap().status.success());
+            let refs = ".library/.memory/.references";
+            write(&format!("{refs}/jwt-auth-v1.md"), "---\ntopic: jwt-auth\nkeywords: [jwt, auth]\nlast_verified_at: 2025-10-01\nstaleness_threshold_days: 60\neffectiveness_mark: true\n---\n# JWT auth\n\nSee https://datatracker.ietf.org/doc/rfc7519.\n");
+            write(&format!("{refs}/jwt-auth-v2.md"), "---\ntopic: jwt-auth\nkeywords: [jwt]\nlast_verified_at: 2026-02-20\neffectiveness_mark: true\nrelated: [oauth-flow]\n---\n# JWT auth\n\nSee https://datatracker.ietf.org/doc/rfc7519.\n");
+            write(&format!("{refs}/oauth-flow-v1.md"), "---\ntopic: oauth-flow\nlast_verified_at: 2026-02-01\nrelated: [session]\n---\n# OAuth flow\n\nSee https://datatracker.ietf.org/doc/rfc6749.\n");
+            write(".library/.memory/.experiences/software/session-impl.md", "---\ntype: software\nlast_verified_at: 2025-09-01\n---\n# Session handling\n");
+            write(".library/.memory/.thinking/patterns/divide.md", "---\ntopic: divide\n---\n# Divide and conquer\n");
+            write(".library/.skills/.active/pdf-tools/SKILL.md", "---\nname: pdf-tools\ndescription: Extract text from PDFs.\ntrust_tier: T3\n---\n# pdf-tools\n");
+            let mut log = std::fs::read_to_string(dir.join(".library/.changelog")).unwrap();
+            for (i, nb) in ["nb1", "nb2", "nb3"].iter().enumerate() {
+                for (h, event, path) in [
+                    (10, "referenced", ".memory/.thinking/patterns/divide.md"),
+                    (10, "referenced", ".skills/.active/pdf-tools/SKILL.md"),
+                    (18, "accept", ".memory/.thinking/patterns/divide.md"),
+                ] {
+                    log.push_str(&format!("{{\"ts\":\"2026-02-0{}T{h}:00:00Z\",\"event\":\"{event}\",\"path\":\"{path}\",\"notebook\":\"{nb}\"}}\n", i + 1));
+                }
+            }
+            write(".library/.changelog", &log);
+            crate::util::git(dir, &["add", "-A"]);
+            crate::util::git(dir, &["commit", "-qm", "walkthrough library"]);
+        }
+        "rebuilt" => {
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-index"));
+            isolate(&mut c, dir);
+            assert!(c.arg("rebuild").output().unwrap().status.success());
+        }
+        // The kb-index check example's state: a row naming a gone file, logged.
+        "gone-row" => {
+            let index = dir.join(".library/.memory/.references/.index.md");
+            let mut text = std::fs::read_to_string(&index).unwrap();
+            text.push_str("| gone-v9.md | gone |\n");
+            std::fs::write(&index, text).unwrap();
+            let mut c = Command::new(assert_cmd::cargo::cargo_bin("kb-index"));
+            isolate(&mut c, dir);
+            assert_eq!(c.arg("check").output().unwrap().status.code(), Some(1));
+        }
+        // A project that imports the kb-tools justfile, as the README's
+        // installation section shows.
+        "import" => {
+            let kb = Path::new(env!("CARGO_MANIFEST_DIR")).join("justfile");
+            write("justfile", &format!("import '{}'\n", kb.display()));
+        }
+        // The seed's example library of the kb-score section.
+        "seed-library" => crate::util::copy_dir(crate::score::seed_library().root(), dir),
+        // The rule files of this checkout, for `rules validate rules/core.yaml`.
+        "rules" => crate::util::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("rules"), &dir.join("rules")),
         other => panic!("README example with unknown setup '{other}'"),
     }
 }

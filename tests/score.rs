@@ -19,7 +19,7 @@ const EXP: &str = ".memory/.experiences/software/login-retry-impl.md";
 /// The seed's example library: jwt-auth (used by 3, 2 days old) ←
 /// session-management (used by 1, 20 days) ← rate-limiting (0.9 days);
 /// oauth-flow → jwt-auth; plus a Chinese note and an experience.
-fn seed_library() -> Lib {
+pub fn seed_library() -> Lib {
     let lib = Lib::new();
     let docs = [
         (JWT, "---\ntopic: jwt-auth\nkeywords: [bearer token, authentication]\nlast_verified_at: 2026-02-27T12:00:00Z\n---\n# JWT authentication\n\nSigned JSON Web Tokens carry the user's claims; verify the signature and expiry on every request.\n"),

@@ -390,3 +390,22 @@ fn nudge_loses_no_count_under_concurrent_callers() {
     let counters: Value = serde_json::from_str(&lib.read(".cache/skill-nudge.json")).unwrap();
     assert_eq!(counters["default"], 4);
 }
+
+/// Issue 18: a skill can ship an image: `write-file assets/logo.png` takes
+/// the bytes as they are (not UTF-8), the guard passes the PNG, and the
+/// bytes on disk are the file's; SKILL.md itself must still be text.
+#[test]
+fn issue_18_write_file_takes_an_image_asset() {
+    let lib = with_skill();
+    let png: &[u8] =
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde";
+    std::fs::write(lib.root().join("logo.png"), png).unwrap();
+    let rec = ok(&lib, &["write-file", "pdf-tools", "--file-path", "assets/logo.png", "--content-file", "logo.png"]);
+    assert_eq!(rec["verdict"], "safe", "{rec}");
+    assert_eq!(rec["bytes"], png.len());
+    assert_eq!(std::fs::read(lib.path(&format!("{DIR}/assets/logo.png"))).unwrap(), png);
+    std::fs::write(lib.root().join("bad.md"), b"\xff\xfe# not text\n").unwrap();
+    let msg = err(&lib, &["edit", "pdf-tools", "--content-file", "bad.md"]);
+    assert!(msg.contains("SKILL.md must be UTF-8 text"), "{msg}");
+    assert_eq!(lib.read(&format!("{DIR}/SKILL.md")), MD);
+}

@@ -254,8 +254,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             }
             c if c.starts_with("skill ") => {
                 let lib = Library::resolve(root)?;
-                let content =
-                    || write::content_from_args(a.get("content"), a.get("content-file").map(std::path::Path::new), opts.max_bytes);
+                let file = a.get("content-file").map(std::path::Path::new);
+                let content = || write::bytes_from_args(a.get("content"), file, opts.max_bytes).map(|(b, _)| b);
                 let s = crate::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
                 let mut flags = crate::skills::cli::Flags::default();
                 for f in ["stage", "old-string", "new-string", "file-path", "to", "format", "calls", "interval"] {

@@ -84,8 +84,10 @@ pub fn scan_targets(
             }
         }
     }
+    let progress = crate::out::progress::Progress::new("kb-guard: scanning", jobs.len());
     let scanned: Vec<(usize, Scanned)> = jobs
         .par_iter()
+        .inspect(|_| progress.count())
         .map(|job| match job {
             Job::Stdin { target } => (*target, engine.scan_bytes("-", stdin)),
             Job::File { target, path, display } => match target::read(path) {

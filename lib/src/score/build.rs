@@ -261,11 +261,17 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
     // Read in parallel a chunk at a time and turn each chunk's term
     // strings into ids before the next: the strings of every document at
     // once were most of a cold build's memory (0.8 GB at 100,000).
+    let progress = crate::out::progress::Progress::new("kb-score: indexing", read);
     for start in (0..paths.len()).step_by(READ_CHUNK) {
         let end = (start + READ_CHUNK).min(paths.len());
         let fresh: Vec<(Option<Fresh>, Vec<Problem>)> = paths[start..end]
             .par_iter()
             .zip(reuse[start..end].par_iter())
+            .inspect(|(_, r)| {
+                if r.is_none() {
+                    progress.count();
+                }
+            })
             .map(|(p, r)| if r.is_some() { (None, Vec::new()) } else { read_one(lib, p, &written) })
             .collect();
         for (k, (f, probs)) in fresh.into_iter().enumerate() {

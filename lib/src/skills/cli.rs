@@ -59,13 +59,14 @@ fn to_value(v: &impl serde::Serialize) -> Value {
 }
 
 /// Runs `skill <action> [NAME]`; `content` reads --content, --content-file
-/// or stdin when the action needs content.
+/// or stdin when the action needs content (text, but for a supporting file,
+/// which may be an image or other asset).
 pub fn run(
     lib: &Library,
     words: &[String],
     flags: &Flags,
     notebook: Option<&str>,
-    content: impl Fn() -> Result<String>,
+    content: impl Fn() -> Result<Vec<u8>>,
     opts: &manage::Options,
 ) -> Result<Vec<Rec>> {
     let (action, rest) = words.split_first().ok_or_else(|| {
@@ -104,12 +105,19 @@ pub fn run(
             let need = |v: &Option<String>, flag: &str| {
                 v.clone().ok_or_else(|| Error::usage(format!("skill {op} needs --{flag}")))
             };
+            let text = || {
+                String::from_utf8(content()?).map_err(|_| {
+                    Error::msg(format!(
+                        "skill {op}: SKILL.md must be UTF-8 text (only a supporting file may be binary)"
+                    ))
+                })
+            };
             let op = match op {
                 "create" => {
                     let stage = flags.stage.as_deref().map(Stage::parse).transpose()?.unwrap_or(Stage::Candidates);
-                    Op::Create { content: content()?, stage }
+                    Op::Create { content: text()?, stage }
                 }
-                "edit" => Op::Edit { content: content()? },
+                "edit" => Op::Edit { content: text()? },
                 "patch" => Op::Patch {
                     old: need(&flags.old_string, "old-string")?,
                     new: need(&flags.new_string, "new-string")?,

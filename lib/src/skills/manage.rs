@@ -69,8 +69,9 @@ pub enum Op {
     WriteFile {
         /// Path inside the skill.
         file: String,
-        /// Its content.
-        content: String,
+        /// Its bytes: text, or an asset such as an image (the guard sniffs
+        /// the type and scans what is text).
+        content: Vec<u8>,
     },
     /// Remove a supporting file.
     RemoveFile {
@@ -188,7 +189,7 @@ struct Change {
     /// Library-relative path.
     rel: String,
     /// The new bytes (None: removal).
-    new: Option<String>,
+    new: Option<Vec<u8>>,
     /// The bytes before (None: the file did not exist).
     old: Option<Vec<u8>>,
     /// Directories the write creates, outermost first.
@@ -242,7 +243,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             flagged.then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
         let ts = clock::format(clock::now()?);
         let text = change.new.clone();
-        let sha = text.as_ref().map(|t| digest::sha256_hex(t.as_bytes()));
+        let sha = text.as_ref().map(|t| digest::sha256_hex(t));
         let event = Event {
             ts: ts.clone(),
             event: "skill".into(),
@@ -320,7 +321,9 @@ fn precheck(name: &str, op: &Op) -> std::result::Result<(), String> {
 fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize>)> {
     let in_skill = |f: &str| format!("{dir}/{f}");
     let (rel, new, replaced) = match &req.op {
-        Op::Create { content, .. } | Op::Edit { content } => (in_skill("SKILL.md"), Some(content.clone()), None),
+        Op::Create { content, .. } | Op::Edit { content } => {
+            (in_skill("SKILL.md"), Some(content.clone().into_bytes()), None)
+        }
         Op::Patch { old, new, file, replace_all } => {
             let f = match file.as_deref() {
                 None | Some("SKILL.md") => "SKILL.md".to_string(),
@@ -351,7 +354,7 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
             } else {
                 validate::file_size(&f, patched.len()).map_err(Error::msg)?;
             }
-            (rel, Some(patched), Some(if *replace_all { count } else { 1 }))
+            (rel, Some(patched.into_bytes()), Some(if *replace_all { count } else { 1 }))
         }
         Op::WriteFile { file, content } => {
             (in_skill(&validate::file_path(file).map_err(Error::msg)?), Some(content.clone()), None)
@@ -418,7 +421,7 @@ pub(crate) fn files_under(dir: &Path) -> Result<Vec<walkdir::DirEntry>> {
 fn apply(lib: &Library, c: &mut Change) -> Result<()> {
     let full = lib.path(&c.rel);
     match &c.new {
-        Some(text) => atomic::write(&full, text.as_bytes()),
+        Some(bytes) => atomic::write(&full, bytes),
         None => {
             fs::remove_file(&full).map_err(|e| Error::io(format!("removing {}", c.rel), e))?;
             if let Some(parent) = full.parent() {

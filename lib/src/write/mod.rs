@@ -181,20 +181,35 @@ pub fn content_from_bytes(bytes: Vec<u8>, what: &str, max_bytes: usize) -> Resul
 /// The content of a write: `--content`, `--content-file`, else stdin
 /// (UTF-8, within the limit).
 pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, max_bytes: usize) -> Result<String> {
-    match (content, file) {
-        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
-        (Some(c), None) => content_from_bytes(c.as_bytes().to_vec(), "--content", max_bytes),
+    let (bytes, what) = bytes_from_args(content, file, max_bytes)?;
+    content_from_bytes(bytes, &what, max_bytes)
+}
+
+/// The same bytes, not necessarily text (a skill's `assets/logo.png`),
+/// with what they came from for messages.
+pub fn bytes_from_args(
+    content: Option<&str>,
+    file: Option<&std::path::Path>,
+    max_bytes: usize,
+) -> Result<(Vec<u8>, String)> {
+    let (bytes, what) = match (content, file) {
+        (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
+        (Some(c), None) => (c.as_bytes().to_vec(), "--content".to_string()),
         (None, Some(f)) => {
             let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
-            content_from_bytes(bytes, &f.display().to_string(), max_bytes)
+            (bytes, f.display().to_string())
         }
         (None, None) => {
             let mut bytes = Vec::new();
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(|e| Error::io("reading stdin", e))?;
-            content_from_bytes(bytes, "stdin", max_bytes)
+            (bytes, "stdin".to_string())
         }
+    };
+    if bytes.len() > max_bytes {
+        return Err(Error::msg(format!("{what} is {} bytes, over the limit of {max_bytes}", bytes.len())));
     }
+    Ok((bytes, what))
 }
 
 /// Runs a batch of requests (line number, request or the reason it was

@@ -98,7 +98,7 @@ fn manage(cx: &Ctx, map: Map<String, Value>) -> Called {
     flags.file_path = a.str("file_path")?;
     let opts = skills::Options { commit: true, lock: cx.lock_for("skill_manage") };
     let words = [verb.to_string(), name];
-    let recs = cli::run(&cx.lib, &words, &flags, None, || Ok(content.clone().unwrap_or_default()), &opts);
+    let recs = cli::run(&cx.lib, &words, &flags, None, || Ok(content.clone().unwrap_or_default().into_bytes()), &opts);
     run(|| {
         let mut r = Reply::default();
         for rec in recs? {
