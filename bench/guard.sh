@@ -6,7 +6,7 @@
 # heldout` (templates and seed never tuned on) is reported once.
 # Usage: bench/guard.sh [SKILLS] [--split train|heldout] [--baseline BIN]
 #   (default 2000 skills, ~85 MB, split train; BIN e.g. main's release kb-guard)
-# Env: GUARD_BENCH_DIR (default /tmp/kb-guard-bench), CARGO_TARGET_DIR.
+# Env: GUARD_BENCH_DIR (default /tmp/kb-guard-bench), CARGO_TARGET_DIR, KB_GUARD_BIN.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SKILLS=2000 SPLIT=train BASE=""
@@ -18,8 +18,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 OUT=${GUARD_BENCH_DIR:-/tmp/kb-guard-bench}/$SPLIT
-cargo build --quiet --release --bin kb-guard --manifest-path "$ROOT/Cargo.toml"
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/kb-guard
+if [ -n "${KB_GUARD_BIN:-}" ]; then
+  BIN=$KB_GUARD_BIN  # a build made already (e.g. copied out of target/)
+else
+  cargo build --quiet --release --bin kb-guard --manifest-path "$ROOT/Cargo.toml"
+  BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/kb-guard
+fi
 if [ ! -f "$OUT/manifest.jsonl" ] || [ "$(wc -l < "$OUT/manifest.jsonl")" -ne "$SKILLS" ]; then
   rm -rf "$OUT"
   python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))["rules"]))' "$ROOT/rules/core.yaml" \

@@ -100,6 +100,11 @@ fn dedupe(hits: &mut Vec<Hit>) {
     *hits = kept;
 }
 
+/// How [`Engine::match_rules`] sees a text's lines: the file's line for a
+/// line of the text, and whether a rule (by pattern) already matched a
+/// file line as written.
+type LineMap<'a> = (&'a dyn Fn(usize) -> usize, &'a dyn Fn(usize, usize) -> bool);
+
 struct Compiled {
     rule: usize,
     re: Regex,
@@ -347,7 +352,7 @@ impl Engine {
             // the rewritten line is not searched for it again.
             matched.sort_unstable();
             let known = |pid: usize, line: usize| matched.binary_search(&(pid, line)).is_ok();
-            let scan = (&line_of as &dyn Fn(usize) -> usize, &known as &dyn Fn(usize, usize) -> bool);
+            let scan: LineMap = (&line_of, &known);
             self.match_rules(path, (vhay, &vlines), &vids, scan, &ctx, &|_| true, &mut vhits, &mut Vec::new(), out);
             let seen: std::collections::HashSet<(usize, String)> =
                 hits.iter().map(|h: &Hit| (h.finding.line, h.finding.rule.clone())).collect();
@@ -369,7 +374,7 @@ impl Engine {
         path: &str,
         (hay, lines): (&[u8], &LineIndex),
         ids: &[(usize, Vec<usize>)],
-        (line_of, known): (&dyn Fn(usize) -> usize, &dyn Fn(usize, usize) -> bool),
+        (line_of, known): LineMap,
         ctx: &dyn Fn(usize) -> Context,
         changed: &dyn Fn(usize) -> bool,
         hits: &mut Vec<Hit>,
