@@ -6,7 +6,7 @@
 # heldout` (templates and seed never tuned on) is reported once.
 # Usage: bench/guard.sh [SKILLS] [--split train|heldout] [--baseline BIN]
 #   (default 2000 skills, ~85 MB, split train; BIN e.g. main's release kb-guard)
-# Env: GUARD_BENCH_DIR (default /tmp/kb-guard-bench), CARGO_TARGET_DIR.
+# Env: GUARD_BENCH_DIR (default /tmp/kb-guard-bench), CARGO_TARGET_DIR, KB_GUARD_BIN.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SKILLS=2000 SPLIT=train BASE=""
@@ -18,8 +18,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 OUT=${GUARD_BENCH_DIR:-/tmp/kb-guard-bench}/$SPLIT
-cargo build --quiet --release --bin kb-guard --manifest-path "$ROOT/Cargo.toml"
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/kb-guard
+if [ -n "${KB_GUARD_BIN:-}" ]; then
+  BIN=$KB_GUARD_BIN  # a build made already (e.g. copied out of target/)
+else
+  cargo build --quiet --release --bin kb-guard --manifest-path "$ROOT/Cargo.toml"
+  BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/kb-guard
+fi
 if [ ! -f "$OUT/manifest.jsonl" ] || [ "$(wc -l < "$OUT/manifest.jsonl")" -ne "$SKILLS" ]; then
   rm -rf "$OUT"
   python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))["rules"]))' "$ROOT/rules/core.yaml" \
@@ -28,14 +32,21 @@ fi
 cd "$OUT"
 BYTES=$(du -sb corpus | cut -f1)
 "$BIN" rules list --format jsonl | python3 -c 'import json,sys; [print(r["pattern"]) for r in map(json.loads, sys.stdin) if "pattern" in r]' > patterns.txt
-best() { # best wall time of 3 runs of "$@" (stdout to /dev/null)
-  local best=999999 t0 t1 t
-  for _ in 1 2 3; do
-    t0=$(date +%s.%N); "$@" > /dev/null || true; t1=$(date +%s.%N)
-    t=$(echo "$t1 - $t0" | bc -l); if (( $(echo "$t < $best" | bc -l) )); then best=$t; fi
-  done
-  echo "$best"
+best() { # "WALL CPU": best wall and best CPU (user+sys) seconds of 3 runs of "$@".
+  # CPU time is what a loaded machine does not inflate; ratios use it.
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+wall = cpu = 1e9
+for _ in range(3):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN); t0 = time.perf_counter()
+    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+    t1 = time.perf_counter(); r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = min(wall, t1 - t0)
+    cpu = min(cpu, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+print(f"{wall:.3f} {cpu:.3f}")
+PY
 }
+rate() { python3 -c 'import sys; mb,w,c=map(float,sys.argv[1:]); print(f"wall {w:.2f} s {mb/w:.0f} MB/s, CPU {c:.2f} s {mb/c:.0f} MB/s a core")' "$@"; }
 "$BIN" scan corpus > new.jsonl || true
 BUILDS=("new=new.jsonl")
 if [ -n "$BASE" ]; then
@@ -44,23 +55,24 @@ if [ -n "$BASE" ]; then
 fi
 python3 "$ROOT/bench/guard_report.py" manifest.jsonl "${BUILDS[@]}"
 MB=$(echo "$BYTES / 1000000" | bc -l)
-T_NEW=$(best "$BIN" scan corpus)
-printf 'corpus             %d skills, %.1f MB\n' "$SKILLS" "$MB"
-printf 'kb-guard (new)     %.2f s  %.0f MB/s\n' "$T_NEW" "$(echo "$MB / $T_NEW" | bc -l)"
+ratio() { python3 -c 'import sys; a,b=map(float,sys.argv[1:]); print(f"{a/b:.2f}")' "$@"; }
+read -r W_NEW C_NEW <<< "$(best "$BIN" scan corpus)"
+printf 'corpus             %d skills, %.1f MB (%s cores, load %s)\n' "$SKILLS" "$MB" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)"
+echo "kb-guard (new)     $(rate "$MB" "$W_NEW" "$C_NEW")"
 if [ -n "$BASE" ]; then
-  T_BASE=$(best "$BASE" scan corpus)
-  printf 'kb-guard (base)    %.2f s  %.0f MB/s   new/base time %.2f\n' "$T_BASE" "$(echo "$MB / $T_BASE" | bc -l)" "$(echo "$T_NEW / $T_BASE" | bc -l)"
+  read -r W_BASE C_BASE <<< "$(best "$BASE" scan corpus)"
+  echo "kb-guard (base)    $(rate "$MB" "$W_BASE" "$C_BASE")   new/base CPU $(ratio "$C_NEW" "$C_BASE")"
 fi
 if command -v rg > /dev/null; then
-  T_RG=$(best rg -c -f patterns.txt corpus)
-  printf 'rg -c -f (%d)     %.2f s  %.0f MB/s   kb-guard/rg time %.2f (target <= 2)\n' "$(wc -l < patterns.txt)" "$T_RG" "$(echo "$MB / $T_RG" | bc -l)" "$(echo "$T_NEW / $T_RG" | bc -l)"
+  read -r W_RG C_RG <<< "$(best rg -c -f patterns.txt corpus)"
+  echo "rg -c -f ($(wc -l < patterns.txt))     $(rate "$MB" "$W_RG" "$C_RG")   kb-guard/rg wall $(ratio "$W_NEW" "$W_RG"), CPU $(ratio "$C_NEW" "$C_RG") (target <= 2)"
 else
   echo "note: ripgrep not installed; the rg comparison is skipped"
 fi
 # Adversarial: 1 MB of near-matching text per rule family, long lines.
-ADV_BYTES=$(du -cb adversarial/*.txt | tail -1 | cut -f1)
-T_ADV=$(best "$BIN" scan adversarial)
-python3 -c 'import sys; tg,mb,ta,ab=map(float,sys.argv[1:]); print(f"adversarial        {ab/1e6:.1f} MB in {ta:.2f} s; per-MB time adversarial/normal {(ta/(ab/1e6))/(tg/mb):.2f} (target <= 2)")' "$T_NEW" "$MB" "$T_ADV" "$ADV_BYTES"
+ADV_MB=$(echo "$(du -cb adversarial/*.txt | tail -1 | cut -f1) / 1000000" | bc -l)
+read -r W_ADV C_ADV <<< "$(best "$BIN" scan adversarial)"
+python3 -c 'import sys; mb,wn,cn,amb,wa,ca=map(float,sys.argv[1:]); print(f"adversarial        {amb:.1f} MB, wall {wa:.2f} s, CPU {ca:.2f} s; per-MB time adversarial/normal: CPU {(ca/amb)/(cn/mb):.2f}, wall {(wa/amb)/(wn/mb):.2f} (target <= 2)")' "$MB" "$W_NEW" "$C_NEW" "$ADV_MB" "$W_ADV" "$C_ADV"
 if [ -d "$ROOT/../shared/data/agents-md" ]; then
   echo "real agent files (shared/data/agents-md): $("$BIN" scan "$ROOT/../shared/data/agents-md" 2>/dev/null | python3 -c 'import json,sys,collections; print(dict(collections.Counter(r["verdict"] for r in map(json.loads, sys.stdin) if r["record"]=="verdict")))')"
 fi

@@ -9,6 +9,7 @@ mod cli;
 mod crash;
 mod evolve;
 mod guard;
+mod guard_evasions;
 mod hostile;
 mod index;
 mod lastword;

@@ -6,8 +6,8 @@
 //! reported; the rest are counted.
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use base64::Engine as _;
 use regex_automata::meta::Regex;
@@ -21,6 +21,7 @@ use super::pattern::{self, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
 use super::typosquat;
+use super::work::{self, Step};
 use crate::error::{Error, Result};
 
 /// Most lines reported per rule and file; further matches are counted in
@@ -38,6 +39,12 @@ const MAX_PAYLOADS: usize = 256;
 /// Shortest run of base64 (or hex) characters decoded as a payload: 16
 /// characters hold 12 bytes, enough for `rm -rf ~/` (issue 17).
 const BASE64_MIN: usize = 16;
+
+/// Bytes of a line on either side of a match that its context is judged
+/// on (warning words, quotes around it): a sentence's reach. A longer
+/// window would make each match cost its whole line, and a long line of
+/// matches cost its length squared.
+const CONTEXT_WINDOW: usize = 512;
 
 /// Words before a match that show prose warns about a command rather than
 /// asks for it; such a match in prose is lowered one level.
@@ -92,6 +99,11 @@ fn dedupe(hits: &mut Vec<Hit>) {
     }
     *hits = kept;
 }
+
+/// How [`Engine::match_rules`] sees a text's lines: the file's line for a
+/// line of the text, and whether a rule (by pattern) already matched a
+/// file line as written.
+type LineMap<'a> = (&'a dyn Fn(usize) -> usize, &'a dyn Fn(usize, usize) -> bool);
 
 struct Compiled {
     rule: usize,
@@ -191,6 +203,28 @@ impl Engine {
         Ok((Engine::new(all)?, errors))
     }
 
+    /// [`Engine::load`], compiled once per rule set and shared: for
+    /// long-lived processes (kb-mcp answers many `guard_scan` calls) that
+    /// would otherwise compile every rule per call. The rule files are read
+    /// on every call (they are small) and the engine is rebuilt only when
+    /// their names or bytes changed, so hot-loaded rules apply at once.
+    pub fn shared(dir: Option<&Path>) -> Result<(Arc<Engine>, Vec<LoadError>)> {
+        type Cached = (Option<PathBuf>, String, Arc<Engine>, Vec<LoadError>);
+        static CACHE: Mutex<Vec<Cached>> = Mutex::new(Vec::new());
+        let key = rule_files_digest(dir);
+        let dir_key = dir.map(Path::to_path_buf);
+        let hit = |c: &Cached| c.0 == dir_key && c.1 == key;
+        if let Some(c) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|c| hit(c)) {
+            return Ok((c.2.clone(), c.3.clone()));
+        }
+        let (engine, errors) = Engine::load(dir)?;
+        let engine = Arc::new(engine);
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        cache.retain(|c| c.0 != dir_key);
+        cache.push((dir_key, key, engine.clone(), errors.clone()));
+        Ok((engine, errors))
+    }
+
     /// Every rule, core first, in file order.
     pub fn rules(&self) -> &[Rule] {
         &self.rules
@@ -267,7 +301,9 @@ impl Engine {
         out: &mut Scanned,
     ) {
         let hay = text.as_bytes();
-        let ids = self.set.matches(hay);
+        work::add(Step::RuleSet, hay.len());
+        let lines = LineIndex::new(hay);
+        let ids = self.set.line_hits(hay, &lines);
         let payloads = if depth < MAX_DEPTH { base64_runs(hay) } else { Vec::new() };
         let kind = doc_kind(path);
         // Lines with an evasion undone (quotes, concatenation, variables,
@@ -288,19 +324,36 @@ impl Engine {
         for t in squats {
             out.findings.push(self.builtin("typosquat", path, t.line, t.column, &t.matched, ctx(t.line)));
         }
-        let lines = LineIndex::new(hay);
         self.scan_payloads(path, hay, &payloads, &lines, &ctx, depth, out);
         let mut hits = Vec::new();
         let is_changed = |line: usize| changed.binary_search(&line).is_ok();
-        self.match_rules(path, hay, &ids, &|l| l, &ctx, &is_changed, &mut hits, out);
+        let mut matched = Vec::new();
+        self.match_rules(
+            path,
+            (hay, &lines),
+            &ids,
+            (&|l| l, &|_, _| false),
+            &ctx,
+            &is_changed,
+            &mut hits,
+            &mut matched,
+            out,
+        );
         if !view.is_empty() {
             let vtext: Vec<&str> = view.iter().map(|(_, l)| l.as_str()).collect();
             let vtext = vtext.join("\n");
             let vhay = vtext.as_bytes();
-            let vids = self.set.matches(vhay);
+            work::add(Step::RuleSet, vhay.len());
+            let vlines = LineIndex::new(vhay);
+            let vids = self.set.line_hits(vhay, &vlines);
             let mut vhits = Vec::new();
             let line_of = |local: usize| view.get(local - 1).map_or(1, |(l, _)| *l);
-            self.match_rules(path, vhay, &vids, &line_of, &ctx, &|_| true, &mut vhits, out);
+            // A rule that matched a line as written has its finding there:
+            // the rewritten line is not searched for it again.
+            matched.sort_unstable();
+            let known = |pid: usize, line: usize| matched.binary_search(&(pid, line)).is_ok();
+            let scan: LineMap = (&line_of, &known);
+            self.match_rules(path, (vhay, &vlines), &vids, scan, &ctx, &|_| true, &mut vhits, &mut Vec::new(), out);
             let seen: std::collections::HashSet<(usize, String)> =
                 hits.iter().map(|h: &Hit| (h.finding.line, h.finding.rule.clone())).collect();
             hits.extend(vhits.into_iter().filter(|h| !seen.contains(&(h.finding.line, h.finding.rule.clone()))));
@@ -312,40 +365,46 @@ impl Engine {
         out.findings[start..].sort_by_key(|f| (f.line, f.column));
     }
 
-    /// Runs the rules `ids` (from the set) over `hay`, one match per line
-    /// and rule; `line_of` maps a line of `hay` to the file's line.
+    /// Runs the rules `ids` (from the set, with the lines where each may
+    /// match) over those lines of `hay`, one match per line and rule;
+    /// `line_of` maps a line of `hay` to the file's line.
     #[allow(clippy::too_many_arguments)] // the scan state of one text, passed down once
     fn match_rules(
         &self,
         path: &str,
-        hay: &[u8],
-        ids: &[usize],
-        line_of: &dyn Fn(usize) -> usize,
+        (hay, lines): (&[u8], &LineIndex),
+        ids: &[(usize, Vec<usize>)],
+        (line_of, known): LineMap,
         ctx: &dyn Fn(usize) -> Context,
         changed: &dyn Fn(usize) -> bool,
         hits: &mut Vec<Hit>,
+        matched: &mut Vec<(usize, usize)>,
         out: &mut Scanned,
     ) {
-        let lines = LineIndex::new(hay);
-        for &pid in ids {
-            let c = &self.pats[pid];
+        for (pid, candidates) in ids {
+            let c = &self.pats[*pid];
             let rule = &self.rules[c.rule];
-            // One match per line is all a finding needs; the next search
-            // starts on the next line, so each line is searched once (an
-            // iterator over every match can be quadratic on long lines).
-            let (mut at, mut reported) = (0, 0);
-            while at < hay.len() {
-                let Some(m) = c.re.search(&Input::new(hay).span(at..hay.len())) else { break };
-                let (local, ls, le) = lines.locate(m.start());
-                at = le + 1;
+            // One match per line is all a finding needs, and only the
+            // lines the set flagged can hold one: each is searched once
+            // (an iterator over every match can be quadratic on long lines).
+            let mut reported = 0;
+            for &local in candidates {
+                let line = line_of(local);
+                if known(*pid, line) {
+                    continue;
+                }
+                let (ls, le) = lines.span(local);
+                work::add(Step::RuleSearch, le - ls);
+                let Some(m) = c.re.search(&Input::new(hay).span(ls..le)) else { continue };
+                matched.push((*pid, line));
                 if reported == PER_RULE {
                     out.omitted += 1;
                     continue;
                 }
                 reported += 1;
-                let line = line_of(local);
                 let context = ctx(line);
                 let (severity, lowered) = self.judge(rule, &c.benign, hay, (ls, le), (m.start(), m.end()), context);
+                work::add(Step::RuleSearch, m.start() - ls);
                 let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
                 let matched = String::from_utf8_lossy(&hay[m.range()]);
                 let mut f = self.builtin(&rule.id, path, line, column, &matched, context);
@@ -384,6 +443,9 @@ impl Engine {
         context: Context,
     ) -> (Severity, Option<Lowered>) {
         let severity = rule.severity;
+        // The context is a window of the line around the match.
+        let (ls, le) = (ls.max(s.saturating_sub(CONTEXT_WINDOW)), le.min(e + CONTEXT_WINDOW));
+        work::add(Step::Judge, le - ls);
         if benign.iter().any(|b| pattern::matches_at(b, hay, s, le)) {
             return (Severity::Medium, Some(Lowered { from: severity, why: "benign use" }));
         }
@@ -412,6 +474,10 @@ impl Engine {
         out: &mut Scanned,
     ) {
         let mut decoded = 0;
+        // Payloads come in text order: columns are counted on from the
+        // previous payload of the same line, so a line of many payloads is
+        // read once, not once per payload.
+        let mut cursor = (usize::MAX, 0, 0);
         for m in payloads {
             if decoded == MAX_PAYLOADS {
                 break;
@@ -426,7 +492,10 @@ impl Engine {
                 continue;
             }
             let (line, ls, _) = lines.locate(m.start());
-            let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
+            let (from, col) = if cursor.0 == ls { (cursor.1, cursor.2) } else { (ls, 1) };
+            work::add(Step::Payloads, m.start() - from);
+            let column = col + String::from_utf8_lossy(&hay[from..m.start()]).chars().count();
+            cursor = (ls, m.start(), column);
             let context = ctx(line);
             let shown = format!("{how}: {}", text.replace('\n', " "));
             out.findings.push(self.builtin("encoded_payload", path, line, column, &shown, context));
@@ -482,6 +551,32 @@ impl Engine {
         }
         bad
     }
+}
+
+/// A digest of the names and bytes of every rule file [`Engine::load`]
+/// reads for `dir` (the library's core file beside it, its YAML files).
+fn rule_files_digest(dir: Option<&Path>) -> String {
+    let Some(dir) = dir else { return String::new() };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.extend(dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE)));
+    let mut all = Vec::new();
+    for f in files {
+        all.extend(f.display().to_string().as_bytes());
+        all.push(0);
+        match std::fs::read(&f) {
+            Ok(b) => all.extend(format!("{}:", b.len()).as_bytes().iter().chain(&b)),
+            Err(e) => all.extend(format!("error {:?}", e.kind()).as_bytes()),
+        }
+        all.push(0);
+    }
+    crate::doc::digest::sha256_hex(&all)
 }
 
 /// Checks an extended file's rules against the rules already loaded:
@@ -563,6 +658,7 @@ impl Match {
 /// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding):
 /// one cheap byte loop, no automaton.
 fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
+    work::add(Step::Payloads, hay.len());
     let b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
     let mut out = Vec::new();
     let mut i = 0;
@@ -589,6 +685,7 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
 /// Decodes a run as hex (when it is all hex digits, of even length) or
 /// base64, when the result is mostly printable UTF-8 text.
 fn decode_payload(run: &[u8]) -> Option<(&'static str, String)> {
+    work::add(Step::Payloads, run.len());
     if run.len().is_multiple_of(2) && run.iter().all(u8::is_ascii_hexdigit) {
         let bytes: Option<Vec<u8>> =
             run.chunks(2).map(|p| std::str::from_utf8(p).ok().and_then(|h| u8::from_str_radix(h, 16).ok())).collect();
@@ -624,6 +721,25 @@ fn decode_base64(run: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_engine_is_built_once_per_rule_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let active = dir.path().join("active");
+        std::fs::create_dir(&active).unwrap();
+        let (a, _) = Engine::shared(Some(&active)).unwrap();
+        let (b, _) = Engine::shared(Some(&active)).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "the same rule files share one engine");
+        assert!(a.rule("ext-01").is_none());
+        let rule = "rules:\n- id: ext-01\n  category: exfiltration\n  severity: critical\n  pattern: 'evil-collector\\.test'\n  description: known collector\n  match: ['post to evil-collector.test']\n";
+        std::fs::write(active.join("ext.yaml"), rule).unwrap();
+        let (c, errors) = Engine::shared(Some(&active)).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(!Arc::ptr_eq(&a, &c) && c.rule("ext-01").is_some(), "a new rule file rebuilds it");
+        std::fs::write(active.join("ext.yaml"), rule.replace("critical", "high")).unwrap();
+        let (d, _) = Engine::shared(Some(&active)).unwrap();
+        assert_eq!(d.rule("ext-01").map(|r| r.severity), Some(Severity::High), "an edited file rebuilds it");
+    }
 
     #[test]
     fn every_core_rule_example_behaves() {

@@ -96,7 +96,7 @@ pub struct LineIndex {
 impl LineIndex {
     /// Indexes `hay` (one pass).
     pub fn new(hay: &[u8]) -> LineIndex {
-        let newlines = hay.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i).collect();
+        let newlines = memchr::memchr_iter(b'\n', hay).collect();
         LineIndex { newlines, len: hay.len() }
     }
 
@@ -107,6 +107,13 @@ impl LineIndex {
         let start = if i == 0 { 0 } else { self.newlines[i - 1] + 1 };
         let end = self.newlines.get(i).copied().unwrap_or(self.len);
         (i + 1, start, end)
+    }
+
+    /// The byte span (without its `\n`) of 1-based line `line`.
+    pub fn span(&self, line: usize) -> (usize, usize) {
+        let start = if line <= 1 { 0 } else { self.newlines.get(line - 2).map_or(self.len, |n| n + 1) };
+        let end = self.newlines.get(line.saturating_sub(1)).copied().unwrap_or(self.len);
+        (start, end.max(start))
     }
 
     /// Number of lines.

@@ -22,6 +22,7 @@ pub mod structure;
 pub mod target;
 pub mod typosquat;
 pub mod verdict;
+pub mod work;
 
 pub use engine::{Engine, LoadError, Scanned};
 pub use finding::{Context, Finding};
@@ -46,4 +47,11 @@ pub fn load_engine(root: Option<&std::path::Path>) -> crate::Result<(Engine, Vec
 /// errors to report). Every writer and every evolve step scans with it.
 pub fn library_engine(lib: &crate::Library) -> crate::Result<(Engine, Vec<LoadError>)> {
     Engine::load(Some(&lib.path(crate::library::GUARD_RULES)))
+}
+
+/// [`library_engine`] for a long-lived process (kb-mcp): compiled once per
+/// rule set and shared, rebuilt only when a rule file of the library
+/// changes (see [`Engine::shared`]).
+pub fn shared_library_engine(lib: &crate::Library) -> crate::Result<(std::sync::Arc<Engine>, Vec<LoadError>)> {
+    Engine::shared(Some(&lib.path(crate::library::GUARD_RULES)))
 }

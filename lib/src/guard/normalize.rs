@@ -11,6 +11,8 @@ use std::borrow::Cow;
 
 use unicode_normalization::UnicodeNormalization;
 
+use super::work::{self, Step};
+
 /// A normalisation event worth a finding: the rule id, where it first
 /// happened (1-based line and character column), and what was seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +93,7 @@ pub fn decode_lossy(bytes: &[u8]) -> String {
 /// unmistakable zero-byte pattern of ASCII in UTF-16) decoded, and invalid
 /// sequences replaced by U+FFFD with an `invalid_utf8` note.
 fn decode<'a>(bytes: &'a [u8], notes: &mut Vec<Note>) -> (Cow<'a, str>, &'static str) {
+    work::add(Step::Decode, bytes.len());
     let utf16 = match bytes {
         [0xFF, 0xFE, ..] => Some((true, 2)),
         [0xFE, 0xFF, ..] => Some((false, 2)),
@@ -200,6 +203,7 @@ struct Tallies {
 /// Folds the text line by line; `None` when nothing changed (ASCII text
 /// takes the fast path and is never copied).
 fn fold(text: &str, notes: &mut Vec<Note>) -> Option<(String, Vec<usize>)> {
+    work::add(Step::Fold, text.len());
     if text.is_ascii() {
         return None;
     }
@@ -263,6 +267,7 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
     if line.is_ascii() {
         return None;
     }
+    work::add(Step::Fold, line.len());
     let chars: Vec<char> = line.chars().collect();
     let mut kept = String::with_capacity(line.len());
     for (i, &c) in chars.iter().enumerate() {
@@ -405,6 +410,8 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
         return None;
     }
     let chars: Vec<char> = s.chars().collect();
+    work::add(Step::Fold, chars.len());
+    let mut latin_tokens: Option<Vec<usize>> = None;
     let mut out: Option<Vec<char>> = None;
     let mut i = 0;
     while i < chars.len() {
@@ -422,8 +429,12 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
             continue;
         }
         let has_ascii = word.iter().any(|c| c.is_ascii_alphabetic());
-        if !has_ascii && word.len() < 4 && !in_ascii_token(&chars, start, i) {
-            continue;
+        if !has_ascii && word.len() < 4 {
+            let latin = latin_tokens.get_or_insert_with(|| latin_marks(&chars));
+            let own = word.iter().filter(|c| latin_mark(**c)).count();
+            if latin[start] == own {
+                continue;
+            }
         }
         let buf = out.get_or_insert_with(|| chars.clone());
         for (k, c) in word.iter().enumerate() {
@@ -436,14 +447,26 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
     out.map(|v| v.into_iter().collect())
 }
 
-/// Whether the word `chars[s..e]` sits in a whitespace-delimited token
-/// that also holds ASCII letters or path and variable punctuation
-/// (`~/.ѕѕһ/іd_rѕа`): short look-alike words there are Latin in disguise,
-/// while a short Cyrillic or Greek word between spaces is left alone.
-fn in_ascii_token(chars: &[char], s: usize, e: usize) -> bool {
-    let a = chars[..s].iter().rposition(|c| c.is_whitespace()).map_or(0, |p| p + 1);
-    let b = chars[e..].iter().position(|c| c.is_whitespace()).map_or(chars.len(), |p| e + p);
-    chars[a..s].iter().chain(&chars[e..b]).any(|c| c.is_ascii_alphanumeric() || "~/_$\\".contains(*c))
+/// ASCII letters and digits, and path and variable punctuation.
+fn latin_mark(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "~/_$\\".contains(c)
+}
+
+/// For each character, how many [`latin_mark`]s its whitespace-delimited
+/// token holds. A short look-alike word in a token with marks besides its
+/// own (`~/.ѕѕһ/іd_rѕа`) is Latin in disguise, while a short Cyrillic or
+/// Greek word between spaces is left alone. One pass over the line (asking
+/// per word would rescan a long token once for each of its words).
+fn latin_marks(chars: &[char]) -> Vec<usize> {
+    work::add(Step::Fold, chars.len());
+    let mut marks = vec![0; chars.len()];
+    let mut start = 0;
+    for end in (0..=chars.len()).filter(|&i| i == chars.len() || chars[i].is_whitespace()) {
+        let n = chars[start..end].iter().filter(|c| latin_mark(**c)).count();
+        marks[start..end].fill(n);
+        start = end + 1;
+    }
+    marks
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use regex_syntax::hir::{
     self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
 };
 
+use super::finding::LineIndex;
 use crate::error::{Error, Result};
 
 /// Parses one pattern into the line-bounded form the guard matches with.
@@ -255,6 +256,40 @@ impl Set {
             }
         }
         found.iter().map(|p| p.as_usize()).collect()
+    }
+}
+
+impl Set {
+    /// Each pattern that may match in `hay`, with the 1-based lines of
+    /// `lines` where one of its set matches ends (ascending). Rules match
+    /// within a line and the set's form of a rule matches a prefix of
+    /// every match of the rule, so the rule can only match on these lines:
+    /// each rule then reads only them, not the whole text again.
+    pub fn line_hits(&self, hay: &[u8], lines: &LineIndex) -> Vec<(usize, Vec<usize>)> {
+        let input = Input::new(hay);
+        let mut per: Vec<Vec<usize>> = vec![Vec::new(); self.dfa.pattern_len()];
+        let mut cache = self.caches.get();
+        let mut state = OverlappingState::start();
+        let (mut line, mut line_end) = (0, 0);
+        loop {
+            if self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
+                let mut found = PatternSet::new(self.dfa.pattern_len());
+                self.fallback.which_overlapping_matches(&input, &mut found);
+                return found.iter().map(|p| (p.as_usize(), (1..=lines.lines()).collect())).collect();
+            }
+            let Some(m) = state.get_match() else { break };
+            // Matches come in text order: the line is looked up again only
+            // when a match ends past the current one.
+            if line == 0 || m.offset() > line_end {
+                let (l, _, e) = lines.locate(m.offset());
+                (line, line_end) = (l, e);
+            }
+            let seen = &mut per[m.pattern().as_usize()];
+            if seen.last() != Some(&line) {
+                seen.push(line);
+            }
+        }
+        per.into_iter().enumerate().filter(|(_, l)| !l.is_empty()).collect()
     }
 }
 

@@ -5,6 +5,8 @@
 //! say "one edit away", so this check is code. Lines are looked at only
 //! when they hold an install command, so the scan stays linear.
 
+use super::work::{self, Step};
+
 /// Popular PyPI packages (the targets typosquats imitate).
 const PYPI: &[&str] = &[
     "requests",
@@ -176,10 +178,15 @@ pub fn find(text: &str) -> Vec<Squat> {
     if !TOOLS.iter().any(|t| text.contains(t)) {
         return out;
     }
+    work::add(Step::Typosquat, text.len());
     for (i, line) in text.split('\n').enumerate() {
         if !TOOLS.iter().any(|t| line.contains(t)) {
             continue;
         }
+        work::add(Step::Typosquat, line.len());
+        // Columns are counted forward from the last squat of the line,
+        // never from its start: a line of many installs stays linear.
+        let (mut at, mut col) = (0, 1);
         for seg in line.split(['&', ';', '|', '`']) {
             if !TOOLS.iter().any(|t| seg.contains(t)) {
                 continue;
@@ -215,7 +222,12 @@ pub fn find(text: &str) -> Vec<Squat> {
                     continue;
                 }
                 if let Some(p) = popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p)) {
-                    let col = line[..line.find(w).unwrap_or(0)].chars().count() + 1;
+                    // `w` is a slice of `line`: its offset is exact, even
+                    // when the same word appears earlier on the line.
+                    let off = (w.as_ptr() as usize).saturating_sub(line.as_ptr() as usize).min(line.len());
+                    col += line.get(at..off).map_or(0, |s| s.chars().count());
+                    work::add(Step::Typosquat, off.saturating_sub(at));
+                    at = off;
                     out.push(Squat { line: i + 1, column: col, matched: format!("{name} (looks like {p})") });
                 }
             }
