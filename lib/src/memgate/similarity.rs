@@ -78,51 +78,14 @@ fn counts(terms: impl Iterator<Item = u64>) -> Vec<(u64, u32)> {
 
 /// The duplicate digest of a one-liner.
 pub fn dup_digest(one_liner: &str) -> [u8; 16] {
-    let hex = crate::doc::digest::sha256_hex(text::canonical(one_liner).as_bytes());
+    let d = crate::doc::digest::sha256(text::canonical(one_liner).as_bytes());
     let mut out = [0u8; 16];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0);
-    }
+    out.copy_from_slice(&d[..16]);
     out
 }
 
-/// The character n-grams of a text: each Latin-script word padded with a
-/// space at both ends and cut into trigrams (" go", "go "; no gram spans
-/// two words), and each CJK run as its single characters and its
-/// bigrams, so "打印语句" meets "打印的语句" through 打, 印, 语, 句, 打印, 语句.
-pub fn grams(text_: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word: Vec<char> = Vec::new();
-    let mut cjk: Vec<char> = Vec::new();
-    let flush_word = |w: &mut Vec<char>, out: &mut Vec<String>| {
-        if !w.is_empty() {
-            let mut padded = vec![' '];
-            padded.append(w);
-            padded.push(' ');
-            out.extend(padded.windows(3).map(|g| g.iter().collect::<String>()));
-        }
-    };
-    let flush_cjk = |r: &mut Vec<char>, out: &mut Vec<String>| {
-        out.extend(r.iter().map(char::to_string));
-        out.extend(r.windows(2).map(|g| g.iter().collect::<String>()));
-        r.clear();
-    };
-    for c in text::normalise(text_).chars() {
-        if text::is_cjk(c) {
-            flush_word(&mut word, &mut out);
-            cjk.push(c);
-        } else if c.is_alphanumeric() {
-            flush_cjk(&mut cjk, &mut out);
-            word.push(c);
-        } else {
-            flush_word(&mut word, &mut out);
-            flush_cjk(&mut cjk, &mut out);
-        }
-    }
-    flush_word(&mut word, &mut out);
-    flush_cjk(&mut cjk, &mut out);
-    out
-}
+/// The character n-grams of a text (`text::grams`).
+pub use crate::text::grams;
 
 /// Features of a note or candidate: `text` is the user's words it holds
 /// (see `Candidate::search_text`), `one_liner` feeds the duplicate digest.
@@ -138,16 +101,15 @@ pub fn features(text_: &str, one_liner: &str) -> Features {
     }
 }
 
-/// BM25 inverse document frequency (the +1 form, never negative).
-pub fn idf(n_docs: f64, df: f64) -> f64 {
-    (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln()
-}
+/// The project's one IDF (`text::bm25`).
+pub use crate::text::bm25::idf;
 
 impl Bm25 {
-    /// One BM25 term contribution for term frequency `tf` in a document of
-    /// `len` terms, average length `avg`.
+    /// One BM25 term contribution (the project's one formula,
+    /// `text::bm25`, with this half's parameters) for term frequency `tf`
+    /// in a document of `len` terms, average length `avg`.
     pub fn term(self, idf: f64, tf: f64, len: f64, avg: f64) -> f64 {
-        idf * tf * (self.k1 + 1.0) / (tf + self.k1 * (1.0 - self.b + self.b * len / avg.max(1.0)))
+        idf * text::bm25::saturate(self.k1, self.b, tf, len, avg)
     }
 }
 
@@ -179,16 +141,4 @@ pub fn pair(a: &str, b: &str) -> f64 {
     let (ga, gb): (BTreeSet<String>, BTreeSet<String>) =
         (grams(a).into_iter().collect(), grams(b).into_iter().collect());
     0.5 * dice(&wa, &wb) + 0.5 * dice(&ga, &gb)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grams_stay_inside_words_and_split_cjk() {
-        assert_eq!(grams("Go it"), [" go", "go ", " it", "it "]);
-        assert_eq!(grams("打印语句"), ["打", "印", "语", "句", "打印", "印语", "语句"]);
-        assert_eq!(grams("用pnpm"), ["用", " pn", "pnp", "npm", "pm "]);
-    }
 }
