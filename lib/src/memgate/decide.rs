@@ -150,7 +150,7 @@ fn decide_candidate(
     c: Candidate,
     claim_note: Option<&Loaded>,
 ) -> Result<Decision> {
-    let q = similarity::features(&c.search_text(), &c.one_liner);
+    let q = similarity::query_features(&c.search_text(), &c.one_liner);
     let g = govern::govern(&c, &q, view, paths, &inp.text, claim_note)?;
     let id = new_id(paths, &c.one_liner)?;
     let rel = gate::reliability(inp, &c);

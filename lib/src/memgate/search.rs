@@ -5,7 +5,7 @@
 //! missing or older than `notes/` (the directory's mtime changes with every
 //! add, rename or delete), decide builds one in memory from the notes.
 //!
-//! Layout (little endian): magic `KBMGIX02`, notes-dir mtime (i64 ns),
+//! Layout (little endian): magic `KBMGIX03`, notes-dir mtime (i64 ns),
 //! doc count (u32), term count (u32), total word length (u64), total
 //! n-gram length (u64); docs (48 bytes each: name offset u32, name length
 //! u32, size u64, mtime i64, word length u32, n-gram length u32, duplicate
@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use super::delta::Change;
 use super::similarity::{self as sim, Features};
 
-/// Version 02: n-gram lengths instead of n-gram norms (both halves BM25).
-const MAGIC: &[u8; 8] = b"KBMGIX02";
+/// Version 03: word pairs and Latin 4-grams among the terms (an index of
+/// an older version is stale: rebuilt, never read with other terms).
+const MAGIC: &[u8; 8] = b"KBMGIX03";
 const HEAD: usize = 40;
 const DOC: usize = 48;
 const TERM: usize = 16;
@@ -352,8 +353,8 @@ impl<'a> View<'a> {
             return Vec::new();
         }
         let mut seen = vec![false; self.slots()];
-        let words = self.half(&q.words, q.word_len, sim::WORDS, self.total_len, Self::word_len, &mut seen);
-        let grams = self.half(&q.grams, q.gram_len, sim::GRAMS, self.total_grams, Self::gram_len, &mut seen);
+        let words = self.half(&q.words, q.word_len, sim::params().words, self.total_len, Self::word_len, &mut seen);
+        let grams = self.half(&q.grams, q.gram_len, sim::params().grams, self.total_grams, Self::gram_len, &mut seen);
         let mut hits: Vec<Hit> = (0..self.slots())
             .filter(|&d| seen[d])
             .map(|d| {
@@ -420,8 +421,8 @@ impl<'a> View<'a> {
                 0.0
             }
         };
-        let bm25 = half(&q.words, q.word_len, &d.words, d.word_len, sim::WORDS, self.total_len);
-        let ngram = half(&q.grams, q.gram_len, &d.grams, d.gram_len, sim::GRAMS, self.total_grams);
+        let bm25 = half(&q.words, q.word_len, &d.words, d.word_len, sim::params().words, self.total_len);
+        let ngram = half(&q.grams, q.gram_len, &d.grams, d.gram_len, sim::params().grams, self.total_grams);
         let duplicate = q.dup == d.dup;
         Hit { doc: usize::MAX, bm25, ngram, duplicate, score: sim::fuse(bm25, ngram, duplicate) }
     }

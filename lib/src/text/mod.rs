@@ -57,6 +57,11 @@ pub fn tokens(text: &str) -> Vec<String> {
 /// words), and each CJK run as its single characters and its bigrams, so
 /// "打印语句" meets "打印的语句" through 打, 印, 语, 句, 打印, 语句.
 pub fn grams(text: &str) -> Vec<String> {
+    grams_n(text, 3)
+}
+
+/// [`grams`] with words cut into `n`-grams instead of trigrams.
+pub fn grams_n(text: &str, n: usize) -> Vec<String> {
     let mut out = Vec::new();
     let mut padded: Vec<char> = Vec::new();
     each_run(&normalise(text), |run| match run {
@@ -65,7 +70,7 @@ pub fn grams(text: &str) -> Vec<String> {
             padded.push(' ');
             padded.extend(w.chars());
             padded.push(' ');
-            out.extend(padded.windows(3).map(|g| g.iter().collect::<String>()));
+            out.extend(padded.windows(n.max(1)).map(|g| g.iter().collect::<String>()));
         }
         Run::Cjk(r) => {
             out.extend(r.iter().map(char::to_string));
