@@ -24,7 +24,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Hex back to bytes; `None` on an odd length or a non-hex digit.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
