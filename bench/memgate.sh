@@ -64,11 +64,19 @@ cpu = []
 for i in range(runs * 10):
     t = f"Name the bench{i} widget after owner{i} in every release."
     q = json.dumps({"mode": "remember", "input": {"user_input": {"text": t, "evidence_spans": [{"start": 0, "end": len(t)}]}}})
-    dec = subprocess.run([bin_, "decide", "--memory-dir", d], input=q.encode(), capture_output=True, check=True).stdout
+    dec = json.loads(subprocess.run([bin_, "decide", "--memory-dir", d], input=q.encode(), capture_output=True,
+                                    check=True).stdout)
+    if dec["gate"] == "question":
+        dec["answer"] = "confirm"
+    dec = (json.dumps(dec) + "\n").encode()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run([bin_, "apply", "--memory-dir", d], input=dec, stdout=subprocess.DEVNULL, check=True)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu.append(((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)) * 1000)
+import os
+n0 = int(os.path.basename(d)[1:])
+if len(os.listdir(os.path.join(d, "notes"))) != n0 + runs * 10:
+    sys.exit(f"apply wrote {len(os.listdir(os.path.join(d, 'notes'))) - n0} notes, not {runs * 10}")
 print(f"{statistics.median(cpu):.2f} {statistics.mean(cpu):.2f}")
 PY
 }
