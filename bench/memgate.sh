@@ -57,12 +57,14 @@ apply_ms() { # bin dir -> "median_cpu_ms mean_cpu_ms": $runs applies of one new 
   # (decided first, outside the timing), every $runs-th apply after the first
   # included, so the log's periodic whole rewrite is in the mean.
   python3 - "$1" "$2" "$runs" <<'PY'
-import json, resource, statistics, subprocess, sys
+import json, random, resource, statistics, subprocess, sys
 bin_, d, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 subprocess.run([bin_, "reindex", "--memory-dir", d], check=True, stdout=subprocess.DEVNULL)
 cpu = []
 for i in range(runs * 10):
-    t = f"Name the bench{i} widget after owner{i} in every release."
+    rng = random.Random(i)
+    a, b, c = ("".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(3)) for _ in range(3))
+    t = f"Build {a} with {b} before each {c} release."
     q = json.dumps({"mode": "remember", "input": {"user_input": {"text": t, "evidence_spans": [{"start": 0, "end": len(t)}]}}})
     dec = json.loads(subprocess.run([bin_, "decide", "--memory-dir", d], input=q.encode(), capture_output=True,
                                     check=True).stdout)
