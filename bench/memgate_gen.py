@@ -3,6 +3,9 @@
 (deterministic: seeded), for bench/memgate.sh. Usage: memgate_gen.py N DIR"""
 import os, random, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from memgate_note import note  # noqa: E402
+
 n, out = int(sys.argv[1]), sys.argv[2]
 rng = random.Random(42)
 verbs = ["use", "prefer", "avoid", "never use", "always run", "keep", "format", "test", "pin", "document"]
@@ -18,36 +21,6 @@ for i in range(n):
     else:
         one = f"{rng.choice(verbs).capitalize()} {rng.choice(objs)} {rng.choice(ctx)} with {rng.choice(objs)}."
     nid = f"MEM-{i:010x}"
-    title = one.rstrip(".。")
-    text = f"""# {nid}: {title}
-
-## Meta
-
-- Id: {nid}
-- Kind: preference
-- Status: active
-- Strength: should
-- Scope: project
-- Audience: agent
-- Portability: project-specific
-- Source: user
-- Tags:
-- Supersedes:
-- CreatedAt: 2026-01-01T00:00:00Z
-- UpdatedAt: 2026-01-01T00:00:00Z
-- Session: bench
-
-## When to load
-
-- When the work involves {title}
-
-## One-liner (for injection)
-
-{one}
-
-## Context / Decision
-
-- Decision: {one}
-"""
+    text = note(nid, one, kind="preference", when=[f"When the work involves {one.rstrip('.。')}"])
     with open(os.path.join(out, "notes", nid + ".md"), "w") as f:
         f.write(text)

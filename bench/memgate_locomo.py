@@ -26,11 +26,15 @@ Usage: memgate_locomo.py [--train] KB_MEMGATE [KB_MEMGATE_BEFORE]
 import json, math, os, re, subprocess, sys, tempfile
 from collections import Counter
 
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+from memgate_note import note  # noqa: E402
+
 train_only = "--train" in sys.argv[1:]
 bins = [a for a in sys.argv[1:] if a != "--train"]
 if not bins:
     sys.exit(__doc__)
-data = os.environ.get("LOCOMO", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../shared/data/locomo/locomo10.json"))
+data = os.environ.get("LOCOMO", os.path.join(here, "../../shared/data/locomo/locomo10.json"))
 if not os.path.exists(data):
     print(f"skipped: {data} is absent")
     sys.exit(0)
@@ -42,38 +46,6 @@ def dia_ids(v):
         for m in re.finditer(r"D:?(\d+):0*(\d+)", str(s)):
             out.add(f"D{int(m.group(1))}:{int(m.group(2))}")
     return out
-
-
-def note(nid, fact):
-    one = " ".join(fact.split())
-    return f"""# {nid}: {one[:60]}
-
-## Meta
-
-- Id: {nid}
-- Kind: fact
-- Status: active
-- Strength: should
-- Scope: project
-- Audience: agent
-- Portability: project-specific
-- Source: user
-- Tags:
-- Supersedes:
-- CreatedAt: 2026-01-01T00:00:00Z
-- UpdatedAt: 2026-01-01T00:00:00Z
-- Session: locomo
-
-## When to load
-
-## One-liner (for injection)
-
-{one}
-
-## Context / Decision
-
-- Decision: {one}
-"""
 
 
 def words(t):
@@ -174,7 +146,7 @@ def locomo():
             os.makedirs(f"{d}/notes")
             for i, (fact, _) in enumerate(facts):
                 with open(f"{d}/notes/MEM-{i:06d}.md", "w") as f:
-                    f.write(note(f"MEM-{i:06d}", fact))
+                    f.write(note(f"MEM-{i:06d}", fact, session="locomo"))
             subprocess.run([bins[0], "reindex", "--memory-dir", d], check=True, stdout=subprocess.DEVNULL)
             for task, qs in tasks.items():
                 n[(split, task)] += len(qs)
@@ -208,110 +180,11 @@ def locomo():
             print(f"Task A actions, {names[2 + bi][1]}: " + ", ".join(f"{k} {v}" for k, v in sorted(a.items())))
 
 
-RULES_EN = [
-    "Never commit secrets to git.",
-    "Never use var in JavaScript; use let or const.",
-    "Run cargo fmt before every commit.",
-    "Use tabs for indentation in Go files.",
-    "Write commit messages in the imperative mood.",
-    "Keep functions under fifty lines.",
-    "Prefer pnpm over npm for installs.",
-    "Do not add new dependencies without asking.",
-    "Log errors with the request id attached.",
-    "Pin Docker base images to a digest.",
-    "Always write a failing test before fixing a bug.",
-    "Never push directly to the main branch.",
-    "Use UTC timestamps in every log line.",
-    "Document public functions with examples.",
-    "Avoid global mutable state in the server.",
-    "Review database migrations with a second engineer.",
-    "Name feature flags in snake_case.",
-    "Store configuration in environment variables.",
-    "Use semantic versioning for releases.",
-    "Keep the README's install section current.",
-    "Never print passwords in debug output.",
-    "Prefer composition over inheritance in the UI layer.",
-    "Use parameterised SQL queries only.",
-    "Set a timeout on every outbound HTTP call.",
-    "Squash fixup commits before merging.",
-    "Run the linter in CI with warnings as errors.",
-    "Compress images before adding them to the repository.",
-    "Write dates in ISO 8601 in the API.",
-    "Use British spelling in user-facing text.",
-    "Keep secrets out of container images.",
-    "Cache dependency downloads in the pipeline.",
-    "Return JSON errors with a stable code field.",
-    "Never disable TLS certificate checks.",
-    "Limit lines to 100 characters in Rust code.",
-    "Run benchmarks on a quiet machine only.",
-    "Tag every release in git with its version.",
-    "Prefer early returns over nested conditionals.",
-    "Use the repository's Makefile targets rather than ad hoc scripts.",
-    "Delete dead code instead of commenting it out.",
-    "Keep translation strings in the locales folder.",
-    "Measure page load time on a throttled network.",
-    "Back up the production database nightly.",
-    "Use feature branches named after the ticket.",
-    "Rotate API keys every ninety days.",
-    "Write shell scripts with set -euo pipefail.",
-    "Prefer async I/O in the web handlers.",
-    "Keep the changelog sorted newest first.",
-    "Avoid floating point for money amounts.",
-    "Use a lockfile for Python dependencies.",
-    "Answer code review comments within one day.",
-]
-RULES_ZH = [
-    "不要把密钥提交到仓库里。",
-    "前端上线前把调试用的打印语句清理干净。",
-    "提交信息用中文写清楚改了什么。",
-    "数据库迁移必须先在测试环境跑一遍。",
-    "接口返回的时间统一用 UTC。",
-    "不要在循环里发网络请求。",
-    "新功能要配单元测试。",
-    "日志里不能出现用户手机号。",
-    "样式文件统一放在 styles 目录。",
-    "发布前更新版本号和更新日志。",
-    "图片上传前先压缩。",
-    "变量命名用驼峰式。",
-    "别在主分支上直接改代码。",
-    "配置项放到环境变量里。",
-    "每个函数不超过五十行。",
-    "金额计算不要用浮点数。",
-    "依赖升级要单独提一个合并请求。",
-    "缓存的过期时间设成十分钟。",
-    "错误信息要对用户友好。",
-    "第三方库的版本要锁定。",
-    "定时任务的执行时间避开业务高峰。",
-    "接口文档和代码一起更新。",
-    "页面加载要显示骨架屏。",
-    "代码评审至少要一个人通过。",
-    "生产环境的数据库每晚备份。",
-    "表单提交要防止重复点击。",
-    "脚本开头加上严格模式。",
-    "密码用 bcrypt 加盐存储。",
-    "移动端按钮不小于四十四像素。",
-    "注释写清楚为什么这样做。",
-    "不要在组件里直接操作 DOM。",
-    "大文件用分片上传。",
-    "翻译文案放到语言包里。",
-    "慢查询超过一秒要报警。",
-    "分支名带上需求编号。",
-    "接口限流每分钟一百次。",
-    "删除无用代码而不是注释掉。",
-    "测试数据不要用真实用户信息。",
-    "部署脚本要能重复执行。",
-    "错误码统一在一个文件里定义。",
-    "首页图片要懒加载。",
-    "定期轮换访问密钥。",
-    "每次发版打一个 git 标签。",
-    "禁止在生产环境开调试模式。",
-    "文件名统一用小写加短横线。",
-    "消息队列的消费要幂等。",
-    "打包产物不要提交到仓库。",
-    "性能测试在空闲机器上跑。",
-    "接口超时时间设为五秒。",
-    "周报每周五下午发。",
-]
+# The unrelated rules, shared with tests/memgate_quality.rs.
+RULES = [l for l in open(os.path.join(here, "../tests/fixtures/memgate/rules.txt"), encoding="utf-8").read().splitlines()
+         if l.strip() and not l.startswith("#")]
+RULES_EN = [r for r in RULES if r.isascii()]
+RULES_ZH = [r for r in RULES if not r.isascii()]
 
 
 def rules(bin_):

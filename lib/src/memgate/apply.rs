@@ -217,10 +217,18 @@ fn audit_line(d: &Decision, event: &str, op: &str, source: &str, file: String, r
 }
 
 /// Executes a plan under the lock: note, archive, INDEX.md, search index,
-/// audit. Returns the files written and whether anything changed.
+/// audit. Returns the files written and whether anything changed. A note
+/// new to the store adds one INDEX.md row and one search-index log line,
+/// so its cost does not grow with the store (issue 16).
 fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> Result<(Vec<String>, bool)> {
     let index_text = store::read_index_md(paths)?;
-    let mut rows = index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?;
+    let fresh = p.existing.is_none() && p.archived.is_empty();
+    let append = fresh && index_md::appendable(&index_text);
+    let mut rows = if append {
+        Vec::new()
+    } else {
+        index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?
+    };
     let m0 = store::mtime_ns(&paths.notes);
     let source = p.source.clone();
     let reason = format!("{} ({})", action.as_str(), d.reason);
@@ -254,10 +262,19 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
         files.push(format!("memory/archive/{name}"));
     }
     let removed: Vec<String> = p.archived.iter().map(|a| a.note.id.clone()).collect();
-    index_md::update(&mut rows, &removed, &[&p.note]);
-    let new_index = index_md::render(&rows);
+    let new_index = if append {
+        let row = index_md::render_row(&index_md::row(&p.note));
+        atomic::append_lines(&paths.index_md, &row)?;
+        index_text.clone() + &row
+    } else {
+        index_md::update(&mut rows, &removed, &[&p.note]);
+        let new_index = index_md::render(&rows);
+        if new_index != index_text {
+            atomic::write(&paths.index_md, new_index.as_bytes())?;
+        }
+        new_index
+    };
     if new_index != index_text {
-        atomic::write(&paths.index_md, new_index.as_bytes())?;
         let mut l = audit_line(d, "memory_index_updated", "index", &source, "memory/INDEX.md".into(), reason);
         l.digest_before = (!index_text.is_empty()).then(|| file_digest(index_text.as_bytes()));
         l.digest_after = Some(file_digest(new_index.as_bytes()));
@@ -267,32 +284,13 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
     if lines.is_empty() {
         return Ok((files, false));
     }
-    update_search_index(paths, m0, &removed, &p.note.id)?;
+    let put = store::read_note(paths, &super::note::file_name(&p.note.id))?.map(|l| l.entry());
+    store::record_change(paths, m0, removed, put)?;
     for l in &mut lines {
         l.ts = now.to_string();
     }
     audit::append(paths, &lines)?;
     Ok((files, true))
-}
-
-/// Brings `.search.idx` up to date after a change: the old entries when the
-/// index was current before it (no rescan), else a full scan.
-fn update_search_index(paths: &Paths, m0: i64, removed: &[String], written: &str) -> Result<()> {
-    let mut entries = match store::index_entries(paths, m0) {
-        Some(e) => e,
-        None => {
-            let (notes, problems) = store::scan(paths)?;
-            if let Some(e) = problems.into_iter().next() {
-                return Err(e);
-            }
-            notes.iter().map(Loaded::entry).collect()
-        }
-    };
-    entries.retain(|e| !removed.contains(&e.id) && e.id != written);
-    if let Some(l) = store::read_note(paths, &super::note::file_name(written))? {
-        entries.push(l.entry());
-    }
-    store::write_index(paths, &entries)
 }
 
 /// The memory dir, created if missing, to lock with the one lock

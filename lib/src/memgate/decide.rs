@@ -150,7 +150,7 @@ fn decide_candidate(
     c: Candidate,
     claim_note: Option<&Loaded>,
 ) -> Result<Decision> {
-    let q = similarity::features(&c.search_text(), &c.one_liner);
+    let q = similarity::query_features(&c.search_text(), &c.one_liner);
     let g = govern::govern(&c, &q, view, paths, &inp.text, claim_note)?;
     let id = new_id(paths, &c.one_liner)?;
     let rel = gate::reliability(inp, &c);
@@ -210,12 +210,12 @@ fn decide_candidate(
 /// Runs decide over a stream of input records. Bad lines become error
 /// records and the run goes on.
 pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
-    let (bytes, stale) = store::open_index(paths)?;
-    if stale {
+    let index = store::open_index(paths)?;
+    if index.stale {
         eprintln!("kb-memgate: the search index is missing or older than notes/; run 'kb-memgate reindex'");
     }
-    let view = View::open(bytes.bytes())
-        .ok_or_else(|| crate::Error::msg("the search index is corrupted; run 'kb-memgate reindex'"))?;
+    let view =
+        index.view().ok_or_else(|| crate::Error::msg("the search index is corrupted; run 'kb-memgate reindex'"))?;
     for (line, rec) in read_objects(reader) {
         let Some(rec) = out.accept(rec)? else { continue };
         let inp = match input::parse(&rec) {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use super::delta::{self, Change};
 use super::note::{self, Note};
 use super::search::{self, DocEntry, View};
 use super::similarity;
@@ -28,6 +29,8 @@ pub struct Paths {
     pub index_md: PathBuf,
     /// `.search.idx`, the derived neighbour index.
     pub search: PathBuf,
+    /// `.search.log`, the changes apply made since `.search.idx` was written.
+    pub search_log: PathBuf,
     /// `../workspace/audit.log` (the seed's `.cursor/.lingxi/workspace/audit.log`).
     pub audit: PathBuf,
 }
@@ -50,6 +53,7 @@ impl Paths {
             archive: dir.join("archive"),
             index_md: dir.join("INDEX.md"),
             search: dir.join(".search.idx"),
+            search_log: dir.join(".search.log"),
             audit: parent.join("workspace").join("audit.log"),
             dir,
         })
@@ -162,31 +166,61 @@ pub fn scan(paths: &Paths) -> Result<(Vec<Loaded>, Vec<Error>)> {
 /// The search index bytes: mapped from `.search.idx` when it is current,
 /// else built in memory from the notes.
 pub enum IndexBytes {
-    /// The on-disk index, current with notes/.
+    /// The on-disk index, current with notes/ once its log is laid over.
     Mapped(memmap2::Mmap),
     /// Built from a scan because the on-disk one was missing or stale.
     Built(Vec<u8>),
 }
 
-impl IndexBytes {
-    /// The bytes to open a [`View`] on.
-    pub fn bytes(&self) -> &[u8] {
-        match self {
-            IndexBytes::Mapped(m) => m,
-            IndexBytes::Built(b) => b,
-        }
+/// The search index opened for reading: its bytes and its change log.
+pub struct Opened {
+    /// The index bytes.
+    pub bytes: IndexBytes,
+    /// The log's changes to lay over them.
+    pub changes: Vec<Change>,
+    /// Whether the on-disk index was missing or stale (suggest `reindex`).
+    pub stale: bool,
+}
+
+impl Opened {
+    /// The view of the notes as they are: the index with its log.
+    pub fn view(&self) -> Option<View<'_>> {
+        let b = match &self.bytes {
+            IndexBytes::Mapped(m) => &m[..],
+            IndexBytes::Built(b) => &b[..],
+        };
+        View::open(b).map(|v| v.overlay(self.changes.clone()))
     }
+}
+
+/// The changes of `.search.log` over the index `v` (none when there is no
+/// log); `None` when the log cannot be trusted (see `delta`).
+fn read_log(paths: &Paths, v: &View<'_>) -> Option<Vec<Change>> {
+    let text = match fs::read_to_string(&paths.search_log) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(_) => return None,
+    };
+    delta::parse(&text, v.base_mtime_ns(), v.base_len())
+}
+
+/// The on-disk index and its log when, together, they are current with
+/// notes/ at `dir_mtime`.
+fn current(paths: &Paths, dir_mtime: i64) -> Option<(memmap2::Mmap, Vec<Change>)> {
+    let map = crate::fs::map::map(&paths.search).ok()?;
+    let v = View::open(&map)?;
+    let changes = read_log(paths, &v)?;
+    let at = changes.last().map_or(v.dir_mtime_ns, |c| c.at);
+    drop(v);
+    (at == dir_mtime).then_some((map, changes))
 }
 
 /// Opens the search index for reading; a missing or stale one is rebuilt
 /// in memory (and `stale` tells the caller to suggest `reindex`).
-pub fn open_index(paths: &Paths) -> Result<(IndexBytes, bool)> {
+pub fn open_index(paths: &Paths) -> Result<Opened> {
     let dir_mtime = mtime_ns(&paths.notes);
-    if paths.search.exists() {
-        let map = crate::fs::map::map(&paths.search)?;
-        if View::open(&map).is_some_and(|v| v.dir_mtime_ns == dir_mtime) {
-            return Ok((IndexBytes::Mapped(map), false));
-        }
+    if let Some((map, changes)) = current(paths, dir_mtime) {
+        return Ok(Opened { bytes: IndexBytes::Mapped(map), changes, stale: false });
     }
     let (notes, problems) = scan(paths)?;
     if let Some(e) = problems.into_iter().next() {
@@ -194,22 +228,51 @@ pub fn open_index(paths: &Paths) -> Result<(IndexBytes, bool)> {
     }
     let entries: Vec<DocEntry> = notes.iter().map(Loaded::entry).collect();
     let stale = !entries.is_empty();
-    Ok((IndexBytes::Built(search::encode(dir_mtime, &entries)), stale))
+    Ok(Opened { bytes: IndexBytes::Built(search::encode(dir_mtime, &entries)), changes: Vec::new(), stale })
 }
 
-/// Writes the search index for the current notes/ from `entries`.
+/// Writes the search index whole for the current notes/ from `entries`,
+/// and drops the change log it absorbs (a log left by a crash between
+/// the two names the old index and is ignored).
 pub fn write_index(paths: &Paths, entries: &[DocEntry]) -> Result<()> {
     let bytes = search::encode(mtime_ns(&paths.notes), entries);
-    crate::fs::atomic::write(&paths.search, &bytes)
+    crate::fs::atomic::write(&paths.search, &bytes)?;
+    match fs::remove_file(&paths.search_log) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).ctx(|| format!("removing {}", paths.search_log.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
-/// Reads the on-disk index's entries if it is current with notes/ as it
-/// was before a change (`expected_mtime`), else `None` (missing or
-/// unreadable: the derived index is rebuilt from the notes).
-pub fn index_entries(paths: &Paths, expected_mtime: i64) -> Option<Vec<DocEntry>> {
-    let bytes = fs::read(&paths.search).ok()?;
-    let v = View::open(&bytes)?;
-    (v.dir_mtime_ns == expected_mtime).then(|| v.entries())
+/// Brings the search index up to date after a change that removed the
+/// notes `del` and wrote `put`, under the caller's lock. `before` is the
+/// notes-dir mtime before the change: when the index was current then,
+/// the change is one line appended to its log (every [`MAX_CHANGES`]
+/// lines the index is written whole); otherwise the notes are scanned.
+pub fn record_change(paths: &Paths, before: i64, del: Vec<String>, put: Option<DocEntry>) -> Result<()> {
+    let at = mtime_ns(&paths.notes);
+    if let Some((map, changes)) = current(paths, before) {
+        let change = Change { at, del, put };
+        if changes.len() < delta::MAX_CHANGES {
+            let fresh = fs::metadata(&paths.search_log).map_or(true, |m| m.len() == 0);
+            let mut text = String::new();
+            if fresh {
+                let v = View::open(&map).ok_or_else(|| Error::msg("the search index is corrupted"))?;
+                text = delta::header(v.base_mtime_ns(), v.base_len());
+            }
+            text.push_str(&delta::line(&change));
+            return crate::fs::atomic::append_lines(&paths.search_log, &text);
+        }
+        let v = View::open(&map).ok_or_else(|| Error::msg("the search index is corrupted"))?;
+        let entries = v.overlay(changes).overlay(vec![change]).entries();
+        return write_index(paths, &entries);
+    }
+    let (notes, problems) = scan(paths)?;
+    if let Some(e) = problems.into_iter().next() {
+        return Err(e);
+    }
+    write_index(paths, &notes.iter().map(Loaded::entry).collect::<Vec<_>>())
 }
 
 /// Reads INDEX.md (empty when missing).

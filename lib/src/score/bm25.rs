@@ -7,9 +7,8 @@
 //! mention in the body, but it is evidence *of the same kind*, so it can
 //! never outrank a document that matches much more of the query.
 //!
-//! The pure functions ([`idf`], [`saturate`], [`Params::weighted`]) hold
-//! no index type, so another ranker (kb-memgate's) can share the one
-//! formula. [`search`] runs it over a [`View`] and also returns the
+//! The formula itself ([`idf`], [`saturate`]) is the project's one BM25
+//! in `text::bm25`, shared with kb-memgate; this module adds the fields. [`search`] runs it over a [`View`] and also returns the
 //! query's *ideal* score (every term saturated), so a caller can turn a
 //! score into a match quality in [0, 1).
 
@@ -106,20 +105,14 @@ impl Params {
     }
 }
 
-/// Robertson–Spärck Jones IDF with Lucene's +1 (never negative): `n`
-/// documents, `df` of them with the term.
-pub fn idf(n: f64, df: f64) -> f64 {
-    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-}
+/// The project's one IDF (`text::bm25`).
+pub use crate::text::bm25::idf;
 
 /// BM25's saturation of a (weighted) term frequency in a document of
-/// length `len` (mean `avg`), before IDF: in [0, k1 + 1).
+/// length `len` (mean `avg`), before IDF: in [0, k1 + 1) — the project's
+/// one formula (`text::bm25`) with kb-score's parameters.
 pub fn saturate(p: &Params, tf: f64, len: f64, avg: f64) -> f64 {
-    if tf <= 0.0 {
-        return 0.0;
-    }
-    let avg = if avg > 0.0 { avg } else { 1.0 };
-    tf * (p.k1 + 1.0) / (tf + p.k1 * (1.0 - p.b + p.b * len / avg))
+    crate::text::bm25::saturate(p.k1, p.b, tf, len, avg)
 }
 
 /// The scores of one query over one index.

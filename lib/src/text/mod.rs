@@ -6,6 +6,8 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+pub mod bm25;
+
 /// NFKC plus lower case: full-width letters, ligatures and case no longer
 /// separate two spellings of the same word.
 pub fn normalise(text: &str) -> String {
@@ -45,66 +47,37 @@ pub fn mostly_cjk(text: &str) -> bool {
 /// token), and for CJK runs every overlapping character bigram (a lone CJK
 /// character is its own token).
 pub fn tokens(text: &str) -> Vec<String> {
-    let norm = normalise(text);
     let mut out = Vec::new();
-    let mut word = String::new();
-    let mut cjk: Vec<char> = Vec::new();
-    let flush_cjk = |cjk: &mut Vec<char>, out: &mut Vec<String>| {
-        match cjk.len() {
-            0 => {}
-            1 => out.push(cjk[0].to_string()),
-            _ => out.extend(cjk.windows(2).map(|w| w.iter().collect::<String>())),
-        }
-        cjk.clear();
-    };
-    let flush_word = |word: &mut String, out: &mut Vec<String>| {
-        let w = word.trim_matches(|c| c == '\'' || c == '_');
-        if !w.is_empty() {
-            out.push(w.to_string());
-        }
-        word.clear();
-    };
-    for c in norm.chars() {
-        if is_cjk(c) {
-            flush_word(&mut word, &mut out);
-            cjk.push(c);
-        } else if c.is_alphanumeric() || ((c == '\'' || c == '_') && !word.is_empty()) {
-            flush_cjk(&mut cjk, &mut out);
-            word.push(c);
-        } else {
-            flush_word(&mut word, &mut out);
-            flush_cjk(&mut cjk, &mut out);
-        }
-    }
-    flush_word(&mut word, &mut out);
-    flush_cjk(&mut cjk, &mut out);
+    each_token(text, |w| out.push(w.to_string()));
     out
 }
 
-/// Character n-grams of the normalised text with every run of
-/// non-alphanumeric characters collapsed to one space and a space at both
-/// ends, so word boundaries take part ("the" → " th", "the", "he ").
-/// Texts shorter than `n` give themselves as their one n-gram.
-pub fn char_ngrams(text: &str, n: usize) -> Vec<String> {
-    let n = n.max(1);
-    let mut chars = vec![' '];
-    for c in normalise(text).chars() {
-        if c.is_alphanumeric() {
-            chars.push(c);
-        } else if chars.last() != Some(&' ') {
-            chars.push(' ');
+/// Character n-grams for fuzzy matching: each word padded with a space at
+/// both ends and cut into trigrams (" go", "go "; no gram spans two
+/// words), and each CJK run as its single characters and its bigrams, so
+/// "打印语句" meets "打印的语句" through 打, 印, 语, 句, 打印, 语句.
+pub fn grams(text: &str) -> Vec<String> {
+    grams_n(text, 3)
+}
+
+/// [`grams`] with words cut into `n`-grams instead of trigrams.
+pub fn grams_n(text: &str, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut padded: Vec<char> = Vec::new();
+    each_run(&normalise(text), |run| match run {
+        Run::Word(w) => {
+            padded.clear();
+            padded.push(' ');
+            padded.extend(w.chars());
+            padded.push(' ');
+            out.extend(padded.windows(n.max(1)).map(|g| g.iter().collect::<String>()));
         }
-    }
-    if chars.last() != Some(&' ') {
-        chars.push(' ');
-    }
-    if chars.len() <= 2 {
-        return Vec::new();
-    }
-    if chars.len() < n {
-        return vec![chars.iter().collect()];
-    }
-    chars.windows(n).map(|w| w.iter().collect()).collect()
+        Run::Cjk(r) => {
+            out.extend(r.iter().map(char::to_string));
+            out.extend(r.windows(2).map(|g| g.iter().collect::<String>()));
+        }
+    });
+    out
 }
 
 /// The text with its words normalised and joined by single spaces: two
@@ -114,62 +87,70 @@ pub fn canonical(text: &str) -> String {
     tokens(text).join(" ")
 }
 
+/// One run of a normalised text: a word of a spaced script, or a run of
+/// CJK characters (written without spaces, so it has no word boundaries).
+enum Run<'a> {
+    Word(&'a str),
+    Cjk(&'a [char]),
+}
+
+/// Cuts a normalised text into its runs, in order: alphanumeric words
+/// (`'` and `_` kept inside, trimmed at the ends) and CJK runs; anything
+/// else separates. The one place word boundaries are decided.
+fn each_run(norm: &str, mut f: impl FnMut(Run)) {
+    let mut word = String::new();
+    let mut cjk: Vec<char> = Vec::new();
+    let flush = |word: &mut String, cjk: &mut Vec<char>, f: &mut dyn FnMut(Run)| {
+        let w = word.trim_matches(|c| c == '\'' || c == '_');
+        if !w.is_empty() {
+            f(Run::Word(w));
+        }
+        word.clear();
+        if !cjk.is_empty() {
+            f(Run::Cjk(cjk));
+        }
+        cjk.clear();
+    };
+    for c in norm.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                flush(&mut word, &mut cjk, &mut f);
+            }
+            cjk.push(c);
+        } else if c.is_alphanumeric() || ((c == '\'' || c == '_') && !word.is_empty()) {
+            if !cjk.is_empty() {
+                flush(&mut word, &mut cjk, &mut f);
+            }
+            word.push(c);
+        } else if !word.is_empty() || !cjk.is_empty() {
+            flush(&mut word, &mut cjk, &mut f);
+        }
+    }
+    flush(&mut word, &mut cjk, &mut f);
+}
+
 /// Calls `f` with each token [`tokens`] returns, in the same order,
 /// without allocating a string per token (kb-score indexes whole
 /// libraries with it). ASCII text skips NFKC, which leaves it unchanged.
 pub fn each_token(text: &str, mut f: impl FnMut(&str)) {
     let norm = if text.is_ascii() { text.to_ascii_lowercase() } else { normalise(text) };
-    let mut word = String::new();
-    let mut cjk: Vec<char> = Vec::new();
     let mut pair = String::new();
-    let mut flush_cjk = |cjk: &mut Vec<char>, f: &mut dyn FnMut(&str)| {
-        if cjk.len() == 1 {
+    each_run(&norm, |run| match run {
+        Run::Word(w) => f(w),
+        Run::Cjk([c]) => {
             pair.clear();
-            pair.push(cjk[0]);
+            pair.push(*c);
             f(&pair);
-        } else {
-            for w in cjk.windows(2) {
+        }
+        Run::Cjk(r) => {
+            for w in r.windows(2) {
                 pair.clear();
                 pair.push(w[0]);
                 pair.push(w[1]);
                 f(&pair);
             }
         }
-        cjk.clear();
-    };
-    let flush_word = |word: &mut String, f: &mut dyn FnMut(&str)| {
-        let w = word.trim_matches(|c| c == '\'' || c == '_');
-        if !w.is_empty() {
-            f(w);
-        }
-        word.clear();
-    };
-    for c in norm.chars() {
-        if is_cjk(c) {
-            if !word.is_empty() {
-                flush_word(&mut word, &mut f);
-            }
-            cjk.push(c);
-        } else if c.is_alphanumeric() || ((c == '\'' || c == '_') && !word.is_empty()) {
-            if !cjk.is_empty() {
-                flush_cjk(&mut cjk, &mut f);
-            }
-            word.push(c);
-        } else {
-            if !word.is_empty() {
-                flush_word(&mut word, &mut f);
-            }
-            if !cjk.is_empty() {
-                flush_cjk(&mut cjk, &mut f);
-            }
-        }
-    }
-    if !word.is_empty() {
-        flush_word(&mut word, &mut f);
-    }
-    if !cjk.is_empty() {
-        flush_cjk(&mut cjk, &mut f);
-    }
+    });
 }
 
 #[cfg(test)]
@@ -181,25 +162,20 @@ mod tests {
         assert_eq!(tokens("Don't use VAR, use let/const!"), ["don't", "use", "var", "use", "let", "const"]);
         assert_eq!(tokens("不要用var"), ["不要", "要用", "var"]);
         assert_eq!(tokens("ＡＢＣ 好"), ["abc", "好"]);
-        assert_eq!(char_ngrams("The", 3), [" th", "the", "he "]);
+        assert_eq!(grams("Go it"), [" go", "go ", " it", "it "]);
+        assert_eq!(grams("打印语句"), ["打", "印", "语", "句", "打印", "印语", "语句"]);
+        assert_eq!(grams("用pnpm"), ["用", " pn", "pnp", "npm", "pm "]);
         assert_eq!(canonical("  Use   PNPM. "), "use pnpm");
         assert!(mostly_cjk("这里不要用 var"));
         assert!(!mostly_cjk("use pnpm for installs, 好"));
     }
 
     #[test]
-    fn each_token_matches_tokens() {
-        for t in [
-            "Don't use VAR, use let/const!",
-            "不要用var",
-            "ＡＢＣ 好",
-            "_x_ 'quoted' snake_case 한국어 知识库搜索 A",
-            "",
-            "!!",
-        ] {
-            let mut got = Vec::new();
-            each_token(t, |w| got.push(w.to_string()));
-            assert_eq!(got, tokens(t), "{t}");
-        }
+    fn word_edges() {
+        assert_eq!(
+            tokens("_x_ 'quoted' snake_case 한국어 知识库搜索 A"),
+            ["x", "quoted", "snake_case", "한국", "국어", "知识", "识库", "库搜", "搜索", "a"]
+        );
+        assert!(tokens("!!").is_empty() && tokens("").is_empty());
     }
 }
