@@ -18,6 +18,7 @@ mod lock;
 mod mcp;
 mod memgate;
 mod memgate_quality;
+mod out_of_scope;
 mod readme;
 mod recipes;
 mod relate;
