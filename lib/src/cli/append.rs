@@ -33,6 +33,7 @@ Usage:
   kb-append skill promote NAME --to drafts|active
   kb-append skill list [--format jsonl|table]
   kb-append skill nudge [--calls N] [--interval N] [--notebook NB]
+  kb-append skill review [--allow-edit NAME]... [--no-create] [--notebook NB] -- CMD [ARG]...
   kb-append sync [--remote NAME] [--branch B] [--no-push]
   kb-append resolve PATH --keep ours|theirs|FILE [--no-commit]
   kb-append merge-log BASE OURS THEIRS       git merge driver for logs
@@ -73,6 +74,9 @@ Options:
   --format F            skill list: jsonl or table [default: table on a terminal]
   --calls N             skill nudge: tool calls to count [default: 1]
   --interval N          skill nudge: calls between reviews [default: 10]
+  --allow-edit NAME     skill create/edit/patch/review: edit and patch only these skills (repeatable;
+                        seed 002 allowedEditSkills; none given: any)
+  --no-create           skill create/review: refuse to create skills (seed 002 allowCreateNew=false)
   -h, --help            show this help (after a command: that command's)
   -V, --version         show the version
 
@@ -111,6 +115,12 @@ const FLAGS: &[Flag] = &[
     Flag { name: "format", value: Some("F"), help: "jsonl or table [default: table on a terminal]" },
     Flag { name: "calls", value: Some("N"), help: "tool calls to count [default: 1]" },
     Flag { name: "interval", value: Some("N"), help: "calls between reviews [default: 10]" },
+    Flag {
+        name: "allow-edit",
+        value: Some("NAME"),
+        help: "edit and patch only these skills (repeatable; seed 002 allowedEditSkills)",
+    },
+    Flag { name: "no-create", value: None, help: "refuse to create skills (seed 002 allowCreateNew=false)" },
 ];
 
 const WRITE: &[&str] = &[
@@ -125,7 +135,8 @@ const WRITE: &[&str] = &[
     "max-bytes",
     "timeout",
 ];
-const SKILL_CONTENT: &[&str] = &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const SKILL_CONTENT: &[&str] =
+    &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout", "allow-edit", "no-create"];
 
 /// kb-append's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec {
@@ -174,7 +185,18 @@ pub static SPEC: Spec = Spec {
             name: "skill create",
             args: "NAME",
             about: "create a skill",
-            flags: &["root", "stage", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"],
+            flags: &[
+                "root",
+                "stage",
+                "content",
+                "content-file",
+                "notebook",
+                "no-commit",
+                "max-bytes",
+                "timeout",
+                "allow-edit",
+                "no-create",
+            ],
             arity: (1, 1),
         },
         Cmd {
@@ -197,6 +219,8 @@ pub static SPEC: Spec = Spec {
                 "notebook",
                 "no-commit",
                 "timeout",
+                "allow-edit",
+                "no-create",
             ],
             arity: (1, 1),
         },
@@ -241,6 +265,13 @@ pub static SPEC: Spec = Spec {
             about: "count tool calls; review_due when a skill review is due",
             flags: &["root", "calls", "interval", "notebook"],
             arity: (0, 0),
+        },
+        Cmd {
+            name: "skill review",
+            args: "-- CMD [ARG]...",
+            about: "run a skill reviewer under allowedEditSkills/allowCreateNew; report the skills it created",
+            flags: &["root", "allow-edit", "no-create", "notebook"],
+            arity: (1, MANY),
         },
         Cmd {
             name: "sync",
@@ -303,8 +334,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             "" if a.on("justfile") => return print_justfile(),
             "" | "skill" => {
                 return Err(Error::usage(match a.positional.first() {
-                    Some(w) => format!("unknown skill action '{w}' (create, edit, patch, delete, write-file, remove-file, promote, list, nudge)"),
-                    None if a.cmd == "skill" => "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge".into(),
+                    Some(w) => format!("unknown skill action '{w}' (create, edit, patch, delete, write-file, remove-file, promote, list, nudge, review)"),
+                    None if a.cmd == "skill" => "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge, review".into(),
                     None => "missing command (init, write, batch, event, compact, skill, sync, resolve; see --help)".into(),
                 }))
             }
@@ -410,7 +441,10 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 let lib = Library::resolve(root)?;
                 let content =
                     || write::content_from_args(a.get("content"), a.get("content-file").map(std::path::Path::new), opts.max_bytes);
-                let s = crate::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
+                // The environment a `skill review` set, narrowed by this call's own flags.
+                let permissions = crate::skills::permissions::Permissions::from_env()
+                    .narrow(&crate::skills::permissions::Permissions::new(a.all("allow-edit"), !a.on("no-create")));
+                let s = crate::skills::Options { commit: opts.commit, lock: opts.lock.clone(), permissions };
                 let mut flags = crate::skills::cli::Flags::default();
                 for f in ["stage", "old-string", "new-string", "file-path", "to", "format", "calls", "interval"] {
                     if let Some(v) = a.get(f) {
