@@ -5,6 +5,7 @@
 mod util;
 
 mod append;
+mod changes;
 mod cli;
 mod crash;
 mod evolve;

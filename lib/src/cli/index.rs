@@ -7,7 +7,7 @@ use crate::error::{Context, Error, Exit};
 use crate::library::scan;
 use crate::maintain::schedule;
 use crate::out::jsonl::{self, Format, Out};
-use crate::report::{listing, stale, status, usage};
+use crate::report::{changes, listing, stale, status, usage};
 use crate::{clock, lock, Library};
 
 /// The overview `--help` prints.
@@ -24,6 +24,7 @@ Usage:
   kb-index scheduled [--force] [--no-commit]   the 24 h-gated daily maintenance
   kb-index commit full|scheduled     commit every library change with the seed's message
   kb-index cron install|uninstall [--just PATH --justfile PATH]
+  kb-index changes --notebook NB     what was written, referenced or archived since NB's last read
 
 Options:
   --root DIR        the library (default: KB_ROOT, else the nearest .library)
@@ -36,6 +37,7 @@ Options:
   --force           scheduled: ignore the 24 h gate
   --just PATH       cron: the just binary [default: just]
   --justfile PATH   cron: the justfile holding `maintain`
+  --notebook NB     changes: the notebook (agent, task, CI job) reading; its cursor moves
   --timeout DUR     how long to wait for the library lock [default: 30s]
   -h, --help        show this help (after a command: that command's)
   -V, --version     show the version
@@ -56,6 +58,7 @@ const FLAGS: &[Flag] = &[
     Flag { name: "just", value: Some("PATH"), help: "the just binary [default: just on PATH]" },
     Flag { name: "justfile", value: Some("PATH"), help: "the justfile holding `maintain`" },
     Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
+    Flag { name: "notebook", value: Some("NB"), help: "the notebook (agent, task, CI job) reading; its cursor moves" },
 ];
 
 const LIST: &[&str] = &["root", "type", "topic", "format"];
@@ -126,6 +129,13 @@ pub static SPEC: Spec = Spec {
             arity: (0, 0),
         },
         Cmd {
+            name: "changes",
+            args: "",
+            about: "what was written, referenced or archived since the notebook's last read",
+            flags: &["root", "notebook", "timeout"],
+            arity: (0, 0),
+        },
+        Cmd {
             name: "cron uninstall",
             args: "",
             about: "remove this library's cron line",
@@ -179,6 +189,20 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 eprintln!("kb-index: {}: {} ({})", p.path, p.message, p.kind);
             }
             out.record(&r)?;
+        }
+        "changes" => {
+            let nb = a.get("notebook").ok_or_else(|| Error::usage("changes needs --notebook NB"))?;
+            let r = changes::read(&lib, nb, &lock_opts)?;
+            if let Some(c) = &r.cold_start {
+                out.record(c)?;
+            }
+            for c in &r.changes {
+                out.record(c)?;
+            }
+            for line in &r.skipped {
+                eprintln!("kb-index: warning: .changelog:{line}: not a changelog event; skipped");
+            }
+            out.record(&r.cursor)?;
         }
         "check" => {
             let problems = consistency::check(&lib, &scan::library(&lib))?;
