@@ -20,6 +20,7 @@ mod mcp;
 mod memgate;
 mod memgate_quality;
 mod out_of_scope;
+mod promote;
 mod readme;
 mod recipes;
 mod relate;

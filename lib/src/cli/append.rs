@@ -8,6 +8,7 @@ use super::args::{Args, Cmd, Flag, Spec, MANY};
 use crate::error::{Context, Error, Exit};
 use crate::maintain::compact;
 use crate::out::jsonl::{self, Out};
+use crate::score::promote;
 use crate::write::{self, Mode, Options};
 use crate::{sync, Library};
 
@@ -24,6 +25,8 @@ Usage:
   kb-append batch [--no-commit]          JSONL requests on stdin
   kb-append event referenced|replan|accept PATH --notebook NB [--no-commit]
   kb-append compact [--older-than 90d] [--no-commit]
+  kb-append promote-answer PATH --cites REF... [--question Q] [--topic T] [--source NAME=DIR]...
+                       [--content S | --content-file F] [--notebook NB] [--no-commit]
   kb-append skill create NAME [--stage candidates|drafts|active] [--content S | --content-file F]
   kb-append skill edit NAME [--content S | --content-file F]
   kb-append skill patch NAME --old-string S --new-string S [--file-path P] [--replace-all]
@@ -77,6 +80,13 @@ Options:
   --allow-edit NAME     skill create/edit/patch/review: edit and patch only these skills (repeatable;
                         seed 002 allowedEditSkills; none given: any)
   --no-create           skill create/review: refuse to create skills (seed 002 allowCreateNew=false)
+  --cites REF           promote-answer: a file the answer rests on: PATH (local) or SOURCE:PATH
+                        (an external library; only read, never written) (repeatable)
+  --question Q          promote-answer: the question answered (kept in the provenance)
+  --topic T             promote-answer: the page's topic [default: the file name]
+  --source NAME=DIR     promote-answer: an external library cited as NAME:PATH (repeatable;
+                        besides ~/.sdlc/global-libraries.json and .sdlc/libraries.json)
+  --no-registries       promote-answer: ignore the two registry files
   -h, --help            show this help (after a command: that command's)
   -V, --version         show the version
 
@@ -121,6 +131,15 @@ const FLAGS: &[Flag] = &[
         help: "edit and patch only these skills (repeatable; seed 002 allowedEditSkills)",
     },
     Flag { name: "no-create", value: None, help: "refuse to create skills (seed 002 allowCreateNew=false)" },
+    Flag {
+        name: "cites",
+        value: Some("REF"),
+        help: "a file the answer rests on: PATH (local) or SOURCE:PATH (external, read-only)",
+    },
+    Flag { name: "question", value: Some("Q"), help: "the question answered (kept in the provenance)" },
+    Flag { name: "topic", value: Some("T"), help: "the page's topic [default: the file name]" },
+    Flag { name: "source", value: Some("NAME=DIR"), help: "an external library cited as NAME:PATH (repeatable)" },
+    Flag { name: "no-registries", value: None, help: "ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json" },
 ];
 
 const WRITE: &[&str] = &[
@@ -180,6 +199,27 @@ pub static SPEC: Spec = Spec {
             about: "archive old changelog lines",
             flags: &["root", "older-than", "no-commit", "timeout"],
             arity: (0, 0),
+        },
+        Cmd {
+            name: "promote-answer",
+            args: "PATH",
+            about: "file an answer into the local library with its provenance (seed 001 --promote-to-library)",
+            flags: &[
+                "root",
+                "cites",
+                "question",
+                "topic",
+                "source",
+                "no-registries",
+                "content",
+                "content-file",
+                "notebook",
+                "no-commit",
+                "allow-risky",
+                "max-bytes",
+                "timeout",
+            ],
+            arity: (1, 1),
         },
         Cmd {
             name: "skill create",
@@ -364,21 +404,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             "write" => {
                 let lib = Library::resolve(root)?;
                 let [path] = a.positional.as_slice() else { return Err(Error::usage("write takes exactly one PATH")) };
-                let content = match (a.get("content").map(str::to_string), a.get("content-file").map(std::path::PathBuf::from)) {
-                    (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
-                    (Some(c), None) => c.clone(),
-                    (None, Some(f)) => {
-                        // A FIFO or device is an error, never a hang (issue 21).
-                        let bytes = crate::fs::nofollow::read_input(&f, opts.max_bytes as u64)
-                            .ctx(|| format!("reading {}", f.display()))?;
-                        write::content_from_bytes(bytes, &f.display().to_string(), opts.max_bytes)?
-                    }
-                    (None, None) => {
-                        let mut bytes = Vec::new();
-                        std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
-                        write::content_from_bytes(bytes, "stdin", opts.max_bytes)?
-                    }
-                };
+                let content = content_arg(&a, opts.max_bytes)?;
                 if content.is_empty() && !a.on("allow-empty") {
                     return Err(Error::usage(format!(
                         "refusing to write empty content to '{path}' (an empty stdin?); pass --allow-empty to mean it"
@@ -395,6 +421,54 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     opts.max_bytes,
                 );
                 report(&mut out, write::batch(&lib, vec![(0, req)], &opts)?, false)?;
+            }
+            "promote-answer" => {
+                let lib = Library::resolve(root)?;
+                let [path] = a.positional.as_slice() else {
+                    return Err(Error::usage("promote-answer takes exactly one PATH"));
+                };
+                let mut spec = crate::score::sources::Spec {
+                    root: Some(lib.dir.clone()),
+                    registries: !a.on("no-registries"),
+                    home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+                    ..Default::default()
+                };
+                for s in a.all("source") {
+                    spec.cli.push(crate::score::sources::parse_source_flag(&s)?);
+                }
+                let resolved = crate::score::sources::resolve(&spec)?;
+                for e in &resolved.errors {
+                    eprintln!("kb-append: warning: source '{}' skipped: {}: {}", e.source, e.path, e.message);
+                }
+                promote::check_target(&resolved.sources, path)?;
+                let cites = promote::check_cites(&resolved.sources, &a.all("cites"))?;
+                let req = write::request(&lib, path, String::new(), Mode::Overwrite, None, None, opts.max_bytes)
+                    .map_err(Error::msg)?;
+                if promote::exists(&lib, &req.path) {
+                    return Err(Error::msg(format!(
+                        "refused: '{}' exists; a promoted answer is a new page (choose another PATH)",
+                        req.path
+                    )));
+                }
+                let answer = content_arg(&a, opts.max_bytes)?;
+                let now = crate::clock::format(crate::clock::now()?);
+                let text = promote::page(&req.path, &answer, &cites, a.get("question"), a.get("topic"), &now)?;
+                let req = write::request(
+                    &lib,
+                    &req.path,
+                    text,
+                    Mode::Overwrite,
+                    a.get("notebook").map(str::to_string),
+                    a.get("allow-risky").map(str::to_string),
+                    opts.max_bytes,
+                )
+                .map_err(Error::msg)?;
+                let result = write::batch(&lib, vec![(0, Ok(req.clone()))], &opts)?;
+                let landed = result.outcomes.iter().any(|(_, o)| o.is_ok());
+                report(&mut out, result, false)?;
+                if landed {
+                    out.record(&promote::Promoted { path: req.path, cites })?;
+                }
             }
             "batch" => {
                 let lib = Library::resolve(root)?;
@@ -526,6 +600,26 @@ fn print_justfile() -> Result<Exit, Error> {
 
 /// Prints one record per request; rejected ones as error records with
 /// their line (batch) or path (write).
+/// The content of `write` and `promote-answer`: `--content`,
+/// `--content-file` or stdin.
+fn content_arg(a: &Args, max_bytes: usize) -> Result<String, Error> {
+    match (a.get("content"), a.get("content-file").map(std::path::PathBuf::from)) {
+        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
+        (Some(c), None) => Ok(c.to_string()),
+        (None, Some(f)) => {
+            // A FIFO or device is an error, never a hang (issue 21).
+            let bytes =
+                crate::fs::nofollow::read_input(&f, max_bytes as u64).ctx(|| format!("reading {}", f.display()))?;
+            write::content_from_bytes(bytes, &f.display().to_string(), max_bytes)
+        }
+        (None, None) => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
+            write::content_from_bytes(bytes, "stdin", max_bytes)
+        }
+    }
+}
+
 fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), Error> {
     for c in &result.cleared {
         out.record(c)?;

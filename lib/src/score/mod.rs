@@ -12,6 +12,7 @@ pub mod cache;
 pub mod formula;
 pub mod index;
 pub mod nearest;
+pub mod promote;
 pub mod query;
 pub mod rank;
 pub mod recommend;
