@@ -228,11 +228,25 @@ pub fn into_head(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitSta
     (status, err)
 }
 
-/// The flag names of a `kb::cli` module's `FLAGS` table (its source text).
+/// The flag names a `kb::cli` module's subcommand table accepts (its
+/// source text): the quoted words of the `&["…", …]` lists in its `SPEC`,
+/// and of the `const NAME: &[&str]` lists the `SPEC` names.
 pub fn table_flags(src: &str) -> Vec<&str> {
-    src.split("Flag {")
-        .skip(1)
-        .filter_map(|s| s.split_once("name: \"").map(|(_, r)| r))
-        .filter_map(|r| r.split('"').next())
-        .collect()
+    fn quoted(list: &str) -> impl Iterator<Item = &str> {
+        let list = list.split(']').next().unwrap_or("");
+        list.split('"').skip(1).step_by(2)
+    }
+    let spec = src.split("pub static SPEC").nth(1).and_then(|s| s.split(";\n").next()).unwrap_or("");
+    let mut flags: Vec<&str> = Vec::new();
+    let named = spec
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .filter(|w| w.len() > 1)
+        .filter_map(|w| src.split(&format!("const {w}: &[&str] =")).nth(1));
+    let lists = spec.split("&[").skip(1).filter(|p| p.trim_start().starts_with('"'));
+    for f in lists.chain(named).flat_map(quoted) {
+        if !flags.contains(&f) {
+            flags.push(f);
+        }
+    }
+    flags
 }
