@@ -5,6 +5,7 @@
 mod util;
 
 mod append;
+mod changes;
 mod cli;
 mod crash;
 mod evolve;
@@ -21,6 +22,8 @@ mod lock;
 mod mcp;
 mod memgate;
 mod memgate_quality;
+mod out_of_scope;
+mod promote;
 mod readme;
 mod recipes;
 mod relate;

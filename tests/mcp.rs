@@ -24,10 +24,16 @@ struct Session {
 
 impl Session {
     fn start(lib: &Lib) -> Session {
+        Session::start_with(lib, &[])
+    }
+
+    /// A server with extra command-line flags.
+    fn start_with(lib: &Lib, flags: &[&str]) -> Session {
         let mut child = lib
             .std_cmd("kb-mcp")
             .arg("--root")
             .arg(lib.root())
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -88,7 +94,11 @@ impl Drop for Session {
 }
 
 fn initialized(lib: &Lib) -> Session {
-    let mut s = Session::start(lib);
+    initialized_with(lib, &[])
+}
+
+fn initialized_with(lib: &Lib, flags: &[&str]) -> Session {
+    let mut s = Session::start_with(lib, flags);
     let a = s.request(
         "initialize",
         json!({"protocolVersion": "2025-06-18", "capabilities": {},
@@ -392,4 +402,60 @@ fn the_official_python_sdk_calls_every_tool() {
     }
     assert_eq!(seen["escape"]["message"], "'../outside.md' contains '..'");
     assert_eq!(ok("after").len(), 2);
+}
+
+const SKILL: &str = "---\nname: NAME\ndescription: Extract text from PDFs.\n---\n# NAME\n\nUse pdftotext.\n";
+
+/// Seed 002's skill_manage permissions through MCP: the input schema has
+/// `allowedEditSkills` and `allowCreateNew`; a call's own values narrow
+/// the server's `--allow-edit`/`--no-create`, never widen them; refusals
+/// are error records naming the rule and nothing is written.
+#[test]
+fn skill_manage_permissions_are_parameters_and_server_flags() {
+    let lib = git_lib();
+    let md = |n: &str| SKILL.replace("NAME", n);
+    for n in ["linked", "other"] {
+        lib.cmd("kb-append").args(["skill", "create", n, "--content", &md(n)]).assert().success();
+    }
+    let mut s = initialized_with(&lib, &["--allow-edit", "linked"]);
+    let tools = s.request("tools/list", json!({}));
+    let manage = tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "skill_manage").unwrap();
+    assert_eq!(manage["inputSchema"]["properties"]["allowedEditSkills"]["type"], "array");
+    assert_eq!(manage["inputSchema"]["properties"]["allowCreateNew"]["type"], "boolean");
+
+    let patch = |name: &str, extra: Value| {
+        let mut a =
+            json!({"action": "patch", "name": name, "old_string": "pdftotext", "new_string": "pdftotext -layout"});
+        a.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        a
+    };
+    // The server's list refuses "other", even when the call lists it.
+    let (is_err, recs) = s.call("skill_manage", patch("other", json!({"allowedEditSkills": ["other"]})));
+    assert!(is_err);
+    assert_eq!(recs[0]["rule"], "allowedEditSkills");
+    assert!(recs[0]["message"].as_str().unwrap().starts_with("refused by allowedEditSkills: skill 'other'"));
+    assert!(lib.read(".skills/.candidates/other/SKILL.md").contains("Use pdftotext.\n"));
+    let (is_err, recs) = s.call("skill_manage", patch("linked", json!({})));
+    assert!(!is_err, "{recs:?}");
+    // A call narrows: allowCreateNew false refuses create.
+    let (is_err, recs) = s.call(
+        "skill_manage",
+        json!({"action": "create", "name": "fresh", "content": md("fresh"), "allowCreateNew": false}),
+    );
+    assert!(is_err);
+    assert_eq!(recs[0]["rule"], "allowCreateNew");
+    assert!(!lib.path(".skills/.candidates/fresh").exists());
+    let (is_err, _) = s.call("skill_manage", json!({"action": "create", "name": "fresh", "content": md("fresh")}));
+    assert!(!is_err);
+    drop(s);
+
+    // The server's --no-create cannot be lifted by a call.
+    let mut s = initialized_with(&lib, &["--no-create"]);
+    let (is_err, recs) = s.call(
+        "skill_manage",
+        json!({"action": "create", "name": "fresh2", "content": md("fresh2"), "allowCreateNew": true}),
+    );
+    assert!(is_err);
+    assert_eq!(recs[0]["rule"], "allowCreateNew");
+    assert!(!lib.path(".skills/.candidates/fresh2").exists());
 }

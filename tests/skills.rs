@@ -409,3 +409,122 @@ fn issue_18_write_file_takes_an_image_asset() {
     assert!(msg.contains("SKILL.md must be UTF-8 text"), "{msg}");
     assert_eq!(lib.read(&format!("{DIR}/SKILL.md")), MD);
 }
+
+/// Seed 002's `allowedEditSkills`: edit and patch only the listed skills.
+#[test]
+fn allow_edit_refuses_edit_and_patch_of_other_skills_naming_the_rule() {
+    let lib = with_skill();
+    ok(&lib, &["create", "other", "--content", &MD.replace("pdf-tools", "other")]);
+    let before = lib.read(&format!("{DIR}/SKILL.md"));
+    let lines = changelog_lines(&lib);
+    for args in [
+        vec!["patch", "pdf-tools", "--old-string", "pdftotext", "--new-string", "X", "--allow-edit", "other"],
+        vec!["edit", "pdf-tools", "--content", MD, "--allow-edit", "other", "--allow-edit", "third"],
+    ] {
+        let out = lib.cmd("kb-append").arg("skill").args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let recs = records(&out.stdout);
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        assert_eq!(recs[0]["record"], "error");
+        assert_eq!(recs[0]["rule"], "allowedEditSkills");
+        assert_eq!(recs[0]["name"], "pdf-tools");
+        let verb = if args[0] == "edit" { "edited" } else { "patched" };
+        let allowed = if args[0] == "edit" { "other, third" } else { "other" };
+        assert_eq!(
+            recs[0]["message"],
+            format!("refused by allowedEditSkills: skill 'pdf-tools' may not be {verb}; allowed: {allowed}")
+        );
+    }
+    assert_eq!(lib.read(&format!("{DIR}/SKILL.md")), before, "nothing written");
+    assert_eq!(changelog_lines(&lib), lines, "nothing logged");
+    // The listed skill is editable; create is not restricted by the list.
+    ok(
+        &lib,
+        &[
+            "patch",
+            "pdf-tools",
+            "--old-string",
+            "pdftotext",
+            "--new-string",
+            "pdftotext -layout",
+            "--allow-edit",
+            "pdf-tools",
+        ],
+    );
+    ok(&lib, &["create", "fresh", "--content", &MD.replace("pdf-tools", "fresh"), "--allow-edit", "pdf-tools"]);
+}
+
+/// Seed 002's `allowCreateNew: false`: create is refused, edits are not.
+#[test]
+fn no_create_refuses_create_naming_the_rule() {
+    let lib = with_skill();
+    // No content on stdin: the refusal comes before anything is read.
+    let out = lib.cmd("kb-append").args(["skill", "create", "fresh", "--no-create"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let recs = records(&out.stdout);
+    assert_eq!(recs[0]["rule"], "allowCreateNew");
+    assert_eq!(recs[0]["message"], "refused by allowCreateNew=false: creating skill 'fresh' is not allowed");
+    assert!(!lib.path(".skills/.candidates/fresh").exists());
+    ok(&lib, &["patch", "pdf-tools", "--old-string", "pdftotext", "--new-string", "pdftotext -raw", "--no-create"]);
+}
+
+/// Seed 002's review: the skill list is snapshotted, the reviewer runs
+/// under the rules (its own flags can narrow them, never widen them), and
+/// the record names the skills it created.
+#[test]
+fn review_runs_the_reviewer_under_the_rules_and_reports_what_it_created() {
+    let lib = with_skill();
+    ok(&lib, &["create", "other", "--content", &MD.replace("pdf-tools", "other")]);
+    let script = lib.root().join("reviewer.sh");
+    let new_md = MD.replace("pdf-tools", "new-one");
+    std::fs::write(
+        &script,
+        format!(
+            "set -u\n\
+             kb-append skill patch other --old-string pdftotext --new-string X --no-commit > edit-other.out; echo $? > edit-other.rc\n\
+             kb-append skill patch other --old-string pdftotext --new-string X --allow-edit other --no-commit > widen.out; echo $? > widen.rc\n\
+             kb-append skill patch pdf-tools --old-string pdftotext --new-string 'pdftotext -layout' --no-commit > edit-linked.out; echo $? > edit-linked.rc\n\
+             kb-append skill create new-one --content '{new_md}' --no-commit > create.out; echo $? > create.rc\n"
+        ),
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("kb-append");
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let run = |extra: &[&str]| {
+        let out = lib
+            .cmd("kb-append")
+            .env("PATH", &path)
+            .args(["skill", "review", "--allow-edit", "pdf-tools", "--notebook", "nb-1"])
+            .args(extra)
+            .args(["--", "sh", "reviewer.sh"])
+            .current_dir(lib.root())
+            .output()
+            .unwrap();
+        let recs = records(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{recs:?} {}", String::from_utf8_lossy(&out.stderr));
+        recs.into_iter().next().unwrap()
+    };
+    let rc = |name: &str| std::fs::read_to_string(lib.root().join(format!("{name}.rc"))).unwrap().trim().to_string();
+    let first = |name: &str| records(&std::fs::read(lib.root().join(format!("{name}.out"))).unwrap()).remove(0);
+
+    let r = run(&["--no-create"]);
+    assert_eq!(r["record"], "skill_review");
+    assert_eq!(r["notebook"], "nb-1");
+    assert_eq!(r["allowedEditSkills"], serde_json::json!(["pdf-tools"]));
+    assert_eq!(r["allowCreateNew"], false);
+    assert_eq!(r["before"], 2);
+    assert_eq!(r["created"], serde_json::json!([]));
+    assert_eq!(r["exit"], 0);
+    assert_eq!((rc("edit-other"), first("edit-other")["rule"].clone()), ("2".into(), "allowedEditSkills".into()));
+    assert_eq!(rc("widen"), "2", "a reviewer's own --allow-edit cannot widen the review's list");
+    assert_eq!(rc("edit-linked"), "0");
+    assert_eq!((rc("create"), first("create")["rule"].clone()), ("2".into(), "allowCreateNew".into()));
+    assert!(!lib.path(".skills/.candidates/new-one").exists());
+
+    let r = run(&[]);
+    assert_eq!(r["allowCreateNew"], true);
+    assert_eq!(r["before"], 2);
+    assert_eq!(r["created"], serde_json::json!(["new-one"]));
+    assert_eq!(rc("create"), "0");
+    assert!(lib.path(".skills/.candidates/new-one/SKILL.md").is_file());
+}

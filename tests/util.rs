@@ -97,6 +97,8 @@ pub fn isolate(c: &mut Command, dir: &Path) {
         .env_remove("KB_ROOT")
         .env_remove("KB_LOCK_HELD")
         .env_remove("RAYON_NUM_THREADS")
+        .env_remove("KB_SKILL_ALLOW_EDIT")
+        .env_remove("KB_SKILL_ALLOW_CREATE")
         .env("KB_NOW", NOW)
         .env("HOME", dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")

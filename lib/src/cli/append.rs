@@ -8,6 +8,7 @@ use super::args::{Args, Cmd, Spec};
 use crate::error::{Context, Error, Exit};
 use crate::maintain::compact;
 use crate::out::jsonl::{self, Out};
+use crate::score::promote;
 use crate::write::{self, Mode, Options};
 use crate::{sync, Library};
 
@@ -24,6 +25,8 @@ Usage:
   kb-append batch [--no-commit]          JSONL requests on stdin
   kb-append event referenced|replan|accept PATH --notebook NB [--no-commit]
   kb-append compact [--older-than 90d] [--no-commit]
+  kb-append promote-answer PATH --cites REF... [--question Q] [--topic T] [--source NAME=DIR]...
+                       [--content S | --content-file F] [--notebook NB] [--no-commit]
   kb-append skill create NAME [--stage candidates|drafts|active] [--content S | --content-file F]
   kb-append skill edit NAME [--content S | --content-file F]
   kb-append skill patch NAME --old-string S --new-string S [--file-path P] [--replace-all]
@@ -33,6 +36,7 @@ Usage:
   kb-append skill promote NAME --to drafts|active
   kb-append skill list [--format jsonl|table]
   kb-append skill nudge [--calls N] [--interval N] [--notebook NB]
+  kb-append skill review [--allow-edit NAME]... [--no-create] [--notebook NB] -- CMD [ARG]...
   kb-append sync [--remote NAME] [--branch B] [--no-push]
   kb-append resolve PATH --keep ours|theirs|FILE [--no-commit]
   kb-append merge-log BASE OURS THEIRS       git merge driver for logs
@@ -73,6 +77,16 @@ Options:
   --format F            skill list: jsonl or table [default: table on a terminal]
   --calls N             skill nudge: tool calls to count [default: 1]
   --interval N          skill nudge: calls between reviews [default: 10]
+  --allow-edit NAME     skill create/edit/patch/review: edit and patch only these skills (repeatable;
+                        seed 002 allowedEditSkills; none given: any)
+  --no-create           skill create/review: refuse to create skills (seed 002 allowCreateNew=false)
+  --cites REF           promote-answer: a file the answer rests on: PATH (local) or SOURCE:PATH
+                        (an external library; only read, never written) (repeatable)
+  --question Q          promote-answer: the question answered (kept in the provenance)
+  --topic T             promote-answer: the page's topic [default: the file name]
+  --source NAME=DIR     promote-answer: an external library cited as NAME:PATH (repeatable;
+                        besides ~/.sdlc/global-libraries.json and .sdlc/libraries.json)
+  --no-registries       promote-answer: ignore the two registry files
   -h, --help            show this help (after a command: that command's)
   -V, --version         show the version
 
@@ -94,12 +108,50 @@ const WRITE: &[&str] = &[
     "max-bytes",
     "timeout",
 ];
-const CONTENT: &[&str] = &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
-const CREATE: &[&str] = &["root", "stage", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const CONTENT: &[&str] =
+    &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout", "allow-edit", "no-create"];
+const CREATE: &[&str] = &[
+    "root",
+    "stage",
+    "content",
+    "content-file",
+    "notebook",
+    "no-commit",
+    "max-bytes",
+    "timeout",
+    "allow-edit",
+    "no-create",
+];
 const FILE: &[&str] =
     &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
-const PATCH: &[&str] =
-    &["root", "old-string", "new-string", "file-path", "replace-all", "notebook", "no-commit", "timeout"];
+const PATCH: &[&str] = &[
+    "root",
+    "old-string",
+    "new-string",
+    "file-path",
+    "replace-all",
+    "notebook",
+    "no-commit",
+    "timeout",
+    "allow-edit",
+    "no-create",
+];
+const REVIEW: &[&str] = &["root", "allow-edit", "no-create", "notebook"];
+const PROMOTE_ANSWER: &[&str] = &[
+    "root",
+    "cites",
+    "question",
+    "topic",
+    "source",
+    "no-registries",
+    "content",
+    "content-file",
+    "notebook",
+    "no-commit",
+    "allow-risky",
+    "max-bytes",
+    "timeout",
+];
 const LOCKED: &[&str] = &["root", "notebook", "no-commit", "timeout"];
 const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout"];
 const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout"];
@@ -118,6 +170,12 @@ pub static SPEC: Spec = Spec::new(
         Cmd::new("batch", "", BATCH, "write the JSONL requests on stdin under one lock and one commit"),
         Cmd::new("event", "referenced|replan|accept PATH", LOCKED, "log a changelog event for a document"),
         Cmd::new("compact", "", &["root", "older-than", "no-commit", "timeout"], "archive old changelog lines"),
+        Cmd::new(
+            "promote-answer",
+            "PATH",
+            PROMOTE_ANSWER,
+            "file an answer into the local library with its provenance (seed 001 --promote-to-library)",
+        ),
         Cmd::new("skill create", "NAME", CREATE, "create a skill"),
         Cmd::new("skill edit", "NAME", CONTENT, "replace a skill's SKILL.md"),
         Cmd::new("skill patch", "NAME", PATCH, "replace text in a skill file"),
@@ -127,6 +185,12 @@ pub static SPEC: Spec = Spec::new(
         Cmd::new("skill promote", "NAME", PROMOTE, "move a skill to drafts or active"),
         Cmd::new("skill list", "", &["root", "format"], "the skills with stage, trust tier and verdict"),
         Cmd::new("skill nudge", "", NUDGE, "count tool calls; review_due when a skill review is due"),
+        Cmd::new(
+            "skill review",
+            "-- CMD [ARG...]",
+            REVIEW,
+            "run a skill reviewer under allowedEditSkills/allowCreateNew; report the skills it created",
+        ),
         Cmd::new("sync", "", SYNC, "commit, fetch, merge and push with the git remote"),
         Cmd::new("resolve", "PATH", &["root", "keep", "no-commit", "timeout"], "end a kept conflict"),
         Cmd::new("merge-log", "BASE OURS THEIRS", &[], "git merge driver for logs"),
@@ -149,8 +213,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             "" if a.on("justfile") => return print_justfile(),
             "" | "skill" => {
                 return Err(Error::usage(match a.positional.first() {
-                    Some(w) => format!("unknown skill action '{w}' (create, edit, patch, delete, write-file, remove-file, promote, list, nudge)"),
-                    None if a.cmd == "skill" => "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge".into(),
+                    Some(w) => format!("unknown skill action '{w}' (create, edit, patch, delete, write-file, remove-file, promote, list, nudge, review)"),
+                    None if a.cmd == "skill" => "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge, review".into(),
                     None => "missing command (init, write, batch, event, compact, skill, sync, resolve; see --help)".into(),
                 }))
             }
@@ -179,21 +243,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             "write" => {
                 let lib = Library::resolve(root)?;
                 let [path] = a.positional.as_slice() else { return Err(Error::usage("write takes exactly one PATH")) };
-                let content = match (a.get("content").map(str::to_string), a.get("content-file").map(std::path::PathBuf::from)) {
-                    (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
-                    (Some(c), None) => c.clone(),
-                    (None, Some(f)) => {
-                        // A FIFO or device is an error, never a hang (issue 21).
-                        let bytes = crate::fs::nofollow::read_input(&f, opts.max_bytes as u64)
-                            .ctx(|| format!("reading {}", f.display()))?;
-                        write::content_from_bytes(bytes, &f.display().to_string(), opts.max_bytes)?
-                    }
-                    (None, None) => {
-                        let mut bytes = Vec::new();
-                        std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
-                        write::content_from_bytes(bytes, "stdin", opts.max_bytes)?
-                    }
-                };
+                let content = content_arg(&a, opts.max_bytes)?;
                 if content.is_empty() && !a.on("allow-empty") {
                     return Err(Error::usage(format!(
                         "refusing to write empty content to '{path}' (an empty stdin?); pass --allow-empty to mean it"
@@ -210,6 +260,54 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     opts.max_bytes,
                 );
                 report(&mut out, write::batch(&lib, vec![(0, req)], &opts)?, false)?;
+            }
+            "promote-answer" => {
+                let lib = Library::resolve(root)?;
+                let [path] = a.positional.as_slice() else {
+                    return Err(Error::usage("promote-answer takes exactly one PATH"));
+                };
+                let mut spec = crate::score::sources::Spec {
+                    root: Some(lib.dir.clone()),
+                    registries: !a.on("no-registries"),
+                    home: std::env::var_os("HOME").map(std::path::PathBuf::from),
+                    ..Default::default()
+                };
+                for s in a.all("source") {
+                    spec.cli.push(crate::score::sources::parse_source_flag(&s)?);
+                }
+                let resolved = crate::score::sources::resolve(&spec)?;
+                for e in &resolved.errors {
+                    eprintln!("kb-append: warning: source '{}' skipped: {}: {}", e.source, e.path, e.message);
+                }
+                promote::check_target(&resolved.sources, path)?;
+                let cites = promote::check_cites(&resolved.sources, &a.all("cites"))?;
+                let req = write::request(&lib, path, String::new(), Mode::Overwrite, None, None, opts.max_bytes)
+                    .map_err(Error::msg)?;
+                if promote::exists(&lib, &req.path) {
+                    return Err(Error::msg(format!(
+                        "refused: '{}' exists; a promoted answer is a new page (choose another PATH)",
+                        req.path
+                    )));
+                }
+                let answer = content_arg(&a, opts.max_bytes)?;
+                let now = crate::clock::format(crate::clock::now()?);
+                let text = promote::page(&req.path, &answer, &cites, a.get("question"), a.get("topic"), &now)?;
+                let req = write::request(
+                    &lib,
+                    &req.path,
+                    text,
+                    Mode::Overwrite,
+                    a.get("notebook").map(str::to_string),
+                    a.get("allow-risky").map(str::to_string),
+                    opts.max_bytes,
+                )
+                .map_err(Error::msg)?;
+                let result = write::batch(&lib, vec![(0, Ok(req.clone()))], &opts)?;
+                let landed = result.outcomes.iter().any(|(_, o)| o.is_ok());
+                report(&mut out, result, false)?;
+                if landed {
+                    out.record(&promote::Promoted { path: req.path, cites })?;
+                }
             }
             "batch" => {
                 let lib = Library::resolve(root)?;
@@ -256,7 +354,10 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 let lib = Library::resolve(root)?;
                 let file = a.get("content-file").map(std::path::Path::new);
                 let content = || write::bytes_from_args(a.get("content"), file, opts.max_bytes).map(|(b, _)| b);
-                let s = crate::skills::Options { commit: opts.commit, lock: opts.lock.clone() };
+                // The environment a `skill review` set, narrowed by this call's own flags.
+                let permissions = crate::skills::permissions::Permissions::from_env()
+                    .narrow(&crate::skills::permissions::Permissions::new(a.all("allow-edit"), !a.on("no-create")));
+                let s = crate::skills::Options { commit: opts.commit, lock: opts.lock.clone(), permissions };
                 let mut flags = crate::skills::cli::Flags::default();
                 for f in ["stage", "old-string", "new-string", "file-path", "to", "format", "calls", "interval"] {
                     if let Some(v) = a.get(f) {
@@ -338,6 +439,26 @@ fn print_justfile() -> Result<Exit, Error> {
 
 /// Prints one record per request; rejected ones as error records with
 /// their line (batch) or path (write).
+/// The content of `write` and `promote-answer`: `--content`,
+/// `--content-file` or stdin.
+fn content_arg(a: &Args, max_bytes: usize) -> Result<String, Error> {
+    match (a.get("content"), a.get("content-file").map(std::path::PathBuf::from)) {
+        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
+        (Some(c), None) => Ok(c.to_string()),
+        (None, Some(f)) => {
+            // A FIFO or device is an error, never a hang (issue 21).
+            let bytes =
+                crate::fs::nofollow::read_input(&f, max_bytes as u64).ctx(|| format!("reading {}", f.display()))?;
+            write::content_from_bytes(bytes, &f.display().to_string(), max_bytes)
+        }
+        (None, None) => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
+            write::content_from_bytes(bytes, "stdin", max_bytes)
+        }
+    }
+}
+
 fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), Error> {
     for c in &result.cleared {
         out.record(c)?;

@@ -7,7 +7,7 @@ use crate::error::{Context, Error, Exit};
 use crate::library::scan;
 use crate::maintain::schedule;
 use crate::out::jsonl::{self, Out};
-use crate::report::{listing, stale, status, usage};
+use crate::report::{changes, listing, stale, status, usage};
 use crate::{clock, lock, Library};
 
 /// The overview `--help` prints.
@@ -24,6 +24,7 @@ Usage:
   kb-index scheduled [--force] [--no-commit]   the 24 h-gated daily maintenance
   kb-index commit full|scheduled     commit every library change with the seed's message
   kb-index cron install|uninstall [--just PATH --justfile PATH]
+  kb-index changes --notebook NB     what was written, referenced or archived since NB's last read
 
 Options:
   --root DIR        the library (default: KB_ROOT, else the nearest .library)
@@ -36,6 +37,7 @@ Options:
   --force           scheduled: ignore the 24 h gate
   --just PATH       cron: the just binary [default: just]
   --justfile PATH   cron: the justfile holding `maintain`
+  --notebook NB     changes: the notebook (agent, task, CI job) reading; its cursor moves
   --timeout DUR     how long to wait for the library lock [default: 30s]
   -h, --help        show this help (after a command: that command's)
   -V, --version     show the version
@@ -78,6 +80,12 @@ pub static SPEC: Spec = Spec::new(
         Cmd::new("scheduled", "", &["root", "force", "no-commit", "timeout"], "the 24 h-gated daily maintenance"),
         Cmd::new("commit", "full|scheduled", &["root"], "commit every library change with the seed's message"),
         Cmd::new("cron install", "", CRON, "add the daily `just maintain scheduled` line to the crontab"),
+        Cmd::new(
+            "changes",
+            "",
+            &["root", "notebook", "timeout"],
+            "what was written, referenced or archived since the notebook's last read",
+        ),
         Cmd::new("cron uninstall", "", &["root"], "remove this library's cron line"),
     ],
 );
@@ -120,6 +128,20 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 eprintln!("kb-index: {}: {} ({})", p.path, p.message, p.kind);
             }
             out.record(&r)?;
+        }
+        "changes" => {
+            let nb = a.get("notebook").ok_or_else(|| Error::usage("changes needs --notebook NB"))?;
+            let r = changes::read(&lib, nb, &lock_opts)?;
+            if let Some(c) = &r.cold_start {
+                out.record(c)?;
+            }
+            for c in &r.changes {
+                out.record(c)?;
+            }
+            for line in &r.skipped {
+                eprintln!("kb-index: warning: .changelog:{line}: not a changelog event; skipped");
+            }
+            out.record(&r.cursor)?;
         }
         "check" => {
             let problems = consistency::check(&lib, &scan::library(&lib))?;

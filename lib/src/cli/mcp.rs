@@ -12,7 +12,7 @@ pub const USAGE: &str = "\
 kb-mcp: an MCP server (stdio) with the library's tools and documents
 
 Usage:
-  kb-mcp [--root DIR] [--memory-dir DIR] [--timeout DUR]
+  kb-mcp [--root DIR] [--memory-dir DIR] [--timeout DUR] [--allow-edit NAME]... [--no-create]
 
 Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout (MCP stdio transport);
 warnings go to stderr. Tools: library_search, library_list, library_status,
@@ -24,6 +24,9 @@ Options:
   --root DIR        the library (default: KB_ROOT, else the nearest .library)
   --memory-dir DIR  memory notes for memory_* [default: .cursor/.lingxi/memory beside the library]
   --timeout DUR     how long a call waits for the library lock [default: 30s]
+  --allow-edit NAME skill_manage may edit and patch only these skills (repeatable; seed 002
+                    allowedEditSkills; a call's own allowedEditSkills narrows it further)
+  --no-create       skill_manage may not create skills (seed 002 allowCreateNew=false)
   -h, --help        show this help
   -V, --version     show the version
 
@@ -35,7 +38,12 @@ Example:
 pub static SPEC: Spec = Spec::new(
     "kb-mcp",
     USAGE,
-    &[Cmd::new("", "", &["root", "memory-dir", "timeout"], "serve the library over MCP on stdio")],
+    &[Cmd::new(
+        "",
+        "",
+        &["root", "memory-dir", "timeout", "allow-edit", "no-create"],
+        "serve the library over MCP on stdio",
+    )],
 );
 
 /// Runs the parsed command line: serves until stdin ends.
@@ -45,5 +53,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         root: a.get("root").map(PathBuf::from),
         memory_dir: a.get("memory-dir").map(PathBuf::from),
         timeout,
+        skills: crate::skills::permissions::Permissions::from_env()
+            .narrow(&crate::skills::permissions::Permissions::new(a.all("allow-edit"), !a.on("no-create"))),
     })
 }

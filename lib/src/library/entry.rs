@@ -175,6 +175,10 @@ pub struct Entry {
     /// Frontmatter `related` paths.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub related: Vec<String>,
+    /// Frontmatter `derived-from`: the library files a promoted answer
+    /// cites (seed 001), local paths or `SOURCE:PATH` for external ones.
+    #[serde(rename = "derived-from", skip_serializing_if = "Vec::is_empty")]
+    pub derived_from: Vec<String>,
     /// Why the frontmatter could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frontmatter_error: Option<String>,
@@ -214,6 +218,7 @@ impl Default for Entry {
             effectiveness_mark: false,
             lifecycle: None,
             related: Vec::new(),
+            derived_from: Vec::new(),
             frontmatter_error: None,
             quality_tier: None,
             superseded_by: None,
@@ -272,6 +277,7 @@ impl Entry {
                 .or_else(|| frontmatter::text(f, "lifecycle"))
                 .or_else(|| frontmatter::text(f, "status").filter(|_| category == Category::ThinkingPattern)),
             related: frontmatter::list(f, "related"),
+            derived_from: frontmatter::list(f, "derived-from"),
             frontmatter_error: error,
             quality_tier: frontmatter::text(f, "quality_tier").or_else(|| frontmatter::text(f, "quality")),
             superseded_by: frontmatter::text(f, "superseded_by"),

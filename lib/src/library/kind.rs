@@ -23,7 +23,9 @@ pub enum Kind {
 }
 
 /// Append-only logs by file name (any directory). Also `.changelog-archive/*.md`.
-pub const LOGS: &[&str] = &[".changelog", ".audit.log", ".inconsistency.log", ".scheduled.log"];
+/// `.changelog-cursors` (each notebook's place in the changelog) merges the
+/// same way: a union of lines, of which each notebook's latest wins.
+pub const LOGS: &[&str] = &[".changelog", ".audit.log", ".inconsistency.log", ".scheduled.log", ".changelog-cursors"];
 
 /// Generated files by file name (any directory): indexes, relations,
 /// maintenance stamps, and the git files `init` writes.
@@ -110,6 +112,7 @@ mod tests {
         for (rel, want) in [
             (".changelog", Kind::Log),
             (".changelog-archive/2025-10.md", Kind::Log),
+            (".changelog-cursors", Kind::Log),
             (".core-rule-proposals/.audit.log", Kind::Log),
             (".memory/.references/.index.md", Kind::Derived),
             (".relations.jsonl", Kind::Derived),

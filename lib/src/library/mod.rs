@@ -7,6 +7,7 @@
 //! `write` (lib/src/write/), above `derived` and `guard`.
 
 pub mod changelog;
+pub mod cursors;
 pub mod entry;
 pub mod git;
 pub mod git_state;

@@ -26,16 +26,36 @@ pub const FILE: &str = ".relations.jsonl";
 pub struct Edge {
     /// A library-relative path, or `notebook:<name>`.
     pub from: String,
-    /// A library-relative path, `topic:<name>` or `notebook:<name>`.
+    /// A library-relative path, `topic:<name>`, `notebook:<name>` or
+    /// `library:<source>:<path>` (a file of an external library).
     pub to: String,
     /// `related` (frontmatter), `link` (Markdown), `source` (frontmatter
-    /// notebook), `wrote` or `referenced` (changelog).
+    /// notebook), `derived-from` (frontmatter of a promoted answer),
+    /// `wrote` or `referenced` (changelog).
     pub kind: String,
 }
 
 /// Kinds derived from a document's own text; an update of the document
 /// replaces exactly these edges (all have `from` = the document).
-const DOC_KINDS: &[&str] = &["related", "link", "source"];
+const DOC_KINDS: &[&str] = &["related", "link", "source", DERIVED_FROM];
+
+/// The edge kind from a promoted answer to each file it cites (seed 001).
+pub const DERIVED_FROM: &str = "derived-from";
+
+/// The `to` of an edge to a file of another library: `library:NAME:PATH`.
+pub fn external_node(source: &str, path: &str) -> String {
+    format!("library:{source}:{path}")
+}
+
+/// A `derived-from` item: `(None, path)` for a local file, `(Some(source),
+/// path)` for `SOURCE:PATH` (a source name has no `/` and is not `local`).
+pub fn split_cite(item: &str) -> (Option<&str>, &str) {
+    match item.split_once(':') {
+        Some(("local", p)) => (None, p),
+        Some((s, p)) if !s.is_empty() && !s.contains('/') => (Some(s), p),
+        _ => (None, item),
+    }
+}
 
 /// The edges a document's text declares.
 pub fn doc_edges(entry: &Entry, text: &str) -> Vec<Edge> {
@@ -71,6 +91,21 @@ pub fn doc_edges(entry: &Entry, text: &str) -> Vec<Edge> {
     }
     for nb in &entry.notebooks {
         out.insert(Edge { from: entry.path.clone(), to: format!("notebook:{nb}"), kind: "source".into() });
+    }
+    for item in &entry.derived_from {
+        let to = match split_cite(item) {
+            (None, p) => match resolve("", p, false) {
+                Some(p) => p,
+                None => continue,
+            },
+            (Some(s), p) => match library::normalise(p) {
+                Ok(p) => external_node(s, &p),
+                Err(_) => continue,
+            },
+        };
+        if to != entry.path {
+            out.insert(Edge { from: entry.path.clone(), to, kind: DERIVED_FROM.into() });
+        }
     }
     out.into_iter().collect()
 }

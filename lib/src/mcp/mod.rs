@@ -38,6 +38,9 @@ pub struct Options {
     pub memory_dir: Option<PathBuf>,
     /// `--timeout` for the library lock.
     pub timeout: Option<std::time::Duration>,
+    /// `--allow-edit` and `--no-create`: what skill_manage may do at most
+    /// (a call's own `allowedEditSkills`/`allowCreateNew` only narrow it).
+    pub skills: crate::skills::permissions::Permissions,
 }
 
 /// One server: the library and its tools.
@@ -56,7 +59,7 @@ impl Server {
         if let Some(t) = opts.timeout {
             lock.timeout = t;
         }
-        Ok(Server { cx: Ctx { lib, memory_dir, lock }, tools: tools::all() })
+        Ok(Server { cx: Ctx { lib, memory_dir, lock, skills: opts.skills.clone() }, tools: tools::all() })
     }
 
     /// The library served.

@@ -12,6 +12,8 @@ pub mod cache;
 pub mod feedback;
 pub mod formula;
 pub mod index;
+pub mod nearest;
+pub mod promote;
 pub mod query;
 pub mod rank;
 pub mod recommend;
@@ -152,6 +154,14 @@ pub struct Summary {
     pub sources_failed: Vec<String>,
     /// Whether a cross-library synthesis applies (≥ 2 sources with findings).
     pub synthesis: bool,
+    /// No document matched in any source (seed 001's out-of-scope answer).
+    pub out_of_scope: bool,
+    /// When out of scope: the closest entries, best first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub closest: Vec<nearest::Closest>,
+    /// When out of scope: the seed's sentence naming them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// Everything a search produced, ready to print.
@@ -347,6 +357,9 @@ pub fn search(
         }
     }
     let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
+    let out_of_scope = matched == 0;
+    let closest =
+        if out_of_scope { closest_entries(sources, &queried, q, opts, now, &mut warnings) } else { Vec::new() };
     let summary = Summary {
         query: q.text.clone(),
         hits: out.len(),
@@ -361,8 +374,38 @@ pub fn search(
         sources_queried: queried,
         sources_with_findings: with_findings,
         sources_failed: failed,
+        out_of_scope,
+        answer: out_of_scope.then(|| nearest::answer(&closest)),
+        closest,
     };
     Ok(Outcome { hits: out, summary, errors, warnings })
+}
+
+/// The closest entries over the sources that answered (seed 001's
+/// out-of-scope answer); a source whose index fails now only warns.
+fn closest_entries(
+    sources: &[Source],
+    queried: &[String],
+    q: &Query,
+    opts: &Options,
+    now: i64,
+    warnings: &mut Vec<String>,
+) -> Vec<nearest::Closest> {
+    let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
+    let mut all = Vec::new();
+    for (i, src) in sources.iter().enumerate().filter(|(_, s)| queried.contains(&s.name)) {
+        let cache_path = cache::path_for(&src.lib, local, src.external);
+        let found = cache::with_index(&src.lib, cache_path.as_deref(), false, |v| {
+            let c = nearest::closest(v, q, now, &opts.filters, &src.name, i);
+            let docs = c.iter().map(|c| c.doc).collect();
+            (c, docs)
+        });
+        match found {
+            Ok((c, _)) => all.extend(c),
+            Err(e) => warnings.push(format!("{}: closest entries not found: {e}", src.name)),
+        }
+    }
+    nearest::merge(all)
 }
 
 /// Cuts a hit's content, then its snippet, so the whole hit costs at most

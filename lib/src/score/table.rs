@@ -66,6 +66,10 @@ pub fn render(hits: &[Hit], s: &Summary) -> String {
             list(&s.sources_failed)
         ));
     }
+    if let Some(a) = &s.answer {
+        out.push_str(a);
+        out.push('\n');
+    }
     out
 }
 

@@ -71,7 +71,7 @@ pub fn run(
 ) -> Result<Vec<Rec>> {
     let (action, rest) = words.split_first().ok_or_else(|| {
         Error::usage(
-            "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge",
+            "skill needs an action: create, edit, patch, delete, write-file, remove-file, promote, list, nudge, review",
         )
     })?;
     match (action.as_str(), rest) {
@@ -94,6 +94,15 @@ pub fn run(
             )?;
             Ok(vec![Rec::Record(to_value(&n))])
         }
+        ("review", argv) if !argv.is_empty() => {
+            let r = super::review::review(lib, &opts.permissions, notebook, argv)?;
+            let failed = r.exit != Some(0);
+            let mut out = vec![Rec::Record(to_value(&r))];
+            if failed {
+                out.push(Rec::Error(format!("the reviewer '{}' failed (exit {:?})", argv[0], r.exit), json!({})));
+            }
+            Ok(out)
+        }
         ("promote", [name]) => {
             let to = flags.to.as_deref().ok_or_else(|| Error::usage("skill promote needs --to drafts|active"))?;
             match promote::promote(lib, name, Stage::parse(to)?, notebook, opts) {
@@ -102,6 +111,10 @@ pub fn run(
             }
         }
         (op, [name]) => {
+            // Before the content is read: a refused reviewer learns it at once.
+            if let Err(r) = opts.permissions.check(op, name) {
+                return Ok(vec![Rec::Error(r.message, json!({"name": name, "action": op, "rule": r.rule}))]);
+            }
             let need = |v: &Option<String>, flag: &str| {
                 v.clone().ok_or_else(|| Error::usage(format!("skill {op} needs --{flag}")))
             };

@@ -7,7 +7,7 @@ use std::fs;
 use serde::Serialize;
 
 use super::guard_scan;
-use super::stage::{self, ALL};
+use super::stage::{self, Stage, ALL};
 use crate::doc::frontmatter;
 use crate::error::{Error, Result};
 use crate::guard::{Engine, Verdict};
@@ -38,25 +38,7 @@ pub struct Listed {
 /// Every skill directory (holding SKILL.md) of every stage, stage order
 /// then name order, judged in parallel.
 pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
-    let mut found = Vec::new();
-    for s in ALL {
-        let listing = match fs::read_dir(lib.path(&s.dir())) {
-            Ok(rd) => rd.collect::<std::io::Result<Vec<_>>>(),
-            // A stage nobody used yet has no folder.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(e),
-        };
-        let listing = listing.map_err(|e| Error::io(format!("listing {}", s.dir()), e))?;
-        let mut names: Vec<String> = listing
-            .into_iter()
-            // A name that is not UTF-8 cannot be a skill name (validate::name).
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|n| !n.starts_with('.'))
-            .filter(|n| lib.path(&format!("{}/SKILL.md", stage::skill_dir(s, n))).is_file())
-            .collect();
-        names.sort();
-        found.extend(names.into_iter().map(|n| (s, n)));
-    }
+    let found = names(lib)?;
     let dirs: Vec<String> = found.iter().map(|(s, n)| stage::skill_dir(*s, n)).collect();
     let judged = guard_scan::skills(lib, engine, &dirs)?;
     found
@@ -79,6 +61,31 @@ pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
             })
         })
         .collect()
+}
+
+/// Every skill (a directory holding SKILL.md) of every stage, stage
+/// order then name order, without judging them: what a review snapshots.
+pub fn names(lib: &Library) -> Result<Vec<(Stage, String)>> {
+    let mut found = Vec::new();
+    for s in ALL {
+        let listing = match fs::read_dir(lib.path(&s.dir())) {
+            Ok(rd) => rd.collect::<std::io::Result<Vec<_>>>(),
+            // A stage nobody used yet has no folder.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        };
+        let listing = listing.map_err(|e| Error::io(format!("listing {}", s.dir()), e))?;
+        let mut names: Vec<String> = listing
+            .into_iter()
+            // A name that is not UTF-8 cannot be a skill name (validate::name).
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .filter(|n| lib.path(&format!("{}/SKILL.md", stage::skill_dir(s, n))).is_file())
+            .collect();
+        names.sort();
+        found.extend(names.into_iter().map(|n| (s, n)));
+    }
+    Ok(found)
 }
 
 /// The list as a table for people (descriptions cut to 60 characters).

@@ -176,11 +176,13 @@ pub struct Options {
     pub commit: bool,
     /// Lock timeout and holder command.
     pub lock: lock::Options,
+    /// Seed 002's allowedEditSkills and allowCreateNew.
+    pub permissions: super::permissions::Permissions,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { commit: true, lock: lock::Options::default() }
+        Options { commit: true, lock: lock::Options::default(), permissions: Default::default() }
     }
 }
 
@@ -198,6 +200,7 @@ struct Change {
 
 /// Runs one skill operation (see the module doc for the steps).
 pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
+    opts.permissions.check(req.op.action(), &req.name).map_err(|r| Error::msg(r.message))?;
     validate::name(&req.name).map_err(Error::msg)?;
     precheck(&req.name, &req.op).map_err(Error::msg)?;
     let (engine, guard_errors) = super::engine(lib)?;

@@ -10,7 +10,9 @@ pub mod guard_scan;
 pub mod list;
 pub mod manage;
 pub mod nudge;
+pub mod permissions;
 pub mod promote;
+pub mod review;
 pub mod stage;
 pub mod validate;
 

@@ -30,6 +30,8 @@ pub struct Ctx {
     pub memory_dir: PathBuf,
     /// Lock timeout; the holder is named after the tool.
     pub lock: lock::Options,
+    /// The server's skill_manage permissions (seed 002), before a call narrows them.
+    pub skills: crate::skills::permissions::Permissions,
 }
 
 impl Ctx {

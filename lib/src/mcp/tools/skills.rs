@@ -7,6 +7,7 @@ use super::{run, Called, Ctx, Reply, Tool};
 use crate::error::Error;
 use crate::mcp::args::Args;
 use crate::mcp::rpc::RpcError;
+use crate::skills::permissions::{Permissions, ALLOWED_EDIT_SKILLS, ALLOW_CREATE_NEW};
 use crate::skills::{self, cli, list, Stage};
 
 pub(super) fn tools() -> Vec<Tool> {
@@ -18,7 +19,8 @@ pub(super) fn tools() -> Vec<Tool> {
                 (seed 002 skill_manage). Validated first, written atomically under the library lock, then the \
                 guard judges the whole skill: dangerous rolls back to the exact previous bytes. Prefer patch \
                 for small changes; call skill_list first to avoid duplicates. New skills start in \
-                `candidates` (category may name candidates, drafts or active).",
+                `candidates` (category may name candidates, drafts or active). allowedEditSkills and \
+                allowCreateNew (seed 002) restrict the call further than the server's own rules.",
             schema: manage_schema,
             call: manage,
             read_only: false,
@@ -49,7 +51,9 @@ fn manage_schema() -> Value {
         "replace_all": {"type": "boolean", "default": false, "description": "patch: replace every occurrence"},
         "category": {"type": "string", "description": "create: the stage the skill starts in (candidates, drafts, active)"},
         "file_path": {"type": "string", "description": "a supporting file under references/, templates/, scripts/ or assets/ (write_file, remove_file, patch)"},
-        "file_content": {"type": "string", "description": "write_file: the file's content"}
+        "file_content": {"type": "string", "description": "write_file: the file's content"},
+        "allowedEditSkills": {"type": "array", "items": {"type": "string"}, "description": "edit and patch only these skills (empty: any); narrows the server's --allow-edit, never widens it"},
+        "allowCreateNew": {"type": "boolean", "default": true, "description": "false refuses create; cannot lift the server's --no-create"}
     }, "required": ["action", "name"], "additionalProperties": false})
 }
 
@@ -64,6 +68,8 @@ fn manage(cx: &Ctx, map: Map<String, Value>) -> Called {
         "category",
         "file_path",
         "file_content",
+        ALLOWED_EDIT_SKILLS,
+        ALLOW_CREATE_NEW,
     ];
     let a = Args::new("skill_manage", map, KNOWN)?;
     let (action, name) = (a.need("action")?, a.need("name")?);
@@ -96,7 +102,12 @@ fn manage(cx: &Ctx, map: Map<String, Value>) -> Called {
         need("file_path")?;
     }
     flags.file_path = a.str("file_path")?;
-    let opts = skills::Options { commit: true, lock: cx.lock_for("skill_manage") };
+    let asked = Permissions::new(
+        a.strings(ALLOWED_EDIT_SKILLS)?,
+        a.value(ALLOW_CREATE_NEW).is_none() || a.flag(ALLOW_CREATE_NEW)?,
+    );
+    let opts =
+        skills::Options { commit: true, lock: cx.lock_for("skill_manage"), permissions: cx.skills.narrow(&asked) };
     let words = [verb.to_string(), name];
     let recs = cli::run(&cx.lib, &words, &flags, None, || Ok(content.clone().unwrap_or_default().into_bytes()), &opts);
     run(|| {

@@ -1,0 +1,194 @@
+//! Seed 001's out-of-scope answer: when no document passes, search says
+//! so and names the closest entries ("The library has no evidence on
+//! this. The closest entries are …"). Closest means, in this order: the
+//! documents that did match at some tier (topic, keyword or text) but
+//! were dropped by the filters; then, when nothing matched at any tier,
+//! the documents whose topic and keyword words are spelled most like the
+//! query's (character trigrams), so a typo or a near word still points
+//! somewhere. Only this path pays for the trigram pass: a query with hits
+//! never comes here.
+
+use serde::Serialize;
+
+use crate::out::round4;
+
+use super::formula::Match;
+use super::index::View;
+use super::query::Query;
+use super::rank::{self, Filters};
+
+/// How many closest entries the answer names.
+pub const NEAREST: usize = 3;
+
+/// A query word counts as spelled like a document word only from this
+/// trigram overlap on (a typo or another inflection is well above it; one
+/// shared ending such as `en$` is below it).
+pub const MIN_WORD_OVERLAP: f64 = 0.3;
+
+/// The seed's sentence, before the list of entries.
+pub const NO_EVIDENCE: &str = "The library has no evidence on this.";
+
+/// The seed's recommendation, after it.
+pub const OUT_OF_SCOPE: &str = "Recommendation: this query is out of scope for the project knowledge base.";
+
+/// How close an entry came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Near {
+    /// It matched at a seed tier, but a filter left it out.
+    Filtered,
+    /// Only its topic or keyword words are spelled like the query's.
+    Spelling,
+}
+
+/// One closest entry (`closest[]` in `schemas/summary.schema.json`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Closest {
+    /// The library it comes from.
+    pub source: String,
+    /// Library-relative path.
+    pub path: String,
+    /// Topic.
+    pub topic: String,
+    /// Why it is close.
+    pub near: Near,
+    /// The tier it matched at (`filtered` entries only).
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    pub matched: Option<Match>,
+    /// In [0, 1]: its final score when it matched at a tier, else the
+    /// mean over the query's words of the best trigram overlap (Dice),
+    /// counting only overlaps of at least [`MIN_WORD_OVERLAP`].
+    pub closeness: f64,
+    /// Its document id in its source's index (to check it is current).
+    #[serde(skip)]
+    pub doc: u32,
+    #[serde(skip)]
+    order: usize,
+}
+
+/// The closest entries of one library, at most [`NEAREST`], best first;
+/// `order` is the source's position (for the cross-source merge).
+pub fn closest(v: &View, q: &Query, now: i64, filters: &Filters, source: &str, order: usize) -> Vec<Closest> {
+    let mk = |d: u32, near, matched, closeness: f64| Closest {
+        source: source.to_string(),
+        path: v.path(d).to_string(),
+        topic: v.meta(d).topic,
+        near,
+        matched,
+        closeness: round4(closeness),
+        doc: d,
+        order,
+    };
+    if !filters.is_empty() {
+        // Closeness needs no feedback reordering: no document text is read.
+        let (unfiltered, _) = rank::direct(v, q, now, &Filters::default(), NEAREST, &|_| None);
+        if !unfiltered.is_empty() {
+            return unfiltered.iter().map(|s| mk(s.doc, Near::Filtered, Some(s.kind), s.score)).collect();
+        }
+    }
+    let want: Vec<Vec<String>> = q.lookup_words().iter().map(|w| trigrams(w)).collect();
+    if want.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(f64, u32)> = (0..v.docs() as u32)
+        .filter_map(|d| {
+            let w = v.words(d);
+            let have: Vec<Vec<String>> =
+                w.topic.iter().chain(w.keywords.iter().flatten()).map(|x| trigrams(x)).collect();
+            let total: f64 = want
+                .iter()
+                .map(|q| have.iter().map(|h| dice(q, h)).fold(0.0, f64::max))
+                .filter(|&o| o >= MIN_WORD_OVERLAP)
+                .sum();
+            let c = total / want.len() as f64;
+            (c > 0.0).then_some((c, d))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(NEAREST).map(|(c, d)| mk(d, Near::Spelling, None, c)).collect()
+}
+
+/// Merges the sources' closest entries: filtered matches before spelling
+/// neighbours, then closeness, source order, path.
+pub fn merge(mut all: Vec<Closest>) -> Vec<Closest> {
+    all.sort_by(|a, b| {
+        a.near
+            .cmp(&b.near)
+            .then(b.closeness.total_cmp(&a.closeness))
+            .then(a.order.cmp(&b.order))
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    all.truncate(NEAREST);
+    all
+}
+
+/// The seed's answer: "The library has no evidence on this. The closest
+/// entries are … Recommendation: …".
+pub fn answer(closest: &[Closest]) -> String {
+    if closest.is_empty() {
+        return format!("{NO_EVIDENCE} No entry comes close. {OUT_OF_SCOPE}");
+    }
+    let names: Vec<String> = closest
+        .iter()
+        .map(|c| {
+            let at =
+                if c.source == super::sources::LOCAL { c.path.clone() } else { format!("{}:{}", c.source, c.path) };
+            format!("{} ({at})", c.topic)
+        })
+        .collect();
+    format!("{NO_EVIDENCE} The closest entries are {}. {OUT_OF_SCOPE}", names.join(", "))
+}
+
+/// The padded character trigrams of a folded word (`^ab`, `abc`, `bc$`),
+/// sorted and distinct.
+fn trigrams(w: &str) -> Vec<String> {
+    let chars: Vec<char> = std::iter::once('^').chain(w.chars()).chain(std::iter::once('$')).collect();
+    let mut out: Vec<String> = chars.windows(3).map(|t| t.iter().collect()).collect();
+    if out.is_empty() {
+        out.push(chars.iter().collect());
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Dice overlap of two sorted, distinct trigram sets.
+fn dice(a: &[String], b: &[String]) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let (mut i, mut j, mut both) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                both += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    2.0 * both as f64 / (a.len() + b.len()) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dice_of_a_typo_is_high_and_of_strangers_zero() {
+        assert!(dice(&trigrams("authentication"), &trigrams("authentcation")) > 0.7);
+        assert_eq!(dice(&trigrams("swallow"), &trigrams("jwt")), 0.0);
+        assert_eq!(dice(&trigrams("a"), &trigrams("a")), 1.0);
+    }
+
+    #[test]
+    fn answer_uses_the_seed_wording() {
+        assert_eq!(
+            answer(&[]),
+            "The library has no evidence on this. No entry comes close. Recommendation: this query is out of scope \
+             for the project knowledge base."
+        );
+    }
+}
