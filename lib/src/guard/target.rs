@@ -177,7 +177,8 @@ fn special_name(ft: &fs::FileType) -> &'static str {
 
 /// Walks a directory given on the command line: each directory holding a
 /// SKILL.md becomes one skill target (with everything under it), every
-/// other file its own target. `.git` directories are skipped.
+/// other file its own target. `.git` directories and a library's own
+/// `.cache/` are skipped.
 fn walk(root: &Path, display: &str, out: &mut Vec<Result<Target, PathError>>) {
     if root.join("SKILL.md").symlink_metadata().is_ok() {
         out.push(Ok(skill(root, display.to_string())));
@@ -196,7 +197,7 @@ fn walk(root: &Path, display: &str, out: &mut Vec<Result<Target, PathError>>) {
         let rel = rel_of(root, e.path());
         let shown = join(display, &rel);
         if e.file_type().is_dir() {
-            if e.file_name() == ".git" {
+            if e.file_name() == ".git" || is_library_cache(e.path()) {
                 it.skip_current_dir();
             } else if e.path().join("SKILL.md").symlink_metadata().is_ok() {
                 out.push(Ok(skill(e.path(), shown)));
@@ -212,6 +213,16 @@ fn walk(root: &Path, display: &str, out: &mut Vec<Result<Target, PathError>>) {
         }
         out.push(Ok(Target { display: shown, kind: TargetKind::File, root: e.path().into(), entries: vec![entry] }));
     }
+}
+
+/// A library's `.cache/` (beside its `.changelog`) holds only the tools'
+/// binary caches, rebuilt from the documents; judging those bytes finds
+/// nothing an author wrote and flags every library (`binary_data`).
+/// Kept conflicts and rules, also tool-owned, are still scanned: their
+/// bytes come from peers.
+fn is_library_cache(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == ".cache")
+        && dir.parent().is_some_and(|p| p.join(".changelog").symlink_metadata().is_ok())
 }
 
 /// A skill target: every entry under `root`, sorted, links not followed.
