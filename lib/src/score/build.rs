@@ -69,11 +69,11 @@ pub fn watched_stamps(lib: &Library) -> Vec<(String, u64, u64)> {
 }
 
 /// One document read from disk.
-struct Fresh {
-    entry: Entry,
-    rec: DocRec,
-    meta: Meta,
-    words: Vec<(String, u32)>,
+pub(super) struct Fresh {
+    pub(super) entry: Entry,
+    pub(super) rec: DocRec,
+    pub(super) meta: Meta,
+    pub(super) words: Vec<(String, u32)>,
 }
 
 /// A skill's reference file (walk::is_skill_reference) read as a user
@@ -89,7 +89,7 @@ pub fn skill_reference(rel: &str, text: &str) -> Option<Entry> {
 }
 
 /// Reads and analyses one document; `None` (with problems) when unreadable.
-fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
+pub(super) fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
     let (meta, text, mut problems) = match scan::read_text(lib, rel) {
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
@@ -169,19 +169,20 @@ fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option
         mtime_ns: mtime,
         topic_n: topic_words.len() as u32,
         words: Words::encode(&topic_words, &kw_words),
+        topic: entry.topic.clone(),
     };
     (Some(Fresh { entry, rec, meta: m, words }), problems)
 }
 
 /// Interns term strings to dense ids.
 #[derive(Default)]
-struct Vocab {
+pub(super) struct Vocab {
     ids: FxHashMap<String, u32>,
-    words: Vec<String>,
+    pub(super) words: Vec<String>,
 }
 
 impl Vocab {
-    fn id(&mut self, w: &str) -> u32 {
+    pub(super) fn id(&mut self, w: &str) -> u32 {
         if let Some(&i) = self.ids.get(w) {
             return i;
         }
@@ -206,6 +207,8 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
     };
     // Stamps first: a change made while we read makes the next query update.
     let stamps = watched_stamps(lib);
+    // The relations as of now, kept in the index for side indexes to diff.
+    let rels = read_relations(lib)?;
     let walked = match old {
         Some(v) => {
             let old_paths: Vec<&str> = (0..v.docs() as u32).map(|d| v.path(d)).collect();
@@ -234,7 +237,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             // Nothing indexed changed (a directory was touched): re-stamp only.
             let info = Info { dirs, stamps, ..Info::default() };
             problems.sort_by(|a, b| a.path.cmp(&b.path));
-            return Ok(Built { bytes: index::restamp(v, info), problems, read });
+            return Ok(Built { bytes: index::restamp(v.main(), info), problems, read });
         }
     }
     let written = if read > 0 { written::from_changelog(lib) } else { HashMap::new() };
@@ -291,6 +294,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
                         mtime_ns,
                         topic_n: v.topic_n(*d),
                         words: v.words_raw(*d).to_string(),
+                        topic: v.topic(*d).to_string(),
                     });
                 }
                 (_, Some(f), _) => {
@@ -308,7 +312,50 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
         }
     }
     lap("read");
-    // Documents with no date at all: their last commit, one git log for all.
+    date_from_git(lib, &mut docs, undated);
+    problems.sort_by(|a, b| a.path.cmp(&b.path));
+
+    lap("assemble");
+    let (used, adj) = match old {
+        Some(v) if same_graph && docs.len() == v.docs() => {
+            let n = v.docs() as u32;
+            ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
+        }
+        _ => {
+            let edges = match rels.as_ref().and_then(|t| relations::parse(t)) {
+                Some(set) => set,
+                None => {
+                    let scan = scan::library(lib);
+                    relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
+                }
+            };
+            graph_facts(&edges, &entries)
+        }
+    };
+    lap("graph");
+    let built = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let relations_ok = rels.as_ref().is_some_and(|t| relations::parse(t).is_some());
+    let info = Info { dirs, stamps, built, relations_ok, ..Info::default() };
+    let rels = if relations_ok { rels.unwrap_or_default() } else { String::new() };
+    let bytes = index::write(docs, &vocab.words, &used, &adj, rels.as_bytes(), info);
+    lap("write");
+    Ok(Built { bytes, problems, read })
+}
+
+/// `.relations.jsonl` as text: empty when missing, None when it is not
+/// UTF-8 (relations::read's rules; the caller rebuilds edges then).
+fn read_relations(lib: &Library) -> Result<Option<String>> {
+    let p = lib.path(relations::FILE);
+    match fs::read(&p) {
+        Ok(b) => Ok(String::from_utf8(b).ok()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(String::new())),
+        Err(e) => Err(crate::Error::io(format!("reading {}", p.display()), e)),
+    }
+}
+
+/// Documents with no date at all get their last commit's: one git log
+/// for all of them.
+pub(super) fn date_from_git(lib: &Library, docs: &mut [DocRec], undated: Vec<(usize, Meta)>) {
     let committed = {
         let ps: Vec<&str> = undated.iter().map(|(i, _)| docs[*i].path.as_str()).collect();
         written::from_git(lib, &ps)
@@ -320,30 +367,6 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             docs[i].meta = serde_json::to_vec(&m).unwrap_or_default();
         }
     }
-    problems.sort_by(|a, b| a.path.cmp(&b.path));
-
-    lap("assemble");
-    let (used, adj) = match old {
-        Some(v) if same_graph && docs.len() == v.docs() => {
-            let n = v.docs() as u32;
-            ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
-        }
-        _ => {
-            let edges = match relations::read(lib)? {
-                Some(set) => set,
-                None => {
-                    let scan = scan::library(lib);
-                    relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
-                }
-            };
-            graph_facts(&edges, &entries)
-        }
-    };
-    lap("graph");
-    let info = Info { dirs, stamps, ..Info::default() };
-    let bytes = index::write(docs, &vocab.words, &used, &adj, info);
-    lap("write");
-    Ok(Built { bytes, problems, read })
 }
 
 /// used_by per document (distinct sources of edges into it, topic targets

@@ -14,12 +14,14 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::view::View;
+
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"KBSCORE1";
 /// Trailer magic.
 pub const END: &[u8; 8] = b"KBSCEND1";
 /// Bumped whenever the layout or the analysis (tokens, stems) changes.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
@@ -49,10 +51,17 @@ enum Sec {
     Posts,
     WordOff,
     Words,
+    /// Raw topics, for resolving `topic:` edges when a side index
+    /// recomputes part of the graph (kb::score::side).
+    TopicOff,
+    Topics,
+    /// `.relations.jsonl` as it was when the index was built, so a side
+    /// index can tell which edges changed since.
+    Rels,
     /// Last, so a cache can be re-stamped without rewriting the rest.
     Info,
 }
-const SECTIONS: usize = 19;
+const SECTIONS: usize = 22;
 const HEADER: usize = 16 + SECTIONS * 16;
 
 /// Build facts kept for validating the cache against the library.
@@ -68,6 +77,38 @@ pub struct Info {
     pub dirs: Vec<(String, u64)>,
     /// `(size, mtime ns)` of `.relations.jsonl`, `.changelog` and the archive dir.
     pub stamps: Vec<(String, u64, u64)>,
+    /// Sum of the BM25 lengths (the mean is this over `docs`, so a main
+    /// and a side index give the same mean as one index of both).
+    #[serde(default)]
+    pub total_len: u64,
+    /// When a main index was built (ns since the epoch): names it, so a
+    /// side index applies only to the main index it was made against.
+    #[serde(default)]
+    pub built: u64,
+    /// Whether the relations section holds a trusted `.relations.jsonl`
+    /// (a side index can only diff against one).
+    #[serde(default)]
+    pub relations_ok: bool,
+    /// Set in a side index: what it changes in its main index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<Side>,
+}
+
+/// What a side index (kb::score::side) changes in its main index: the
+/// main documents it removes (deleted, or replaced by a newer version in
+/// the side), the watched directories that are gone, and the graph facts
+/// of every document whose facts differ from the main index's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Side {
+    /// [`Info::built`] of the main index it applies to.
+    pub main_built: u64,
+    /// Main document ids removed, ascending.
+    pub dead: Vec<u32>,
+    /// Watched directories of the main index that no longer exist.
+    pub gone: Vec<String>,
+    /// `(merged id, used_by, neighbours as merged ids)` of every side
+    /// document and of every main document whose graph facts changed.
+    pub facts: Vec<(u32, u32, Vec<u32>)>,
 }
 
 /// What a hit shows about a document, kept as JSON per document so a
@@ -119,6 +160,8 @@ pub struct DocRec {
     pub topic_n: u32,
     /// Folded topic words and keywords, as [`Words::encode`] writes them.
     pub words: String,
+    /// The topic as written (kb::library::entry::Entry::topic).
+    pub topic: String,
 }
 
 /// The folded words of a document's topic and of each keyword, kept so a
@@ -157,8 +200,16 @@ impl Words<'_> {
 }
 
 /// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
-/// `adj` are per document (same order as `docs`, which is sorted by path).
-pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u32>], mut info: Info) -> Vec<u8> {
+/// `adj` are per document (same order as `docs`, which is sorted by path);
+/// `rels` is the relations file it was built from.
+pub fn write(
+    mut docs: Vec<DocRec>,
+    vocab: &[String],
+    used: &[u32],
+    adj: &[Vec<u32>],
+    rels: &[u8],
+    mut info: Info,
+) -> Vec<u8> {
     let n = docs.len();
     // Postings per term id, docs ascending because docs are visited in
     // order; each forward list is freed as it is moved over.
@@ -176,6 +227,7 @@ pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u
     info.docs = n as u32;
     info.terms = order.len() as u32;
     info.avg_len = if n == 0 { 0.0 } else { total_len as f64 / n as f64 };
+    info.total_len = total_len;
 
     let mut secs: Vec<Vec<u8>> = vec![Vec::new(); SECTIONS];
     secs[Sec::Info as usize] = serde_json::to_vec(&info).unwrap_or_default();
@@ -224,6 +276,10 @@ pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u
     let (wo, wb) = blob(docs.iter().map(|d| d.words.as_bytes()));
     secs[Sec::WordOff as usize] = wo;
     secs[Sec::Words as usize] = wb;
+    let (tpo, tpb) = blob(docs.iter().map(|d| d.topic.as_bytes()));
+    secs[Sec::TopicOff as usize] = tpo;
+    secs[Sec::Topics as usize] = tpb;
+    secs[Sec::Rels as usize] = rels.to_vec();
 
     let mut out = Vec::with_capacity(HEADER + secs.iter().map(Vec::len).sum::<usize>() + 16);
     out.extend(MAGIC);
@@ -247,12 +303,20 @@ pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u
 
 /// The same index with new build facts (watched stamps), without
 /// rebuilding: the info section is last, so only it and the trailer change.
-pub fn restamp(v: &View, mut info: Info) -> Vec<u8> {
+pub fn restamp(v: &Seg, mut info: Info) -> Vec<u8> {
     info.docs = v.info.docs;
     info.terms = v.info.terms;
     info.avg_len = v.info.avg_len;
+    info.total_len = v.info.total_len;
+    info.built = v.info.built;
+    info.relations_ok = v.info.relations_ok;
+    with_info(v, &info)
+}
+
+/// The same index bytes with `info` as their info section, verbatim.
+pub fn with_info(v: &Seg, info: &Info) -> Vec<u8> {
     let (io, _) = v.secs[Sec::Info as usize];
-    let json = serde_json::to_vec(&info).unwrap_or_default();
+    let json = serde_json::to_vec(info).unwrap_or_default();
     let mut out = Vec::with_capacity(io + json.len() + 16);
     out.extend_from_slice(&v.b[..io]);
     let at = 16 + Sec::Info as usize * 16 + 8;
@@ -276,8 +340,8 @@ fn blob<'a>(items: impl Iterator<Item = &'a [u8]>) -> (Vec<u8>, Vec<u8>) {
     (off, bytes)
 }
 
-/// A validated, read-only view of index bytes.
-pub struct View<'a> {
+/// One validated, read-only index file (a main index or a side index).
+pub struct Seg<'a> {
     b: &'a [u8],
     secs: [(usize, usize); SECTIONS],
     /// Build facts.
@@ -289,9 +353,9 @@ pub struct View<'a> {
 /// Why index bytes were rejected.
 pub type Corrupt = String;
 
-impl<'a> View<'a> {
-    /// Checks the bytes and returns a view, or why they cannot be trusted.
-    pub fn open(b: &'a [u8]) -> Result<View<'a>, Corrupt> {
+impl<'a> Seg<'a> {
+    /// Checks the bytes and returns a segment, or why they cannot be trusted.
+    pub fn open(b: &'a [u8]) -> Result<Seg<'a>, Corrupt> {
         if b.len() < HEADER + 16 || &b[..8] != MAGIC {
             return Err("not a kb-score index (bad magic or too short)".into());
         }
@@ -322,7 +386,7 @@ impl<'a> View<'a> {
         }
         let (io, il) = secs[Sec::Info as usize];
         let info: Info = serde_json::from_slice(&b[io..io + il]).map_err(|e| format!("index info unreadable: {e}"))?;
-        let mut v = View { b, secs, n: info.docs as usize, t: info.terms as usize, info };
+        let mut v = Seg { b, secs, n: info.docs as usize, t: info.terms as usize, info };
         v.check()?;
         Ok(v)
     }
@@ -343,6 +407,7 @@ impl<'a> View<'a> {
             (Sec::TermOff, Sec::Terms, self.t, 1),
             (Sec::PostOff, Sec::Posts, self.t, 8),
             (Sec::WordOff, Sec::Words, n, 1),
+            (Sec::TopicOff, Sec::Topics, n, 1),
         ];
         for (off, data, count, width) in tables {
             let o = self.sec(off);
@@ -435,6 +500,36 @@ impl<'a> View<'a> {
         Words::decode(self.str_at(Sec::WordOff, Sec::Words, d as usize))
     }
 
+    /// The topic of document `d` as written.
+    pub fn topic(&self, d: u32) -> &'a str {
+        self.str_at(Sec::TopicOff, Sec::Topics, d as usize)
+    }
+
+    /// The relations file the index was built from (see [`Info::relations_ok`]).
+    pub fn relations(&self) -> &'a [u8] {
+        self.sec(Sec::Rels)
+    }
+
+    /// The id of the document at `path` (paths are sorted).
+    pub fn find_path(&self, path: &str) -> Option<u32> {
+        let i = self.path_rank(path);
+        (i < self.n && self.path(i as u32) == path).then_some(i as u32)
+    }
+
+    /// How many documents sort before `path`.
+    pub fn path_rank(&self, path: &str) -> usize {
+        let (mut lo, mut hi) = (0usize, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.path(mid as u32) < path {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// The encoded words of document `d` (to carry over into a rebuild).
     pub fn words_raw(&self, d: u32) -> &'a str {
         self.str_at(Sec::WordOff, Sec::Words, d as usize)
@@ -480,6 +575,21 @@ impl<'a> View<'a> {
         (a..b).filter_map(move |k| Some((read_u32(p, k * 8)?, read_u32(p, k * 8 + 4)?))).filter(move |&(d, _)| d < n)
     }
 
+    /// The positions of term `t`'s postings, for [`Seg::posting_at`].
+    pub fn postings_range(&self, t: usize) -> std::ops::Range<usize> {
+        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
+        a..b
+    }
+
+    /// The posting `(doc, tf)` at position `k` (None past the end or
+    /// naming no document).
+    pub fn posting_at(&self, k: usize) -> Option<(u32, u32)> {
+        let p = self.sec(Sec::Posts);
+        let d = read_u32(p, k * 8)?;
+        (d < self.n as u32).then_some(())?;
+        Some((d, read_u32(p, k * 8 + 4)?))
+    }
+
     /// Number of postings (document frequency) of dictionary term `t`.
     pub fn postings_len(&self, t: usize) -> usize {
         let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
@@ -517,6 +627,7 @@ mod tests {
                 mtime_ns: 7,
                 topic_n: 1,
                 words: Words::encode(&["x".into()], &[vec!["k".into(), "w".into()]]),
+                topic: "x".into(),
             },
             DocRec {
                 path: "y.md".into(),
@@ -528,15 +639,16 @@ mod tests {
                 mtime_ns: 2,
                 topic_n: 0,
                 words: String::new(),
+                topic: String::new(),
             },
         ];
-        write(docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
+        write(docs, &vocab, &[3, 0], &[vec![1], vec![0]], b"", Info::default())
     }
 
     #[test]
     fn round_trip() {
         let bytes = sample();
-        let v = View::open(&bytes).unwrap();
+        let v = Seg::open(&bytes).unwrap();
         assert_eq!((v.docs(), v.terms()), (2, 2));
         assert_eq!(v.term(0), "a");
         assert_eq!(v.postings("a"), [(0, 1), (1, 4)]);
@@ -550,7 +662,7 @@ mod tests {
         assert_eq!(v.info.avg_len, 3.5);
         let info = Info { dirs: vec![("a".into(), 9)], ..Info::default() };
         let again = restamp(&v, info);
-        let w = View::open(&again).unwrap();
+        let w = Seg::open(&again).unwrap();
         assert_eq!((w.info.dirs.len(), w.info.avg_len, w.postings("a")), (1, 3.5, vec![(0, 1), (1, 4)]));
     }
 
@@ -558,12 +670,12 @@ mod tests {
     fn truncated_or_flipped_bytes_are_rejected_not_panicking() {
         let bytes = sample();
         for cut in [0, 7, 20, bytes.len() / 2, bytes.len() - 1] {
-            assert!(View::open(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(Seg::open(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0xff;
-            if let Ok(v) = View::open(&b) {
+            if let Ok(v) = Seg::open(&b) {
                 for d in 0..v.docs() as u32 {
                     let _ = (v.meta(d), v.path(d), v.neighbors(d).count());
                 }

@@ -14,10 +14,12 @@ pub mod index;
 pub mod query;
 pub mod rank;
 pub mod recommend;
+pub mod side;
 pub mod sources;
 pub mod table;
 pub mod terms;
 pub mod tiers;
+pub mod view;
 pub mod walk;
 pub mod written;
 
