@@ -22,7 +22,7 @@ use crate::library::Library;
 use crate::text;
 
 use super::bm25::FieldTf;
-use super::index::{self, DocRec, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
+use super::index::{self, DocRec, Forward, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::terms;
 use super::walk;
 use super::written;
@@ -244,18 +244,18 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
 
     let mut vocab = Vocab::default();
     // Forward lists (new term id, tf) of reused documents, from the old postings.
-    let mut old_fwd: Vec<Vec<(u32, u32)>> = Vec::new();
-    if let Some(v) = old.filter(|_| reuse.iter().any(Option::is_some)) {
-        old_fwd = vec![Vec::new(); v.docs()];
-        let old_map: Vec<u32> = (0..v.terms()).map(|t| vocab.id(v.term(t))).collect();
-        for (t, new) in old_map.iter().enumerate() {
-            for (d, tf) in v.postings_of(t) {
-                old_fwd[d as usize].push((*new, tf));
-            }
+    let old_fwd = match old.filter(|_| reuse.iter().any(Option::is_some)) {
+        Some(v) => {
+            let old_map: Vec<u32> = (0..v.terms()).map(|t| vocab.id(v.term(t))).collect();
+            let old_map = &old_map;
+            Forward::invert(v.docs(), old_map.len(), |t| v.postings_of(t).map(move |(d, tf)| (d, old_map[t], tf)))
         }
-    }
+        None => Forward::default(),
+    };
+    // Every document's forward list in one flat vector: a Vec per
+    // document cost its header and growth slack 100,000 times over.
+    let mut fwd = Forward::default();
     let mut docs: Vec<DocRec> = Vec::with_capacity(paths.len());
-    let mut entries: Vec<Entry> = Vec::with_capacity(paths.len());
     // Documents with no date at all, for one git log at the end.
     let mut undated: Vec<(usize, Meta)> = Vec::new();
     // The old graph facts still hold when no document came or went, no
@@ -276,18 +276,16 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             problems.extend(probs);
             if let Some(v) = old.filter(|_| same_graph) {
                 let d = i as u32;
-                same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.meta(d).topic == f.entry.topic);
+                same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.topic(d) == f.entry.topic);
             }
             match (r, f, old) {
                 (Some(d), _, Some(v)) => {
                     let (size, mtime_ns) = v.stamp(*d);
-                    let Some(mut e) = Entry::from_text(p, "").or_else(|| skill_reference(p, "")) else { continue };
-                    e.topic = v.meta(*d).topic;
-                    entries.push(e);
+                    fwd.push_doc(old_fwd.doc(*d as usize).iter().copied());
                     docs.push(DocRec {
                         path: p.clone(),
                         meta: v.meta_bytes(*d).to_vec(),
-                        terms: std::mem::take(&mut old_fwd[*d as usize]),
+                        terms: Vec::new(),
                         len: v.len(*d),
                         fresh_at: v.fresh_at(*d),
                         size,
@@ -299,45 +297,46 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
                 }
                 (_, Some(f), _) => {
                     let mut rec = f.rec;
-                    rec.terms = f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)).collect();
+                    fwd.push_doc(f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)));
                     rec.meta = serde_json::to_vec(&f.meta).unwrap_or_default();
                     if rec.fresh_at == NO_DATE {
                         undated.push((docs.len(), f.meta));
                     }
                     docs.push(rec);
-                    entries.push(f.entry);
                 }
                 _ => {}
             }
         }
     }
+    drop(old_fwd);
     lap("read");
     date_from_git(lib, &mut docs, undated);
     problems.sort_by(|a, b| a.path.cmp(&b.path));
 
     lap("assemble");
+    let parsed = rels.as_deref().and_then(relations::parse);
+    let relations_ok = parsed.is_some();
     let (used, adj) = match old {
         Some(v) if same_graph && docs.len() == v.docs() => {
             let n = v.docs() as u32;
             ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
         }
         _ => {
-            let edges = match rels.as_ref().and_then(|t| relations::parse(t)) {
+            let edges = match parsed {
                 Some(set) => set,
                 None => {
                     let scan = scan::library(lib);
                     relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
                 }
             };
-            graph_facts(&edges, &entries)
+            doc_graph_facts(&edges, docs.iter().map(|d| (d.path.as_str(), d.topic.as_str())))
         }
     };
     lap("graph");
     let built = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
-    let relations_ok = rels.as_ref().is_some_and(|t| relations::parse(t).is_some());
     let info = Info { dirs, stamps, built, relations_ok, ..Info::default() };
     let rels = if relations_ok { rels.unwrap_or_default() } else { String::new() };
-    let bytes = index::write(docs, &vocab.words, &used, &adj, rels.as_bytes(), info);
+    let bytes = index::write_flat(docs, fwd, &vocab.words, &used, &adj, rels.as_bytes(), info);
     lap("write");
     Ok(Built { bytes, problems, read })
 }
@@ -367,6 +366,32 @@ pub(super) fn date_from_git(lib: &Library, docs: &mut [DocRec], undated: Vec<(us
             docs[i].meta = serde_json::to_vec(&m).unwrap_or_default();
         }
     }
+}
+
+/// [`graph_facts`] over documents given as `(path, topic)`, in order:
+/// the entries are made here, only for the graph, and dropped with it.
+pub fn doc_graph_facts<'a>(
+    edges: &BTreeSet<Edge>,
+    docs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut at: Vec<usize> = Vec::new();
+    let mut n = 0;
+    for (i, (p, t)) in docs.enumerate() {
+        n = i + 1;
+        if let Some(mut e) = Entry::from_text(p, "").or_else(|| skill_reference(p, "")) {
+            e.topic = t.to_string();
+            entries.push(e);
+            at.push(i);
+        }
+    }
+    let (u, a) = graph_facts(edges, &entries);
+    let (mut used, mut adj) = (vec![0; n], vec![Vec::new(); n]);
+    for (k, (u, a)) in u.into_iter().zip(a).enumerate() {
+        used[at[k]] = u;
+        adj[at[k]] = a.into_iter().map(|x| at[x as usize] as u32).collect();
+    }
+    (used, adj)
 }
 
 /// used_by per document (distinct sources of edges into it, topic targets

@@ -199,6 +199,69 @@ impl Words<'_> {
     }
 }
 
+/// Forward lists `(term id, tf)` of every document in one flat vector
+/// (document `i`'s are `items[off[i]..off[i + 1]]`): at 100,000 documents
+/// a vector per document cost its header and growth slack every time.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    off: Vec<usize>,
+    items: Vec<(u32, u32)>,
+}
+
+impl Default for Forward {
+    fn default() -> Forward {
+        Forward { off: vec![0], items: Vec::new() }
+    }
+}
+
+impl Forward {
+    /// Appends the next document's list.
+    pub fn push_doc(&mut self, terms: impl IntoIterator<Item = (u32, u32)>) {
+        self.items.extend(terms);
+        self.off.push(self.items.len());
+    }
+
+    /// Document `i`'s list (empty past the end).
+    pub fn doc(&self, i: usize) -> &[(u32, u32)] {
+        match (self.off.get(i), self.off.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.items[a..b],
+            _ => &[],
+        }
+    }
+
+    /// Inverts postings back into forward lists: `postings(t)` gives
+    /// `(doc, term id, tf)` for each of `terms` terms; `docs` documents.
+    /// Two passes (count, then place), so the lists are exact-sized.
+    pub fn invert<I: Iterator<Item = (u32, u32, u32)>>(
+        docs: usize,
+        terms: usize,
+        postings: impl Fn(usize) -> I,
+    ) -> Forward {
+        let mut off = vec![0usize; docs + 1];
+        for t in 0..terms {
+            for (d, _, _) in postings(t) {
+                if let Some(c) = off.get_mut(d as usize + 1) {
+                    *c += 1;
+                }
+            }
+        }
+        for i in 0..docs {
+            off[i + 1] += off[i];
+        }
+        let mut items = vec![(0u32, 0u32); off[docs]];
+        let mut cur = off.clone();
+        for t in 0..terms {
+            for (d, id, tf) in postings(t) {
+                if let Some(c) = cur.get_mut(d as usize) {
+                    items[*c] = (id, tf);
+                    *c += 1;
+                }
+            }
+        }
+        Forward { off, items }
+    }
+}
+
 /// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
 /// `adj` are per document (same order as `docs`, which is sorted by path);
 /// `rels` is the relations file it was built from.
@@ -208,92 +271,146 @@ pub fn write(
     used: &[u32],
     adj: &[Vec<u32>],
     rels: &[u8],
+    info: Info,
+) -> Vec<u8> {
+    let mut fwd = Forward::default();
+    for d in &mut docs {
+        fwd.push_doc(std::mem::take(&mut d.terms));
+    }
+    write_flat(docs, fwd, vocab, used, adj, rels, info)
+}
+
+/// Appends one section to `out`, recording where it went.
+fn section(out: &mut Vec<u8>, secs: &mut [(u64, u64); SECTIONS], s: Sec, fill: impl FnOnce(&mut Vec<u8>)) {
+    let at = out.len();
+    fill(out);
+    secs[s as usize] = (at as u64, (out.len() - at) as u64);
+}
+
+/// Appends an offsets section (u64, n+1 entries) and its data section.
+fn blob<'a, I: Iterator<Item = &'a [u8]>>(
+    out: &mut Vec<u8>,
+    secs: &mut [(u64, u64); SECTIONS],
+    (off, data): (Sec, Sec),
+    items: impl Fn() -> I,
+) {
+    section(out, secs, off, |o| {
+        let mut n = 0u64;
+        o.extend(n.to_le_bytes());
+        for it in items() {
+            n += it.len() as u64;
+            o.extend(n.to_le_bytes());
+        }
+    });
+    section(out, secs, data, |o| items().for_each(|it| o.extend_from_slice(it)));
+}
+
+/// [`write`] with the forward lists apart from the documents. The file is
+/// written straight into one buffer of its exact size, postings placed by
+/// a counting sort over the flat lists (no list per term, no section
+/// buffers, no second copy): the cold build's peak memory is the index
+/// plus the forward lists.
+pub fn write_flat(
+    docs: Vec<DocRec>,
+    fwd: Forward,
+    vocab: &[String],
+    used: &[u32],
+    adj: &[Vec<u32>],
+    rels: &[u8],
     mut info: Info,
 ) -> Vec<u8> {
     let n = docs.len();
-    // Postings per term id, docs ascending because docs are visited in
-    // order; each forward list is freed as it is moved over.
-    let mut posts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); vocab.len()];
-    for (d, doc) in docs.iter_mut().enumerate() {
-        for (t, tf) in std::mem::take(&mut doc.terms) {
-            if let Some(p) = posts.get_mut(t as usize) {
-                p.push((d as u32, tf));
-            }
+    let mut df = vec![0u64; vocab.len()];
+    for &(t, _) in &fwd.items {
+        if let Some(c) = df.get_mut(t as usize) {
+            *c += 1;
         }
     }
-    let mut order: Vec<u32> = (0..vocab.len() as u32).filter(|&t| !posts[t as usize].is_empty()).collect();
+    let mut order: Vec<u32> = (0..vocab.len() as u32).filter(|&t| df[t as usize] > 0).collect();
     order.sort_unstable_by(|a, b| vocab[*a as usize].cmp(&vocab[*b as usize]));
     let total_len: u64 = docs.iter().map(|d| u64::from(d.len)).sum();
     info.docs = n as u32;
     info.terms = order.len() as u32;
     info.avg_len = if n == 0 { 0.0 } else { total_len as f64 / n as f64 };
     info.total_len = total_len;
-
-    let mut secs: Vec<Vec<u8>> = vec![Vec::new(); SECTIONS];
-    secs[Sec::Info as usize] = serde_json::to_vec(&info).unwrap_or_default();
-    let (po, pb) = blob(docs.iter().map(|d| d.path.as_bytes()));
-    secs[Sec::PathOff as usize] = po;
-    secs[Sec::Paths as usize] = pb;
-    let (mo, mb) = blob(docs.iter().map(|d| d.meta.as_slice()));
-    secs[Sec::MetaOff as usize] = mo;
-    secs[Sec::Metas as usize] = mb;
-    secs[Sec::Lens as usize] = docs.iter().flat_map(|d| d.len.to_le_bytes()).collect();
-    secs[Sec::Used as usize] = (0..n).flat_map(|i| used.get(i).copied().unwrap_or(0).to_le_bytes()).collect();
-    secs[Sec::Fresh as usize] = docs.iter().flat_map(|d| d.fresh_at.to_le_bytes()).collect();
-    secs[Sec::Sizes as usize] = docs.iter().flat_map(|d| d.size.to_le_bytes()).collect();
-    secs[Sec::Mtimes as usize] = docs.iter().flat_map(|d| d.mtime_ns.to_le_bytes()).collect();
-    secs[Sec::TopicN as usize] = docs.iter().flat_map(|d| d.topic_n.to_le_bytes()).collect();
-    let mut adj_off = Vec::with_capacity((n + 1) * 8);
-    let mut adj_bytes = Vec::new();
-    let mut count = 0u64;
-    adj_off.extend(count.to_le_bytes());
-    for i in 0..n {
-        for &j in adj.get(i).map(Vec::as_slice).unwrap_or(&[]) {
-            adj_bytes.extend(j.to_le_bytes());
-            count += 1;
-        }
-        adj_off.extend(count.to_le_bytes());
-    }
-    secs[Sec::AdjOff as usize] = adj_off;
-    secs[Sec::Adj as usize] = adj_bytes;
-    let (to, tb) = blob(order.iter().map(|&t| vocab[t as usize].as_bytes()));
-    secs[Sec::TermOff as usize] = to;
-    secs[Sec::Terms as usize] = tb;
-    let mut post_off = Vec::with_capacity((order.len() + 1) * 8);
-    let mut post_bytes = Vec::new();
-    let mut count = 0u64;
-    post_off.extend(count.to_le_bytes());
-    for &t in &order {
-        for &(d, tf) in &posts[t as usize] {
-            post_bytes.extend(d.to_le_bytes());
-            post_bytes.extend(tf.to_le_bytes());
-            count += 1;
-        }
-        post_off.extend(count.to_le_bytes());
-    }
-    secs[Sec::PostOff as usize] = post_off;
-    secs[Sec::Posts as usize] = post_bytes;
-    let (wo, wb) = blob(docs.iter().map(|d| d.words.as_bytes()));
-    secs[Sec::WordOff as usize] = wo;
-    secs[Sec::Words as usize] = wb;
-    let (tpo, tpb) = blob(docs.iter().map(|d| d.topic.as_bytes()));
-    secs[Sec::TopicOff as usize] = tpo;
-    secs[Sec::Topics as usize] = tpb;
-    secs[Sec::Rels as usize] = rels.to_vec();
-
-    let mut out = Vec::with_capacity(HEADER + secs.iter().map(Vec::len).sum::<usize>() + 16);
+    let info_json = serde_json::to_vec(&info).unwrap_or_default();
+    let postings: u64 = order.iter().map(|&t| df[t as usize]).sum();
+    let adj_n: usize = (0..n).map(|i| adj.get(i).map_or(0, Vec::len)).sum();
+    let t = order.len();
+    let sum = |f: &dyn Fn(&DocRec) -> usize| docs.iter().map(f).sum::<usize>();
+    let size = HEADER
+        + 5 * (n + 1) * 8
+        + sum(&|d| d.path.len() + d.meta.len() + d.words.len() + d.topic.len())
+        + n * (4 + 4 + 8 + 8 + 8 + 4)
+        + (n + 1) * 8
+        + adj_n * 4
+        + 2 * (t + 1) * 8
+        + order.iter().map(|&x| vocab[x as usize].len()).sum::<usize>()
+        + postings as usize * 8
+        + rels.len()
+        + info_json.len()
+        + 16;
+    let mut out: Vec<u8> = Vec::with_capacity(size);
     out.extend(MAGIC);
     out.extend(FORMAT_VERSION.to_le_bytes());
     out.extend((SECTIONS as u32).to_le_bytes());
-    let mut off = HEADER as u64;
-    for s in &secs {
-        out.extend(off.to_le_bytes());
-        out.extend((s.len() as u64).to_le_bytes());
-        off += s.len() as u64;
-    }
-    for s in secs {
-        // Moved and freed one by one: the file is not held twice.
-        out.extend(s);
+    out.resize(HEADER, 0);
+    let mut secs = [(0u64, 0u64); SECTIONS];
+    let o = &mut out;
+    let s = &mut secs;
+    blob(o, s, (Sec::PathOff, Sec::Paths), || docs.iter().map(|d| d.path.as_bytes()));
+    blob(o, s, (Sec::MetaOff, Sec::Metas), || docs.iter().map(|d| d.meta.as_slice()));
+    section(o, s, Sec::Lens, |o| docs.iter().for_each(|d| o.extend(d.len.to_le_bytes())));
+    section(o, s, Sec::Used, |o| (0..n).for_each(|i| o.extend(used.get(i).copied().unwrap_or(0).to_le_bytes())));
+    section(o, s, Sec::Fresh, |o| docs.iter().for_each(|d| o.extend(d.fresh_at.to_le_bytes())));
+    section(o, s, Sec::Sizes, |o| docs.iter().for_each(|d| o.extend(d.size.to_le_bytes())));
+    section(o, s, Sec::Mtimes, |o| docs.iter().for_each(|d| o.extend(d.mtime_ns.to_le_bytes())));
+    section(o, s, Sec::TopicN, |o| docs.iter().for_each(|d| o.extend(d.topic_n.to_le_bytes())));
+    let adj_of = |i: usize| adj.get(i).map(Vec::as_slice).unwrap_or(&[]);
+    section(o, s, Sec::AdjOff, |o| {
+        let mut c = 0u64;
+        o.extend(c.to_le_bytes());
+        for i in 0..n {
+            c += adj_of(i).len() as u64;
+            o.extend(c.to_le_bytes());
+        }
+    });
+    section(o, s, Sec::Adj, |o| (0..n).for_each(|i| adj_of(i).iter().for_each(|j| o.extend(j.to_le_bytes()))));
+    blob(o, s, (Sec::TermOff, Sec::Terms), || order.iter().map(|&x| vocab[x as usize].as_bytes()));
+    // Where each term's postings start (in postings), in dictionary order.
+    let mut start = vec![0u64; vocab.len()];
+    section(o, s, Sec::PostOff, |o| {
+        let mut c = 0u64;
+        o.extend(c.to_le_bytes());
+        for &x in &order {
+            start[x as usize] = c;
+            c += df[x as usize];
+            o.extend(c.to_le_bytes());
+        }
+    });
+    drop(df);
+    section(o, s, Sec::Posts, |o| {
+        let base = o.len();
+        o.resize(base + postings as usize * 8, 0);
+        // Documents in order, so each term's postings come out ascending.
+        for d in 0..n {
+            for &(x, tf) in fwd.doc(d) {
+                let Some(c) = start.get_mut(x as usize) else { continue };
+                let at = base + *c as usize * 8;
+                o[at..at + 4].copy_from_slice(&(d as u32).to_le_bytes());
+                o[at + 4..at + 8].copy_from_slice(&tf.to_le_bytes());
+                *c += 1;
+            }
+        }
+    });
+    drop(fwd);
+    blob(o, s, (Sec::WordOff, Sec::Words), || docs.iter().map(|d| d.words.as_bytes()));
+    blob(o, s, (Sec::TopicOff, Sec::Topics), || docs.iter().map(|d| d.topic.as_bytes()));
+    section(o, s, Sec::Rels, |o| o.extend_from_slice(rels));
+    section(o, s, Sec::Info, |o| o.extend_from_slice(&info_json));
+    for (i, (off, len)) in secs.iter().enumerate() {
+        out[16 + i * 16..24 + i * 16].copy_from_slice(&off.to_le_bytes());
+        out[24 + i * 16..32 + i * 16].copy_from_slice(&len.to_le_bytes());
     }
     out.extend(END);
     let total = out.len() as u64 + 8;
@@ -326,18 +443,6 @@ pub fn with_info(v: &Seg, info: &Info) -> Vec<u8> {
     let total = out.len() as u64 + 8;
     out.extend(total.to_le_bytes());
     out
-}
-
-/// Offsets table (u64, n+1 entries) and the concatenated bytes.
-fn blob<'a>(items: impl Iterator<Item = &'a [u8]>) -> (Vec<u8>, Vec<u8>) {
-    let mut off = Vec::new();
-    let mut bytes = Vec::new();
-    off.extend(0u64.to_le_bytes());
-    for it in items {
-        bytes.extend(it);
-        off.extend((bytes.len() as u64).to_le_bytes());
-    }
-    (off, bytes)
 }
 
 /// One validated, read-only index file (a main index or a side index).
