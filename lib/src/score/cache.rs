@@ -191,6 +191,7 @@ pub fn with_held<R>(
     verify_all: bool,
     f: impl Fn(&View) -> (R, Vec<u32>),
 ) -> Result<(R, Report)> {
+    let lap = build::profiler("query");
     let mut warnings = Vec::new();
     let (mapped, side_mapped) = held.take(cache);
     if let (None, Some(dir)) = (&mapped, cache.and_then(Path::parent)) {
@@ -206,7 +207,10 @@ pub fn with_held<R>(
                 main_ok = true;
                 let merged = side_mapped.as_deref().and_then(|s| View::merged(bytes, s).ok());
                 let v = merged.as_ref().unwrap_or(&main);
-                if is_current(lib, v) {
+                lap("open");
+                let current = is_current(lib, v);
+                lap("check");
+                if current {
                     let all: Vec<u32> = if verify_all { (0..v.docs() as u32).collect() } else { Vec::new() };
                     stale_docs = stale(lib, v, &all);
                     if stale_docs.is_empty() {
@@ -234,6 +238,7 @@ pub fn with_held<R>(
             if let Err(e) = save(&sp, &side.bytes) {
                 warnings.push(format!("cannot write cache {}: {e}", sp.display()));
             }
+            lap("side saved");
             let side_bytes = Bytes::Owned(side.bytes);
             let v = View::merged(main_bytes, &side_bytes)
                 .map_err(|e| crate::Error::msg(format!("internal: side index unreadable: {e}")))?;

@@ -22,9 +22,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 
 use crate::error::Result;
-use crate::library::entry::Entry;
 use crate::library::relations::{self, Edge};
 use crate::library::scan::Problem;
 use crate::library::Library;
@@ -61,6 +61,7 @@ pub struct Built {
 /// main index keeps no trusted relations, the relations file is not one
 /// a rebuild would trust): then the main index must be rebuilt.
 pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[String]) -> Result<Option<Built>> {
+    let lap = build::profiler("side");
     let Ok(main) = Seg::open(main_bytes) else { return Ok(None) };
     if !main.info.relations_ok {
         return Ok(None);
@@ -91,6 +92,7 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
     }
     let known: HashSet<&str> = main.info.dirs.iter().map(|(d, _)| d.as_str()).collect();
     let listed = walk::relist(lib, &changed, &known);
+    lap("directories");
     let relisted: HashSet<&str> = listed.dirs.iter().map(|(d, _)| d.as_str()).collect();
 
     // Candidates: what the listed directories hold now and held then, what
@@ -149,6 +151,7 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
         }
     }
 
+    lap("candidates");
     // Read the new versions.
     let written = written::for_paths(lib, &to_read);
     let fresh: Vec<_> = to_read.par_iter().map(|p| build::read_one(lib, p, &written)).collect();
@@ -178,8 +181,10 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
     let side = Side { main_built: main.info.built, dead, gone, facts: Vec::new() };
     let info = Info { dirs: listed.dirs, stamps, side: Some(side), ..Info::default() };
     let bytes = index::write(docs, &vocab.words, &[], &[], b"", info);
+    lap("read");
     let Ok(view) = View::merged(main_bytes, &bytes) else { return Ok(None) };
     let Some(facts) = graph_facts(&view, &main, &rels) else { return Ok(None) };
+    lap("graph");
     let Some(seg) = view.side() else { return Ok(None) };
     let mut info = seg.info.clone();
     if let Some(s) = &mut info.side {
@@ -189,9 +194,23 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
     Ok(Some(Built { bytes, problems, read }))
 }
 
-/// The lines of a relations file, as a set.
-fn lines(text: &str) -> HashSet<&str> {
-    text.lines().filter(|l| !l.trim().is_empty()).collect()
+/// The lines only one of two relations files has: `(old only, new
+/// only)`, or a few more (a line repeated in the common part may be
+/// reported: its edge's ends are then recomputed, which is harmless).
+/// The common head and tail are skipped by comparing bytes (a write
+/// changes a few lines), the rest compared as sets of lines.
+fn changed_lines<'t>(old: &'t str, new: &'t str) -> (Vec<&'t str>, Vec<&'t str>) {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let mut head = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    head = a[..head].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+    let max_tail = a.len().min(b.len()) - head;
+    let mut tail = a.iter().rev().zip(b.iter().rev()).take(max_tail).take_while(|(x, y)| x == y).count();
+    // Whole lines only: the tail starts after its first newline.
+    tail = a[a.len() - tail..].iter().position(|&c| c == b'\n').map_or(0, |i| tail - (i + 1));
+    let (mid_a, mid_b) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    let set = |t: &'t str| -> FxHashSet<&'t str> { t.lines().filter(|l| !l.trim().is_empty()).collect() };
+    let (sa, sb) = (set(mid_a), set(mid_b));
+    (sa.difference(&sb).copied().collect(), sb.difference(&sa).copied().collect())
 }
 
 /// Topic → merged ids, computed on demand (one pass over all topics).
@@ -242,6 +261,43 @@ fn edges_mentioning(text: &str, needles: &[String]) -> Option<BTreeSet<Edge>> {
     Some(out)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_lines_are_exactly_the_set_difference() {
+        let cases = [
+            ("a\nb\nc\n", "a\nb\nc\n"),
+            ("a\nb\nc\n", "a\nbb\nc\n"),
+            ("a\nb\nc\n", "a\nc\n"),
+            ("", "x\n"),
+            ("x\n", ""),
+            ("ab\nb\n", "b\n"),
+            ("a\nb\n", "a\nb\nb\n"),
+            ("k\nab\ncd\n", "k\nb\ncd\n"),
+            ("one\ntwo\n", "zero\none\ntwo\nthree\n"),
+        ];
+        for (old, new) in cases {
+            let (g, a) = changed_lines(old, new);
+            let so: BTreeSet<&str> = old.lines().collect();
+            let sn: BTreeSet<&str> = new.lines().collect();
+            // Every changed line is reported (a duplicate line may be too:
+            // recomputing an unchanged edge's ends is harmless).
+            for x in so.difference(&sn) {
+                assert!(g.contains(x), "{old:?} -> {new:?}: {x} gone");
+            }
+            for x in sn.difference(&so) {
+                assert!(a.contains(x), "{old:?} -> {new:?}: {x} added");
+            }
+            assert!(g.iter().all(|x| so.contains(x)) && a.iter().all(|x| sn.contains(x)));
+            if old == new {
+                assert!(g.is_empty() && a.is_empty());
+            }
+        }
+    }
+}
+
 fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
@@ -250,16 +306,18 @@ fn quoted(s: &str) -> String {
 /// facts may differ from the main index's: the side's documents, the ends
 /// of changed edges, the neighbours of removed documents, and whatever
 /// links to a document that came, went or changed topic. Each is
-/// recomputed by kb::score::build::graph_facts over every edge touching
+/// recomputed by kb::score::build::doc_graph_facts over every edge touching
 /// it, so it equals a full rebuild's. None when too many changed.
 fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec<u32>)>> {
+    let lap = build::profiler("side graph");
     let side = view.side()?;
     let old = std::str::from_utf8(main.relations()).ok()?;
-    let (old_l, new_l) = (lines(old), lines(rels));
+    let (gone_l, added_l) = changed_lines(old, rels);
     let mut changed: Vec<Edge> = Vec::new();
-    for l in new_l.difference(&old_l).chain(old_l.difference(&new_l)) {
+    for l in gone_l.iter().chain(&added_l) {
         changed.push(serde_json::from_str(l).ok()?);
     }
+    lap("diff");
     let mut topics = Topics { view, by: None };
     let mut affected: BTreeSet<u32> = BTreeSet::new();
     for e in &changed {
@@ -286,6 +344,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
             needles.push(quoted(&format!("topic:{}", side.topic(j))));
         }
     }
+    lap("changed ends");
     for e in edges_mentioning(rels, &needles)? {
         affected.extend(topics.resolve(&e.from));
         affected.extend(topics.resolve(&e.to));
@@ -300,28 +359,21 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
         needles.push(quoted(view.path(d)));
         needles.push(quoted(&format!("topic:{}", view.topic(d))));
     }
+    lap("affected");
     let edges = edges_mentioning(rels, &needles)?;
+    lap("edges");
     let mut reach: BTreeSet<u32> = affected.clone();
     for e in &edges {
         reach.extend(topics.resolve(&e.from));
         reach.extend(topics.resolve(&e.to));
     }
     let ids: Vec<u32> = reach.into_iter().collect();
-    let mut entries: Vec<Entry> = Vec::with_capacity(ids.len());
-    let mut kept: Vec<u32> = Vec::with_capacity(ids.len());
-    for &d in &ids {
-        let p = view.path(d);
-        let Some(mut e) = Entry::from_text(p, "").or_else(|| build::skill_reference(p, "")) else { continue };
-        e.topic = view.topic(d).to_string();
-        entries.push(e);
-        kept.push(d);
-    }
-    let (used, adj) = build::graph_facts(&edges, &entries);
+    lap("reach");
+    let (used, adj) = build::doc_graph_facts(&edges, ids.iter().map(|&d| (view.path(d), view.topic(d))));
     let mut out = Vec::with_capacity(affected.len());
-    for (k, &d) in kept.iter().enumerate() {
+    for (k, &d) in ids.iter().enumerate() {
         if affected.contains(&d) {
-            let n: Vec<u32> = adj[k].iter().map(|&x| kept[x as usize]).collect();
-            out.push((d, used[k], n));
+            out.push((d, used[k], adj[k].iter().map(|&x| ids[x as usize]).collect()));
         }
     }
     Some(out)
