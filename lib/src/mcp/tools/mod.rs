@@ -13,6 +13,7 @@ mod memory;
 mod skills;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
@@ -30,6 +31,96 @@ pub struct Ctx {
     pub memory_dir: PathBuf,
     /// Lock timeout; the holder is named after the tool.
     pub lock: lock::Options,
+    /// What the server keeps between calls.
+    pub warm: Arc<Mutex<Warm>>,
+}
+
+/// What a server keeps warm between calls, so a call pays for its own
+/// work only: the search indexes stay mapped (revalidated by stats), and
+/// the guard's rules are compiled once and again only when a rule file
+/// changes.
+#[derive(Debug, Default)]
+pub struct Warm {
+    /// Open search indexes.
+    pub score: crate::score::Open,
+    /// The guard engine and the rule files' stamps it was built from.
+    pub guard: Option<GuardRules>,
+}
+
+/// A compiled guard engine, its load errors, and what it was built from.
+pub struct GuardRules {
+    /// `(name, size, mtime ns)` of the library's rule files.
+    pub key: Vec<(String, u64, u64)>,
+    /// The engine.
+    pub engine: Arc<crate::guard::engine::Engine>,
+    /// Rule files that did not load.
+    pub errors: Vec<crate::guard::engine::LoadError>,
+}
+
+impl std::fmt::Debug for GuardRules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GuardRules({} files)", self.key.len())
+    }
+}
+
+impl Ctx {
+    /// A context for `lib`.
+    pub fn new(lib: Library, memory_dir: PathBuf, lock: lock::Options) -> Ctx {
+        Ctx { lib, memory_dir, lock, warm: Arc::default() }
+    }
+
+    /// What the server keeps warm (a panicked call's state is still usable:
+    /// it only holds caches that revalidate themselves).
+    pub fn warm(&self) -> std::sync::MutexGuard<'_, Warm> {
+        self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The library's guard engine, compiled once and again only when one
+    /// of its rule files changed (the rules are hot-loaded).
+    pub fn guard_engine(
+        &self,
+    ) -> crate::Result<(Arc<crate::guard::engine::Engine>, Vec<crate::guard::engine::LoadError>)> {
+        let key = guard_key(&self.lib);
+        let mut warm = self.warm();
+        if let Some(g) = warm.guard.as_ref().filter(|g| g.key == key) {
+            return Ok((g.engine.clone(), g.errors.clone()));
+        }
+        let (engine, errors) = crate::guard::library_engine(&self.lib)?;
+        let engine = Arc::new(engine);
+        warm.guard = Some(GuardRules { key, engine: engine.clone(), errors: errors.clone() });
+        Ok((engine, errors))
+    }
+}
+
+/// Stamps of what the guard engine loads: the rules directory, its files
+/// and the library's evolved core file beside it.
+fn guard_key(lib: &Library) -> Vec<(String, u64, u64)> {
+    let dir = lib.path(crate::library::GUARD_RULES);
+    let stamp = |p: &std::path::Path| {
+        std::fs::metadata(p).map_or((0, 0), |m| {
+            let t = m.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+            (m.len(), t.map_or(0, |d| d.as_nanos() as u64))
+        })
+    };
+    let mut key = Vec::new();
+    let (s, m) = stamp(&dir);
+    key.push((String::new(), s, m));
+    if let Some(core) = dir.parent().map(|p| p.join(crate::guard::rules::LIBRARY_CORE_FILE)) {
+        let (s, m) = stamp(&core);
+        key.push((core.display().to_string(), s, m));
+    }
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        let mut files: Vec<(String, u64, u64)> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                let (s, m) = stamp(&e.path());
+                (e.file_name().to_string_lossy().into_owned(), s, m)
+            })
+            .collect();
+        files.sort();
+        key.extend(files);
+    }
+    key
 }
 
 impl Ctx {
