@@ -23,6 +23,7 @@ mkdir -p "$work/sh"
 head -n "$shell_n" "$work/data/manifest.tsv" > "$work/data/manifest-head.tsv"
 
 now() { date +%s.%N; }
+load0=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 t0=$(now)
 "$bin/kb-append" batch --no-commit --root "$work/kb" < "$work/data/requests.jsonl" > "$work/kb.out"
 t1=$(now)
@@ -37,8 +38,10 @@ if [ -n "$base" ]; then
   base_written=$(grep -c '"record":"write"' "$work/base.out")
 fi
 
+load1=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)
 written=$(grep -c '"record":"write"' "$work/kb.out")
 lines=$(grep -c '' "$work/kb/.changelog")
+echo "load average (1, 5, 15 min): $load0 at the start, $load1 at the end ($(nproc) cores)"
 python3 - "$n" "$written" "$lines" "$t0" "$t1" "$t2" "$shell_n" "$tb0" "$tb1" "$base_written" <<'PY'
 import sys
 n, written, lines = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])

@@ -12,7 +12,7 @@ use kb::fs::crash::{Step, STEPS};
 use serde_json::{json, Value};
 
 use crate::append::assert_matches_rebuild;
-use crate::util::{records, Lib};
+use crate::util::{assert_recovered, ok_records, records, Lib};
 
 fn doc(topic: &str, body: &str) -> String {
     format!("---\ntopic: {topic}\nkeywords: [crash, {topic}]\n---\n# {topic}\n\n{body}\n")
@@ -104,17 +104,13 @@ fn assert_consistent(lib: &Lib, files: &[(String, String, String)], landed: usiz
     // One line per request: d04 was appended twice, each line once.
     let d04 = ev.get("notes/d04.md").map_or(0, Vec::len);
     assert_eq!(d04, if landed >= 5 { 3 } else { 1 }, "{what}: changelog lines of notes/d04.md");
-    assert_matches_rebuild(lib);
-    let status = lib.git(&["status", "--porcelain", "--untracked-files=all"]);
-    assert_eq!(status, "", "{what}: uncommitted after recovery");
-    lib.git(&["fsck", "--no-progress"]);
-    assert!(!lib.path(".journal").exists(), "{what}: journal left");
-    let temps: Vec<String> = std::fs::read_dir(lib.path("notes"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(".tmp."))
-        .collect();
-    assert!(temps.is_empty(), "{what}: temp files left: {temps:?}");
+    assert_recovered(lib, what);
+}
+
+/// The next writer after a crash: a committing write of its own, which
+/// recovers first. Returns its records.
+fn next_writer(lib: &Lib, round: impl std::fmt::Display) -> Vec<Value> {
+    ok_records(lib.cmd("kb-append").args(["write", "notes/after.md", "--content", &format!("# after {round}\n")]))
 }
 
 /// How many files of the crash batch are in place when a crash hits `step`
@@ -145,15 +141,7 @@ fn a_crash_at_every_write_step_is_recovered_by_the_next_writer() {
                 crate::util::conforms(&serde_json::from_str(&lib.read(".journal")).unwrap());
             }
             // The next writer recovers, then does its own write.
-            let out = lib
-                .cmd("kb-append")
-                .args(["write", "notes/after.md", "--content", "# after\n"])
-                .assert()
-                .success()
-                .get_output()
-                .stdout
-                .clone();
-            let recs = records(&out);
+            let recs = next_writer(&lib, &what);
             let recovered: Vec<&Value> = recs.iter().filter(|r| r["record"] == "recovered").collect();
             assert_eq!(recovered.len(), usize::from(journal), "{what}: {recs:?}");
             let landed = landed_at(step, n, files.len());
@@ -176,15 +164,13 @@ fn kb_lock_sweep_recovers_an_interrupted_batch() {
     let (input, files) = crash_batch();
     let lib = seeded(5);
     crash(&lib, "rename:2", &input);
-    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
-    let recs = records(&out);
+    let recs = ok_records(lib.cmd("kb-lock").arg("sweep"));
     let r = recs.iter().find(|r| r["record"] == "recovered").expect("recovered record");
     assert_eq!(r["landed"], json!(["notes/d00.md", "notes/d01.md"]));
     assert_eq!(r["committed"], json!(true));
     assert_consistent(&lib, &files, 2, "sweep");
     // Nothing is left to recover.
-    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
-    assert!(records(&out).is_empty());
+    assert!(ok_records(lib.cmd("kb-lock").arg("sweep")).is_empty());
 }
 
 #[test]
@@ -220,20 +206,33 @@ fn a_crash_at_every_compaction_step_loses_and_duplicates_nothing() {
         want.sort();
         after.sort();
         assert_eq!(after, want, "{what}: every line exactly once across log and archives");
-        assert_eq!(lib.git(&["status", "--porcelain"]), "", "{what}: uncommitted");
-        lib.git(&["fsck", "--no-progress"]);
+        assert_recovered(&lib, what);
     }
 }
 
 /// A seeded random kill -9 loop over a committing batch: after each kill
-/// and the next writer, the same invariants hold. At least one kill must
-/// land while the journal existed (mid-batch), or the loop proved nothing.
+/// and the next writer, the same invariants hold. Even rounds kill at a
+/// random instant from the start (temp files, journal, renames, logs,
+/// commit); odd rounds wait until the journal exists, then a random
+/// further delay, so kills land mid-batch whatever the machine's speed.
+/// Each kill is classified from the disk before recovery, and the test
+/// asserts that kills landed between the first rename and the commit
+/// (the journal present and at least one file already new), or the loop
+/// proved nothing. `KB_KILL_SEED` replays a run (the seed is printed).
 #[test]
 fn random_kill_nine_during_committing_batches() {
     let n = 120;
+    let rounds = 16;
+    let seed: u64 = std::env::var("KB_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
+    eprintln!("random_kill_nine: KB_KILL_SEED={seed}");
     let lib = seeded(0);
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut mid = 0;
+    let mut rng = seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
     let batch = |version: usize| {
         let mut batch = String::new();
         for i in 0..n {
@@ -246,9 +245,12 @@ fn random_kill_nine_during_committing_batches() {
     // One whole batch first: how long one takes bounds the kill delays.
     let t = std::time::Instant::now();
     lib.cmd("kb-append").arg("batch").write_stdin(batch(0)).assert().success();
-    let whole = t.elapsed().as_millis() as u64 + 1;
-    for round in 0..12 {
-        let batch = batch(round + 1);
+    let whole = t.elapsed().as_micros() as u64 + 1;
+    // (before the journal, mid-batch: journal and some new files, journal but none renamed yet, after the batch)
+    let (mut early, mut mid, mut journal_only, mut late) = (0, 0, 0, 0);
+    for round in 0..rounds {
+        let version = round + 1;
+        let batch = batch(version);
         let mut child = lib
             .std_cmd("kb-append")
             .arg("batch")
@@ -258,43 +260,51 @@ fn random_kill_nine_during_committing_batches() {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(batch.as_bytes()).unwrap();
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        // Poll (not sleep-as-sync): kill once the batch is visibly under
-        // way, at a random further delay.
-        let delay = std::time::Duration::from_millis(rng % whole);
+        // Poll, never sleep-as-sync: odd rounds first wait for the journal.
+        if round % 2 == 1 {
+            while !lib.path(".journal").exists() && child.try_wait().unwrap().is_none() {
+                std::thread::yield_now();
+            }
+        }
+        let delay = std::time::Duration::from_micros(next() % if round % 2 == 1 { whole / 2 } else { whole });
         let t = std::time::Instant::now();
         while t.elapsed() < delay && child.try_wait().unwrap().is_none() {
             std::thread::yield_now();
         }
         let _ = child.kill();
         let _ = child.wait();
-        if lib.path(".journal").exists() {
-            mid += 1;
+        let marker = format!("version {version} ");
+        let renamed = (0..n)
+            .filter(|i| {
+                std::fs::read_to_string(lib.path(&format!("notes/k{i:03}.md"))).is_ok_and(|t| t.contains(&marker))
+            })
+            .count();
+        match (lib.path(".journal").exists(), renamed) {
+            (true, 0) => journal_only += 1,
+            (true, _) => mid += 1,
+            (false, 0) => early += 1,
+            (false, _) => late += 1,
         }
-        lib.cmd("kb-append")
-            .args(["write", "notes/after.md", "--content", &format!("# after {round}\n")])
-            .assert()
-            .success();
+        next_writer(&lib, round);
         lib.cmd("kb-lock").arg("sweep").assert().success();
         // Every k file is some whole version, and its current bytes are logged.
         let ev = events(&lib);
         for i in 0..n {
             let path = format!("notes/k{i:03}.md");
-            let Ok(now) = std::fs::read_to_string(lib.path(&path)) else { continue };
-            assert!(now.starts_with("---\ntopic: k") && now.ends_with("\n"), "round {round}: {path} torn");
+            let now = lib.read(&path);
+            assert!(now.starts_with("---\ntopic: k") && now.ends_with('\n'), "round {round}: {path} torn");
             assert!(
                 ev.get(&path).is_some_and(|v| v.contains(&sha(&now))),
                 "round {round}: {path} has no changelog line for its bytes"
             );
         }
-        assert_matches_rebuild(&lib);
-        assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "round {round}");
-        lib.git(&["fsck", "--no-progress"]);
+        assert_recovered(&lib, &format!("round {round}"));
     }
-    eprintln!("random_kill_nine: {mid} of 12 kills landed while the journal existed");
-    assert!(mid > 0, "no kill landed mid-batch; the loop proved nothing");
+    eprintln!(
+        "random_kill_nine: of {rounds} kills, {early} before the journal, {journal_only} with the journal before any rename, {mid} between the first rename and the commit's end, {late} after the batch"
+    );
+    assert_eq!(early + journal_only + mid + late, rounds);
+    assert!(mid >= 2, "only {mid} of {rounds} kills landed between the first rename and the commit (seed {seed})");
 }
 
 /// A `.git/index.lock` no live git holds (a killed commit's) is removed by
@@ -305,15 +315,7 @@ fn a_stale_index_lock_is_cleared_by_the_next_writer_and_by_sweep() {
     let lib = seeded(1);
     let lock = lib.root().join(".git/index.lock");
     std::fs::write(&lock, "").unwrap();
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", "notes/after.md", "--content", "# after\n"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs = next_writer(&lib, "");
     assert_eq!(recs[0]["record"], "cleared", "{recs:?}");
     assert!(recs[0]["path"].as_str().unwrap().ends_with(".git/index.lock"));
     assert_eq!(recs[1]["record"], "write");
@@ -322,8 +324,8 @@ fn a_stale_index_lock_is_cleared_by_the_next_writer_and_by_sweep() {
     assert_eq!(lib.git(&["status", "--porcelain"]), "");
     std::fs::write(&lock, "").unwrap();
     std::fs::write(lib.root().join(".merge_file_x1"), "x").unwrap();
-    let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().stdout.clone();
-    let paths: Vec<String> = records(&out).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
+    let paths: Vec<String> =
+        ok_records(lib.cmd("kb-lock").arg("sweep")).iter().map(|r| r["path"].as_str().unwrap().to_string()).collect();
     assert_eq!(paths.len(), 2, "{paths:?}");
     assert!(!lock.exists() && !lib.root().join(".merge_file_x1").exists());
 }
@@ -348,14 +350,10 @@ fn an_unreadable_or_non_utf8_archive_is_refused_not_read_as_empty() {
             _ => std::fs::create_dir(lib.path(".changelog-archive/2025-10.md")).unwrap(),
         }
         let before = lib.read(".changelog");
-        let out = lib.cmd("kb-append").args(["compact", "--no-commit"]).assert().code(2).get_output().clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
+        refused(lib.cmd("kb-append").args(["compact", "--no-commit"]), ".changelog-archive/2025-10.md");
         assert_eq!(lib.read(".changelog"), before, "{bad}: the log changed");
         assert!(!lib.path(".changelog-archive/2025-11.md").exists(), "{bad}: another month was archived");
-        let out = lib.cmd("kb-relate").arg("rebuild").assert().code(2).get_output().clone();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains(".changelog-archive/2025-10.md"), "{bad}: {stderr}");
+        refused(lib.cmd("kb-relate").arg("rebuild"), ".changelog-archive/2025-10.md");
     }
 }
 
@@ -373,19 +371,161 @@ fn an_event_killed_after_its_changelog_line_is_finished() {
         .unwrap();
     assert!(out.status.code().is_none(), "not aborted");
     assert!(lib.path(".journal").exists());
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", "notes/after.md", "--content", "# after\n", "--no-commit"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs =
+        ok_records(lib.cmd("kb-append").args(["write", "notes/after.md", "--content", "# after\n", "--no-commit"]));
     assert_eq!(recs[0]["record"], "recovered", "{recs:?}");
     assert_eq!(recs[0]["changelog_added"], 0);
     let log = lib.read(".changelog");
     assert_eq!(log.lines().filter(|l| l.contains("\"event\":\"referenced\"")).count(), 1);
     assert!(lib.read(".relations.jsonl").contains("nb-9"));
     assert_matches_rebuild(&lib);
+}
+
+// --- No error becomes an empty value (issue 22) ---------------------------
+
+/// Runs `cmd`, asserts it exits 2 and that its stderr contains `needle`.
+#[track_caller]
+fn refused(cmd: &mut assert_cmd::Command, needle: &str) {
+    let out = cmd.assert().code(2).get_output().clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(needle), "stderr lacks {needle:?}: {stderr}");
+}
+
+/// Puts a directory where a file should be: unreadable (EISDIR) even for
+/// root, which the tests run as in CI.
+fn make_unreadable(lib: &Lib, rel: &str) {
+    let p = lib.path(rel);
+    if p.exists() {
+        std::fs::remove_file(&p).unwrap();
+    }
+    std::fs::create_dir_all(&p).unwrap();
+}
+
+/// An unreadable `.changelog` is an error (exit 2, naming it) for every
+/// binary that reads it: read as empty, a writer would start a new log
+/// over the history, kb-relate would drop its edges, kb-score would rank
+/// without freshness. The refused write lands nothing.
+#[test]
+fn an_unreadable_changelog_is_an_error_for_readers_and_writers() {
+    let lib = Lib::new();
+    lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "# a\n\nhello\n", "--no-commit"]).assert().success();
+    make_unreadable(&lib, ".changelog");
+    let runs: [&[&str]; 5] = [
+        &["kb-append", "write", "notes/b.md", "--content", "# b\n", "--no-commit"],
+        &["kb-index"],
+        &["kb-index", "quick"],
+        &["kb-relate", "rebuild"],
+        &["kb-score", "hello"],
+    ];
+    for argv in runs {
+        refused(lib.cmd(argv[0]).args(&argv[1..]), ".changelog: Is a directory");
+    }
+    assert!(!lib.path("notes/b.md").exists(), "the refused write landed");
+    assert!(!lib.path(".journal").exists());
+}
+
+/// A document that is not UTF-8 is read lossily and reported, never
+/// skipped: kb-index lists it and adds an `error` record (exit 2),
+/// kb-relate rebuilds and names it among its problems (exit 0), kb-score
+/// finds it and warns on stderr (exit 0), a writer of another file is not
+/// stopped by it, and a rebuild indexes it with the problem (exit 0).
+#[test]
+fn a_non_utf8_document_is_reported_by_each_binary_not_dropped() {
+    let lib = Lib::new();
+    lib.cmd("kb-append")
+        .args(["write", "notes/a.md", "--content", "---\ntopic: a\n---\n# a\n\nhello\n", "--no-commit"])
+        .assert()
+        .success();
+    std::fs::write(lib.path("notes/b.md"), b"---\ntopic: b\n---\n# b\n\nhello \xff\xfe\n").unwrap();
+    let out = lib.cmd("kb-index").assert().code(2).get_output().stdout.clone();
+    let recs = records(&out);
+    let paths: Vec<&str> =
+        recs.iter().filter(|r| r["record"] == "entry").map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["notes/a.md", "notes/b.md"]);
+    let err = recs.iter().find(|r| r["record"] == "error").expect("an error record");
+    assert_eq!((err["path"].as_str(), err["kind"].as_str()), (Some("notes/b.md"), Some("not-utf8")));
+
+    let rec = &ok_records(lib.cmd("kb-relate").arg("rebuild"))[0];
+    assert_eq!(
+        rec["problems"],
+        json!([{"path": "notes/b.md", "kind": "not-utf8", "message": "content is not UTF-8; read lossily"}])
+    );
+
+    let out = lib.cmd("kb-score").arg("hello").assert().success().get_output().clone();
+    let hits: Vec<String> = records(&out.stdout)
+        .iter()
+        .filter(|r| r["record"] == "hit")
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(hits.contains(&"notes/b.md".to_string()), "{hits:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes/b.md: content is not UTF-8"));
+
+    lib.cmd("kb-append").args(["write", "notes/c.md", "--content", "# c\n", "--no-commit"]).assert().success();
+    assert_eq!(ok_records(lib.cmd("kb-index").arg("rebuild"))[0]["problems"][0]["kind"], "not-utf8");
+    assert!(lib.read(".master-index.md").contains("| notes/b.md |"), "the non-UTF-8 row was dropped");
+}
+
+/// The kb-index cache is derived: damaged (not UTF-8, not parsing) it is
+/// rebuilt and replaced, with the same indexes as a full rebuild; one
+/// that cannot be replaced is an error naming it, never a silent skip.
+#[test]
+fn a_damaged_index_cache_is_rebuilt_and_an_unreplaceable_one_is_an_error() {
+    let lib = Lib::new();
+    for i in 0..3 {
+        lib.cmd("kb-append")
+            .args(["write", &format!("notes/d{i}.md"), "--content", &doc(&format!("d{i}"), "x"), "--no-commit"])
+            .assert()
+            .success();
+    }
+    lib.cmd("kb-index").arg("rebuild").assert().success();
+    let index = lib.read(".master-index.md");
+    for f in ["state.json", "files.tsv", "dirs.tsv", "summary.json"] {
+        std::fs::write(lib.path(&format!(".cache/kb-index/{f}")), b"\xff\xfe garbage\tx\n").unwrap();
+    }
+    std::fs::remove_file(lib.path(".master-index.md")).unwrap();
+    lib.cmd("kb-index").arg("rebuild").assert().success();
+    assert_eq!(lib.read(".master-index.md"), index);
+    assert!(lib.read(".cache/kb-index/state.json").starts_with('{'), "the cache was not replaced");
+    assert_matches_rebuild(&lib);
+    make_unreadable(&lib, ".cache/kb-index/state.json");
+    refused(lib.cmd("kb-index").arg("rebuild"), ".cache/kb-index/state.json");
+}
+
+/// `kb-index quick` re-derives the rows of documents the changelog names:
+/// one that exists but cannot be read is an error, not a deletion (its
+/// rows stayed in the indexes).
+#[test]
+fn quick_maintenance_refuses_an_unreadable_document_instead_of_dropping_it() {
+    let lib = Lib::new();
+    let write = |path: &str, now: &str| {
+        lib.cmd("kb-append")
+            .args(["write", path, "--content", &doc("q", "x"), "--no-commit"])
+            .env("KB_NOW", now)
+            .assert()
+            .success();
+    };
+    write("notes/a.md", "2026-03-01T10:00:00Z");
+    lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T11:00:00Z").assert().success();
+    write("notes/c.md", "2026-03-01T12:00:00Z");
+    make_unreadable(&lib, "notes/c.md");
+    refused(lib.cmd("kb-index").arg("quick").env("KB_NOW", "2026-03-01T13:00:00Z"), "reading notes/c.md");
+    assert!(lib.read(".master-index.md").contains("notes/c.md"), "the row was dropped");
+    assert!(lib.read("notes/.index.md").contains("c.md"), "the row was dropped");
+}
+
+/// Extended guard rules that cannot be listed (here the directory is a
+/// file) are an error for the scanner and for the writer that runs it,
+/// never "no extended rules" (scans would run without them).
+#[test]
+fn an_unlistable_extended_rules_directory_is_an_error_not_no_rules() {
+    let lib = Lib::new();
+    let dir = ".evolving-rules/security/active";
+    let _ = std::fs::remove_dir_all(lib.path(dir));
+    lib.put(dir, "not a directory\n");
+    lib.put("notes/a.md", "# a\n");
+    refused(lib.cmd("kb-guard").args(["scan", ".library/notes/a.md"]), "listing the directory");
+    refused(
+        lib.cmd("kb-append").args(["write", "notes/b.md", "--content", "# b\n", "--no-commit"]),
+        "listing the directory",
+    );
 }

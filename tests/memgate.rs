@@ -599,15 +599,7 @@ fn spans_count_characters_of_the_untrimmed_text() {
 fn just_remember_composes_decide_and_apply() {
     let lib = Lib::empty();
     let input = lines(&[said("remember", "Use tabs for indentation."), said("remember", "Maybe use pnpm.")]);
-    let out = crate::recipes::just(lib.root())
-        .arg("remember")
-        .write_stdin(input)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs = crate::util::ok_records(crate::recipes::just(lib.root()).arg("remember").write_stdin(input));
     assert_eq!(recs[0]["status"], "applied");
     assert_eq!(recs[1]["status"], "pending");
     assert_eq!(recs[1]["question"]["parameters"]["options"][0]["value"], "confirm");

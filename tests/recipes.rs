@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{isolate, records, Lib};
+use crate::util::{isolate, ok_records, Lib};
 
 /// A `just` command on the repository's justfile, run in `dir`.
 pub fn just(dir: &Path) -> assert_cmd::Command {
@@ -28,14 +28,14 @@ fn init_and_write_recipes_run_the_write_pipeline() {
     let lib = Lib::empty();
     just(lib.root()).arg("init").assert().success();
     assert!(lib.path(".memory/.references").is_dir());
-    let out = just(lib.root())
-        .args(["write", "team-notes/a note.md", "--content", "# A note\n", "--notebook", "nb-j"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let recs = records(&out);
+    let recs = ok_records(just(lib.root()).args([
+        "write",
+        "team-notes/a note.md",
+        "--content",
+        "# A note\n",
+        "--notebook",
+        "nb-j",
+    ]));
     assert_eq!(recs[0]["path"], "team-notes/a note.md");
     assert_eq!(lib.read("team-notes/a note.md"), "# A note\n");
     let batch = "{\"path\":\"team-notes/b.md\",\"content\":\"b\\n\"}\n";

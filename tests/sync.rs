@@ -614,9 +614,7 @@ fn a_sync_crashed_at_every_step_is_finished_by_the_next_one() {
             assert!(!lib.root().join(".git/MERGE_HEAD").exists(), "{what}");
             assert!(!lib.root().join(".git/index.lock").exists(), "{what}");
             assert!(!lib.root().join(".merge_file_a1b2c3").exists(), "{what}");
-            assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "{what}");
-            lib.git(&["fsck", "--no-progress"]);
-            assert_derived_match_rebuild(lib);
+            crate::util::assert_recovered(lib, what);
         }
     }
 }

@@ -126,6 +126,45 @@ pub fn records(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// Runs `cmd`, asserts it exits 0, and returns its records (each
+/// checked against its schema): the run-succeed-parse chain of most tests.
+#[track_caller]
+pub fn ok_records(cmd: &mut assert_cmd::Command) -> Vec<Value> {
+    records(&cmd.assert().success().get_output().stdout)
+}
+
+/// What must hold once the next writer ran after a crash (issue 22), in a
+/// git workspace: the derived files equal a full rebuild, everything is
+/// committed (untracked files included), `git fsck` is clean, and no
+/// journal, temp file or stale git state (`index.lock`, `MERGE_HEAD`,
+/// `.merge_file_*`) is left.
+#[track_caller]
+pub fn assert_recovered(lib: &Lib, what: &str) {
+    crate::append::assert_matches_rebuild(lib);
+    assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "", "{what}: uncommitted after recovery");
+    lib.git(&["fsck", "--no-progress"]);
+    assert!(!lib.path(".journal").exists(), "{what}: journal left");
+    for stale in [".git/index.lock", ".git/MERGE_HEAD"] {
+        assert!(!lib.root().join(stale).exists(), "{what}: {stale} left");
+    }
+    let mut left = Vec::new();
+    let mut stack = vec![lib.root().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().unwrap().is_dir() {
+                if name != ".git" {
+                    stack.push(e.path());
+                }
+            } else if name.contains(".tmp.") || name.starts_with(".merge_file_") {
+                left.push(e.path());
+            }
+        }
+    }
+    assert!(left.is_empty(), "{what}: temp files left: {left:?}");
+}
+
 /// Checks a record against its schema's top level: required fields,
 /// no unknown fields where the schema forbids them, `const` and `enum`.
 /// A schema with `oneOf` (one record name used by two binaries) passes
@@ -226,11 +265,25 @@ pub fn into_head(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitSta
     (status, err)
 }
 
-/// The flag names of a `kb::cli` module's `FLAGS` table (its source text).
+/// The flag names a `kb::cli` module's subcommand table accepts (its
+/// source text): the quoted words of the `&["…", …]` lists in its `SPEC`,
+/// and of the `const NAME: &[&str]` lists the `SPEC` names.
 pub fn table_flags(src: &str) -> Vec<&str> {
-    src.split("Flag {")
-        .skip(1)
-        .filter_map(|s| s.split_once("name: \"").map(|(_, r)| r))
-        .filter_map(|r| r.split('"').next())
-        .collect()
+    fn quoted(list: &str) -> impl Iterator<Item = &str> {
+        let list = list.split(']').next().unwrap_or("");
+        list.split('"').skip(1).step_by(2)
+    }
+    let spec = src.split("pub static SPEC").nth(1).and_then(|s| s.split(";\n").next()).unwrap_or("");
+    let mut flags: Vec<&str> = Vec::new();
+    let named = spec
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .filter(|w| w.len() > 1)
+        .filter_map(|w| src.split(&format!("const {w}: &[&str] =")).nth(1));
+    let lists = spec.split("&[").skip(1).filter(|p| p.trim_start().starts_with('"'));
+    for f in lists.chain(named).flat_map(quoted) {
+        if !flags.contains(&f) {
+            flags.push(f);
+        }
+    }
+    flags
 }

@@ -29,7 +29,8 @@ pub fn day(ts: Timestamp) -> String {
 
 /// Parses the instants people and tools write into frontmatter and logs:
 /// RFC 3339, a civil date-time taken as UTC, a bare date at midnight UTC,
-/// or epoch seconds/milliseconds.
+/// or epoch seconds/milliseconds. `None`: not an instant (each caller
+/// says what that means for it; the conversions below cannot fail in UTC).
 pub fn parse_instant(s: &str) -> Option<Timestamp> {
     let s = s.trim();
     if let Ok(ts) = s.parse::<Timestamp>() {

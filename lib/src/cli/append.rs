@@ -4,7 +4,7 @@ use std::io::Read;
 
 use serde_json::json;
 
-use super::args::{Args, Cmd, Flag, Spec, MANY};
+use super::args::{Args, Cmd, Spec};
 use crate::error::{Context, Error, Exit};
 use crate::maintain::compact;
 use crate::out::jsonl::{self, Out};
@@ -37,7 +37,7 @@ Usage:
   kb-append resolve PATH --keep ours|theirs|FILE [--no-commit]
   kb-append merge-log BASE OURS THEIRS       git merge driver for logs
   kb-append merge-derived BASE OURS THEIRS PATH   git merge driver, derived files
-  kb-append completions bash                  shell completions for the eight binaries
+  kb-append completions bash                  shell completions for the nine binaries
   kb-append man BIN                           the man page (roff) of kb-append, kb-index, ...
 
 write reads the content from stdin when neither --content nor
@@ -81,38 +81,7 @@ Examples:
   kb-append sync --remote origin && kb-index status
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
-    Flag { name: "content", value: Some("S"), help: "content to write" },
-    Flag { name: "content-file", value: Some("F"), help: "read the content from file F" },
-    Flag { name: "notebook", value: Some("NB"), help: "the notebook (agent session) writing" },
-    Flag { name: "append", value: None, help: "append instead of overwriting" },
-    Flag { name: "no-commit", value: None, help: "do not git commit (for batching several writes)" },
-    Flag { name: "allow-risky", value: Some("REASON"), help: "write content the guard flags, recording why" },
-    Flag { name: "allow-empty", value: None, help: "accept empty content (else refused: an empty stdin is a mistake)" },
-    Flag { name: "justfile", value: None, help: "print the path of the kb-tools justfile this binary was built from" },
-    Flag { name: "older-than", value: Some("DUR"), help: "archive lines older than this [default: 90d]" },
-    Flag { name: "remote", value: Some("NAME"), help: "the remote [default: the branch's, else origin]" },
-    Flag { name: "branch", value: Some("B"), help: "the branch [default: the current branch]" },
-    Flag { name: "no-push", value: None, help: "fetch and merge only" },
-    Flag { name: "keep", value: Some("WHICH"), help: "ours, theirs, or a FILE with the content" },
-    Flag { name: "max-bytes", value: Some("N"), help: "largest content accepted [default: 1048576]" },
-    Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
-    Flag { name: "stage", value: Some("S"), help: "the stage a new skill starts in [default: candidates]" },
-    Flag { name: "old-string", value: Some("S"), help: "the text to replace (must occur once)" },
-    Flag { name: "new-string", value: Some("S"), help: "its replacement" },
-    Flag { name: "replace-all", value: None, help: "replace every occurrence" },
-    Flag {
-        name: "file-path",
-        value: Some("P"),
-        help: "a supporting file (references/, templates/, scripts/, assets/)",
-    },
-    Flag { name: "to", value: Some("S"), help: "drafts or active" },
-    Flag { name: "format", value: Some("F"), help: "jsonl or table [default: table on a terminal]" },
-    Flag { name: "calls", value: Some("N"), help: "tool calls to count [default: 1]" },
-    Flag { name: "interval", value: Some("N"), help: "calls between reviews [default: 10]" },
-];
-
+// The flag sets several subcommands share.
 const WRITE: &[&str] = &[
     "root",
     "content",
@@ -125,176 +94,53 @@ const WRITE: &[&str] = &[
     "max-bytes",
     "timeout",
 ];
-const SKILL_CONTENT: &[&str] = &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const CONTENT: &[&str] = &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const CREATE: &[&str] = &["root", "stage", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const FILE: &[&str] =
+    &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const PATCH: &[&str] =
+    &["root", "old-string", "new-string", "file-path", "replace-all", "notebook", "no-commit", "timeout"];
+const LOCKED: &[&str] = &["root", "notebook", "no-commit", "timeout"];
+const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout"];
+const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout"];
+const PROMOTE: &[&str] = &["root", "to", "notebook", "no-commit", "timeout"];
+const NUDGE: &[&str] = &["root", "calls", "interval", "notebook"];
+const SYNC: &[&str] = &["root", "remote", "branch", "no-push", "timeout"];
 
 /// kb-append's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec {
-    bin: "kb-append",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[
-        Cmd { name: "", args: "", about: "print the justfile's path", flags: &["justfile"], arity: (0, 0) },
-        Cmd {
-            name: "init",
-            args: "",
-            about: "create the library layout",
-            flags: &["root", "no-commit"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "write",
-            args: "PATH",
-            about: "write one document (content from --content, --content-file or stdin)",
-            flags: WRITE,
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "batch",
-            args: "",
-            about: "write the JSONL requests on stdin under one lock and one commit",
-            flags: &["root", "no-commit", "max-bytes", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "event",
-            args: "referenced|replan|accept PATH",
-            about: "log a changelog event for a document",
-            flags: &["root", "notebook", "no-commit", "timeout"],
-            arity: (2, 2),
-        },
-        Cmd {
-            name: "compact",
-            args: "",
-            about: "archive old changelog lines",
-            flags: &["root", "older-than", "no-commit", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "skill create",
-            args: "NAME",
-            about: "create a skill",
-            flags: &["root", "stage", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill edit",
-            args: "NAME",
-            about: "replace a skill's SKILL.md",
-            flags: SKILL_CONTENT,
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill patch",
-            args: "NAME",
-            about: "replace text in a skill file",
-            flags: &[
-                "root",
-                "old-string",
-                "new-string",
-                "file-path",
-                "replace-all",
-                "notebook",
-                "no-commit",
-                "timeout",
-            ],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill delete",
-            args: "NAME",
-            about: "delete a skill",
-            flags: &["root", "notebook", "no-commit", "timeout"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill write-file",
-            args: "NAME",
-            about: "write a supporting file",
-            flags: &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill remove-file",
-            args: "NAME",
-            about: "remove a supporting file",
-            flags: &["root", "file-path", "notebook", "no-commit", "timeout"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill promote",
-            args: "NAME",
-            about: "move a skill to drafts or active",
-            flags: &["root", "to", "notebook", "no-commit", "timeout"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "skill list",
-            args: "",
-            about: "the skills with stage, trust tier and verdict",
-            flags: &["root", "format"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "skill nudge",
-            args: "",
-            about: "count tool calls; review_due when a skill review is due",
-            flags: &["root", "calls", "interval", "notebook"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "sync",
-            args: "",
-            about: "commit, fetch, merge and push with the git remote",
-            flags: &["root", "remote", "branch", "no-push", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "resolve",
-            args: "PATH",
-            about: "end a kept conflict",
-            flags: &["root", "keep", "no-commit", "timeout"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "merge-log",
-            args: "BASE OURS THEIRS",
-            about: "git merge driver for logs",
-            flags: &[],
-            arity: (3, 3),
-        },
-        Cmd {
-            name: "merge-derived",
-            args: "BASE OURS THEIRS PATH",
-            about: "git merge driver for derived files",
-            flags: &[],
-            arity: (4, 4),
-        },
-        Cmd {
-            name: "completions",
-            args: "bash",
-            about: "shell completions for the eight binaries",
-            flags: &[],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "man",
-            args: "BIN",
-            about: "the man page (roff) of one of the eight binaries",
-            flags: &[],
-            arity: (1, 1),
-        },
-        Cmd { name: "skill", args: "ACTION NAME", about: "manage skills", flags: &[], arity: (0, MANY) },
+pub static SPEC: Spec = Spec::new(
+    "kb-append",
+    USAGE,
+    &[
+        Cmd::new("", "", &["justfile"], "print the justfile's path"),
+        Cmd::new("init", "", &["root", "no-commit"], "create the library layout"),
+        Cmd::new("write", "PATH", WRITE, "write one document (content from --content, --content-file or stdin)"),
+        Cmd::new("batch", "", BATCH, "write the JSONL requests on stdin under one lock and one commit"),
+        Cmd::new("event", "referenced|replan|accept PATH", LOCKED, "log a changelog event for a document"),
+        Cmd::new("compact", "", &["root", "older-than", "no-commit", "timeout"], "archive old changelog lines"),
+        Cmd::new("skill create", "NAME", CREATE, "create a skill"),
+        Cmd::new("skill edit", "NAME", CONTENT, "replace a skill's SKILL.md"),
+        Cmd::new("skill patch", "NAME", PATCH, "replace text in a skill file"),
+        Cmd::new("skill delete", "NAME", LOCKED, "delete a skill"),
+        Cmd::new("skill write-file", "NAME", FILE, "write a supporting file"),
+        Cmd::new("skill remove-file", "NAME", REMOVE, "remove a supporting file"),
+        Cmd::new("skill promote", "NAME", PROMOTE, "move a skill to drafts or active"),
+        Cmd::new("skill list", "", &["root", "format"], "the skills with stage, trust tier and verdict"),
+        Cmd::new("skill nudge", "", NUDGE, "count tool calls; review_due when a skill review is due"),
+        Cmd::new("sync", "", SYNC, "commit, fetch, merge and push with the git remote"),
+        Cmd::new("resolve", "PATH", &["root", "keep", "no-commit", "timeout"], "end a kept conflict"),
+        Cmd::new("merge-log", "BASE OURS THEIRS", &[], "git merge driver for logs"),
+        Cmd::new("merge-derived", "BASE OURS THEIRS PATH", &[], "git merge driver for derived files"),
+        Cmd::new("completions", "bash", &[], "shell completions for the nine binaries"),
+        Cmd::new("man", "BIN", &[], "the man page (roff) of one of the nine binaries"),
+        Cmd::new("skill", "[ACTION NAME...]", &[], "manage skills"),
     ],
-};
+);
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let root = a.get("root").map(std::path::Path::new);
-    let mut opts = Options { commit: !a.on("no-commit"), ..Options::default() };
-    if let Some(t) = a.get("timeout") {
-        opts.lock.timeout = crate::clock::parse_duration(t)?;
-    }
+    let root = a.root();
+    let mut opts = Options { commit: !a.on("no-commit"), lock: a.lock_options()?, ..Options::default() };
     if let Some(m) = a.num("max-bytes")? {
         opts.max_bytes = m;
     }

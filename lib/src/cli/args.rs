@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use lexopt::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::out::jsonl::Format;
 
 /// One flag a binary accepts somewhere.
 pub struct Flag {
@@ -25,14 +26,43 @@ pub struct Flag {
 pub struct Cmd {
     /// The words that select it (`"rules validate"`), empty for none.
     pub name: &'static str,
-    /// The positional arguments' synopsis (`"PATH..."`).
+    /// The positional arguments' synopsis (`"PATH..."`, `"[FILE|-]"`); it
+    /// also sets how many the command takes (see [`Cmd::arity`]).
     pub args: &'static str,
     /// What it does, one line.
     pub about: &'static str,
     /// The flags it uses.
     pub flags: &'static [&'static str],
-    /// How many positional arguments it takes: at least, at most.
-    pub arity: (usize, usize),
+}
+
+impl Cmd {
+    /// A subcommand: its words, positional synopsis, flags and one line
+    /// of help (in the order a table reads best).
+    pub const fn new(
+        name: &'static str,
+        args: &'static str,
+        flags: &'static [&'static str],
+        about: &'static str,
+    ) -> Cmd {
+        Cmd { name, args, about, flags }
+    }
+
+    /// How many positional arguments the synopsis allows, at least and at
+    /// most: a bare word is one required, `[...]` is optional, `...` is
+    /// repeatable, `--` is punctuation. Read from the synopsis so the help
+    /// and the check cannot disagree.
+    pub fn arity(&self) -> (usize, usize) {
+        let (mut min, mut max, mut depth) = (0usize, 0usize, 0usize);
+        for w in self.args.split_whitespace().filter(|w| *w != "--") {
+            let optional = depth > 0 || w.starts_with('[');
+            depth = (depth + w.matches('[').count()).saturating_sub(w.matches(']').count());
+            if !optional {
+                min += 1;
+            }
+            max = if w.contains("...") || max == MANY { MANY } else { max + 1 };
+        }
+        (min, max)
+    }
 }
 
 /// A binary's whole command line.
@@ -41,14 +71,49 @@ pub struct Spec {
     pub bin: &'static str,
     /// The overview printed by `BIN --help`.
     pub usage: &'static str,
-    /// Every flag of every subcommand.
-    pub flags: &'static [Flag],
     /// The subcommands; the one named `""` runs when no word names another.
     pub cmds: &'static [Cmd],
     /// When set, the first positional of the unnamed command starts the
     /// command to run: it and everything after it are taken as they are
     /// (kb-lock's `-- CMD ARGS...`).
     pub trailing: bool,
+}
+
+impl Spec {
+    /// A binary's table; see [`Spec::trailing`] for kb-lock's form.
+    pub const fn new(bin: &'static str, usage: &'static str, cmds: &'static [Cmd]) -> Spec {
+        Spec { bin, usage, cmds, trailing: false }
+    }
+
+    /// The flags, read from the Options section of the usage text: each
+    /// line `  --name [VALUE]  help` (an all-capitals word after the name
+    /// is the value's placeholder). The overview a person reads is the
+    /// table, so the two cannot drift.
+    pub fn options(&self) -> Vec<Flag> {
+        let section = self.usage.split_once("\nOptions:\n").map_or("", |(_, s)| s);
+        let section = section.split_once("\n\n").map_or(section, |(s, _)| s);
+        let placeholder =
+            |w: &str| w.chars().any(|c| c.is_ascii_uppercase()) && !w.chars().any(|c| c.is_ascii_lowercase());
+        section
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix("--"))
+            .map(|l| {
+                let (name, rest) = l.split_once(' ').unwrap_or((l, ""));
+                let rest = rest.trim_start();
+                let (first, after) = rest.split_once(' ').unwrap_or((rest, ""));
+                match placeholder(first) {
+                    true => Flag { name, value: Some(first), help: after.trim_start() },
+                    false => Flag { name, value: None, help: rest },
+                }
+            })
+            .collect()
+    }
+
+    /// The same table, with the unnamed command's positionals taken as a
+    /// command line to run.
+    pub const fn trailing(self) -> Spec {
+        Spec { trailing: true, ..self }
+    }
 }
 
 /// Unbounded arity.
@@ -87,6 +152,31 @@ impl Args {
             .map(|v| v.trim().parse().map_err(|_| Error::usage(format!("--{name} wants a whole number, got '{v}'"))))
             .transpose()
     }
+
+    /// `--root DIR`, when given.
+    pub fn root(&self) -> Option<&std::path::Path> {
+        self.get("root").map(std::path::Path::new)
+    }
+
+    /// The lock options `--timeout` sets.
+    pub fn lock_options(&self) -> Result<crate::lock::Options> {
+        let mut opts = crate::lock::Options::default();
+        if let Some(t) = self.get("timeout") {
+            opts.timeout = crate::clock::parse_duration(t)?;
+        }
+        Ok(opts)
+    }
+
+    /// `--format`, or the default for where stdout goes (a table on a
+    /// terminal, JSON Lines into a pipe).
+    pub fn format(&self) -> Result<Format> {
+        Ok(self.get("format").map(Format::parse).transpose()?.unwrap_or_else(Format::default_for_stdout))
+    }
+
+    /// Whether [`Args::format`] is a table.
+    pub fn table(&self) -> Result<bool> {
+        Ok(self.format()? == Format::Table)
+    }
 }
 
 /// What parsing asks the caller to do.
@@ -104,6 +194,7 @@ enum Token {
 
 /// Parses `args` (without the program name) against `spec`.
 pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Parsed> {
+    let options = spec.options();
     let mut p = lexopt::Parser::from_args(args);
     let mut tokens = Vec::new();
     let mut help = false;
@@ -115,7 +206,7 @@ pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Pa
             }
             Long(name) => {
                 let name = name.to_string();
-                let Some(flag) = spec.flags.iter().find(|f| f.name == name) else {
+                let Some(flag) = options.iter().find(|f| f.name == name) else {
                     return Err(unknown(spec, &name));
                 };
                 let value =
@@ -178,7 +269,7 @@ pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Pa
             }
         }
     }
-    let (min, max) = cmd.arity;
+    let (min, max) = cmd.arity();
     let n = args.positional.len();
     let full = if cmd.name.is_empty() { spec.bin } else { cmd.name };
     if n < min {
@@ -215,7 +306,7 @@ fn choose<'a>(spec: &'a Spec, words: &[&str]) -> Result<&'a Cmd> {
     // The unnamed command, unless a word that takes no place there was
     // meant as a command.
     if let Some(c) = spec.cmds.iter().find(|c| c.name.is_empty()) {
-        if words.is_empty() || c.arity.1 > 0 {
+        if words.is_empty() || c.arity().1 > 0 {
             return Ok(c);
         }
     }
@@ -249,7 +340,7 @@ fn list(names: &[&str]) -> String {
 
 /// A flag no subcommand has: suggest the nearest one.
 fn unknown(spec: &Spec, name: &str) -> Error {
-    let hint = closest(name, spec.flags.iter().map(|f| f.name))
+    let hint = closest(name, spec.options().iter().map(|f| f.name))
         .map(|s| format!("; did you mean '--{s}'?"))
         .unwrap_or_default();
     Error::usage(format!("unknown flag '--{name}'{hint}"))
@@ -299,7 +390,8 @@ pub fn cmd_help(spec: &Spec, cmd: &Cmd) -> String {
         s.push(' ');
         s.push_str(cmd.args);
     }
-    let flags: Vec<&Flag> = cmd.flags.iter().filter_map(|n| spec.flags.iter().find(|f| f.name == *n)).collect();
+    let options = spec.options();
+    let flags: Vec<&Flag> = cmd.flags.iter().filter_map(|n| options.iter().find(|f| f.name == *n)).collect();
     for f in &flags {
         match f.value {
             Some(v) => s.push_str(&format!(" [--{} {v}]", f.name)),
@@ -377,7 +469,7 @@ pub fn man_page(spec: &Spec) -> String {
         s.push('\n');
     }
     s.push_str(".fi\n.SH OPTIONS\n");
-    for f in spec.flags {
+    for f in spec.options() {
         let left = match f.value {
             Some(v) => format!("--{} {v}", f.name),
             None => format!("--{}", f.name),
@@ -402,5 +494,19 @@ mod tests {
         assert_eq!(distance("topic", "topic"), 0);
         assert_eq!(distance("tpoic", "topic"), 2);
         assert_eq!(distance("day", "days"), 1);
+    }
+
+    #[test]
+    fn arity_reads_the_synopsis() {
+        let a = |args| Cmd::new("x", args, &[], "").arity();
+        assert_eq!(a(""), (0, 0));
+        assert_eq!(a("PATH"), (1, 1));
+        assert_eq!(a("BASE OURS THEIRS PATH"), (4, 4));
+        assert_eq!(a("PATH..."), (1, MANY));
+        assert_eq!(a("[FILE...]"), (0, MANY));
+        assert_eq!(a("[FILE|-]"), (0, 1));
+        assert_eq!(a("[ACTION NAME...]"), (0, MANY));
+        assert_eq!(a("-- CMD [ARGS...]"), (1, MANY));
+        assert_eq!(a("referenced|replan|accept PATH"), (2, 2));
     }
 }

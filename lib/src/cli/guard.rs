@@ -4,7 +4,7 @@ use std::io::Read;
 
 use serde_json::json;
 
-use super::args::{Args, Cmd, Flag, Spec, MANY};
+use super::args::{Args, Cmd, Spec};
 use crate::error::{Context, Error, Exit};
 use crate::guard::{self, filter::Outcome, policy::Policy, scan, target, Verdict};
 use crate::out::jsonl::{self, Format, Out};
@@ -53,96 +53,29 @@ Example:
   kb-guard filter < requests.jsonl | kb-append batch
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag {
-        name: "format",
-        value: Some("F"),
-        help: "jsonl (default into a pipe), table (default on a terminal), sarif (scan)",
-    },
-    Flag { name: "fail-on", value: Some("V"), help: "exit 1 when a verdict reaches V [default: dangerous]" },
-    Flag {
-        name: "policy",
-        value: Some("FILE"),
-        help: "YAML: disable, severity, suppress (path, rule, reason, expires)",
-    },
-    Flag {
-        name: "root",
-        value: Some("DIR"),
-        help: "the library for extended rules (default: KB_ROOT, else the nearest .library)",
-    },
-    Flag { name: "report", value: Some("FILE"), help: "write change records to FILE (default: stderr lines)" },
-    Flag { name: "corpus", value: Some("DIR"), help: "also backtest over DIR (repeatable)" },
-    Flag { name: "scheduled", value: None, help: "only the layers due (core 7 d, extended 1 d)" },
-    Flag { name: "force", value: None, help: "with --scheduled: ignore the intervals" },
-    Flag { name: "no-commit", value: None, help: "do not git commit" },
-];
+const STEP: &[&str] = &["root", "no-commit"];
+const PROPOSALS: &str = "[CORE-XXX...|-]";
 
 /// kb-guard's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec {
-    bin: "kb-guard",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[
-        Cmd {
-            name: "scan",
-            args: "PATH...",
-            about: "scan files, skills or '-' (stdin) for threats",
-            flags: &["format", "fail-on", "policy", "root"],
-            arity: (1, MANY),
-        },
-        Cmd { name: "rules list", args: "", about: "the rules in force", flags: &["format", "root"], arity: (0, 0) },
-        Cmd {
-            name: "rules validate",
-            args: "[FILE...|CORE-XXX...|-]",
-            about: "a rule file, or proposals: pattern, examples, historical backtest",
-            flags: &["corpus", "root", "no-commit"],
-            arity: (0, MANY),
-        },
-        Cmd {
-            name: "rules propose",
-            args: "[INTEL.jsonl|-]",
-            about: "threat intel -> CORE-XXX.md proposals",
-            flags: &["scheduled", "force", "root", "no-commit"],
-            arity: (0, 1),
-        },
-        Cmd {
-            name: "rules review",
-            args: "[CORE-XXX...|-]",
-            about: "composite score; approved at >= 0.95",
-            flags: &["root", "no-commit"],
-            arity: (0, MANY),
-        },
-        Cmd {
-            name: "rules integrate",
-            args: "[CORE-XXX...|-]",
-            about: "approved rules into the rule set in force",
-            flags: &["root", "no-commit"],
-            arity: (0, MANY),
-        },
-        Cmd {
-            name: "rules status",
-            args: "",
-            about: "last scans, proposals by state, rule counts",
-            flags: &["format", "root"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "filter",
-            args: "",
-            about: "pass safe write requests on stdin, refuse dangerous ones",
-            flags: &["policy", "root"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "sanitize",
-            args: "[FILE|-]",
-            about: "neutralise injected instructions in external text",
-            flags: &["report"],
-            arity: (0, 1),
-        },
+pub static SPEC: Spec = Spec::new(
+    "kb-guard",
+    USAGE,
+    &[
+        Cmd::new("scan", "PATH...", &["format", "fail-on", "policy", "root"], SCAN),
+        Cmd::new("rules list", "", &["format", "root"], "the rules in force"),
+        Cmd::new("rules validate", "[FILE...|CORE-XXX...|-]", &["corpus", "root", "no-commit"], VALIDATE),
+        Cmd::new("rules propose", "[INTEL.jsonl|-]", &["scheduled", "force", "root", "no-commit"], PROPOSE),
+        Cmd::new("rules review", PROPOSALS, STEP, "composite score; approved at >= 0.95"),
+        Cmd::new("rules integrate", PROPOSALS, STEP, "approved rules into the rule set in force"),
+        Cmd::new("rules status", "", &["format", "root"], "last scans, proposals by state, rule counts"),
+        Cmd::new("filter", "", &["policy", "root"], "pass safe write requests on stdin, refuse dangerous ones"),
+        Cmd::new("sanitize", "[FILE|-]", &["report"], "neutralise injected instructions in external text"),
     ],
-};
+);
+
+const SCAN: &str = "scan files, skills or '-' (stdin) for threats";
+const VALIDATE: &str = "a rule file, or proposals: pattern, examples, historical backtest";
+const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {

@@ -1,12 +1,12 @@
 //! `kb-index`: what is in the library (seed 000 list, status, rebuild-index,
 //! check-staleness and the maintain modes built on them).
 
-use super::args::{Args, Cmd, Flag, Spec};
+use super::args::{Args, Cmd, Spec};
 use crate::derived::{consistency, rebuild_index};
 use crate::error::{Context, Error, Exit};
 use crate::library::scan;
 use crate::maintain::schedule;
-use crate::out::jsonl::{self, Format, Out};
+use crate::out::jsonl::{self, Out};
 use crate::report::{listing, stale, status, usage};
 use crate::{clock, lock, Library};
 
@@ -44,106 +44,47 @@ Example:
   kb-index list --type 'software|data-pipeline' --format table
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
-    Flag { name: "type", value: Some("T"), help: "only these types (pipe-separated segments)" },
-    Flag { name: "topic", value: Some("T"), help: "only this topic" },
-    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
-    Flag { name: "incremental", value: None, help: "re-read only documents changed since the last rebuild" },
-    Flag { name: "no-commit", value: None, help: "do not git commit" },
-    Flag { name: "days", value: Some("N"), help: "flag references older than N days, whatever their threshold" },
-    Flag { name: "force", value: None, help: "ignore the 24 h gate" },
-    Flag { name: "just", value: Some("PATH"), help: "the just binary [default: just on PATH]" },
-    Flag { name: "justfile", value: Some("PATH"), help: "the justfile holding `maintain`" },
-    Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
-];
-
 const LIST: &[&str] = &["root", "type", "topic", "format"];
+const LOCKED: &[&str] = &["root", "timeout"];
+const CRON: &[&str] = &["root", "just", "justfile"];
 
 /// kb-index's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec {
-    bin: "kb-index",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[
-        Cmd { name: "", args: "", about: "list (the default command)", flags: LIST, arity: (0, 0) },
-        Cmd { name: "list", args: "", about: "library contents per category", flags: LIST, arity: (0, 0) },
-        Cmd {
-            name: "rebuild",
-            args: "",
-            about: "regenerate every .index.md, .master-index.md and .ioc.md",
-            flags: &["root", "incremental", "no-commit", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "check",
-            args: "",
-            about: "index rows vs files; logs .inconsistency.log; exit 1 on problems",
-            flags: &["root", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "stale",
-            args: "",
-            about: "stale references and provisional experiences (report only)",
-            flags: &["root", "days", "format"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "status",
-            args: "",
-            about: "the six audit dimensions; exit 1 when one needs attention",
-            flags: &["root", "format", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "quick",
-            args: "",
-            about: "re-index what changed since .last-maintained",
-            flags: &["root", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "scheduled",
-            args: "",
-            about: "the 24 h-gated daily maintenance",
-            flags: &["root", "force", "no-commit", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "commit",
-            args: "full|scheduled",
-            about: "commit every library change with the seed's message",
-            flags: &["root"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "cron install",
-            args: "",
-            about: "add the daily `just maintain scheduled` line to the crontab",
-            flags: &["root", "just", "justfile"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "cron uninstall",
-            args: "",
-            about: "remove this library's cron line",
-            flags: &["root"],
-            arity: (0, 0),
-        },
+pub static SPEC: Spec = Spec::new(
+    "kb-index",
+    USAGE,
+    &[
+        Cmd::new("", "", LIST, "list (the default command)"),
+        Cmd::new("list", "", LIST, "library contents per category"),
+        Cmd::new(
+            "rebuild",
+            "",
+            &["root", "incremental", "no-commit", "timeout"],
+            "regenerate every .index.md, .master-index.md and .ioc.md",
+        ),
+        Cmd::new("check", "", LOCKED, "index rows vs files; logs .inconsistency.log; exit 1 on problems"),
+        Cmd::new(
+            "stale",
+            "",
+            &["root", "days", "format"],
+            "stale references and provisional experiences (report only)",
+        ),
+        Cmd::new(
+            "status",
+            "",
+            &["root", "format", "timeout"],
+            "the six audit dimensions; exit 1 when one needs attention",
+        ),
+        Cmd::new("quick", "", LOCKED, "re-index what changed since .last-maintained"),
+        Cmd::new("scheduled", "", &["root", "force", "no-commit", "timeout"], "the 24 h-gated daily maintenance"),
+        Cmd::new("commit", "full|scheduled", &["root"], "commit every library change with the seed's message"),
+        Cmd::new("cron install", "", CRON, "add the daily `just maintain scheduled` line to the crontab"),
+        Cmd::new("cron uninstall", "", &["root"], "remove this library's cron line"),
     ],
-};
+);
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let lib = Library::resolve(a.get("root").map(std::path::Path::new))?;
-    let mut lock_opts = lock::Options::default();
-    if let Some(t) = a.get("timeout") {
-        lock_opts.timeout = clock::parse_duration(t)?;
-    }
-    let format = a.get("format").map(Format::parse).transpose()?;
-    let table = format.unwrap_or_else(Format::default_for_stdout) == Format::Table;
+    let (lib, lock_opts, table) = (Library::resolve(a.root())?, a.lock_options()?, a.table()?);
     let mut out = Out::stdout("kb-index");
     match a.cmd {
         "" | "list" => {

@@ -3,10 +3,9 @@
 
 use std::io::Read;
 
-use super::args::{Args, Cmd, Flag, Spec, MANY};
+use super::args::{Args, Cmd, Spec};
 use crate::error::{Context, Error, Exit};
 use crate::lastword::{apply, home::Home, plan, report::Reporter, resolve, status};
-use crate::out::jsonl::Format;
 
 /// The overview `--help` prints.
 pub const USAGE: &str = "\
@@ -38,67 +37,19 @@ Example:
     | kb-lastword plan --source s1 && kb-lastword apply --file USER.md
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag {
-        name: "source",
-        value: Some("ID"),
-        help: "session id recorded on planned entries [default: the input's, else session-<time>]",
-    },
-    Flag { name: "dry-run", value: None, help: "print a unified diff of what apply would write; change nothing" },
-    Flag {
-        name: "file",
-        value: Some("NAME"),
-        help: "apply only entries whose target file is NAME (USER.md) or that path",
-    },
-    Flag { name: "force", value: None, help: "accept a person's edit of a section and apply over it" },
-    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal, else jsonl]" },
-];
-
 /// kb-lastword's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec {
-    bin: "kb-lastword",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[
-        Cmd {
-            name: "plan",
-            args: "[FILE...]",
-            about: "queue entries (YAML or JSONL; stdin without FILE)",
-            flags: &["source", "format"],
-            arity: (0, MANY),
-        },
-        Cmd {
-            name: "apply",
-            args: "",
-            about: "write pending entries into the Markdown files",
-            flags: &["dry-run", "file", "format"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "status",
-            args: "",
-            about: "pending files, counts by operation, staging",
-            flags: &["format"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "validate",
-            args: "FILE...",
-            about: "check a delta file's syntax and uniqueness",
-            flags: &["format"],
-            arity: (1, MANY),
-        },
-        Cmd {
-            name: "resolve",
-            args: "FILE",
-            about: "re-check a staged file; move it back when clean",
-            flags: &["force", "format"],
-            arity: (1, 1),
-        },
-        Cmd { name: "init", args: "", about: "write config.yaml, schema.yaml, staging/", flags: &[], arity: (0, 0) },
+pub static SPEC: Spec = Spec::new(
+    "kb-lastword",
+    USAGE,
+    &[
+        Cmd::new("plan", "[FILE...]", &["source", "format"], "queue entries (YAML or JSONL; stdin without FILE)"),
+        Cmd::new("apply", "", &["dry-run", "file", "format"], "write pending entries into the Markdown files"),
+        Cmd::new("status", "", &["format"], "pending files, counts by operation, staging"),
+        Cmd::new("validate", "FILE...", &["format"], "check a delta file's syntax and uniqueness"),
+        Cmd::new("resolve", "FILE", &["force", "format"], "re-check a staged file; move it back when clean"),
+        Cmd::new("init", "", &[], "write config.yaml, schema.yaml, staging/"),
     ],
-};
+);
 
 const COLUMNS: &[&str] = &["record", "path", "heading", "level", "operation", "status", "error"];
 const STATUS_COLUMNS: &[&str] =
@@ -108,10 +59,7 @@ const STATUS_COLUMNS: &[&str] =
 pub fn run(a: Args) -> Result<Exit, Error> {
     let home = Home::from_env()?;
     let columns = if a.cmd == "status" { STATUS_COLUMNS } else { COLUMNS };
-    let mut rep = Reporter::new(
-        a.get("format").map(Format::parse).transpose()?.unwrap_or_else(Format::default_for_stdout),
-        columns,
-    );
+    let mut rep = Reporter::new(a.format()?, columns);
     match a.cmd {
         "plan" => {
             if a.positional.is_empty() {

@@ -2,7 +2,7 @@
 
 use std::process::{Command, ExitCode};
 
-use super::args::{self, Cmd, Flag, Parsed, Spec, MANY};
+use super::args::{self, Cmd, Parsed, Spec};
 use crate::error::{run_main, Exit};
 use crate::lock::{self, State};
 use crate::out::jsonl::{Format, Out};
@@ -37,40 +37,19 @@ Example:
   kb-lock --timeout 10s -- sh -c 'kb-index rebuild && kb-relate rebuild'
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
-    Flag {
-        name: "timeout",
-        value: Some("DUR"),
-        help: "how long to wait for the lock, e.g. 500ms, 30s, 2m [default: 30s]",
-    },
-    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
-];
-
 /// kb-lock's commands: run one (everything from the first word on), status, sweep.
-pub static SPEC: Spec = Spec {
-    bin: "kb-lock",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: true,
-    cmds: &[
-        Cmd {
-            name: "",
-            args: "-- CMD [ARGS...]",
-            about: "run CMD while holding the library lock",
-            flags: &["root", "timeout"],
-            arity: (1, MANY),
-        },
-        Cmd { name: "status", args: "", about: "who holds the lock", flags: &["root", "format"], arity: (0, 0) },
-        Cmd {
-            name: "sweep",
-            args: "",
-            about: "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state",
-            flags: &["root"],
-            arity: (0, 0),
-        },
+pub static SPEC: Spec = Spec::new(
+    "kb-lock",
+    USAGE,
+    &[
+        Cmd::new("", "-- CMD [ARGS...]", &["root", "timeout"], "run CMD while holding the library lock"),
+        Cmd::new("status", "", &["root", "format"], "who holds the lock"),
+        Cmd::new("sweep", "", &["root"], SWEEP),
     ],
-};
+)
+.trailing();
+
+const SWEEP: &str = "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state";
 
 /// Exit status when the command is not found (a shell's).
 pub const NOT_FOUND: u8 = 127;
@@ -88,9 +67,9 @@ pub fn main() -> ExitCode {
             }
             Parsed::Run(a) => a,
         };
-        let lib = Library::resolve(a.get("root").map(std::path::Path::new))?;
+        let lib = Library::resolve(a.root())?;
         let mut out = Out::stdout("kb-lock");
-        let format = a.get("format").map(Format::parse).transpose()?.unwrap_or_else(Format::default_for_stdout);
+        let format = a.format()?;
         match a.cmd {
             "" => {
                 let cmd = a.positional.clone();

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::args::{Args, Cmd, Flag, Spec};
+use super::args::{Args, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::mcp::{self, Options};
 
@@ -31,26 +31,12 @@ Example:
   claude mcp add kb -- kb-mcp --root ~/work/project
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
-    Flag { name: "memory-dir", value: Some("DIR"), help: "memory notes for memory_* tools" },
-    Flag { name: "timeout", value: Some("DUR"), help: "how long a call waits for the library lock [default: 30s]" },
-];
-
 /// kb-mcp's one command and its flags.
-pub static SPEC: Spec = Spec {
-    bin: "kb-mcp",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[Cmd {
-        name: "",
-        args: "",
-        about: "serve the library over MCP on stdio",
-        flags: &["root", "memory-dir", "timeout"],
-        arity: (0, 0),
-    }],
-};
+pub static SPEC: Spec = Spec::new(
+    "kb-mcp",
+    USAGE,
+    &[Cmd::new("", "", &["root", "memory-dir", "timeout"], "serve the library over MCP on stdio")],
+);
 
 /// Runs the parsed command line: serves until stdin ends.
 pub fn run(a: Args) -> Result<Exit, Error> {

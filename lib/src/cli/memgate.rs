@@ -1,6 +1,6 @@
 //! `kb-memgate`: governed long-term memory notes (seed 003, lingxi memory).
 
-use super::args::{Args, Cmd, Flag, Spec};
+use super::args::{Args, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::memgate::{apply, decide, reindex, Paths};
 use crate::out::jsonl::Out;
@@ -31,41 +31,16 @@ Example:
     \"evidence_spans\":[{\"start\":0,\"end\":18}]}}}' | kb-memgate decide | kb-memgate apply
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "memory-dir", value: Some("DIR"), help: "the memory directory [default: .cursor/.lingxi/memory]" },
-    Flag { name: "check", value: None, help: "only report; exit 1 when INDEX.md disagrees" },
-];
-
 /// kb-memgate's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec {
-    bin: "kb-memgate",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[
-        Cmd {
-            name: "decide",
-            args: "",
-            about: "one decision record per input on stdin (never writes)",
-            flags: &["memory-dir"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "apply",
-            args: "",
-            about: "write notes, INDEX.md and audit for the decisions on stdin",
-            flags: &["memory-dir"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "reindex",
-            args: "",
-            about: "INDEX.md and search index from the notes",
-            flags: &["memory-dir", "check"],
-            arity: (0, 0),
-        },
+pub static SPEC: Spec = Spec::new(
+    "kb-memgate",
+    USAGE,
+    &[
+        Cmd::new("decide", "", &["memory-dir"], "one decision record per input on stdin (never writes)"),
+        Cmd::new("apply", "", &["memory-dir"], "write notes, INDEX.md and audit for the decisions on stdin"),
+        Cmd::new("reindex", "", &["memory-dir", "check"], "INDEX.md and search index from the notes"),
     ],
-};
+);
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {

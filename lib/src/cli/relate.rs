@@ -3,15 +3,15 @@
 
 use serde_json::json;
 
-use super::args::{Args, Cmd, Flag, Spec};
+use super::args::{Args, Cmd, Spec};
 use crate::derived::rebuild_all;
 use crate::error::{Error, Exit};
 use crate::library::graph::{self, Graph};
 use crate::library::scan;
 use crate::maintain::tier_up;
-use crate::out::jsonl::{self, Format, Out};
+use crate::out::jsonl::{self, Out};
 use crate::report::{lifecycle, usage};
-use crate::{clock, lock, Library};
+use crate::Library;
 
 /// The overview `--help` prints.
 pub const USAGE: &str = "\
@@ -40,71 +40,25 @@ Example:
   kb-relate neighbors .memory/.references/jwt-auth-v1.md --hops 2 --format table
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "root", value: Some("DIR"), help: "the library (default: KB_ROOT, else the nearest .library)" },
-    Flag { name: "hops", value: Some("N"), help: "maximum hops [default: 2]" },
-    Flag { name: "max", value: Some("N"), help: "maximum documents returned [default: 20]" },
-    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
-    Flag { name: "write", value: None, help: "set `state:` in each pattern's frontmatter" },
-    Flag { name: "dry-run", value: None, help: "report what would be promoted; write nothing" },
-    Flag { name: "no-commit", value: None, help: "do not git commit" },
-    Flag { name: "timeout", value: Some("DUR"), help: "how long to wait for the library lock [default: 30s]" },
-];
-
 /// kb-relate's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec {
-    bin: "kb-relate",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[
-        Cmd {
-            name: "rebuild",
-            args: "",
-            about: "rewrite .relations.jsonl from changelog, related:, links",
-            flags: &["root", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "neighbors",
-            args: "PATH",
-            about: "BFS over the relation graph",
-            flags: &["root", "hops", "max", "format"],
-            arity: (1, 1),
-        },
-        Cmd {
-            name: "usage",
-            args: "",
-            about: "usage_count, failure_rate, effectiveness_mark suggestions",
-            flags: &["root", "format"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "lifecycle",
-            args: "",
-            about: "thinking-pattern states; --write records them",
-            flags: &["root", "write", "no-commit", "format", "timeout"],
-            arity: (0, 0),
-        },
-        Cmd {
-            name: "promote",
-            args: "",
-            about: "T3 -> T4 for used, never-failed active skills",
-            flags: &["root", "dry-run", "no-commit", "timeout"],
-            arity: (0, 0),
-        },
+pub static SPEC: Spec = Spec::new(
+    "kb-relate",
+    USAGE,
+    &[
+        Cmd::new("rebuild", "", &["root", "timeout"], "rewrite .relations.jsonl from changelog, related:, links"),
+        Cmd::new("neighbors", "PATH", &["root", "hops", "max", "format"], "BFS over the relation graph"),
+        Cmd::new("usage", "", &["root", "format"], "usage_count, failure_rate, effectiveness_mark suggestions"),
+        Cmd::new("lifecycle", "", LIFECYCLE, "thinking-pattern states; --write records them"),
+        Cmd::new("promote", "", PROMOTE, "T3 -> T4 for used, never-failed active skills"),
     ],
-};
+);
+
+const LIFECYCLE: &[&str] = &["root", "write", "no-commit", "format", "timeout"];
+const PROMOTE: &[&str] = &["root", "dry-run", "no-commit", "timeout"];
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let lib = Library::resolve(a.get("root").map(std::path::Path::new))?;
-    let mut lock_opts = lock::Options::default();
-    if let Some(t) = a.get("timeout") {
-        lock_opts.timeout = clock::parse_duration(t)?;
-    }
-    let format = a.get("format").map(Format::parse).transpose()?;
-    let table = format.unwrap_or_else(Format::default_for_stdout) == Format::Table;
+    let (lib, lock_opts, table) = (Library::resolve(a.root())?, a.lock_options()?, a.table()?);
     let mut out = Out::stdout("kb-relate");
     match a.cmd {
         "rebuild" => out.record(&rebuild_all::rebuild_relations(&lib, &lock_opts)?)?,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::args::{Args as Cli, Cmd, Flag, Spec, MANY};
+use super::args::{Args as Cli, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::out::jsonl::{Format, Out};
 use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
@@ -43,62 +43,30 @@ Example:
   kb-score 'jwt auth' --type 'software|security' --tier 2 --budget 2000 --format table
 ";
 
-const FLAGS: &[Flag] = &[
-    Flag { name: "type", value: Some("T"), help: "only documents whose type is one of T's |-separated segments" },
-    Flag { name: "topic", value: Some("T"), help: "only documents whose topic contains T" },
-    Flag { name: "notebook", value: Some("NB"), help: "only documents whose frontmatter sources.notebook is NB" },
-    Flag { name: "limit", value: Some("N"), help: "direct hits to return [default: 10]" },
-    Flag { name: "no-recommend", value: None, help: "no graph recommendations" },
-    Flag { name: "tier", value: Some("N"), help: "1 index rows, 2 plus .summary.md snippets, 3 plus full content" },
-    Flag {
-        name: "budget",
-        value: Some("TOKENS"),
-        help: "keep the hits' estimated tokens within TOKENS (the last hit cut to fit)",
-    },
-    Flag {
-        name: "source",
-        value: Some("NAME=DIR"),
-        help: "also search the library at DIR, attributed to NAME (repeatable)",
-    },
-    Flag { name: "no-registries", value: None, help: "ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json" },
-    Flag { name: "verify", value: None, help: "check every document's size and mtime before trusting the index cache" },
-    Flag { name: "root", value: Some("DIR"), help: "the local library (default: KB_ROOT, else the nearest .library)" },
-    Flag { name: "format", value: Some("FMT"), help: "jsonl or table [default: table on a terminal]" },
+/// Every flag goes with the query.
+const QUERY: &[&str] = &[
+    "type",
+    "topic",
+    "notebook",
+    "limit",
+    "no-recommend",
+    "tier",
+    "budget",
+    "source",
+    "no-registries",
+    "verify",
+    "root",
+    "format",
 ];
 
-/// kb-score has no subcommands: every flag goes with the query.
-pub static SPEC: Spec = Spec {
-    bin: "kb-score",
-    usage: USAGE,
-    flags: FLAGS,
-    trailing: false,
-    cmds: &[Cmd {
-        name: "",
-        args: "QUERY...",
-        about: "search the library",
-        flags: &[
-            "type",
-            "topic",
-            "notebook",
-            "limit",
-            "no-recommend",
-            "tier",
-            "budget",
-            "source",
-            "no-registries",
-            "verify",
-            "root",
-            "format",
-        ],
-        arity: (1, MANY),
-    }],
-};
+/// kb-score has no subcommands.
+pub static SPEC: Spec = Spec::new("kb-score", USAGE, &[Cmd::new("", "QUERY...", QUERY, "search the library")]);
 
 struct Args {
     query: Vec<String>,
     opts: score::Options,
     spec: sources::Spec,
-    format: Option<Format>,
+    format: Format,
 }
 
 /// The command line as search options.
@@ -122,7 +90,7 @@ fn settle(a: Cli) -> Result<Args, Error> {
     }
     opts.verify = a.on("verify");
     spec.root = a.get("root").map(PathBuf::from);
-    let format = a.get("format").map(Format::parse).transpose()?;
+    let format = a.format()?;
     opts.filters = Filters::new(a.get("type"), a.get("topic"), a.get("notebook"));
     Ok(Args { query: a.positional, opts, spec, format })
 }
@@ -149,7 +117,7 @@ pub fn run(a: Cli) -> Result<Exit, Error> {
         }
     }
     let mut out = Out::stdout("kb-score");
-    match args.format.unwrap_or_else(Format::default_for_stdout) {
+    match args.format {
         Format::Jsonl => {
             for e in &outcome.errors {
                 out.record(e)?;

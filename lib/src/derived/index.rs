@@ -7,6 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 
+use rayon::prelude::*;
+
 use crate::error::Result;
 use crate::fs::atomic;
 use crate::library::entry::{self, Entry};
@@ -147,10 +149,14 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
     for (dir, items) in &by_dir {
         let rel = index_path(dir);
         let title = dir_title(dir);
+        // A derived file: missing, unreadable or hand-edited, it is rebuilt
+        // from the documents (and replaced whole by `store`).
         let existing = fs::read_to_string(lib.path(&rel)).ok();
         let mut rows = match existing.as_deref().map(|t| parse(t, &title, DIR_HEADER)) {
             Some(Some(rows)) => rows,
-            _ => dir_rows_from_disk(lib, dir),
+            // The changed documents' rows come from `items` below: only
+            // the others are read (a first batch into a directory reads none).
+            _ => dir_rows_from_disk(lib, dir, &items.iter().map(|(p, _)| *p).collect())?,
         };
         for (path, e) in items {
             match e {
@@ -176,10 +182,22 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
             touched.push(rel);
         }
     }
+    // Derived, as above: anything but our own shape is rebuilt.
     let existing = fs::read_to_string(lib.path(MASTER)).ok();
     let mut master = match existing.as_deref().map(|t| parse(t, "Master index", MASTER_HEADER)) {
         Some(Some(rows)) => rows,
-        _ => master_rows(&scan::library(lib).docs.iter().map(|d| &d.entry).collect::<Vec<_>>()),
+        // The changed documents' rows come from `changed` below; the
+        // others are read (entries only, in parallel), as a rebuild would.
+        _ => {
+            let skip: BTreeSet<&str> = changed.iter().map(|(p, _)| p.as_str()).collect();
+            let (paths, _) = scan::document_paths(lib);
+            let entries: Vec<Entry> = paths
+                .par_iter()
+                .filter(|p| !skip.contains(p.as_str()))
+                .filter_map(|p| scan::read_entry(lib, p).0.map(|(e, _, _)| e))
+                .collect();
+            master_rows(&entries.iter().collect::<Vec<_>>())
+        }
     };
     for (path, e) in changed {
         match e {
@@ -201,22 +219,33 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
 /// The rows of one directory read from its documents, for an index that is
 /// missing or not in the generated shape. Only that directory is read
 /// (skill stages: each skill's `SKILL.md`).
-fn dir_rows_from_disk(lib: &Library, dir: &str) -> Rows {
+/// A directory that is gone has no rows; one that cannot be listed, or a
+/// document in it that cannot be read, is an error (not a missing row).
+fn dir_rows_from_disk(lib: &Library, dir: &str, skip: &BTreeSet<&str>) -> Result<Rows> {
     let mut paths = Vec::new();
     let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-    for e in fs::read_dir(lib.path(dir)).into_iter().flatten().flatten() {
+    let listing = match fs::read_dir(lib.path(dir)) {
+        Ok(rd) => rd.collect::<std::io::Result<Vec<_>>>(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    };
+    for e in listing.map_err(|e| crate::Error::io(format!("listing {}", lib.path(dir).display()), e))? {
+        // The walker skips names that are not UTF-8 (a problem of the full scan).
         let Ok(name) = e.file_name().into_string() else { continue };
         paths.push(format!("{prefix}{name}"));
         paths.push(format!("{prefix}{name}/SKILL.md"));
     }
     let mut rows = Rows::new();
-    for p in paths.iter().filter(|p| entry::classify(p).is_some_and(|i| i.index_dir == dir) && lib.path(p).is_file()) {
-        if let (Some(doc), _) = scan::read_doc(lib, p) {
+    let wanted = |p: &&String| {
+        !skip.contains(p.as_str()) && entry::classify(p).is_some_and(|i| i.index_dir == dir) && lib.path(p).is_file()
+    };
+    for p in paths.iter().filter(wanted) {
+        if let Some(doc) = scan::read_present(lib, p)? {
             let (k, r) = dir_row(&doc.entry);
             rows.insert(k, r);
         }
     }
-    rows
+    Ok(rows)
 }
 
 fn master_rows(entries: &[&Entry]) -> Rows {

@@ -345,12 +345,17 @@ struct Cache {
 }
 
 /// The library-wide summary (references and marked documents by path).
+/// Like the cache below, it is derived: missing, unreadable or not ours,
+/// `None` makes the caller rebuild it from the documents.
 fn load_summary(lib: &Library) -> Option<BTreeMap<String, Entry>> {
     let list: Vec<Entry> = serde_json::from_slice(&fs::read(lib.path(SUMMARY)).ok()?).ok()?;
     Some(list.into_iter().map(|e| (e.path.clone(), e)).collect())
 }
 
 impl Cache {
+    /// `None` (any file missing, unreadable, of another version or not
+    /// parsing) means a full rebuild that rewrites the cache: it is derived
+    /// from the documents, so no read error here can lose anything.
     fn load(lib: &Library) -> Option<Cache> {
         let state: State = serde_json::from_str(&fs::read_to_string(lib.path(STATE)).ok()?)
             .ok()

@@ -46,11 +46,19 @@ impl Staged {
 /// (else [`barrier`] makes it durable).
 pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     let dir = path.parent().ok_or_else(|| Error::msg(format!("{} has no parent directory", path.display())))?;
-    fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
     let tmp = temp_path(path);
+    let create = || OpenOptions::new().write(true).create_new(true).open(&tmp);
+    // The directory is made only when missing (a batch stages thousands
+    // of files into a few directories).
+    let file = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).ctx(|| format!("creating {}", dir.display()))?;
+            create()
+        }
+        other => other,
+    };
     let result = (|| {
-        let mut f =
-            OpenOptions::new().write(true).create_new(true).open(&tmp).ctx(|| format!("creating {}", tmp.display()))?;
+        let mut f = file.ctx(|| format!("creating {}", tmp.display()))?;
         if let Ok(meta) = fs::metadata(path) {
             f.set_permissions(meta.permissions()).ctx(|| format!("setting mode of {}", tmp.display()))?;
         }
@@ -69,37 +77,46 @@ pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     }
 }
 
-/// Above this many files one `syncfs` of the whole file system is cheaper
-/// than an fsync per file (each fsync is its own journal commit on ext4);
-/// below it, an fsync each flushes only our own bytes.
-const SYNCFS_FROM: usize = 16;
-
-/// Whether a group of `n` files is best synced one by one while staging
-/// (`stage(.., true)`) rather than by one [`barrier`].
+/// Whether a group of `n` files is best synced while staging
+/// (`stage(.., true)`): a single file, where no barrier has company.
 pub fn sync_each(n: usize) -> bool {
-    n < SYNCFS_FROM
+    n < 2
 }
 
+/// How many fsyncs run at once. An fsync waits on the disk, not the CPU,
+/// and ext4 folds concurrent ones into one journal commit; measured on the
+/// shared machine, 2,000 files: `syncfs` 0.25-1.1 s (it also waits for
+/// every other process's dirty data), 16 parallel `fdatasync` 0.3 s.
+const SYNC_THREADS: usize = 16;
+
 /// The one durability barrier of a group commit: after it, every staged
-/// temp file's bytes are on disk. Many files: one `syncfs` of the file
-/// system holding `root` (falling back to an fsync each where the call is
-/// not supported); few (see [`sync_each`]): nothing, `synced` says they
-/// were synced when staged.
-pub fn barrier(root: &Path, staged: &[Staged], synced: bool) -> Result<()> {
+/// temp file's bytes are on disk. Each file is fsynced, [`SYNC_THREADS`]
+/// at a time (only our own bytes, unlike `syncfs`); `synced` says they
+/// were synced when staged (see [`sync_each`]).
+pub fn barrier(staged: &[Staged], synced: bool) -> Result<()> {
     if synced {
         return Ok(());
     }
-    if let Ok(dir) = File::open(root) {
-        if rustix::fs::syncfs(&dir).is_ok() {
-            return Ok(());
-        }
+    in_parallel(staged, Staged::sync)
+}
+
+/// Runs `f` on every item, [`SYNC_THREADS`] threads at a time (plain
+/// threads: rayon's pool has one per core, and these wait on the disk).
+/// The first error wins.
+fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    if items.len() < 2 {
+        return items.iter().try_for_each(f);
     }
-    staged.iter().try_for_each(Staged::sync)
+    let chunk = items.len().div_ceil(SYNC_THREADS);
+    std::thread::scope(|s| {
+        let running: Vec<_> = items.chunks(chunk).map(|c| s.spawn(|| c.iter().try_for_each(&f))).collect();
+        running.into_iter().try_for_each(|t| t.join().unwrap_or_else(|_| Err(Error::msg("a sync thread panicked"))))
+    })
 }
 
 /// Renames synced staged files into place in order (calling `each` after
-/// every rename), then fsyncs each parent directory once. Each target has
-/// its old or its new bytes at every instant.
+/// every rename), then fsyncs each parent directory once (in parallel).
+/// Each target has its old or its new bytes at every instant.
 pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
     let mut dirs: Vec<&Path> = Vec::new();
     for s in staged {
@@ -111,7 +128,7 @@ pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
             }
         }
     }
-    dirs.into_iter().try_for_each(sync_dir)
+    in_parallel(&dirs, |d| sync_dir(d))
 }
 
 /// Writes only when the bytes differ, so an unchanged derived file keeps
@@ -199,6 +216,7 @@ pub fn temp_owner(name: &str) -> Option<u32> {
     }
     let (_, tail) = name.rsplit_once(".tmp.")?;
     let mut parts = tail.split('.');
+    // Not our temp-name shape: not ours to sweep.
     let pid = parts.next()?.parse().ok()?;
     let n_ok = parts.next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
     let nanos_ok = parts.next().is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));

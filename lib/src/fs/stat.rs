@@ -16,6 +16,8 @@ use rayon::prelude::*;
 pub type Stat = (u64, u64);
 
 /// The stat of one path relative to `root` (the library directory), `None` when it cannot be read.
+/// Stats only decide whether a cache is still valid: `None` never equals a
+/// real stat, so any error here costs a re-read, never a stale answer.
 pub fn one(root: &Path, rel: &str) -> Option<Stat> {
     let m = fs::metadata(root.join(rel)).ok()?;
     let ns = m.modified().ok()?.duration_since(UNIX_EPOCH).ok()?.as_nanos();
@@ -30,6 +32,7 @@ pub fn many(root: &Path, paths: &[&str]) -> Vec<Option<Stat>> {
     for p in paths {
         let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
         dirs.entry(dir).or_insert_with(|| {
+            // Not openable: each path falls back to `one` (and its error to `None`).
             rustix::fs::open(root.join(dir), OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()
         });
     }

@@ -177,6 +177,7 @@ pub fn walk(root: &Path, enter: impl Fn(usize, &str) -> bool + Sync) -> Walk {
 #[cfg(unix)]
 fn identity(p: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
+    // No identity: the directory is entered (the depth limit still stops a loop).
     let m = fs::symlink_metadata(p).ok()?;
     Some((m.dev(), m.ino()))
 }

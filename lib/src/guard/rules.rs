@@ -235,8 +235,15 @@ pub fn core() -> Result<Vec<Rule>> {
 /// Reads every `*.yaml` file of the extended-rules directory in name order;
 /// each file is parsed on its own so one broken file names itself.
 pub fn extended_files(dir: &Path) -> Vec<(String, Result<Vec<Rule>>)> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    // No directory: no extended rules. Unlistable: an error, never "no
+    // rules" (scans would silently run without them; issue 22).
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        Err(e) => return vec![(dir.display().to_string(), Err(Error::io("listing the directory", e)))],
+    };
     let mut paths: Vec<_> = rd
+        // An entry that vanished while listed is gone.
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
         .collect();

@@ -61,6 +61,7 @@ pub fn check(engine: &Engine, t: &Target) -> Vec<Finding> {
     let mut out = Vec::new();
     let at_dir = |id: &str, matched: &str| engine.builtin(id, &t.display, 0, 0, matched, Context::File);
     let at = |id: &str, e: &Entry, matched: &str| engine.builtin(id, &e.display, 0, 0, matched, Context::File);
+    // Not canonical (e.g. gone): the name as given.
     let dir_name = t
         .root
         .canonicalize()

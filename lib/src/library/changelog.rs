@@ -152,6 +152,8 @@ pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compa
     let mut keep: Vec<&str> = Vec::new();
     let mut moved: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for line in atomic::complete_lines(&text) {
+        // A line without a parseable time (a '#' marker, a foreign line)
+        // stays in the log: kept, never lost.
         let old = serde_json::from_str::<Event>(line.trim()).ok().and_then(|e| e.instant()).filter(|ts| *ts < cutoff);
         match old {
             Some(ts) => moved.entry(ts.strftime("%Y-%m").to_string()).or_default().push(line),

@@ -31,8 +31,8 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     // change; naming it would make `git add` fail.
     // A path git ignores (the lock, caches) is never committed; naming it
     // would make `git add` refuse the whole commit.
-    let tracked = tracked(lib, paths);
-    let ignored = ignored(lib, paths);
+    let tracked = tracked(lib, paths)?;
+    let ignored = ignored(lib, paths)?;
     let paths: Vec<&String> = paths
         .iter()
         .filter(|p| p.starts_with(':') || lib.path(p).exists() || tracked.contains(p.as_str()))
@@ -57,37 +57,48 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     Ok(true)
 }
 
-/// The given paths that git tracks.
-fn tracked(lib: &Library, paths: &[String]) -> std::collections::BTreeSet<String> {
+/// The given paths that git tracks. A failing `git ls-files` is an error,
+/// not "nothing tracked": that would leave a deletion out of the commit.
+fn tracked(lib: &Library, paths: &[String]) -> Result<std::collections::BTreeSet<String>> {
     let mut c = git(&lib.dir);
     c.args(["ls-files", "-z", "--full-name", "--"]).args(paths.iter().filter(|p| !p.starts_with(':')));
-    let prefix = show_prefix(lib);
-    match c.stderr(Stdio::null()).output() {
-        Ok(out) if out.status.success() => out
-            .stdout
-            .split(|b| *b == 0)
-            .filter_map(|b| std::str::from_utf8(b).ok())
-            .filter_map(|p| p.strip_prefix(prefix.as_str()).map(str::to_string))
-            .collect(),
-        _ => Default::default(),
-    }
+    let prefix = show_prefix(lib)?;
+    let out = output(c, "git ls-files", |code| code == 0)?;
+    Ok(out
+        .split(|b| *b == 0)
+        // Our own paths are UTF-8 (library::normalise refuses others); a
+        // name that is not cannot be one of `paths`.
+        .filter_map(|b| std::str::from_utf8(b).ok())
+        .filter_map(|p| p.strip_prefix(prefix.as_str()).map(str::to_string))
+        .collect())
 }
 
-/// The given paths that git ignores (and does not track).
-fn ignored(lib: &Library, paths: &[String]) -> std::collections::BTreeSet<String> {
+/// The given paths that git ignores (and does not track). `git
+/// check-ignore` exits 1 when none is ignored; anything else is an error.
+fn ignored(lib: &Library, paths: &[String]) -> Result<std::collections::BTreeSet<String>> {
     let mut c = git(&lib.dir);
     c.args(["check-ignore", "--"]).args(paths.iter().filter(|p| !p.starts_with(':')));
-    match c.stderr(Stdio::null()).output() {
-        Ok(out) => String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect(),
-        Err(_) => Default::default(),
-    }
+    let out = output(c, "git check-ignore", |code| code <= 1)?;
+    Ok(String::from_utf8_lossy(&out).lines().map(str::to_string).collect())
 }
 
 /// The library directory's path inside the work tree, with a trailing `/`
 /// (empty when the library is the work tree's root).
-fn show_prefix(lib: &Library) -> String {
-    let out = git(&lib.dir).args(["rev-parse", "--show-prefix"]).stderr(Stdio::null()).output();
-    out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+fn show_prefix(lib: &Library) -> Result<String> {
+    let mut c = git(&lib.dir);
+    c.args(["rev-parse", "--show-prefix"]);
+    Ok(String::from_utf8_lossy(&output(c, "git rev-parse", |code| code == 0)?).trim().to_string())
+}
+
+/// Runs `c` and returns its stdout when its exit code passes `ok`; a
+/// failure names the command and carries git's stderr.
+fn output(mut c: Command, what: &str, ok: impl Fn(i32) -> bool) -> Result<Vec<u8>> {
+    let out = c.output().map_err(|e| Error::io(format!("running {what}"), e))?;
+    if out.status.code().is_some_and(ok) {
+        Ok(out.stdout)
+    } else {
+        Err(Error::msg(format!("{what} failed: {}", String::from_utf8_lossy(&out.stderr).trim())))
+    }
 }
 
 /// A git command run in `dir` with no stdin: the one place kb-tools builds
@@ -139,6 +150,7 @@ pub fn workspace_of(dir: &Path) -> PathBuf {
 fn workspace_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     static CACHE: Mutex<BTreeMap<PathBuf, Option<(PathBuf, PathBuf)>>> = Mutex::new(BTreeMap::new());
     let ws = workspace_of(dir);
+    // A poisoned cache (a panic elsewhere) only costs a fresh lookup.
     if let Some(hit) = CACHE.lock().ok().and_then(|m| m.get(&ws).cloned()) {
         return hit;
     }
@@ -151,6 +163,8 @@ fn workspace_repo(dir: &Path) -> Option<(PathBuf, PathBuf)> {
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
+        // git missing or failing here means "no repository": a library
+        // outside git is fine (commits are skipped), per DESIGN.md.
         .ok();
     let found = out.filter(|o| o.status.success()).and_then(|o| {
         let text = String::from_utf8_lossy(&o.stdout).into_owned();

@@ -107,7 +107,8 @@ fn surely_clean(lib: &Library) -> bool {
 }
 
 /// The work tree's top and the absolute git directory, when the library
-/// is in a repository.
+/// is in a repository. git missing or failing is "no repository": nothing
+/// to clear, and the commit step reports git's own error.
 fn repo_dirs(lib: &Library) -> Option<(PathBuf, PathBuf)> {
     let out = crate::library::git::git(&lib.dir)
         .args(["rev-parse", "--show-toplevel", "--absolute-git-dir"])
@@ -122,7 +123,9 @@ fn repo_dirs(lib: &Library) -> Option<(PathBuf, PathBuf)> {
     Some((PathBuf::from(lines.next()?), PathBuf::from(lines.next()?)))
 }
 
-/// `.merge_file_*` files directly in `dir` (git's merge-driver temps).
+/// `.merge_file_*` files directly in `dir` (git's merge-driver temps). A
+/// directory that cannot be listed has none we could remove; entries that
+/// vanish while listed are gone already.
 fn merge_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = fs::read_dir(dir) else { return Vec::new() };
     let mut out: Vec<PathBuf> = rd
@@ -157,6 +160,7 @@ fn live_git(top: &Path, git_dir: &Path) -> Option<u32> {
             .is_ok_and(|t| t.elapsed().unwrap_or_default() < Duration::from_secs(60));
         return young.then(std::process::id);
     };
+    // /proc entries come and go while listed: one that errors has ended.
     for p in procs.filter_map(|e| e.ok()) {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
         let dir = p.path();

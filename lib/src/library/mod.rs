@@ -158,11 +158,7 @@ impl Library {
             let here = dir.join(part);
             if std::fs::symlink_metadata(&here).is_err() {
                 let want = part.to_lowercase();
-                let clash = std::fs::read_dir(&dir).ok().and_then(|rd| {
-                    rd.flatten()
-                        .map(|e| e.file_name().to_string_lossy().into_owned())
-                        .find(|n| n != part && n.to_lowercase() == want)
-                });
+                let clash = folded_names(&dir).and_then(|names| names.get(&want).filter(|n| *n != part).cloned());
                 if let Some(existing) = clash {
                     return Err(Error::msg(format!(
                         "refused: '{norm}' differs only in case from the existing '{shown}{existing}' (the two collide on case-insensitive file systems)"
@@ -271,4 +267,34 @@ impl Library {
         }
         Ok(Init { dir: self.dir.display().to_string(), created })
     }
+}
+
+/// The names in `dir` by their lower-case form, listed once per directory
+/// state: a batch of thousands of new files in one directory lists it once,
+/// not once per file (the cache is keyed by the directory's mtime, which
+/// every create, rename or delete in it changes). `None` when `dir` cannot
+/// be listed: it exists (the previous path part did), so the write into it
+/// fails with the real error.
+fn folded_names(dir: &std::path::Path) -> Option<std::sync::Arc<std::collections::HashMap<String, String>>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    type Listing = (std::time::SystemTime, Arc<HashMap<String, String>>);
+    static CACHE: Mutex<Option<HashMap<PathBuf, Listing>>> = Mutex::new(None);
+    let mtime = std::fs::symlink_metadata(dir).and_then(|m| m.modified()).ok()?;
+    // A poisoned cache (a panic elsewhere) only costs a fresh listing.
+    if let Some((t, names)) = CACHE.lock().ok()?.as_ref().and_then(|c| c.get(dir)) {
+        if *t == mtime {
+            return Some(names.clone());
+        }
+    }
+    let names: HashMap<String, String> = std::fs::read_dir(dir)
+        .ok()?
+        // An entry that vanished while listed is gone.
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .map(|n| (n.to_lowercase(), n))
+        .collect();
+    let names = Arc::new(names);
+    CACHE.lock().ok()?.get_or_insert_with(HashMap::new).insert(dir.to_path_buf(), (mtime, names.clone()));
+    Some(names)
 }

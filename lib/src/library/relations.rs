@@ -101,6 +101,7 @@ fn resolve(dir: &str, target: &str, relative: bool) -> Option<String> {
         }
     }
     let joined = parts.join("/");
+    // A target that is no valid library path is no edge (a link, not an error).
     library::normalise(&joined).ok()
 }
 
@@ -108,6 +109,7 @@ fn resolve(dir: &str, target: &str, relative: bool) -> Option<String> {
 pub fn render(edges: &BTreeSet<Edge>) -> String {
     let mut out = String::new();
     for e in edges {
+        // Three strings: serialising cannot fail.
         out.push_str(&serde_json::to_string(e).unwrap_or_default());
         out.push('\n');
     }

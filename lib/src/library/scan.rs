@@ -105,6 +105,23 @@ pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
     read_with(lib, rel, true)
 }
 
+/// Reads one changed document for an incremental update: `None` when it
+/// is gone (a deletion) or refused by the walker's rules (a symlink, as
+/// the full rebuild skips it). A document that exists but cannot be read
+/// is an error, never a deletion: the update would drop its row and edges
+/// (issue 22). Non-UTF-8 or too large still reads, as in the full scan.
+pub fn read_present(lib: &Library, rel: &str) -> crate::Result<Option<Doc>> {
+    let (doc, problems) = read_doc(lib, rel);
+    if doc.is_some() {
+        return Ok(doc);
+    }
+    match (problems.iter().find(|p| p.kind == "unreadable"), fs::symlink_metadata(lib.path(rel))) {
+        (_, Err(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        (Some(p), _) => Err(crate::Error::msg(format!("reading {rel}: {}", p.message))),
+        _ => Ok(None),
+    }
+}
+
 /// Reads one document's entry, size and mtime without its edges (no
 /// Markdown parse): all an index rebuild needs.
 pub fn read_entry(lib: &Library, rel: &str) -> (Option<(Entry, u64, u128)>, Vec<Problem>) {
@@ -117,6 +134,8 @@ fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Pr
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
     };
+    // A file system without mtimes gives 0: the stat only decides whether
+    // a cache is reused, and 0 never matches a real stamp.
     let mtime_ns = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
     let Some(entry) = Entry::from_text(rel, &text) else { return (None, problems) };
     if let Some(err) = &entry.frontmatter_error {

@@ -192,6 +192,8 @@ fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u
 fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {
     f.set_len(0)?;
     f.seek(SeekFrom::Start(0))?;
+    // Serialising a struct of strings and numbers cannot fail; the holder
+    // line is for `kb-lock status`, not for the lock itself.
     let mut line = serde_json::to_string(holder).unwrap_or_default();
     line.push('\n');
     f.write_all(line.as_bytes())?;
@@ -217,6 +219,8 @@ pub fn status(lib: impl AsRef<Path>) -> Result<State> {
     let state = match lock.try_write() {
         Ok(_) => State::Free,
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            // The holder line is information only (the kernel holds the
+            // lock): unreadable or half-written, it is reported as unknown.
             let mut text = String::new();
             let _ = File::open(&p).and_then(|mut f| f.read_to_string(&mut text));
             State::Held(serde_json::from_str(text.trim()).ok())
@@ -274,6 +278,8 @@ fn reclaim_legacy(dir: &Path) -> Result<Option<Option<u32>>> {
         Some(p) => !legacy_alive(dir, p),
         None => fs::metadata(dir)
             .and_then(|m| m.modified())
+            // A clock behind the mtime is "just made"; an unreadable
+            // directory is not reclaimed (kept is the safe side).
             .map(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(60))
             .unwrap_or(false),
     };
@@ -314,6 +320,8 @@ fn legacy_alive(dir: &Path, pid: u32) -> bool {
     if !pid_alive(pid) {
         return false;
     }
+    // Either time unknown: the pid is alive, so the lock is kept (a
+    // wrongly kept lock waits; a wrongly reclaimed one breaks exclusion).
     let made = fs::symlink_metadata(dir).and_then(|m| m.modified()).ok();
     match (made, process_start(pid)) {
         // A second of slack for clock granularity.
@@ -323,7 +331,9 @@ fn legacy_alive(dir: &Path, pid: u32) -> bool {
 }
 
 /// When a process started, from `/proc/<pid>/stat` (field 22, clock ticks
-/// after boot) and the boot time in `/proc/stat`. `None` off Linux.
+/// after boot) and the boot time in `/proc/stat`. `None` off Linux, or
+/// when the process is gone or the fields do not parse: "unknown", which
+/// every caller treats as the side that keeps a lock.
 pub fn process_start(pid: u32) -> Option<std::time::SystemTime> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: fields follow the last ')'.
@@ -341,6 +351,8 @@ pub fn process_start(pid: u32) -> Option<std::time::SystemTime> {
 /// or `info` file.
 fn legacy_pid(dir: &Path) -> Option<u32> {
     let files: Vec<PathBuf> = LEGACY_FILES.iter().map(|n| dir.join(n)).collect();
+    // A file that is missing or unreadable gives no pid; the next is tried,
+    // and with none the directory's age decides (reclaim_legacy).
     files.iter().find_map(|f| {
         let text = fs::read_to_string(f).ok()?;
         let digits: String =
@@ -366,6 +378,7 @@ pub fn hostname() -> String {
     fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| fs::read_to_string("/etc/hostname"))
         .map(|s| s.trim().to_string())
+        // Informational (the holder line): any source, else "unknown".
         .ok()
         .filter(|s| !s.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())

@@ -15,7 +15,6 @@
 //! does) the whole run holds one lock.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -55,8 +54,12 @@ pub const COMPACT_OLDER_THAN_DAYS: i64 = 90;
 /// Seed: scheduled counts references older than this.
 pub const SCHEDULED_STALE_DAYS: u64 = 30;
 
-fn read_stamp(lib: &Library, rel: &str) -> Option<i64> {
-    fs::read_to_string(lib.path(rel)).ok()?.trim().parse().ok()
+/// A stamp file's number; `None` when the file is missing (never run).
+/// Unreadable or not a number is an error naming it: read as "never", it
+/// would rerun (and re-count) work on every call (issue 22).
+fn read_stamp(lib: &Library, rel: &str) -> Result<Option<i64>> {
+    let Some(text) = crate::fs::read::optional_text(&lib.path(rel))? else { return Ok(None) };
+    text.trim().parse().map(Some).map_err(|_| crate::Error::msg(format!("{rel}: not a number: {:?}", text.trim())))
 }
 
 /// What `kb-index quick` did.
@@ -81,7 +84,7 @@ pub struct Quick {
 pub fn quick(lib: &Library, opts: &lock::Options) -> Result<Quick> {
     let now = clock::now()?;
     lock::with_lock(lib, opts, || {
-        let since = read_stamp(lib, LAST_MAINTAINED).unwrap_or(0);
+        let since = read_stamp(lib, LAST_MAINTAINED)?.unwrap_or(0);
         let log = changelog::read(lib)?;
         let events: Vec<changelog::Event> = log
             .events
@@ -93,7 +96,7 @@ pub fn quick(lib: &Library, opts: &lock::Options) -> Result<Quick> {
         let mut entries: Vec<(String, Option<Entry>)> = Vec::new();
         let mut edges = Vec::new();
         for p in &paths {
-            let (doc, _) = scan::read_doc(lib, p);
+            let doc = scan::read_present(lib, p)?;
             edges.push((p.clone(), doc.as_ref().map(|d| d.edges.clone()).unwrap_or_default()));
             entries.push((p.clone(), doc.map(|d| d.entry)));
         }
@@ -134,9 +137,10 @@ pub struct Scheduled {
 /// Seed `--scheduled [--force]`.
 pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options) -> Result<Scheduled> {
     let now = clock::now()?;
-    let last = read_stamp(lib, LAST_SCHEDULED);
+    let last = read_stamp(lib, LAST_SCHEDULED)?;
     if let (false, Some(last)) = (force, last) {
         if now.as_second() - last < GATE_SECS {
+            // A stamp beyond jiff's range has no printable next run.
             let next = jiff::Timestamp::from_second(last + GATE_SECS).map(clock::format).ok();
             return Ok(Scheduled {
                 mode: "scheduled",
@@ -164,7 +168,7 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
         "pending_proposals": evolve.pending,
         "run": "just evolve scheduled",
     }));
-    let last_compact = read_stamp(lib, compact::LAST_COMPACT);
+    let last_compact = read_stamp(lib, compact::LAST_COMPACT)?;
     let due = last_compact.is_none_or(|t| now.as_second() - t >= COMPACT_EVERY_DAYS * 86_400);
     if due {
         let c = compact::compact(lib, COMPACT_OLDER_THAN_DAYS, false, opts)?;

@@ -66,7 +66,8 @@ impl Paths {
     }
 }
 
-/// Modification time in nanoseconds (0 when unknown).
+/// Modification time in nanoseconds (0 when unknown: it only keys the
+/// search-index cache, and 0 never matches, so the cost is a rebuild).
 pub fn mtime_ns(path: &Path) -> i64 {
     fs::metadata(path)
         .and_then(|m| m.modified())
@@ -132,6 +133,7 @@ pub fn note_files(paths: &Paths) -> Result<Vec<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(format!("listing {}", paths.notes.display()), e)),
     };
+    // An entry that vanishes while listed is gone; a name that is not UTF-8 is no MEM- id.
     let mut out: Vec<String> = rd
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().into_string().ok())
@@ -202,7 +204,8 @@ pub fn write_index(paths: &Paths, entries: &[DocEntry]) -> Result<()> {
 }
 
 /// Reads the on-disk index's entries if it is current with notes/ as it
-/// was before a change (`expected_mtime`), else `None`.
+/// was before a change (`expected_mtime`), else `None` (missing or
+/// unreadable: the derived index is rebuilt from the notes).
 pub fn index_entries(paths: &Paths, expected_mtime: i64) -> Option<Vec<DocEntry>> {
     let bytes = fs::read(&paths.search).ok()?;
     let v = View::open(&bytes)?;

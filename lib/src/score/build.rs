@@ -234,7 +234,7 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             return Ok(Built { bytes: index::restamp(v.main(), info), problems, read });
         }
     }
-    let written = if read > 0 { written::from_changelog(lib) } else { HashMap::new() };
+    let written = if read > 0 { written::from_changelog(lib)? } else { HashMap::new() };
 
     let mut vocab = Vocab::default();
     // Forward lists (new term id, tf) of reused documents, from the old postings.

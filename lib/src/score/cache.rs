@@ -60,7 +60,8 @@ impl std::ops::Deref for Bytes {
 }
 
 /// Maps a cache file read-only (kb::fs::map::map: the cache is only ever
-/// replaced by rename, never truncated in place).
+/// replaced by rename, never truncated in place). `None` (missing or
+/// unreadable) rebuilds it: the cache is derived, nothing is lost.
 fn map(path: &Path) -> Option<memmap2::Mmap> {
     crate::fs::map::map(path).ok()
 }

@@ -102,6 +102,8 @@ pub fn content(lib: &Library, path: &str) -> Option<String> {
 
 /// A library file's text, never through a symlink nor from a FIFO: an
 /// index row may name any path, and what it names is untrusted (issue 21).
+/// `None` (gone, refused or unreadable since indexed) leaves the hit
+/// without a snippet or content: the hit itself comes from the index.
 fn library_text(lib: &Library, rel: &str) -> Option<String> {
     lib.check_inside(rel).ok()?;
     let bytes = crate::fs::nofollow::read(&lib.path(rel), crate::library::scan::MAX_DOC_BYTES).ok()?;

@@ -134,6 +134,7 @@ pub fn update(lib: &Library, old_paths: &[&str], old_dirs: &[(String, u64)]) -> 
         if !seen.insert(d.clone()) {
             continue;
         }
+        // No stat (gone): never equal to a known mtime, so it is walked again.
         let now = fs::metadata(lib.path(&d)).ok().map(|m| mtime_ns(&m));
         match (now, known.get(d.as_str())) {
             (Some(n), Some(&m)) if n == m => {

@@ -12,16 +12,17 @@ use crate::library::Library;
 
 /// Newest write instant (epoch seconds) per library-relative path, from
 /// the changelog (compacted lines are old enough to give freshness 0).
-pub fn from_changelog(lib: &Library) -> HashMap<String, i64> {
+/// An unreadable changelog is an error, not "never written" (issue 22).
+pub fn from_changelog(lib: &Library) -> crate::Result<HashMap<String, i64>> {
     let mut out: HashMap<String, i64> = HashMap::new();
-    let Ok(log) = changelog::read(lib) else { return out };
+    let log = changelog::read(lib)?;
     for (_, e) in log.events.iter().filter(|(_, e)| e.event == "write") {
         if let Some(ts) = e.instant() {
             let s = out.entry(e.path.clone()).or_insert(i64::MIN);
             *s = (*s).max(ts.as_second());
         }
     }
-    out
+    Ok(out)
 }
 
 /// [`from_changelog`] for a few paths only, without parsing the whole
@@ -87,6 +88,8 @@ pub fn from_git(lib: &Library, paths: &[&str]) -> HashMap<String, i64> {
         .stderr(Stdio::null())
         .output()
     else {
+        // No git (or no repository): the dates fall back to unknown, as
+        // for a library outside git.
         return out;
     };
     if !o.status.success() {

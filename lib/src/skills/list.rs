@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::guard_scan;
 use super::stage::{self, ALL};
 use crate::doc::frontmatter;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::guard::{Engine, Verdict};
 use crate::library::Library;
 use crate::out::jsonl;
@@ -40,10 +40,16 @@ pub struct Listed {
 pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
     let mut found = Vec::new();
     for s in ALL {
-        let mut names: Vec<String> = fs::read_dir(lib.path(&s.dir()))
+        let listing = match fs::read_dir(lib.path(&s.dir())) {
+            Ok(rd) => rd.collect::<std::io::Result<Vec<_>>>(),
+            // A stage nobody used yet has no folder.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        };
+        let listing = listing.map_err(|e| Error::io(format!("listing {}", s.dir()), e))?;
+        let mut names: Vec<String> = listing
             .into_iter()
-            .flatten()
-            .flatten()
+            // A name that is not UTF-8 cannot be a skill name (validate::name).
             .filter_map(|e| e.file_name().into_string().ok())
             .filter(|n| !n.starts_with('.'))
             .filter(|n| lib.path(&format!("{}/SKILL.md", stage::skill_dir(s, n))).is_file())
@@ -53,15 +59,16 @@ pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
     }
     let dirs: Vec<String> = found.iter().map(|(s, n)| stage::skill_dir(*s, n)).collect();
     let judged = guard_scan::skills(lib, engine, &dirs)?;
-    Ok(found
+    found
         .into_iter()
         .zip(dirs)
         .zip(judged)
         .map(|(((s, name), dir), j)| {
             let path = format!("{dir}/SKILL.md");
-            let text = fs::read_to_string(lib.path(&path)).unwrap_or_default();
+            // Gone since the listing: no description; unreadable: an error.
+            let text = crate::fs::read::optional_text(&lib.path(&path))?.unwrap_or_default();
             let fm = frontmatter::parse(&text);
-            Listed {
+            Ok(Listed {
                 name,
                 description: frontmatter::text(&fm.fields, "description").unwrap_or_default(),
                 stage: s.as_str(),
@@ -69,9 +76,9 @@ pub fn list(lib: &Library, engine: &Engine) -> Result<Vec<Listed>> {
                 verdict: j.verdict.verdict,
                 findings: j.verdict.findings,
                 path,
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The list as a table for people (descriptions cut to 60 characters).

@@ -376,7 +376,7 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
         Err(e) => return Err(Error::io(format!("reading {rel}"), e)),
     };
     if let Some(n) = &new {
-        let (files, bytes) = sizes(&lib.path(dir));
+        let (files, bytes) = sizes(&lib.path(dir))?;
         let old_len = old.as_ref().map_or(0, |o| o.len() as u64);
         let files = files + usize::from(old.is_none());
         validate::totals(files, bytes - old_len.min(bytes) + n.len() as u64).map_err(Error::msg)?;
@@ -390,14 +390,28 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
     Ok((Change { rel, new, old, created }, replaced))
 }
 
-/// Files and bytes under a skill directory (links not followed).
-fn sizes(dir: &Path) -> (usize, u64) {
-    walkdir::WalkDir::new(dir)
-        .follow_links(false)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .fold((0, 0), |(n, b), e| (n + 1, b + e.metadata().map_or(0, |m| m.len())))
+/// Files and bytes under a skill directory (links not followed). A walk
+/// or stat error is an error: uncounted, a file would slip past the limits.
+fn sizes(dir: &Path) -> Result<(usize, u64)> {
+    let mut total = (0, 0);
+    for e in files_under(dir)? {
+        let len = e.metadata().map_err(|e| Error::msg(format!("reading {}: {e}", dir.display())))?.len();
+        total = (total.0 + 1, total.1 + len);
+    }
+    Ok(total)
+}
+
+/// Every non-directory entry under `dir` (links not followed); an entry
+/// that cannot be read is an error, so a commit never misses a path (nor
+/// a size limit a file).
+pub(crate) fn files_under(dir: &Path) -> Result<Vec<walkdir::DirEntry>> {
+    // A skill not created yet has no files.
+    if matches!(fs::symlink_metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(Vec::new());
+    }
+    let all = walkdir::WalkDir::new(dir).follow_links(false).into_iter().collect::<std::result::Result<Vec<_>, _>>();
+    let all = all.map_err(|e| Error::msg(format!("listing {}: {e}", dir.display())))?;
+    Ok(all.into_iter().filter(|e| !e.file_type().is_dir()).collect())
 }
 
 /// Step 3: the atomic write or the removal.
@@ -444,11 +458,9 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     let dir = stage::skill_dir(stage, &req.name);
     lib.check_inside(&dir)?;
     let full = lib.path(&dir);
-    let files: Vec<String> = walkdir::WalkDir::new(&full)
-        .follow_links(false)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| !e.file_type().is_dir())
+    let files: Vec<String> = files_under(&full)?
+        .iter()
+        // Everything walked is under the library (lib.dir is its prefix).
         .filter_map(|e| e.path().strip_prefix(&lib.dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
         .collect();
     let aside = lib.path(&format!("{}/.{}.deleting.{}", stage.dir(), req.name, std::process::id()));

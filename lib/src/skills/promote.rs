@@ -67,11 +67,8 @@ pub fn promote(
             }
             None => text,
         };
-        let files: Vec<String> = walkdir::WalkDir::new(lib.path(&old_dir))
-            .follow_links(false)
-            .into_iter()
-            .filter_map(|e| e.ok())
-            .filter(|e| !e.file_type().is_dir())
+        let files: Vec<String> = super::manage::files_under(&lib.path(&old_dir))?
+            .iter()
             .filter_map(|e| e.path().strip_prefix(lib.path(&old_dir)).ok().map(|p| p.to_string_lossy().to_string()))
             .collect();
         fs::create_dir_all(lib.path(&to.dir())).map_err(|e| Error::io(format!("creating {}", to.dir()), e))?;

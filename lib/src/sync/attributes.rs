@@ -43,6 +43,7 @@ pub fn write(lib: &Library) -> Result<Vec<String>> {
         let existing = crate::fs::read::optional_text(&path)?.unwrap_or_default();
         let text = if existing.is_empty() || existing.starts_with("# kb-tools:") {
             ours
+        // Our own text has a third line (a constant), so this never reads "".
         } else if existing.contains(ours.lines().nth(2).unwrap_or_default()) {
             continue;
         } else {

@@ -87,16 +87,17 @@ pub fn settle(lib: &Library, repo: &Repo, rel: &str, top_rel: &str, ours: Side, 
         (Some(_), None) => (&ours, None, "kept-ours-modified"),
         (None, Some(_)) => (&theirs, None, "kept-theirs-modified"),
         (None, None) => return Err(Error::msg(format!("'{rel}' has no content on either side"))),
-        (Some(a), Some(b)) => match newer(repo, rel, top_rel, a, &ours.commit, b, &theirs.commit) {
+        (Some(a), Some(b)) => match newer(repo, rel, top_rel, a, &ours.commit, b, &theirs.commit)? {
             Ordering::Less => (&theirs, Some(&ours), "kept-theirs"),
             _ => (&ours, Some(&theirs), "kept-ours"),
         },
     };
+    // The winner is a side with bytes (the match above); a deleted side never wins.
     let bytes = winner.bytes.as_deref().unwrap_or_default();
     atomic::write(&full, bytes)?;
     let mut kept = None;
     if let Some(loser) = loser {
-        let sha = last_commit(repo, &loser.commit, top_rel).map(|(_, h)| h).unwrap_or_else(|| short(&loser.commit));
+        let sha = last_commit(repo, &loser.commit, top_rel)?.map(|(_, h)| h).unwrap_or_else(|| short(&loser.commit));
         let copy = format!("{DIR}/{rel}/{sha}.md");
         atomic::write(&lib.path(&copy), loser.bytes.as_deref().unwrap_or_default())?;
         kept = Some(copy);
@@ -124,22 +125,24 @@ pub fn settle(lib: &Library, repo: &Repo, rel: &str, top_rel: &str, ours: Side, 
 /// Orders two sides: newer `last_verified_at` wins, then the later commit
 /// touching the path, then the larger bytes (so the choice never depends
 /// on which side is "ours").
-fn newer(repo: &Repo, rel: &str, top_rel: &str, a: &[u8], ca: &str, b: &[u8], cb: &str) -> Ordering {
+fn newer(repo: &Repo, rel: &str, top_rel: &str, a: &[u8], ca: &str, b: &[u8], cb: &str) -> Result<Ordering> {
     let verified = |bytes: &[u8]| {
         Entry::from_text(rel, &String::from_utf8_lossy(bytes))
             .and_then(|e| e.last_verified_at)
             .and_then(|s| clock::parse_instant(&s))
     };
-    let time = |c: &str| last_commit(repo, c, top_rel).map(|(t, _)| t);
-    verified(a).cmp(&verified(b)).then_with(|| time(ca).cmp(&time(cb))).then_with(|| a.cmp(b))
+    let (ta, tb) = (last_commit(repo, ca, top_rel)?.map(|(t, _)| t), last_commit(repo, cb, top_rel)?.map(|(t, _)| t));
+    Ok(verified(a).cmp(&verified(b)).then_with(|| ta.cmp(&tb)).then_with(|| a.cmp(b)))
 }
 
 /// The committer time and short sha of the last commit on `commit`'s
-/// history that touched `top_rel`.
-fn last_commit(repo: &Repo, commit: &str, top_rel: &str) -> Option<(i64, String)> {
-    let out = repo.run(&["log", "-1", "--format=%ct %h", commit, "--", top_rel], "git log").ok()?;
-    let (t, h) = out.trim().split_once(' ')?;
-    Some((t.parse().ok()?, h.to_string()))
+/// history that touched `top_rel`; `None` when none did. A failing `git
+/// log` is an error: read as "no commit", it would change which side wins.
+fn last_commit(repo: &Repo, commit: &str, top_rel: &str) -> Result<Option<(i64, String)>> {
+    let out = repo.run(&["log", "-1", "--format=%ct %h", commit, "--", top_rel], "git log")?;
+    let Some((t, h)) = out.trim().split_once(' ') else { return Ok(None) };
+    let t = t.parse().map_err(|_| Error::msg(format!("git log: not a commit time: {t:?}")))?;
+    Ok(Some((t, h.to_string())))
 }
 
 fn short(sha: &str) -> String {

@@ -18,6 +18,7 @@ pub const REBUILD_MARKER: &str = "kb-rebuild";
 /// The shell command git runs for a driver: this very binary, quoted, so
 /// it works whatever PATH the user's git runs with.
 fn driver_command(sub: &str, placeholders: &str) -> String {
+    // Not knowing our own path: the driver is found on PATH by name.
     let exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.to_str().map(str::to_string))

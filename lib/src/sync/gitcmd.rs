@@ -37,8 +37,10 @@ impl Repo {
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let mut lines = text.lines();
-        let top = PathBuf::from(lines.next().unwrap_or_default());
-        let git_dir = PathBuf::from(lines.next().unwrap_or_default());
+        let mut line = || lines.next().ok_or_else(|| Error::msg(format!("git rev-parse printed too little: {text:?}")));
+        let top = PathBuf::from(line()?);
+        let git_dir = PathBuf::from(line()?);
+        // An empty prefix (the library at the top) prints an empty line, or none.
         let prefix = lines.next().unwrap_or_default().to_string();
         Ok(Repo { top, git_dir, prefix })
     }
@@ -71,7 +73,9 @@ impl Repo {
         self.output(args).is_ok_and(|o| o.status.success())
     }
 
-    /// The commit a revision names, if it exists.
+    /// The commit a revision names, if it exists. (This and the two
+    /// below: git not starting is taken as "no", since this repository
+    /// was found by running git moments before.)
     pub fn rev(&self, name: &str) -> Option<String> {
         let out = self.output(&["rev-parse", "--verify", "--quiet", &format!("{name}^{{commit}}")]).ok()?;
         let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();

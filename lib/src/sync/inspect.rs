@@ -45,7 +45,8 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
         let mut reject = |reason: String| out.push(Rejected { path: shown(repo, path), reason });
         let Some(rel) = repo.in_library(path) else {
             if is_attributes(path) {
-                let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file").unwrap_or_default();
+                // Unreadable is an error: read as empty, it would pass the check.
+                let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
                 if text.contains(crate::library::DIR_NAME) || text.contains("kb-") {
                     reject("a .gitattributes outside the library that changes how the library merges".into());
                 }
@@ -67,7 +68,7 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
             _ => {}
         }
         if rel == ".gitattributes" {
-            let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file").unwrap_or_default();
+            let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
             if !own_attributes(&text) {
                 reject("the library's .gitattributes differs from the one kb-tools writes".into());
             }

@@ -21,6 +21,7 @@ fn lines(text: &[u8]) -> Vec<&[u8]> {
 /// The sort key of a line: its `ts` when it is a JSON object with one
 /// (lines without sort first), then its bytes.
 fn key(line: &[u8]) -> (Option<Timestamp>, &[u8]) {
+    // Not JSON (a '#' marker, a foreign line): kept, sorted first.
     let ts = serde_json::from_slice::<serde_json::Value>(line)
         .ok()
         .and_then(|v| v.get("ts").and_then(|t| t.as_str()).and_then(crate::clock::parse_instant));

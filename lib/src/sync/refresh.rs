@@ -25,7 +25,7 @@ pub fn documents(lib: &Library, paths: &[String], events: Option<&[Event]>) -> R
     let mut entries = Vec::new();
     let mut edges = Vec::new();
     for p in paths.iter().filter(|p| entry::classify(p).is_some()) {
-        match scan::read_doc(lib, p).0 {
+        match scan::read_present(lib, p)? {
             Some(doc) => {
                 edges.push((p.clone(), doc.edges));
                 entries.push((p.clone(), Some(doc.entry)));

@@ -144,6 +144,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             rebuilt: step.rebuilt,
             pushed,
             attempts,
+            // An unborn branch has no HEAD commit: the empty string.
             head: repo.rev("HEAD").unwrap_or_default(),
             seconds: crate::out::round(started.elapsed().as_secs_f64(), 3),
             rejected: step.rejected,
@@ -227,6 +228,7 @@ fn recover(repo: &Repo) -> Result<()> {
 fn clean_outside(repo: &Repo) -> Result<()> {
     let entries =
         repo.list(&["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=no"], "git status")?;
+    // Porcelain v1 entries are "XY path"; a shorter one names no path.
     let outside: Vec<&str> =
         entries.iter().map(|e| e.get(3..).unwrap_or_default()).filter(|p| repo.in_library(p).is_none()).collect();
     if outside.is_empty() {
@@ -255,6 +257,7 @@ fn fetch(repo: &Repo, remote: &str, branch: &str, tracking: &str) -> Result<()> 
         }
         return Err(Error::msg(format!("branch '{branch}' does not exist on remote '{remote}'")));
     }
+    // For the message only: an unset url shows as empty.
     let url = repo.config(&format!("remote.{remote}.url")).unwrap_or_default();
     Err(Error::msg(format!("cannot fetch from remote '{remote}' ({url}): {msg}")))
 }
@@ -278,6 +281,7 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
     let entries = repo.list(&status, "git status")?;
     let pending: Vec<String> = entries
         .iter()
+        // As in clean_outside: "XY path".
         .filter_map(|e| repo.in_library(e.get(3..).unwrap_or_default()))
         .filter(|p| entry::classify(p).is_some())
         .map(str::to_string)
@@ -399,6 +403,8 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
         let (base, a, b) = (read(base)?, read(a)?, read(b)?);
         touched.push(rel.to_string());
         match kind::kind(rel) {
+            // A stage that is absent (added on one side only, or
+            // deleted) has no lines: the empty text is that side's truth.
             Kind::Log => {
                 let merged = merge_log::merge(
                     base.as_deref().unwrap_or_default(),

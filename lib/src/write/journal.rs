@@ -215,6 +215,8 @@ fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize>
         Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
     };
     // Only whole lines count: a torn tail is cut by the append below.
+    // A log shorter than the recorded offset was rewritten (compaction):
+    // no line of this batch is in it, so all are missing.
     let tail = bytes.get(offset as usize..).unwrap_or_default();
     let text = String::from_utf8_lossy(tail);
     // A multiset: two identical lines (same instant, same bytes) both count.

@@ -6,8 +6,10 @@
 //! The writer is its own layer, above `derived` and `guard`, because each
 //! write scans the content with the guard and updates the derived indexes.
 
+use std::collections::HashMap;
 use std::fs;
 
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -211,6 +213,20 @@ pub fn batch(
     }
     let (engine, load_errors) = guard::library_engine(lib)?;
     result.guard_errors = load_errors.into_iter().map(|e| format!("guard rules {}: {}", e.source, e.message)).collect();
+    // The guard scan depends on the request alone: all of them, in
+    // parallel, before the lock (the lock is held only for the writing).
+    let requests: Vec<(usize, Scanned)> = requests
+        .into_par_iter()
+        .map(|(line, r)| {
+            (
+                line,
+                r.map(|req| {
+                    let report = guard::scan_text_with(&engine, &req.path, &req.content);
+                    (req, report)
+                }),
+            )
+        })
+        .collect();
     lock::with_lock(lib, &opts.lock, || {
         // The logs every write appends to: a link in their place is refused
         // before any document changes.
@@ -226,10 +242,10 @@ pub fn batch(
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
-                Ok(req) => {
+                Ok((req, report)) => {
                     let old = plan.current(&req.path);
-                    apply(lib, &engine, &req, old).map(|(written, event, text)| {
-                        plan.add(&req.path, text, event, result.outcomes.len());
+                    apply(lib, report, &req, old).map(|(written, event, text, entry)| {
+                        plan.add(&req.path, text, entry, event, result.outcomes.len());
                         written
                     })
                 }
@@ -238,15 +254,15 @@ pub fn batch(
             result.outcomes.push((line, outcome));
         }
         let Some(journal) = plan.land(lib, opts.commit, &mut result.outcomes)? else { return Ok(()) };
-        let mut changed: Vec<(String, Option<Entry>)> = Vec::new();
-        let mut edges = Vec::new();
-        for f in &plan.files {
-            let entry = Entry::from_text(&f.path, &f.text);
-            if let Some(e) = &entry {
-                edges.push((f.path.clone(), relations::doc_edges(e, &f.text)));
-            }
-            changed.push((f.path.clone(), entry));
-        }
+        // Each file's entry was parsed by `apply`; its links (a Markdown
+        // parse each) are read in parallel, in file order.
+        let edges: Vec<(String, Vec<relations::Edge>)> = plan
+            .files
+            .par_iter()
+            .filter_map(|f| f.entry.as_ref().map(|e| (f.path.clone(), relations::doc_edges(e, &f.text))))
+            .collect();
+        let changed: Vec<(String, Option<Entry>)> =
+            plan.files.iter_mut().map(|f| (f.path.clone(), f.entry.take())).collect();
         let touched = plan.files.iter().map(|f| f.path.clone()).collect();
         let message = opts.commit.then(|| commit_message(&journal.events));
         (result.committed, result.commit_error) =
@@ -255,6 +271,9 @@ pub fn batch(
     })?;
     Ok(result)
 }
+
+/// A request with its guard report, or why it was rejected.
+type Scanned = std::result::Result<(Request, guard::Report), String>;
 
 /// Finishes or rolls back a batch a killed writer left (see `journal`).
 /// Writers call it first thing under the lock.
@@ -267,6 +286,9 @@ pub fn recover(lib: &Library) -> Result<Option<journal::Recovered>> {
 #[derive(Default)]
 struct Plan {
     files: Vec<PlannedFile>,
+    /// Where each path is in `files` (a batch of thousands looks up every
+    /// request's path).
+    at: HashMap<String, usize>,
     /// Events in request order, with the index of their file in `files`.
     events: Vec<(usize, Event)>,
 }
@@ -274,6 +296,8 @@ struct Plan {
 struct PlannedFile {
     path: String,
     text: String,
+    /// The entry of `text` (parsed once, by `apply`).
+    entry: Option<Entry>,
     /// Indexes into the batch's outcomes of the requests that wrote it.
     outcomes: Vec<usize>,
 }
@@ -281,17 +305,19 @@ struct PlannedFile {
 impl Plan {
     /// The bytes a path has so far in this batch, if it wrote the path.
     fn current(&self, path: &str) -> Option<&str> {
-        self.files.iter().rev().find(|f| f.path == path).map(|f| f.text.as_str())
+        self.at.get(path).map(|&i| self.files[i].text.as_str())
     }
 
-    fn add(&mut self, path: &str, text: String, event: Event, outcome: usize) {
-        let i = match self.files.iter().rposition(|f| f.path == path) {
-            Some(i) => {
+    fn add(&mut self, path: &str, text: String, entry: Option<Entry>, event: Event, outcome: usize) {
+        let i = match self.at.get(path) {
+            Some(&i) => {
                 self.files[i].text = text;
+                self.files[i].entry = entry;
                 i
             }
             None => {
-                self.files.push(PlannedFile { path: path.to_string(), text, outcomes: Vec::new() });
+                self.files.push(PlannedFile { path: path.to_string(), text, entry, outcomes: Vec::new() });
+                self.at.insert(path.to_string(), self.files.len() - 1);
                 self.files.len() - 1
             }
         };
@@ -335,19 +361,22 @@ impl Plan {
         self.events =
             std::mem::take(&mut self.events).into_iter().filter_map(|(i, e)| renumber[i].map(|n| (n, e))).collect();
         self.files = files.into_iter().enumerate().filter(|(i, _)| renumber[*i].is_some()).map(|(_, f)| f).collect();
+        self.at.clear();
         if staged.is_empty() {
             return Ok(None);
         }
         let result = (|| {
-            atomic::barrier(&lib.dir, &staged, sync_each)?;
+            atomic::barrier(&staged, sync_each)?;
             let mut j = journal::new(lib, commit)?;
-            for (f, s) in self.files.iter().zip(&staged) {
+            // A file's last event carries the sha256 of its final bytes.
+            let mut sha = vec![None; self.files.len()];
+            for (i, e) in &self.events {
+                sha[*i] = e.sha256.clone();
+            }
+            for ((f, s), sha) in self.files.iter().zip(&staged).zip(sha) {
                 let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().into_owned();
-                j.files.push(journal::Planned {
-                    path: f.path.clone(),
-                    tmp,
-                    sha256: digest::sha256_hex(f.text.as_bytes()),
-                });
+                let sha256 = sha.unwrap_or_else(|| digest::sha256_hex(f.text.as_bytes()));
+                j.files.push(journal::Planned { path: f.path.clone(), tmp, sha256 });
             }
             j.events = self.events.iter().map(|(_, e)| e.clone()).collect();
             journal::begin(lib, &j)?;
@@ -415,15 +444,14 @@ pub fn record(
 /// event and the text; `Plan::land` writes it.
 fn apply(
     lib: &Library,
-    engine: &guard::Engine,
+    report: guard::Report,
     req: &Request,
     pending: Option<&str>,
-) -> std::result::Result<(Written, Event, String), String> {
+) -> std::result::Result<(Written, Event, String, Option<Entry>), String> {
     let full = lib.path(&req.path);
     // Checked again under the lock: the library may have changed since the
     // request was validated.
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
-    let report = guard::scan_text_with(engine, &req.path, &req.content);
     if report.verdict == guard::Verdict::Dangerous && req.allow_risky.is_none() {
         return Err(format!(
             "refused: the guard judged the content dangerous ({}); pass --allow-risky REASON to write it anyway",
@@ -440,7 +468,10 @@ fn apply(
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
         Err(e) => return Err(format!("cannot read '{}': {e}", req.path)),
     };
-    if let Ok(meta) = fs::symlink_metadata(&full) {
+    // A path that was not there needs no second look (one stat less per
+    // new file in a batch of thousands).
+    let exists = pending.is_some() || old.is_some();
+    if let Some(meta) = exists.then(|| fs::symlink_metadata(&full).ok()).flatten() {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
         }
@@ -471,7 +502,7 @@ fn apply(
         action: Some(action.into()),
         notebook: req.notebook.clone(),
         category: Some(info.as_ref().and_then(|i| i.category).map_or("file", Category::as_str).to_string()),
-        topic: Some(entry.map(|e| e.topic).unwrap_or_else(|| file_stem(&req.path))),
+        topic: Some(entry.as_ref().map(|e| e.topic.clone()).unwrap_or_else(|| file_stem(&req.path))),
         sha256: Some(sha.clone()),
         bytes: Some(text.len() as u64),
         reason: req.allow_risky.clone(),
@@ -485,7 +516,7 @@ fn apply(
         verdict: flagged.then(|| report.verdict.as_str()),
         warning: flagged.then(|| report.reason()),
     };
-    Ok((written, event, text))
+    Ok((written, event, text, entry))
 }
 
 /// Seed 000's quality_status table: an experience file whose frontmatter
@@ -577,6 +608,7 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
         // Like every writer, commit what changed (a clean tree after an event).
         if opts.commit {
             let category = ev.category.as_deref().unwrap_or("file");
+            // An event may name no topic; the message then ends at the kind.
             let topic = ev.topic.as_deref().unwrap_or_default();
             let touched = [changelog::FILE.to_string(), relations::FILE.to_string()];
             git::commit(lib, &touched, &format!("task-ai(library):{category} {kind} {topic}"))?;

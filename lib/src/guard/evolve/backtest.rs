@@ -120,6 +120,7 @@ pub fn library_targets(lib: &Library) -> Vec<Target> {
         paths.push(e.path().display().to_string());
     }
     let rel = |s: &str| s.strip_prefix(&base).unwrap_or(s).to_string();
+    // Paths the walk just listed; one that vanished since is not scanned.
     target::collect(&paths)
         .into_iter()
         .filter_map(|t| t.ok())

@@ -48,6 +48,7 @@ pub fn run(root: Option<&Path>, step: &str, words: &[&str], flags: &Flags, forma
     let lock = lock::Options::default();
     let commit = !flags.no_commit;
     if step == "validate" && names_files(words) {
+        // Rule files validate outside any library too.
         let lib = Library::resolve(root).ok();
         let mut out = Vec::new();
         for f in words {
@@ -57,6 +58,7 @@ pub fn run(root: Option<&Path>, step: &str, words: &[&str], flags: &Flags, forma
         return Ok(out);
     }
     let lib = Library::resolve(root)?;
+    // Reading stdin cannot fail as a whole (a bad line is a per-line error).
     let selection = || Selection::from_words(words, || Selection::Records(read_lines(None).unwrap_or_default()));
     match step {
         "status" => {

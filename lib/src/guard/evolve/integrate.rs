@@ -84,7 +84,9 @@ fn integrate_one(lib: &Library, l: &Loaded) -> Result<String> {
     let (before, before_errors) = super::engine(lib)?;
     let had: BTreeSet<String> = before.rules().iter().map(|r| r.id.clone()).collect();
     let full = lib.path(&rel);
-    let old = fs::read(&full).ok();
+    // The bytes to restore on a failed check; unreadable is an error (a
+    // rollback would delete the file instead of restoring it).
+    let old = crate::fs::read::optional(&full)?;
     atomic::write(&full, text.as_bytes())?;
     let verdict = super::engine(lib).map(|(after, errors)| {
         let has: BTreeSet<String> = after.rules().iter().map(|r| r.id.clone()).collect();

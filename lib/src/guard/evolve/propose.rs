@@ -52,7 +52,9 @@ pub fn interval(layer: Layer) -> i64 {
     }
 }
 
-/// A layer's last scan (epoch seconds), if stamped.
+/// A layer's last scan (epoch seconds), if stamped. Missing, unreadable or
+/// not a number is "never": the scan runs again, which only re-proposes
+/// (proposals are deduplicated), so nothing is lost.
 pub fn last_scan(lib: &Library, layer: Layer) -> Option<i64> {
     fs::read_to_string(lib.path(stamp_file(layer))).ok()?.trim().parse().ok()
 }
