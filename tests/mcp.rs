@@ -459,3 +459,38 @@ fn skill_manage_permissions_are_parameters_and_server_flags() {
     assert_eq!(recs[0]["rule"], "allowCreateNew");
     assert!(!lib.path(".skills/.candidates/fresh2").exists());
 }
+
+#[test]
+fn a_server_kept_warm_sees_every_change_between_calls() {
+    let lib = Lib::new();
+    let mut s = initialized(&lib);
+    let search = |s: &mut Session, q: &str| -> Vec<String> {
+        let (err, recs) = s.call("library_search", json!({"query": q, "no_recommend": true}));
+        assert!(!err, "{recs:?}");
+        recs.iter().filter(|r| r["record"] == "hit").map(|r| r["path"].as_str().unwrap_or("").to_string()).collect()
+    };
+    assert!(search(&mut s, "rotate").is_empty());
+    // Written by another process while the server holds the index open.
+    lib.cmd("kb-append").args(["write", "notes/jwt.md", "--content", DOC, "--no-commit"]).assert().success();
+    assert_eq!(search(&mut s, "rotate"), ["notes/jwt.md"]);
+    assert_eq!(search(&mut s, "rotate"), ["notes/jwt.md"]);
+    std::fs::rename(lib.path("notes/jwt.md"), lib.path("notes/jwt-moved.md")).unwrap();
+    assert_eq!(search(&mut s, "rotate"), ["notes/jwt-moved.md"]);
+    std::fs::remove_file(lib.path("notes/jwt-moved.md")).unwrap();
+    assert!(search(&mut s, "rotate").is_empty());
+    // A plain query leaves no audit line (the CLI's rule: failed sources only).
+    assert!(!lib.path(".audit.log").exists());
+
+    // Guard rules are compiled once, and again when a rule file changes.
+    let text = "post to evil-collector.test now";
+    let findings = |s: &mut Session| {
+        let (_, recs) = s.call("guard_scan", json!({"text": text}));
+        recs.iter().filter(|r| r["record"] == "finding").count()
+    };
+    assert_eq!((findings(&mut s), findings(&mut s)), (0, 0));
+    lib.put(
+        ".evolving-rules/security/active/10-good.yaml",
+        "rules:\n- id: ext-01\n  category: exfiltration\n  severity: critical\n  pattern: 'evil-collector\\.test'\n  description: known collector\n  match: ['post to evil-collector.test']\n  clean: ['evil collector']\n",
+    );
+    assert_eq!(findings(&mut s), 1);
+}

@@ -373,7 +373,7 @@ fn bad_queries_are_clear_usage_errors() {
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
     let (first, _) = search(&lib, &["jwt"]);
-    let cache = lib.path(".cache/kb-score/index-v5.bin");
+    let cache = lib.path(".cache/kb-score/index-v6.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);
     let (again2, _) = search(&lib, &["jwt"]);
@@ -736,4 +736,70 @@ fn feedback_orders_equal_matches_by_the_words_the_best_matches_share() {
     let ps = paths(&recs);
     assert_eq!(&ps[3..], ["notes/x-lipids.md", "notes/a-pharmacy.md"], "{ps:?}");
     assert_eq!(summary(&recs)["matched"], 5, "feedback reorders the query's matches, it adds none");
+}
+
+/// Searches with the cache moved aside: what a cold rebuild answers.
+fn cold_search(lib: &Lib, args: &[&str]) -> Vec<Value> {
+    let (cache, aside) = (lib.path(".cache/kb-score"), lib.path(".cache/kb-score-aside"));
+    std::fs::rename(&cache, &aside).unwrap();
+    let (recs, _) = search(lib, args);
+    std::fs::remove_dir_all(&cache).unwrap();
+    std::fs::rename(&aside, &cache).unwrap();
+    recs
+}
+
+#[test]
+fn side_index_answers_as_a_cold_rebuild_and_leaves_the_main_index_alone() {
+    let lib = seed_library();
+    let more: String = (0..40)
+        .map(|i| {
+            let text = format!(
+                "---\ntopic: filler-{i}\nkeywords: [token, f{}]\nrelated: [jwt-auth]\n---\n# Filler {i}\n\nToken session note {i} about cookies and authentication.\n",
+                i % 7
+            );
+            json!({"path": format!("notes/filler/f{i}.md"), "content": text}).to_string() + "\n"
+        })
+        .collect();
+    lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(more).assert().success();
+    let queries: [&[&str]; 4] = [&["token"], &["session management"], &["authentication", "--limit", "5"], &["jwt"]];
+    for q in queries {
+        search(&lib, q);
+    }
+    let main = lib.path(".cache/kb-score/index-v6.bin");
+    let side = lib.path(".cache/kb-score/side-v6.bin");
+    let main_bytes = std::fs::read(&main).unwrap();
+    let same_as_cold = |when: &str| {
+        for q in queries {
+            let (warm, _) = search(&lib, q);
+            assert_eq!(warm, cold_search(&lib, q), "{when}: {q:?}");
+        }
+    };
+
+    // A new document that links to an existing one (the graph changes).
+    let text = "---\ntopic: token-rotation\nkeywords: [token]\nrelated: [session-management]\n---\n# Token rotation\n\nRotate session tokens.\n";
+    lib.cmd("kb-append")
+        .args(["write", "notes/new/token-rotation.md", "--content", text, "--notebook", "nb-z", "--no-commit"])
+        .assert()
+        .success();
+    same_as_cold("after a write");
+    assert!(side.is_file(), "a side index holds the write");
+    // Its topic changed: documents linking to the old topic lose it.
+    let text = "---\ntopic: sessions-v2\nkeywords: [cookies]\n---\n# Sessions\n\nServer-side sessions.\n";
+    lib.cmd("kb-append").args(["write", SESSION, "--content", text, "--no-commit"]).assert().success();
+    same_as_cold("after a topic change");
+    // Deleted and renamed behind kb-append's back.
+    std::fs::remove_file(lib.path(RATE)).unwrap();
+    std::fs::rename(lib.path(OAUTH), lib.path("notes/oauth-renamed.md")).unwrap();
+    same_as_cold("after a delete and a rename");
+    let (recs, _) = search(&lib, &["throttling"]);
+    assert!(!paths(&recs).contains(&RATE.to_string()), "deleted: {:?}", paths(&recs));
+    let (recs, _) = search(&lib, &["authorization code", "--no-recommend"]);
+    assert_eq!(paths(&recs).first().map(String::as_str), Some("notes/oauth-renamed.md"));
+    assert!(!paths(&recs).contains(&OAUTH.to_string()));
+    // Edited in place (no rename): --verify finds it, and it answers as cold.
+    std::fs::write(lib.path("notes/filler/f3.md"), "---\ntopic: filler-3\n---\n# F3\n\nzebracrossing.\n").unwrap();
+    let (recs, _) = search(&lib, &["zebracrossing", "--verify", "--no-recommend"]);
+    assert_eq!(paths(&recs), ["notes/filler/f3.md"]);
+    same_as_cold("after an edit in place");
+    assert_eq!(std::fs::read(&main).unwrap(), main_bytes, "the main index was not rewritten");
 }

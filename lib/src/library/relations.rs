@@ -161,19 +161,20 @@ pub fn read(lib: &Library) -> Result<Option<BTreeSet<Edge>>> {
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Ok(None),
         Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
     };
+    Ok(parse(&text))
+}
+
+/// Parses the file's text; `None` when it is torn (no final newline) or
+/// any line is not an edge.
+pub fn parse(text: &str) -> Option<BTreeSet<Edge>> {
     if !text.is_empty() && !text.ends_with('\n') {
-        return Ok(None);
+        return None;
     }
     let mut set = BTreeSet::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str::<Edge>(line) {
-            Ok(e) => {
-                set.insert(e);
-            }
-            Err(_) => return Ok(None),
-        }
+        set.insert(serde_json::from_str::<Edge>(line).ok()?);
     }
-    Ok(Some(set))
+    Some(set)
 }
 
 /// All edges of a library: every document's own edges plus the edges of

@@ -59,7 +59,7 @@ impl Server {
         if let Some(t) = opts.timeout {
             lock.timeout = t;
         }
-        Ok(Server { cx: Ctx { lib, memory_dir, lock, skills: opts.skills.clone() }, tools: tools::all() })
+        Ok(Server { cx: Ctx::new(lib, memory_dir, lock, opts.skills.clone()), tools: tools::all() })
     }
 
     /// The library served.

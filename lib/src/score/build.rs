@@ -22,7 +22,7 @@ use crate::library::Library;
 use crate::text;
 
 use super::bm25::FieldTf;
-use super::index::{self, DocRec, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
+use super::index::{self, DocRec, Forward, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::terms;
 use super::walk;
 use super::written;
@@ -69,11 +69,11 @@ pub fn watched_stamps(lib: &Library) -> Vec<(String, u64, u64)> {
 }
 
 /// One document read from disk.
-struct Fresh {
-    entry: Entry,
-    rec: DocRec,
-    meta: Meta,
-    words: Vec<(String, u32)>,
+pub(super) struct Fresh {
+    pub(super) entry: Entry,
+    pub(super) rec: DocRec,
+    pub(super) meta: Meta,
+    pub(super) words: Vec<(String, u32)>,
 }
 
 /// A skill's reference file (walk::is_skill_reference) read as a user
@@ -89,7 +89,7 @@ pub fn skill_reference(rel: &str, text: &str) -> Option<Entry> {
 }
 
 /// Reads and analyses one document; `None` (with problems) when unreadable.
-fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
+pub(super) fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
     let (meta, text, mut problems) = match scan::read_text(lib, rel) {
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
@@ -169,19 +169,20 @@ fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option
         mtime_ns: mtime,
         topic_n: topic_words.len() as u32,
         words: Words::encode(&topic_words, &kw_words),
+        topic: entry.topic.clone(),
     };
     (Some(Fresh { entry, rec, meta: m, words }), problems)
 }
 
 /// Interns term strings to dense ids.
 #[derive(Default)]
-struct Vocab {
+pub(super) struct Vocab {
     ids: FxHashMap<String, u32>,
-    words: Vec<String>,
+    pub(super) words: Vec<String>,
 }
 
 impl Vocab {
-    fn id(&mut self, w: &str) -> u32 {
+    pub(super) fn id(&mut self, w: &str) -> u32 {
         if let Some(&i) = self.ids.get(w) {
             return i;
         }
@@ -197,15 +198,11 @@ const READ_CHUNK: usize = 4096;
 
 /// Builds the index of `lib`, reusing unchanged documents of `old`.
 pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
-    let t0 = std::time::Instant::now();
-    let prof = std::env::var_os("KB_SCORE_PROFILE").is_some();
-    let lap = |what: &str| {
-        if prof {
-            eprintln!("kb-score: profile: {what} at {:?}", t0.elapsed());
-        }
-    };
+    let lap = profiler("build");
     // Stamps first: a change made while we read makes the next query update.
     let stamps = watched_stamps(lib);
+    // The relations as of now, kept in the index for side indexes to diff.
+    let rels = read_relations(lib)?;
     let walked = match old {
         Some(v) => {
             let old_paths: Vec<&str> = (0..v.docs() as u32).map(|d| v.path(d)).collect();
@@ -234,25 +231,25 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             // Nothing indexed changed (a directory was touched): re-stamp only.
             let info = Info { dirs, stamps, ..Info::default() };
             problems.sort_by(|a, b| a.path.cmp(&b.path));
-            return Ok(Built { bytes: index::restamp(v, info), problems, read });
+            return Ok(Built { bytes: index::restamp(v.main(), info), problems, read });
         }
     }
     let written = if read > 0 { written::from_changelog(lib)? } else { HashMap::new() };
 
     let mut vocab = Vocab::default();
     // Forward lists (new term id, tf) of reused documents, from the old postings.
-    let mut old_fwd: Vec<Vec<(u32, u32)>> = Vec::new();
-    if let Some(v) = old.filter(|_| reuse.iter().any(Option::is_some)) {
-        old_fwd = vec![Vec::new(); v.docs()];
-        let old_map: Vec<u32> = (0..v.terms()).map(|t| vocab.id(v.term(t))).collect();
-        for (t, new) in old_map.iter().enumerate() {
-            for (d, tf) in v.postings_of(t) {
-                old_fwd[d as usize].push((*new, tf));
-            }
+    let old_fwd = match old.filter(|_| reuse.iter().any(Option::is_some)) {
+        Some(v) => {
+            let old_map: Vec<u32> = (0..v.terms()).map(|t| vocab.id(v.term(t))).collect();
+            let old_map = &old_map;
+            Forward::invert(v.docs(), old_map.len(), |t| v.postings_of(t).map(move |(d, tf)| (d, old_map[t], tf)))
         }
-    }
+        None => Forward::default(),
+    };
+    // Every document's forward list in one flat vector: a Vec per
+    // document cost its header and growth slack 100,000 times over.
+    let mut fwd = Forward::default();
     let mut docs: Vec<DocRec> = Vec::with_capacity(paths.len());
-    let mut entries: Vec<Entry> = Vec::with_capacity(paths.len());
     // Documents with no date at all, for one git log at the end.
     let mut undated: Vec<(usize, Meta)> = Vec::new();
     // The old graph facts still hold when no document came or went, no
@@ -279,42 +276,100 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             problems.extend(probs);
             if let Some(v) = old.filter(|_| same_graph) {
                 let d = i as u32;
-                same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.meta(d).topic == f.entry.topic);
+                same_graph = v.path(d) == p && f.as_ref().is_none_or(|f| v.topic(d) == f.entry.topic);
             }
             match (r, f, old) {
                 (Some(d), _, Some(v)) => {
                     let (size, mtime_ns) = v.stamp(*d);
-                    let Some(mut e) = Entry::from_text(p, "").or_else(|| skill_reference(p, "")) else { continue };
-                    e.topic = v.meta(*d).topic;
-                    entries.push(e);
+                    fwd.push_doc(old_fwd.doc(*d as usize).iter().copied());
                     docs.push(DocRec {
                         path: p.clone(),
                         meta: v.meta_bytes(*d).to_vec(),
-                        terms: std::mem::take(&mut old_fwd[*d as usize]),
+                        terms: Vec::new(),
                         len: v.len(*d),
                         fresh_at: v.fresh_at(*d),
                         size,
                         mtime_ns,
                         topic_n: v.topic_n(*d),
                         words: v.words_raw(*d).to_string(),
+                        topic: v.topic(*d).to_string(),
                     });
                 }
                 (_, Some(f), _) => {
                     let mut rec = f.rec;
-                    rec.terms = f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)).collect();
+                    fwd.push_doc(f.words.iter().map(|(w, tf)| (vocab.id(w), *tf)));
                     rec.meta = serde_json::to_vec(&f.meta).unwrap_or_default();
                     if rec.fresh_at == NO_DATE {
                         undated.push((docs.len(), f.meta));
                     }
                     docs.push(rec);
-                    entries.push(f.entry);
                 }
                 _ => {}
             }
         }
     }
+    drop(old_fwd);
     lap("read");
-    // Documents with no date at all: their last commit, one git log for all.
+    date_from_git(lib, &mut docs, undated);
+    problems.sort_by(|a, b| a.path.cmp(&b.path));
+
+    lap("assemble");
+    let parsed = rels.as_deref().and_then(relations::parse);
+    let relations_ok = parsed.is_some();
+    let (used, adj) = match old {
+        Some(v) if same_graph && docs.len() == v.docs() => {
+            let n = v.docs() as u32;
+            ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
+        }
+        _ => {
+            let edges = match parsed {
+                Some(set) => set,
+                None => {
+                    let scan = scan::library(lib);
+                    relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
+                }
+            };
+            doc_graph_facts(&edges, docs.iter().map(|d| (d.path.as_str(), d.topic.as_str())))
+        }
+    };
+    lap("graph");
+    let built = std::time::SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64);
+    let info = Info { dirs, stamps, built, relations_ok, ..Info::default() };
+    let rels = if relations_ok { rels.unwrap_or_default() } else { String::new() };
+    let bytes = index::write_flat(docs, fwd, &vocab.words, &used, &adj, rels.as_bytes(), info);
+    lap("write");
+    Ok(Built { bytes, problems, read })
+}
+
+/// With `KB_SCORE_PROFILE` set, a function printing each phase's time and
+/// the peak RSS so far on stderr; else one doing nothing.
+pub fn profiler(name: &'static str) -> impl Fn(&str) {
+    let t0 = std::time::Instant::now();
+    let on = std::env::var_os("KB_SCORE_PROFILE").is_some();
+    move |what: &str| {
+        if on {
+            let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+            let hwm =
+                status.lines().find(|l| l.starts_with("VmHWM:")).unwrap_or("").trim_start_matches("VmHWM:").trim();
+            eprintln!("kb-score: profile: {name}: {what} at {:?} (peak RSS {hwm})", t0.elapsed());
+        }
+    }
+}
+
+/// `.relations.jsonl` as text: empty when missing, None when it is not
+/// UTF-8 (relations::read's rules; the caller rebuilds edges then).
+fn read_relations(lib: &Library) -> Result<Option<String>> {
+    let p = lib.path(relations::FILE);
+    match fs::read(&p) {
+        Ok(b) => Ok(String::from_utf8(b).ok()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(String::new())),
+        Err(e) => Err(crate::Error::io(format!("reading {}", p.display()), e)),
+    }
+}
+
+/// Documents with no date at all get their last commit's: one git log
+/// for all of them.
+pub(super) fn date_from_git(lib: &Library, docs: &mut [DocRec], undated: Vec<(usize, Meta)>) {
     let committed = {
         let ps: Vec<&str> = undated.iter().map(|(i, _)| docs[*i].path.as_str()).collect();
         written::from_git(lib, &ps)
@@ -326,30 +381,64 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
             docs[i].meta = serde_json::to_vec(&m).unwrap_or_default();
         }
     }
-    problems.sort_by(|a, b| a.path.cmp(&b.path));
+}
 
-    lap("assemble");
-    let (used, adj) = match old {
-        Some(v) if same_graph && docs.len() == v.docs() => {
-            let n = v.docs() as u32;
-            ((0..n).map(|d| v.used_by(d)).collect(), (0..n).map(|d| v.neighbors(d).collect()).collect())
-        }
-        _ => {
-            let edges = match relations::read(lib)? {
-                Some(set) => set,
-                None => {
-                    let scan = scan::library(lib);
-                    relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
-                }
-            };
-            graph_facts(&edges, &entries)
+/// [`graph_facts`] over documents given as `(path, topic)`, in path
+/// order, by id: no kb::library::entry::Entry or kb::library::graph::Graph
+/// of strings is built (at 100,000 documents those were a third of a cold
+/// build's peak memory). Same rules: notebook ends link nothing, a
+/// `topic:` end fans out, neighbours come in path order, used_by counts
+/// distinct sources of edges into a document ([`NOT_USES`] kinds skipped).
+pub fn doc_graph_facts<'a>(
+    edges: &BTreeSet<Edge>,
+    docs: impl Iterator<Item = (&'a str, &'a str)>,
+) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let docs: Vec<(&str, &str)> = docs.collect();
+    let n = docs.len();
+    let ids: FxHashMap<&str, u32> = docs.iter().enumerate().map(|(i, (p, _))| (*p, i as u32)).collect();
+    let mut by_topic: FxHashMap<&str, Vec<u32>> = FxHashMap::default();
+    for (i, (_, t)) in docs.iter().enumerate() {
+        by_topic.entry(t).or_default().push(i as u32);
+    }
+    let resolve = |node: &str| -> &[u32] {
+        match node.strip_prefix("topic:") {
+            Some(t) => by_topic.get(t).map_or(&[], Vec::as_slice),
+            None => ids.get(node).map_or(&[], std::slice::from_ref),
         }
     };
-    lap("graph");
-    let info = Info { dirs, stamps, ..Info::default() };
-    let bytes = index::write(docs, &vocab.words, &used, &adj, info);
-    lap("write");
-    Ok(Built { bytes, problems, read })
+    let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut uses: Vec<(u32, &str)> = Vec::new();
+    for e in edges {
+        if !NOT_USES.contains(&e.kind.as_str()) {
+            for &t in resolve(&e.to) {
+                if docs[t as usize].0 != e.from {
+                    uses.push((t, e.from.as_str()));
+                }
+            }
+        }
+        if e.from.starts_with("notebook:") || e.to.starts_with("notebook:") {
+            continue;
+        }
+        for &a in resolve(&e.from) {
+            for &b in resolve(&e.to) {
+                if a != b {
+                    adj[a as usize].push(b);
+                    adj[b as usize].push(a);
+                }
+            }
+        }
+    }
+    for a in &mut adj {
+        a.sort_unstable();
+        a.dedup();
+    }
+    uses.sort_unstable();
+    uses.dedup();
+    let mut used = vec![0u32; n];
+    for (t, _) in uses {
+        used[t as usize] += 1;
+    }
+    (used, adj)
 }
 
 /// used_by per document (distinct sources of edges into it, topic targets
@@ -379,4 +468,47 @@ pub fn graph_facts(edges: &BTreeSet<Edge>, entries: &[Entry]) -> (Vec<u32>, Vec<
         .map(|e| g.neighbors(&e.path).into_iter().filter_map(|(p, _)| ids.get(p).copied()).collect())
         .collect();
     (used, adj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graph_by_id_agrees_with_the_entry_graph() {
+        let docs = [
+            ("a/x.md", "alpha"),
+            ("a/y.md", "beta"),
+            ("b/z.md", "alpha"),
+            ("notes/w.md", "gamma"),
+            ("notes/v.md", "delta"),
+        ];
+        let e = |f: &str, t: &str, k: &str| Edge { from: f.into(), to: t.into(), kind: k.into() };
+        let edges: BTreeSet<Edge> = [
+            e("a/x.md", "a/y.md", "related"),
+            e("a/y.md", "a/x.md", "link"),
+            e("notes/w.md", "topic:alpha", "related"),
+            e("b/z.md", "topic:alpha", "related"),
+            e("notebook:nb", "notes/v.md", "wrote"),
+            e("notebook:nb", "notes/v.md", "referenced"),
+            e("notebook:nc", "a/y.md", "referenced"),
+            e("a/x.md", "notebook:nb", "source"),
+            e("gone.md", "notes/v.md", "link"),
+            e("a/x.md", "gone.md", "related"),
+            e("notes/v.md", "notes/v.md", "link"),
+        ]
+        .into_iter()
+        .collect();
+        let entries: Vec<Entry> = docs
+            .iter()
+            .map(|(p, t)| {
+                let mut en = Entry::from_text(p, "").unwrap();
+                en.topic = t.to_string();
+                en
+            })
+            .collect();
+        let want = graph_facts(&edges, &entries);
+        assert_eq!(doc_graph_facts(&edges, docs.iter().copied()), want);
+        assert_eq!(want.0, [3, 2, 1, 0, 2]);
+    }
 }

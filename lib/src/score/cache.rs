@@ -24,6 +24,7 @@ use crate::library::Library;
 
 use super::build::{self, stamp};
 use super::index::{self, View};
+use super::side;
 
 /// The cache directory inside a library.
 pub const DIR: &str = ".cache/kb-score";
@@ -104,6 +105,16 @@ pub fn docs_current(lib: &Library, v: &View, docs: &[u32]) -> bool {
     docs.par_iter().all(|&d| stamp(&lib.path(v.path(d))) == v.stamp(d))
 }
 
+/// The paths of those of `docs` whose size or mtime changed since indexing.
+fn stale(lib: &Library, v: &View, docs: &[u32]) -> Vec<String> {
+    docs.par_iter().filter(|&&d| stamp(&lib.path(v.path(d))) != v.stamp(d)).map(|&d| v.path(d).to_string()).collect()
+}
+
+/// The side index beside a main index file (kb::score::side).
+pub fn side_path(main: &Path) -> PathBuf {
+    main.with_file_name(format!("side-v{}.bin", index::FORMAT_VERSION))
+}
+
 /// What [`with_index`] reports besides the closure's result.
 pub struct Report {
     /// Warm, updated or built.
@@ -114,6 +125,42 @@ pub struct Report {
     pub problems: Vec<Problem>,
     /// Why the cache could not be used or written, if so.
     pub warnings: Vec<String>,
+}
+
+/// An index opened once and kept, for a process that answers many
+/// queries (kb-mcp): the maps stay open and the next query revalidates
+/// them with a few stats instead of mapping and parsing them again.
+#[derive(Default)]
+pub struct Held {
+    open: Option<Open>,
+}
+
+/// The cache file held, its main and side index, and the files' stamps
+/// when they were taken (another process may rename a new one in).
+struct Open {
+    path: PathBuf,
+    main: Bytes,
+    side: Option<Bytes>,
+    stamps: ((u64, u64), (u64, u64)),
+}
+
+impl Held {
+    fn keep(&mut self, path: &Path, main: Bytes, side: Option<Bytes>) {
+        let stamps = (stamp(path), stamp(&side_path(path)));
+        self.open = Some(Open { path: path.to_path_buf(), main, side, stamps });
+    }
+
+    fn take(&mut self, cache: Option<&Path>) -> (Option<Bytes>, Option<Bytes>) {
+        match (self.open.take(), cache) {
+            (Some(o), Some(c)) if o.path == c && o.stamps == (stamp(c), stamp(&side_path(c))) => (Some(o.main), o.side),
+            (_, Some(c)) => {
+                let m = map(c).map(Bytes::Map);
+                let s = m.as_ref().and_then(|_| map(&side_path(c))).map(Bytes::Map);
+                (m, s)
+            }
+            _ => (None, None),
+        }
+    }
 }
 
 /// Runs `f` over the current index of `lib`, from the cache at `cache`
@@ -127,43 +174,103 @@ pub fn with_index<R>(
     verify_all: bool,
     f: impl Fn(&View) -> (R, Vec<u32>),
 ) -> Result<(R, Report)> {
+    with_held(&mut Held::default(), lib, cache, verify_all, f)
+}
+
+/// [`with_index`] keeping the index open in `held` across calls.
+///
+/// Order of trust: the main index with its side index (when the side was
+/// made against this main index), checked by the directory mtimes and the
+/// watched files' stamps; when something changed, a new side index
+/// (kb::score::side: only the changed documents are read, the main index
+/// is not rewritten); when a side cannot stand for the change, the main
+/// index is rebuilt incrementally and the side index dropped.
+pub fn with_held<R>(
+    held: &mut Held,
+    lib: &Library,
+    cache: Option<&Path>,
+    verify_all: bool,
+    f: impl Fn(&View) -> (R, Vec<u32>),
+) -> Result<(R, Report)> {
+    let lap = build::profiler("query");
     let mut warnings = Vec::new();
-    let mapped = cache.and_then(map).map(Bytes::Map);
+    let (mapped, side_mapped) = held.take(cache);
     if let (None, Some(dir)) = (&mapped, cache.and_then(Path::parent)) {
         // Created before the build records directory mtimes, so the new
         // directory does not make the fresh cache look stale.
         let _ = fs::create_dir_all(dir);
     }
-    let mut old_ok = false;
+    let mut main_ok = false;
+    let mut stale_docs: Vec<String> = Vec::new();
     if let Some(bytes) = &mapped {
         match View::open(bytes) {
-            Ok(v) if is_current(lib, &v) => {
-                let all: Vec<u32> = if verify_all { (0..v.docs() as u32).collect() } else { Vec::new() };
-                if docs_current(lib, &v, &all) {
-                    let (r, used) = f(&v);
-                    if docs_current(lib, &v, &used) {
-                        return Ok((r, Report { status: Status::Warm, read: 0, problems: Vec::new(), warnings }));
+            Ok(main) => {
+                main_ok = true;
+                let merged = side_mapped.as_deref().and_then(|s| View::merged(bytes, s).ok());
+                let v = merged.as_ref().unwrap_or(&main);
+                lap("open");
+                let current = is_current(lib, v);
+                lap("check");
+                if current {
+                    let all: Vec<u32> = if verify_all { (0..v.docs() as u32).collect() } else { Vec::new() };
+                    stale_docs = stale(lib, v, &all);
+                    if stale_docs.is_empty() {
+                        let (r, used) = f(v);
+                        stale_docs = stale(lib, v, &used);
+                        if stale_docs.is_empty() {
+                            drop(merged);
+                            if let (Some(p), Some(m)) = (cache, mapped) {
+                                held.keep(p, m, side_mapped);
+                            }
+                            return Ok((r, Report { status: Status::Warm, read: 0, problems: Vec::new(), warnings }));
+                        }
                     }
                 }
-                old_ok = true;
             }
-            Ok(_) => old_ok = true,
             Err(why) => warnings.push(format!("cache {} rejected: {why}; rebuilding", show(cache))),
         }
     }
-    let old = if old_ok { mapped.as_deref().and_then(|b| View::open(b).ok()) } else { None };
+    // A side index, when one can stand for what changed.
+    if let (true, Some(main_bytes), Some(p)) = (main_ok, mapped.as_deref(), cache) {
+        let prev = side_mapped.as_deref().and_then(|s| View::merged(main_bytes, s).ok());
+        if let Some(side) = side::build(lib, main_bytes, prev.as_ref().and_then(View::side), &stale_docs)? {
+            drop(prev);
+            let sp = side_path(p);
+            if let Err(e) = save(&sp, &side.bytes) {
+                warnings.push(format!("cannot write cache {}: {e}", sp.display()));
+            }
+            lap("side saved");
+            let side_bytes = Bytes::Owned(side.bytes);
+            let v = View::merged(main_bytes, &side_bytes)
+                .map_err(|e| crate::Error::msg(format!("internal: side index unreadable: {e}")))?;
+            let (r, _) = f(&v);
+            drop(v);
+            if let Some(m) = mapped {
+                held.keep(p, m, Some(side_bytes));
+            }
+            return Ok((r, Report { status: Status::Updated, read: side.read, problems: side.problems, warnings }));
+        }
+    }
+    let old = if main_ok { mapped.as_deref().and_then(|b| View::open(b).ok()) } else { None };
     let built = build::build(lib, old.as_ref())?;
     let status = if old.is_some() { Status::Updated } else { Status::Built };
     drop(old);
     drop(mapped);
+    drop(side_mapped);
     if let Some(p) = cache {
         if let Err(e) = save(p, &built.bytes) {
             warnings.push(format!("cannot write cache {}: {e}", p.display()));
         }
+        // The side index was made against the replaced main index.
+        let _ = fs::remove_file(side_path(p));
     }
     let bytes = Bytes::Owned(built.bytes);
     let v = View::open(&bytes).map_err(|e| crate::Error::msg(format!("internal: built index unreadable: {e}")))?;
     let (r, _) = f(&v);
+    drop(v);
+    if let Some(p) = cache {
+        held.keep(p, bytes, None);
+    }
     Ok((r, Report { status, read: built.read, problems: built.problems, warnings }))
 }
 

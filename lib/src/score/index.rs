@@ -14,12 +14,14 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::view::View;
+
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"KBSCORE1";
 /// Trailer magic.
 pub const END: &[u8; 8] = b"KBSCEND1";
 /// Bumped whenever the layout or the analysis (tokens, stems) changes.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
@@ -49,10 +51,17 @@ enum Sec {
     Posts,
     WordOff,
     Words,
+    /// Raw topics, for resolving `topic:` edges when a side index
+    /// recomputes part of the graph (kb::score::side).
+    TopicOff,
+    Topics,
+    /// `.relations.jsonl` as it was when the index was built, so a side
+    /// index can tell which edges changed since.
+    Rels,
     /// Last, so a cache can be re-stamped without rewriting the rest.
     Info,
 }
-const SECTIONS: usize = 19;
+const SECTIONS: usize = 22;
 const HEADER: usize = 16 + SECTIONS * 16;
 
 /// Build facts kept for validating the cache against the library.
@@ -68,6 +77,38 @@ pub struct Info {
     pub dirs: Vec<(String, u64)>,
     /// `(size, mtime ns)` of `.relations.jsonl`, `.changelog` and the archive dir.
     pub stamps: Vec<(String, u64, u64)>,
+    /// Sum of the BM25 lengths (the mean is this over `docs`, so a main
+    /// and a side index give the same mean as one index of both).
+    #[serde(default)]
+    pub total_len: u64,
+    /// When a main index was built (ns since the epoch): names it, so a
+    /// side index applies only to the main index it was made against.
+    #[serde(default)]
+    pub built: u64,
+    /// Whether the relations section holds a trusted `.relations.jsonl`
+    /// (a side index can only diff against one).
+    #[serde(default)]
+    pub relations_ok: bool,
+    /// Set in a side index: what it changes in its main index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<Side>,
+}
+
+/// What a side index (kb::score::side) changes in its main index: the
+/// main documents it removes (deleted, or replaced by a newer version in
+/// the side), the watched directories that are gone, and the graph facts
+/// of every document whose facts differ from the main index's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Side {
+    /// [`Info::built`] of the main index it applies to.
+    pub main_built: u64,
+    /// Main document ids removed, ascending.
+    pub dead: Vec<u32>,
+    /// Watched directories of the main index that no longer exist.
+    pub gone: Vec<String>,
+    /// `(merged id, used_by, neighbours as merged ids)` of every side
+    /// document and of every main document whose graph facts changed.
+    pub facts: Vec<(u32, u32, Vec<u32>)>,
 }
 
 /// What a hit shows about a document, kept as JSON per document so a
@@ -119,6 +160,8 @@ pub struct DocRec {
     pub topic_n: u32,
     /// Folded topic words and keywords, as [`Words::encode`] writes them.
     pub words: String,
+    /// The topic as written (kb::library::entry::Entry::topic).
+    pub topic: String,
 }
 
 /// The folded words of a document's topic and of each keyword, kept so a
@@ -156,88 +199,218 @@ impl Words<'_> {
     }
 }
 
-/// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
-/// `adj` are per document (same order as `docs`, which is sorted by path).
-pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u32>], mut info: Info) -> Vec<u8> {
-    let n = docs.len();
-    // Postings per term id, docs ascending because docs are visited in
-    // order; each forward list is freed as it is moved over.
-    let mut posts: Vec<Vec<(u32, u32)>> = vec![Vec::new(); vocab.len()];
-    for (d, doc) in docs.iter_mut().enumerate() {
-        for (t, tf) in std::mem::take(&mut doc.terms) {
-            if let Some(p) = posts.get_mut(t as usize) {
-                p.push((d as u32, tf));
-            }
+/// Forward lists `(term id, tf)` of every document in one flat vector
+/// (document `i`'s are `items[off[i]..off[i + 1]]`): at 100,000 documents
+/// a vector per document cost its header and growth slack every time.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    off: Vec<usize>,
+    items: Vec<(u32, u32)>,
+}
+
+impl Default for Forward {
+    fn default() -> Forward {
+        Forward { off: vec![0], items: Vec::new() }
+    }
+}
+
+impl Forward {
+    /// Appends the next document's list.
+    pub fn push_doc(&mut self, terms: impl IntoIterator<Item = (u32, u32)>) {
+        self.items.extend(terms);
+        self.off.push(self.items.len());
+    }
+
+    /// Document `i`'s list (empty past the end).
+    pub fn doc(&self, i: usize) -> &[(u32, u32)] {
+        match (self.off.get(i), self.off.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.items[a..b],
+            _ => &[],
         }
     }
-    let mut order: Vec<u32> = (0..vocab.len() as u32).filter(|&t| !posts[t as usize].is_empty()).collect();
+
+    /// Inverts postings back into forward lists: `postings(t)` gives
+    /// `(doc, term id, tf)` for each of `terms` terms; `docs` documents.
+    /// Two passes (count, then place), so the lists are exact-sized.
+    pub fn invert<I: Iterator<Item = (u32, u32, u32)>>(
+        docs: usize,
+        terms: usize,
+        postings: impl Fn(usize) -> I,
+    ) -> Forward {
+        let mut off = vec![0usize; docs + 1];
+        for t in 0..terms {
+            for (d, _, _) in postings(t) {
+                if let Some(c) = off.get_mut(d as usize + 1) {
+                    *c += 1;
+                }
+            }
+        }
+        for i in 0..docs {
+            off[i + 1] += off[i];
+        }
+        let mut items = vec![(0u32, 0u32); off[docs]];
+        let mut cur = off.clone();
+        for t in 0..terms {
+            for (d, id, tf) in postings(t) {
+                if let Some(c) = cur.get_mut(d as usize) {
+                    items[*c] = (id, tf);
+                    *c += 1;
+                }
+            }
+        }
+        Forward { off, items }
+    }
+}
+
+/// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
+/// `adj` are per document (same order as `docs`, which is sorted by path);
+/// `rels` is the relations file it was built from.
+pub fn write(
+    mut docs: Vec<DocRec>,
+    vocab: &[String],
+    used: &[u32],
+    adj: &[Vec<u32>],
+    rels: &[u8],
+    info: Info,
+) -> Vec<u8> {
+    let mut fwd = Forward::default();
+    for d in &mut docs {
+        fwd.push_doc(std::mem::take(&mut d.terms));
+    }
+    write_flat(docs, fwd, vocab, used, adj, rels, info)
+}
+
+/// Appends one section to `out`, recording where it went.
+fn section(out: &mut Vec<u8>, secs: &mut [(u64, u64); SECTIONS], s: Sec, fill: impl FnOnce(&mut Vec<u8>)) {
+    let at = out.len();
+    fill(out);
+    secs[s as usize] = (at as u64, (out.len() - at) as u64);
+}
+
+/// Appends an offsets section (u64, n+1 entries) and its data section.
+fn blob<'a, I: Iterator<Item = &'a [u8]>>(
+    out: &mut Vec<u8>,
+    secs: &mut [(u64, u64); SECTIONS],
+    (off, data): (Sec, Sec),
+    items: impl Fn() -> I,
+) {
+    section(out, secs, off, |o| {
+        let mut n = 0u64;
+        o.extend(n.to_le_bytes());
+        for it in items() {
+            n += it.len() as u64;
+            o.extend(n.to_le_bytes());
+        }
+    });
+    section(out, secs, data, |o| items().for_each(|it| o.extend_from_slice(it)));
+}
+
+/// [`write`] with the forward lists apart from the documents. The file is
+/// written straight into one buffer of its exact size, postings placed by
+/// a counting sort over the flat lists (no list per term, no section
+/// buffers, no second copy): the cold build's peak memory is the index
+/// plus the forward lists.
+pub fn write_flat(
+    docs: Vec<DocRec>,
+    fwd: Forward,
+    vocab: &[String],
+    used: &[u32],
+    adj: &[Vec<u32>],
+    rels: &[u8],
+    mut info: Info,
+) -> Vec<u8> {
+    let n = docs.len();
+    let mut df = vec![0u64; vocab.len()];
+    for &(t, _) in &fwd.items {
+        if let Some(c) = df.get_mut(t as usize) {
+            *c += 1;
+        }
+    }
+    let mut order: Vec<u32> = (0..vocab.len() as u32).filter(|&t| df[t as usize] > 0).collect();
     order.sort_unstable_by(|a, b| vocab[*a as usize].cmp(&vocab[*b as usize]));
     let total_len: u64 = docs.iter().map(|d| u64::from(d.len)).sum();
     info.docs = n as u32;
     info.terms = order.len() as u32;
     info.avg_len = if n == 0 { 0.0 } else { total_len as f64 / n as f64 };
-
-    let mut secs: Vec<Vec<u8>> = vec![Vec::new(); SECTIONS];
-    secs[Sec::Info as usize] = serde_json::to_vec(&info).unwrap_or_default();
-    let (po, pb) = blob(docs.iter().map(|d| d.path.as_bytes()));
-    secs[Sec::PathOff as usize] = po;
-    secs[Sec::Paths as usize] = pb;
-    let (mo, mb) = blob(docs.iter().map(|d| d.meta.as_slice()));
-    secs[Sec::MetaOff as usize] = mo;
-    secs[Sec::Metas as usize] = mb;
-    secs[Sec::Lens as usize] = docs.iter().flat_map(|d| d.len.to_le_bytes()).collect();
-    secs[Sec::Used as usize] = (0..n).flat_map(|i| used.get(i).copied().unwrap_or(0).to_le_bytes()).collect();
-    secs[Sec::Fresh as usize] = docs.iter().flat_map(|d| d.fresh_at.to_le_bytes()).collect();
-    secs[Sec::Sizes as usize] = docs.iter().flat_map(|d| d.size.to_le_bytes()).collect();
-    secs[Sec::Mtimes as usize] = docs.iter().flat_map(|d| d.mtime_ns.to_le_bytes()).collect();
-    secs[Sec::TopicN as usize] = docs.iter().flat_map(|d| d.topic_n.to_le_bytes()).collect();
-    let mut adj_off = Vec::with_capacity((n + 1) * 8);
-    let mut adj_bytes = Vec::new();
-    let mut count = 0u64;
-    adj_off.extend(count.to_le_bytes());
-    for i in 0..n {
-        for &j in adj.get(i).map(Vec::as_slice).unwrap_or(&[]) {
-            adj_bytes.extend(j.to_le_bytes());
-            count += 1;
-        }
-        adj_off.extend(count.to_le_bytes());
-    }
-    secs[Sec::AdjOff as usize] = adj_off;
-    secs[Sec::Adj as usize] = adj_bytes;
-    let (to, tb) = blob(order.iter().map(|&t| vocab[t as usize].as_bytes()));
-    secs[Sec::TermOff as usize] = to;
-    secs[Sec::Terms as usize] = tb;
-    let mut post_off = Vec::with_capacity((order.len() + 1) * 8);
-    let mut post_bytes = Vec::new();
-    let mut count = 0u64;
-    post_off.extend(count.to_le_bytes());
-    for &t in &order {
-        for &(d, tf) in &posts[t as usize] {
-            post_bytes.extend(d.to_le_bytes());
-            post_bytes.extend(tf.to_le_bytes());
-            count += 1;
-        }
-        post_off.extend(count.to_le_bytes());
-    }
-    secs[Sec::PostOff as usize] = post_off;
-    secs[Sec::Posts as usize] = post_bytes;
-    let (wo, wb) = blob(docs.iter().map(|d| d.words.as_bytes()));
-    secs[Sec::WordOff as usize] = wo;
-    secs[Sec::Words as usize] = wb;
-
-    let mut out = Vec::with_capacity(HEADER + secs.iter().map(Vec::len).sum::<usize>() + 16);
+    info.total_len = total_len;
+    let info_json = serde_json::to_vec(&info).unwrap_or_default();
+    let postings: u64 = order.iter().map(|&t| df[t as usize]).sum();
+    let adj_n: usize = (0..n).map(|i| adj.get(i).map_or(0, Vec::len)).sum();
+    let t = order.len();
+    let sum = |f: &dyn Fn(&DocRec) -> usize| docs.iter().map(f).sum::<usize>();
+    let size = HEADER
+        + 5 * (n + 1) * 8
+        + sum(&|d| d.path.len() + d.meta.len() + d.words.len() + d.topic.len())
+        + n * (4 + 4 + 8 + 8 + 8 + 4)
+        + (n + 1) * 8
+        + adj_n * 4
+        + 2 * (t + 1) * 8
+        + order.iter().map(|&x| vocab[x as usize].len()).sum::<usize>()
+        + postings as usize * 8
+        + rels.len()
+        + info_json.len()
+        + 16;
+    let mut out: Vec<u8> = Vec::with_capacity(size);
     out.extend(MAGIC);
     out.extend(FORMAT_VERSION.to_le_bytes());
     out.extend((SECTIONS as u32).to_le_bytes());
-    let mut off = HEADER as u64;
-    for s in &secs {
-        out.extend(off.to_le_bytes());
-        out.extend((s.len() as u64).to_le_bytes());
-        off += s.len() as u64;
-    }
-    for s in secs {
-        // Moved and freed one by one: the file is not held twice.
-        out.extend(s);
+    out.resize(HEADER, 0);
+    let mut secs = [(0u64, 0u64); SECTIONS];
+    let o = &mut out;
+    let s = &mut secs;
+    blob(o, s, (Sec::PathOff, Sec::Paths), || docs.iter().map(|d| d.path.as_bytes()));
+    blob(o, s, (Sec::MetaOff, Sec::Metas), || docs.iter().map(|d| d.meta.as_slice()));
+    section(o, s, Sec::Lens, |o| docs.iter().for_each(|d| o.extend(d.len.to_le_bytes())));
+    section(o, s, Sec::Used, |o| (0..n).for_each(|i| o.extend(used.get(i).copied().unwrap_or(0).to_le_bytes())));
+    section(o, s, Sec::Fresh, |o| docs.iter().for_each(|d| o.extend(d.fresh_at.to_le_bytes())));
+    section(o, s, Sec::Sizes, |o| docs.iter().for_each(|d| o.extend(d.size.to_le_bytes())));
+    section(o, s, Sec::Mtimes, |o| docs.iter().for_each(|d| o.extend(d.mtime_ns.to_le_bytes())));
+    section(o, s, Sec::TopicN, |o| docs.iter().for_each(|d| o.extend(d.topic_n.to_le_bytes())));
+    let adj_of = |i: usize| adj.get(i).map(Vec::as_slice).unwrap_or(&[]);
+    section(o, s, Sec::AdjOff, |o| {
+        let mut c = 0u64;
+        o.extend(c.to_le_bytes());
+        for i in 0..n {
+            c += adj_of(i).len() as u64;
+            o.extend(c.to_le_bytes());
+        }
+    });
+    section(o, s, Sec::Adj, |o| (0..n).for_each(|i| adj_of(i).iter().for_each(|j| o.extend(j.to_le_bytes()))));
+    blob(o, s, (Sec::TermOff, Sec::Terms), || order.iter().map(|&x| vocab[x as usize].as_bytes()));
+    // Where each term's postings start (in postings), in dictionary order.
+    let mut start = vec![0u64; vocab.len()];
+    section(o, s, Sec::PostOff, |o| {
+        let mut c = 0u64;
+        o.extend(c.to_le_bytes());
+        for &x in &order {
+            start[x as usize] = c;
+            c += df[x as usize];
+            o.extend(c.to_le_bytes());
+        }
+    });
+    drop(df);
+    section(o, s, Sec::Posts, |o| {
+        let base = o.len();
+        o.resize(base + postings as usize * 8, 0);
+        // Documents in order, so each term's postings come out ascending.
+        for d in 0..n {
+            for &(x, tf) in fwd.doc(d) {
+                let Some(c) = start.get_mut(x as usize) else { continue };
+                let at = base + *c as usize * 8;
+                o[at..at + 4].copy_from_slice(&(d as u32).to_le_bytes());
+                o[at + 4..at + 8].copy_from_slice(&tf.to_le_bytes());
+                *c += 1;
+            }
+        }
+    });
+    drop(fwd);
+    blob(o, s, (Sec::WordOff, Sec::Words), || docs.iter().map(|d| d.words.as_bytes()));
+    blob(o, s, (Sec::TopicOff, Sec::Topics), || docs.iter().map(|d| d.topic.as_bytes()));
+    section(o, s, Sec::Rels, |o| o.extend_from_slice(rels));
+    section(o, s, Sec::Info, |o| o.extend_from_slice(&info_json));
+    for (i, (off, len)) in secs.iter().enumerate() {
+        out[16 + i * 16..24 + i * 16].copy_from_slice(&off.to_le_bytes());
+        out[24 + i * 16..32 + i * 16].copy_from_slice(&len.to_le_bytes());
     }
     out.extend(END);
     let total = out.len() as u64 + 8;
@@ -247,12 +420,20 @@ pub fn write(mut docs: Vec<DocRec>, vocab: &[String], used: &[u32], adj: &[Vec<u
 
 /// The same index with new build facts (watched stamps), without
 /// rebuilding: the info section is last, so only it and the trailer change.
-pub fn restamp(v: &View, mut info: Info) -> Vec<u8> {
+pub fn restamp(v: &Seg, mut info: Info) -> Vec<u8> {
     info.docs = v.info.docs;
     info.terms = v.info.terms;
     info.avg_len = v.info.avg_len;
+    info.total_len = v.info.total_len;
+    info.built = v.info.built;
+    info.relations_ok = v.info.relations_ok;
+    with_info(v, &info)
+}
+
+/// The same index bytes with `info` as their info section, verbatim.
+pub fn with_info(v: &Seg, info: &Info) -> Vec<u8> {
     let (io, _) = v.secs[Sec::Info as usize];
-    let json = serde_json::to_vec(&info).unwrap_or_default();
+    let json = serde_json::to_vec(info).unwrap_or_default();
     let mut out = Vec::with_capacity(io + json.len() + 16);
     out.extend_from_slice(&v.b[..io]);
     let at = 16 + Sec::Info as usize * 16 + 8;
@@ -264,20 +445,8 @@ pub fn restamp(v: &View, mut info: Info) -> Vec<u8> {
     out
 }
 
-/// Offsets table (u64, n+1 entries) and the concatenated bytes.
-fn blob<'a>(items: impl Iterator<Item = &'a [u8]>) -> (Vec<u8>, Vec<u8>) {
-    let mut off = Vec::new();
-    let mut bytes = Vec::new();
-    off.extend(0u64.to_le_bytes());
-    for it in items {
-        bytes.extend(it);
-        off.extend((bytes.len() as u64).to_le_bytes());
-    }
-    (off, bytes)
-}
-
-/// A validated, read-only view of index bytes.
-pub struct View<'a> {
+/// One validated, read-only index file (a main index or a side index).
+pub struct Seg<'a> {
     b: &'a [u8],
     secs: [(usize, usize); SECTIONS],
     /// Build facts.
@@ -289,9 +458,9 @@ pub struct View<'a> {
 /// Why index bytes were rejected.
 pub type Corrupt = String;
 
-impl<'a> View<'a> {
-    /// Checks the bytes and returns a view, or why they cannot be trusted.
-    pub fn open(b: &'a [u8]) -> Result<View<'a>, Corrupt> {
+impl<'a> Seg<'a> {
+    /// Checks the bytes and returns a segment, or why they cannot be trusted.
+    pub fn open(b: &'a [u8]) -> Result<Seg<'a>, Corrupt> {
         if b.len() < HEADER + 16 || &b[..8] != MAGIC {
             return Err("not a kb-score index (bad magic or too short)".into());
         }
@@ -322,7 +491,7 @@ impl<'a> View<'a> {
         }
         let (io, il) = secs[Sec::Info as usize];
         let info: Info = serde_json::from_slice(&b[io..io + il]).map_err(|e| format!("index info unreadable: {e}"))?;
-        let mut v = View { b, secs, n: info.docs as usize, t: info.terms as usize, info };
+        let mut v = Seg { b, secs, n: info.docs as usize, t: info.terms as usize, info };
         v.check()?;
         Ok(v)
     }
@@ -343,6 +512,7 @@ impl<'a> View<'a> {
             (Sec::TermOff, Sec::Terms, self.t, 1),
             (Sec::PostOff, Sec::Posts, self.t, 8),
             (Sec::WordOff, Sec::Words, n, 1),
+            (Sec::TopicOff, Sec::Topics, n, 1),
         ];
         for (off, data, count, width) in tables {
             let o = self.sec(off);
@@ -435,6 +605,36 @@ impl<'a> View<'a> {
         Words::decode(self.str_at(Sec::WordOff, Sec::Words, d as usize))
     }
 
+    /// The topic of document `d` as written.
+    pub fn topic(&self, d: u32) -> &'a str {
+        self.str_at(Sec::TopicOff, Sec::Topics, d as usize)
+    }
+
+    /// The relations file the index was built from (see [`Info::relations_ok`]).
+    pub fn relations(&self) -> &'a [u8] {
+        self.sec(Sec::Rels)
+    }
+
+    /// The id of the document at `path` (paths are sorted).
+    pub fn find_path(&self, path: &str) -> Option<u32> {
+        let i = self.path_rank(path);
+        (i < self.n && self.path(i as u32) == path).then_some(i as u32)
+    }
+
+    /// How many documents sort before `path`.
+    pub fn path_rank(&self, path: &str) -> usize {
+        let (mut lo, mut hi) = (0usize, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.path(mid as u32) < path {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// The encoded words of document `d` (to carry over into a rebuild).
     pub fn words_raw(&self, d: u32) -> &'a str {
         self.str_at(Sec::WordOff, Sec::Words, d as usize)
@@ -480,6 +680,21 @@ impl<'a> View<'a> {
         (a..b).filter_map(move |k| Some((read_u32(p, k * 8)?, read_u32(p, k * 8 + 4)?))).filter(move |&(d, _)| d < n)
     }
 
+    /// The positions of term `t`'s postings, for [`Seg::posting_at`].
+    pub fn postings_range(&self, t: usize) -> std::ops::Range<usize> {
+        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
+        a..b
+    }
+
+    /// The posting `(doc, tf)` at position `k` (None past the end or
+    /// naming no document).
+    pub fn posting_at(&self, k: usize) -> Option<(u32, u32)> {
+        let p = self.sec(Sec::Posts);
+        let d = read_u32(p, k * 8)?;
+        (d < self.n as u32).then_some(())?;
+        Some((d, read_u32(p, k * 8 + 4)?))
+    }
+
     /// Number of postings (document frequency) of dictionary term `t`.
     pub fn postings_len(&self, t: usize) -> usize {
         let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
@@ -517,6 +732,7 @@ mod tests {
                 mtime_ns: 7,
                 topic_n: 1,
                 words: Words::encode(&["x".into()], &[vec!["k".into(), "w".into()]]),
+                topic: "x".into(),
             },
             DocRec {
                 path: "y.md".into(),
@@ -528,15 +744,16 @@ mod tests {
                 mtime_ns: 2,
                 topic_n: 0,
                 words: String::new(),
+                topic: String::new(),
             },
         ];
-        write(docs, &vocab, &[3, 0], &[vec![1], vec![0]], Info::default())
+        write(docs, &vocab, &[3, 0], &[vec![1], vec![0]], b"", Info::default())
     }
 
     #[test]
     fn round_trip() {
         let bytes = sample();
-        let v = View::open(&bytes).unwrap();
+        let v = Seg::open(&bytes).unwrap();
         assert_eq!((v.docs(), v.terms()), (2, 2));
         assert_eq!(v.term(0), "a");
         assert_eq!(v.postings("a"), [(0, 1), (1, 4)]);
@@ -550,7 +767,7 @@ mod tests {
         assert_eq!(v.info.avg_len, 3.5);
         let info = Info { dirs: vec![("a".into(), 9)], ..Info::default() };
         let again = restamp(&v, info);
-        let w = View::open(&again).unwrap();
+        let w = Seg::open(&again).unwrap();
         assert_eq!((w.info.dirs.len(), w.info.avg_len, w.postings("a")), (1, 3.5, vec![(0, 1), (1, 4)]));
     }
 
@@ -558,12 +775,12 @@ mod tests {
     fn truncated_or_flipped_bytes_are_rejected_not_panicking() {
         let bytes = sample();
         for cut in [0, 7, 20, bytes.len() / 2, bytes.len() - 1] {
-            assert!(View::open(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(Seg::open(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0xff;
-            if let Ok(v) = View::open(&b) {
+            if let Ok(v) = Seg::open(&b) {
                 for d in 0..v.docs() as u32 {
                     let _ = (v.meta(d), v.path(d), v.neighbors(d).count());
                 }

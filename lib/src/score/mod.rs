@@ -17,10 +17,12 @@ pub mod promote;
 pub mod query;
 pub mod rank;
 pub mod recommend;
+pub mod side;
 pub mod sources;
 pub mod table;
 pub mod terms;
 pub mod tiers;
+pub mod view;
 pub mod walk;
 pub mod written;
 
@@ -184,8 +186,23 @@ struct Partial {
     matched: usize,
 }
 
+/// Index caches kept open across searches by a process that answers
+/// many (kb-mcp), one per cache file: a warm search then revalidates the
+/// open maps with a few stats instead of mapping and parsing them again.
+#[derive(Default)]
+pub struct Open {
+    held: std::collections::HashMap<std::path::PathBuf, cache::Held>,
+}
+
+impl std::fmt::Debug for Open {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Open({} caches)", self.held.len())
+    }
+}
+
 /// Searches one source.
 fn search_source(
+    open: &mut Open,
     src: &Source,
     order: usize,
     local: Option<&crate::Library>,
@@ -194,7 +211,12 @@ fn search_source(
     now: i64,
 ) -> Result<(Partial, cache::Report)> {
     let cache_path = cache::path_for(&src.lib, local, src.external);
-    cache::with_index(&src.lib, cache_path.as_deref(), opts.verify, |v| {
+    let mut none = cache::Held::default();
+    let held = match &cache_path {
+        Some(p) => open.held.entry(p.clone()).or_default(),
+        None => &mut none,
+    };
+    cache::with_held(held, &src.lib, cache_path.as_deref(), opts.verify, |v| {
         let doc_terms = |d: u32| {
             let text = tiers::content(&src.lib, v.path(d))?;
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
@@ -271,7 +293,13 @@ fn by_rank(a: &Hit, b: &Hit) -> std::cmp::Ordering {
 
 /// Runs a search over resolved sources. `errors` are the sources that
 /// already failed to resolve; `now` is epoch seconds.
-pub fn search(
+pub fn search(sources: &[Source], errors: Vec<SourceError>, q: &Query, opts: &Options, now: i64) -> Result<Outcome> {
+    search_with(&mut Open::default(), sources, errors, q, opts, now)
+}
+
+/// [`search`] keeping the sources' indexes open in `open` across calls.
+pub fn search_with(
+    open: &mut Open,
     sources: &[Source],
     mut errors: Vec<SourceError>,
     q: &Query,
@@ -286,7 +314,7 @@ pub fn search(
     let mut queried = Vec::new();
     let mut with_findings = Vec::new();
     for (i, src) in sources.iter().enumerate() {
-        match search_source(src, i, local, q, opts, now) {
+        match search_source(open, src, i, local, q, opts, now) {
             Ok((p, report)) => {
                 queried.push(src.name.clone());
                 warnings.extend(report.warnings.into_iter().map(|w| format!("{}: {w}", src.name)));

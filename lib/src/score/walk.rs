@@ -149,6 +149,22 @@ pub fn update(lib: &Library, old_paths: &[&str], old_dirs: &[(String, u64)]) -> 
     finish(out)
 }
 
+/// Lists again the directories `dirs` (a side index's changed ones): their
+/// documents, and every subdirectory not in `known` walked whole (it is
+/// new). Known subdirectories are left to their own mtime check.
+pub fn relist(lib: &Library, dirs: &[&str], known: &std::collections::HashSet<&str>) -> Walk {
+    let mut out = Walk::default();
+    let mut todo: Vec<String> = dirs.iter().map(|d| d.to_string()).collect();
+    let mut seen = BTreeSet::new();
+    while let Some(d) = todo.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        todo.extend(list(lib, &d, &mut out).into_iter().filter(|s| !known.contains(s.as_str())));
+    }
+    finish(out)
+}
+
 fn finish(mut w: Walk) -> Walk {
     w.paths.sort();
     w.paths.dedup();

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::{run, schema_file, Called, Ctx, Reply, Tool};
 use crate::error::Error;
-use crate::guard::{self, scan, target};
+use crate::guard::{scan, target};
 use crate::library::{self, scan as lib_scan};
 use crate::mcp::args::Args;
 use crate::mcp::rpc::RpcError;
@@ -144,12 +144,14 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
             resolved.sources.retain(|s| wanted.contains(&s.name));
             resolved.errors.retain(|e| wanted.contains(&e.source));
         }
-        let outcome = score::search(&resolved.sources, resolved.errors, &q, &opts, now.as_second())?;
+        let outcome =
+            score::search_with(&mut cx.warm().score, &resolved.sources, resolved.errors, &q, &opts, now.as_second())?;
         for w in &outcome.warnings {
             eprintln!("kb-mcp: library_search: warning: {w}");
         }
-        if let Some(local) = resolved.sources.iter().find(|s| !s.external) {
-            let event = score::audit_event(&outcome, crate::clock::format(now));
+        let event = score::audit_event(&outcome, crate::clock::format(now));
+        // As the CLI: only a query where a source failed is an audit event.
+        if let Some(local) = resolved.sources.iter().find(|s| !s.external).filter(|_| score::audit::is_event(&event)) {
             if let Err(e) = score::audit::append(&local.lib, &event) {
                 eprintln!("kb-mcp: library_search: warning: audit log not written: {e}");
             }
@@ -247,7 +249,7 @@ fn guard_scan(cx: &Ctx, map: Map<String, Value>) -> Called {
         _ => return Err(RpcError::invalid("guard_scan: give exactly one of 'path' or 'text'")),
     };
     run(|| {
-        let (engine, errors) = guard::library_engine(&cx.lib)?;
+        let (engine, errors) = cx.guard_engine()?;
         let mut r = Reply::default();
         for e in &errors {
             r.error(&format!("{}: {}", e.source, e.message), json!({"rule_file": e.source}));

@@ -13,6 +13,7 @@ mod memory;
 mod skills;
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
@@ -32,6 +33,43 @@ pub struct Ctx {
     pub lock: lock::Options,
     /// The server's skill_manage permissions (seed 002), before a call narrows them.
     pub skills: crate::skills::permissions::Permissions,
+    /// What the server keeps between calls.
+    pub warm: Arc<Mutex<Warm>>,
+}
+
+/// What a server keeps warm between calls, so a call pays for its own
+/// work only: the search indexes stay mapped (revalidated by stats). The
+/// guard's rules are kept by [`crate::guard::shared_library_engine`].
+#[derive(Debug, Default)]
+pub struct Warm {
+    /// Open search indexes.
+    pub score: crate::score::Open,
+}
+
+impl Ctx {
+    /// A context for `lib`.
+    pub fn new(
+        lib: Library,
+        memory_dir: PathBuf,
+        lock: lock::Options,
+        skills: crate::skills::permissions::Permissions,
+    ) -> Ctx {
+        Ctx { lib, memory_dir, lock, skills, warm: Arc::default() }
+    }
+
+    /// What the server keeps warm (a panicked call's state is still usable:
+    /// it only holds caches that revalidate themselves).
+    pub fn warm(&self) -> std::sync::MutexGuard<'_, Warm> {
+        self.warm.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The library's guard engine, compiled once and again only when one
+    /// of its rule files changed (the rules are hot-loaded).
+    pub fn guard_engine(
+        &self,
+    ) -> crate::Result<(Arc<crate::guard::engine::Engine>, Vec<crate::guard::engine::LoadError>)> {
+        crate::guard::shared_library_engine(&self.lib)
+    }
 }
 
 impl Ctx {
