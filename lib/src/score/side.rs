@@ -261,44 +261,8 @@ fn edges_mentioning(text: &str, needles: &[String]) -> Option<BTreeSet<Edge>> {
     Some(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn changed_lines_are_exactly_the_set_difference() {
-        let cases = [
-            ("a\nb\nc\n", "a\nb\nc\n"),
-            ("a\nb\nc\n", "a\nbb\nc\n"),
-            ("a\nb\nc\n", "a\nc\n"),
-            ("", "x\n"),
-            ("x\n", ""),
-            ("ab\nb\n", "b\n"),
-            ("a\nb\n", "a\nb\nb\n"),
-            ("k\nab\ncd\n", "k\nb\ncd\n"),
-            ("one\ntwo\n", "zero\none\ntwo\nthree\n"),
-        ];
-        for (old, new) in cases {
-            let (g, a) = changed_lines(old, new);
-            let so: BTreeSet<&str> = old.lines().collect();
-            let sn: BTreeSet<&str> = new.lines().collect();
-            // Every changed line is reported (a duplicate line may be too:
-            // recomputing an unchanged edge's ends is harmless).
-            for x in so.difference(&sn) {
-                assert!(g.contains(x), "{old:?} -> {new:?}: {x} gone");
-            }
-            for x in sn.difference(&so) {
-                assert!(a.contains(x), "{old:?} -> {new:?}: {x} added");
-            }
-            assert!(g.iter().all(|x| so.contains(x)) && a.iter().all(|x| sn.contains(x)));
-            if old == new {
-                assert!(g.is_empty() && a.is_empty());
-            }
-        }
-    }
-}
-
 fn quoted(s: &str) -> String {
+    // Serialising a &str cannot fail.
     serde_json::to_string(s).unwrap_or_default()
 }
 
@@ -377,4 +341,41 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
         }
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_lines_are_exactly_the_set_difference() {
+        let cases = [
+            ("a\nb\nc\n", "a\nb\nc\n"),
+            ("a\nb\nc\n", "a\nbb\nc\n"),
+            ("a\nb\nc\n", "a\nc\n"),
+            ("", "x\n"),
+            ("x\n", ""),
+            ("ab\nb\n", "b\n"),
+            ("a\nb\n", "a\nb\nb\n"),
+            ("k\nab\ncd\n", "k\nb\ncd\n"),
+            ("one\ntwo\n", "zero\none\ntwo\nthree\n"),
+        ];
+        for (old, new) in cases {
+            let (g, a) = changed_lines(old, new);
+            let so: BTreeSet<&str> = old.lines().collect();
+            let sn: BTreeSet<&str> = new.lines().collect();
+            // Every changed line is reported (a duplicate line may be too:
+            // recomputing an unchanged edge's ends is harmless).
+            for x in so.difference(&sn) {
+                assert!(g.contains(x), "{old:?} -> {new:?}: {x} gone");
+            }
+            for x in sn.difference(&so) {
+                assert!(a.contains(x), "{old:?} -> {new:?}: {x} added");
+            }
+            assert!(g.iter().all(|x| so.contains(x)) && a.iter().all(|x| sn.contains(x)));
+            if old == new {
+                assert!(g.is_empty() && a.is_empty());
+            }
+        }
+    }
 }
