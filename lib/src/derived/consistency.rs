@@ -55,7 +55,9 @@ pub fn check(lib: &Library, scan: &Scan) -> Result<Vec<Inconsistency>> {
     }
     // Every .index.md on disk, generated or not.
     let mut index_dirs: BTreeSet<String> = BTreeSet::new();
-    let walk = crate::fs::walk::walk(&lib.dir, |_, n| n != ".git" && n != ".cache" && n != ".changelog-archive");
+    let walk = crate::fs::walk::walk(&lib.dir, |_, n| {
+        n != ".git" && n != crate::library::kind::CACHE_DIR && n != crate::library::kind::ARCHIVE_DIR
+    });
     for rel in walk.files {
         if let Some(dir) = rel.strip_suffix(index::INDEX).filter(|d| d.is_empty() || d.ends_with('/')) {
             index_dirs.insert(dir.trim_end_matches('/').to_string());

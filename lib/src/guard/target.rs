@@ -221,8 +221,9 @@ fn walk(root: &Path, display: &str, out: &mut Vec<Result<Target, PathError>>) {
 /// Kept conflicts and rules, also tool-owned, are still scanned: their
 /// bytes come from peers.
 fn is_library_cache(dir: &Path) -> bool {
-    dir.file_name().is_some_and(|n| n == ".cache")
-        && dir.parent().is_some_and(|p| p.join(".changelog").symlink_metadata().is_ok())
+    use crate::library::{changelog, kind};
+    dir.file_name().is_some_and(|n| n == kind::CACHE_DIR)
+        && dir.parent().is_some_and(|p| p.join(changelog::FILE).symlink_metadata().is_ok())
 }
 
 /// A skill target: every entry under `root`, sorted, links not followed.

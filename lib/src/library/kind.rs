@@ -50,6 +50,10 @@ pub const INTERNAL_FILES: &[&str] = &[".lock", ".journal"];
 /// The directory holding compacted changelog months (`YYYY-MM.md`, logs).
 pub const ARCHIVE_DIR: &str = ".changelog-archive";
 
+/// The tools' rebuildable caches (kb-score's index, kb-index's state):
+/// nothing an author wrote, so readers that judge content skip it.
+pub const CACHE_DIR: &str = ".cache";
+
 /// Tool-owned directories (any depth). `.evolving-rules` changes only
 /// through `kb-guard rules integrate`, so a plain write can never replace
 /// or break a rule in force.
@@ -57,7 +61,7 @@ pub const ARCHIVE_DIR: &str = ".changelog-archive";
 /// request can never plant a proposal for a person to approve.
 /// `.lock.queue` holds the lock's waiting tickets (`lock::queue`).
 pub const INTERNAL_DIRS: &[&str] =
-    &[ARCHIVE_DIR, ".cache", ".conflicts", ".evolving-rules", ".core-rule-proposals", ".lock.queue"];
+    &[ARCHIVE_DIR, CACHE_DIR, ".conflicts", ".evolving-rules", ".core-rule-proposals", ".lock.queue"];
 
 /// The git files kb-tools itself writes at the library root (derived);
 /// anywhere else these names are refused (see [`super::names`]).
