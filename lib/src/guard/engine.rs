@@ -1,7 +1,8 @@
 //! Seed 002 `scanFileContent`, rebuilt to be fast and hard to evade: bytes
 //! are sniffed and normalised, then every rule runs at once in one
-//! linear-time pass over the whole text; only the rules that matched are run
-//! again one by one to locate their lines. Base64 payloads are decoded and
+//! linear-time pass over the whole text; only the rules whose head and tail
+//! both matched, in that order, are run again one by one on those lines to
+//! locate their matches. Base64 payloads are decoded and
 //! scanned as well. At most [`PER_RULE`] lines per rule and file are
 //! reported; the rest are counted.
 
@@ -17,7 +18,7 @@ use super::deobfuscate;
 use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};
 use super::mention;
 use super::normalize;
-use super::pattern::{self, Set};
+use super::pattern::{self, Candidate, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
 use super::typosquat;
@@ -373,7 +374,7 @@ impl Engine {
         &self,
         path: &str,
         (hay, lines): (&[u8], &LineIndex),
-        ids: &[(usize, Vec<usize>)],
+        ids: &[(usize, Vec<Candidate>)],
         (line_of, known): LineMap,
         ctx: &dyn Fn(usize) -> Context,
         changed: &dyn Fn(usize) -> bool,
@@ -385,17 +386,19 @@ impl Engine {
             let c = &self.pats[*pid];
             let rule = &self.rules[c.rule];
             // One match per line is all a finding needs, and only the
-            // lines the set flagged can hold one: each is searched once
-            // (an iterator over every match can be quadratic on long lines).
+            // lines the set flagged can hold one, within the span it gave
+            // (from the rule's first head to its last tail): each is
+            // searched once (an iterator over every match can be quadratic
+            // on long lines).
             let mut reported = 0;
-            for &local in candidates {
-                let line = line_of(local);
+            for cand in candidates {
+                let line = line_of(cand.line);
                 if known(*pid, line) {
                     continue;
                 }
-                let (ls, le) = lines.span(local);
-                work::add(Step::RuleSearch, le - ls);
-                let Some(m) = c.re.search(&Input::new(hay).span(ls..le)) else { continue };
+                let (ls, le) = lines.span(cand.line);
+                work::add(Step::RuleSearch, cand.to - cand.from);
+                let Some(m) = c.re.search(&Input::new(hay).span(cand.from..cand.to)) else { continue };
                 matched.push((*pid, line));
                 if reported == PER_RULE {
                     out.omitted += 1;
