@@ -659,21 +659,23 @@ impl Match {
 }
 
 /// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding):
-/// one cheap byte loop, no automaton.
+/// one cheap byte loop over a table, no automaton.
 fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
+    const B64: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = (b as u8).is_ascii_alphanumeric() || b == b'+' as usize || b == b'/' as usize;
+            b += 1;
+        }
+        t
+    };
     work::add(Step::Payloads, hay.len());
-    let b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
     let mut out = Vec::new();
     let mut i = 0;
-    while i < hay.len() {
-        if !b64(hay[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < hay.len() && b64(hay[i]) {
-            i += 1;
-        }
+    while let Some(s) = hay[i..].iter().position(|&b| B64[b as usize]) {
+        let start = i + s;
+        i = hay[start..].iter().position(|&b| !B64[b as usize]).map_or(hay.len(), |n| start + n);
         if i - start >= BASE64_MIN {
             let mut end = i;
             while end < hay.len() && end - i < 2 && hay[end] == b'=' {
