@@ -373,7 +373,7 @@ fn bad_queries_are_clear_usage_errors() {
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
     let (first, _) = search(&lib, &["jwt"]);
-    let cache = lib.path(".cache/kb-score/index-v6.bin");
+    let cache = lib.path(".cache/kb-score/index-v7.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);
     let (again2, _) = search(&lib, &["jwt"]);
@@ -403,6 +403,20 @@ fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
         let out = lib.cmd("kb-score").args(["jwt", "--no-registries", "--format", "jsonl"]).output().unwrap();
         assert_eq!(records(&out.stdout), good);
         assert!(String::from_utf8_lossy(&out.stderr).contains("rejected"));
+    }
+    // An index of an older format version, or of another kind (a memgate
+    // index) in the shared segment format, is refused by its header and
+    // rebuilt, never read with this layout.
+    let mut old = bytes.clone();
+    old[16..20].copy_from_slice(&6u32.to_le_bytes());
+    let mut other = bytes.clone();
+    other[8..16].copy_from_slice(b"memgate\0");
+    for (bad, why) in [(old, "score index format 6, expected 7"), (other, "not a score index")] {
+        std::fs::write(&cache, &bad).unwrap();
+        let out = lib.cmd("kb-score").args(["jwt", "--no-registries", "--format", "jsonl"]).output().unwrap();
+        assert_eq!(records(&out.stdout), good);
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read(&cache).unwrap()[16..20], 7u32.to_le_bytes(), "rebuilt in the current format");
     }
 }
 
@@ -765,8 +779,8 @@ fn side_index_answers_as_a_cold_rebuild_and_leaves_the_main_index_alone() {
     for q in queries {
         search(&lib, q);
     }
-    let main = lib.path(".cache/kb-score/index-v6.bin");
-    let side = lib.path(".cache/kb-score/side-v6.bin");
+    let main = lib.path(".cache/kb-score/index-v7.bin");
+    let side = lib.path(".cache/kb-score/side-v7.bin");
     let main_bytes = std::fs::read(&main).unwrap();
     let same_as_cold = |when: &str| {
         for q in queries {

@@ -25,6 +25,7 @@ use crate::library::Library;
 use super::build::{self, stamp};
 use super::index::{self, View};
 use super::side;
+use crate::text::segment::Bytes;
 
 /// The cache directory inside a library.
 pub const DIR: &str = ".cache/kb-score";
@@ -39,24 +40,6 @@ pub enum Status {
     Updated,
     /// There was no usable cache; the index was built from scratch.
     Built,
-}
-
-/// Index bytes: mapped from the cache file or held in memory.
-pub enum Bytes {
-    /// A read-only map of the cache file.
-    Map(memmap2::Mmap),
-    /// Built in memory.
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Map(m) => m,
-            Bytes::Owned(v) => v,
-        }
-    }
 }
 
 /// Maps a cache file read-only (kb::fs::map::map: the cache is only ever

@@ -34,6 +34,7 @@ use super::index::{self, DocRec, Info, Seg, Side, NO_DATE};
 use super::view::View;
 use super::walk;
 use super::written;
+use crate::text::segment::SideOf;
 
 /// The most documents (added, changed or removed) a side index holds:
 /// past this, rebuilding the main index is the better buy.
@@ -118,7 +119,7 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
     if let Some(s) = prev {
         cand.extend((0..s.docs() as u32).map(|j| s.path(j).to_string()));
         if let Some(side) = &s.info.side {
-            cand.extend(side.dead.iter().map(|&i| main.path(i).to_string()));
+            cand.extend(side.of.dead.iter().map(|&i| main.path(i).to_string()));
         }
     }
     cand.extend(stale.iter().cloned());
@@ -178,7 +179,7 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
 
     // The side without graph facts first: the merged view resolves paths
     // and topics for the graph.
-    let side = Side { main_built: main.info.built, dead, gone, facts: Vec::new() };
+    let side = Side { of: SideOf { main_built: main.info.built, dead }, gone, facts: Vec::new() };
     let info = Info { dirs: listed.dirs, stamps, side: Some(side), ..Info::default() };
     let bytes = index::write(docs, &vocab.words, &[], &[], b"", info);
     lap("read");
@@ -290,7 +291,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
     }
     // Whatever links to a document that came, went or changed topic.
     let mut needles: Vec<String> = Vec::new();
-    let dead = side.info.side.as_ref().map(|s| s.dead.clone()).unwrap_or_default();
+    let dead = side.info.side.as_ref().map(|s| s.of.dead.clone()).unwrap_or_default();
     for &i in &dead {
         affected.extend(main.neighbors(i).filter_map(|x| view.from_main(x)));
         let (p, t) = (main.path(i), main.topic(i));
