@@ -9,7 +9,6 @@ pub mod audit;
 pub mod candidate;
 pub mod cue;
 pub mod decide;
-pub mod delta;
 pub mod gate;
 pub mod govern;
 pub mod index_md;
