@@ -682,3 +682,59 @@ fn apply_appends_the_row_and_writes_the_side_segment() {
     }
     lib.cmd("kb-memgate").args(["reindex", "--check"]).assert().success();
 }
+
+/// Issue 16: apply of a new note no longer reads or hashes all of INDEX.md
+/// (`.index.digest` keeps SHA-256's running state), and the audit line's
+/// digests stay the SHA-256 of the whole file before and after, through
+/// appends, a hand edit (which apply must notice: the saved state is of
+/// another file), a lost or damaged state file, and a replace that
+/// rewrites the table.
+#[test]
+fn index_digests_in_the_audit_are_the_whole_files_digests() {
+    let lib = Lib::empty();
+    let sha = |t: &str| kb::doc::digest::sha256_hex(t.as_bytes());
+    let index_lines =
+        |lib: &Lib| -> Vec<Value> { audit(lib).into_iter().filter(|l| l["event"] == "memory_index_updated").collect() };
+    let mut before = String::new();
+    let texts = [
+        "Use tabs for indentation.",
+        "Write commit messages in English.",
+        "Run the linter before each push.",
+        "Keep secrets out of the repository.",
+        "Prefer ripgrep over grep for searching code.",
+    ];
+    for (i, t) in texts.iter().enumerate() {
+        match i {
+            // A hand edit that keeps the table appendable: the next digest
+            // is of the edited file, not the saved state.
+            2 => {
+                let edited = read(&lib, "INDEX.md").replace("# Memory Index", "# Memory Index (ours)");
+                std::fs::write(mem(&lib, "INDEX.md"), &edited).unwrap();
+                before = edited;
+            }
+            3 => std::fs::write(mem(&lib, ".index.digest"), "{\"size\":1}").unwrap(),
+            4 => std::fs::remove_file(mem(&lib, ".index.digest")).unwrap(),
+            _ => {}
+        }
+        remember(&lib, t);
+        let after = read(&lib, "INDEX.md");
+        let l = index_lines(&lib).pop().unwrap();
+        let want_before = if before.is_empty() { Value::Null } else { json!(sha(&before)) };
+        assert_eq!((&l["digest_before"], &l["digest_after"]), (&want_before, &json!(sha(&after))), "apply {i}");
+        assert!(mem(&lib, ".index.digest").exists(), "apply {i} saves the state");
+        before = after;
+    }
+    // A replace rewrites the table whole; the digests still name the files.
+    let q = [said("remember", "Use spaces instead of tabs for indentation, no longer tabs.")];
+    let d = decide(&lib, &q);
+    assert_eq!(d[0]["action"], "replace", "{}", d[0]);
+    let d = if d[0]["gate"] == "question" { answered(&d[0], "confirm") } else { d[0].clone() };
+    assert_eq!(apply(&lib, &[d])[0]["status"], "applied");
+    let after = read(&lib, "INDEX.md");
+    let l = index_lines(&lib).pop().unwrap();
+    assert_eq!((&l["digest_before"], &l["digest_after"]), (&json!(sha(&before)), &json!(sha(&after))));
+    before = after;
+    remember(&lib, "Pin the toolchain version in CI.");
+    let l = index_lines(&lib).pop().unwrap();
+    assert_eq!((&l["digest_before"], &l["digest_after"]), (&json!(sha(&before)), &json!(sha(&read(&lib, "INDEX.md")))));
+}

@@ -11,6 +11,7 @@ pub mod cue;
 pub mod decide;
 pub mod gate;
 pub mod govern;
+pub mod index_digest;
 pub mod index_md;
 pub mod input;
 pub mod note;

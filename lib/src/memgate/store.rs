@@ -37,6 +37,8 @@ pub struct Paths {
     /// `.search.side`, the side segment: the notes apply wrote or removed
     /// since `.search.idx` was written whole.
     pub search_side: PathBuf,
+    /// `.index.digest`, INDEX.md's running SHA-256 (kb::memgate::index_digest).
+    pub index_digest: PathBuf,
     /// `.search.log`, the change log of index version 03, removed when
     /// the index is written.
     pub search_log: PathBuf,
@@ -63,6 +65,7 @@ impl Paths {
             index_md: dir.join("INDEX.md"),
             search: dir.join(".search.idx"),
             search_side: dir.join(".search.side"),
+            index_digest: dir.join(".index.digest"),
             search_log: dir.join(".search.log"),
             audit: parent.join("workspace").join("audit.log"),
             dir,
