@@ -58,7 +58,7 @@ impl Running {
         use sha2::digest::generic_array::GenericArray;
         let whole = bytes.len() / 64 * 64;
         let blocks: Vec<GenericArray<u8, _>> =
-            bytes[..whole].chunks_exact(64).map(|c| GenericArray::clone_from_slice(c)).collect();
+            bytes[..whole].chunks_exact(64).map(GenericArray::clone_from_slice).collect();
         sha2::compress256(&mut self.state, &blocks);
         self.len += whole as u64;
         &bytes[whole..]
