@@ -254,22 +254,7 @@ fn skill(root: &Path, display: String) -> Target {
 }
 
 /// File contents: read into memory, or mapped when large.
-pub enum Data {
-    /// Read with `read_to_end`.
-    Bytes(Vec<u8>),
-    /// Mapped (files of [`MAP_AT`] bytes or more).
-    Map(Mmap),
-}
-
-impl std::ops::Deref for Data {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Data::Bytes(b) => b,
-            Data::Map(m) => m,
-        }
-    }
-}
+pub use crate::fs::map::Bytes as Data;
 
 /// Files this large or larger are mapped rather than read.
 pub const MAP_AT: u64 = 64 << 20;
@@ -287,7 +272,7 @@ pub fn read(path: &Path) -> io::Result<Data> {
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
     f.read_to_end(&mut buf)?;
-    Ok(Data::Bytes(buf))
+    Ok(Data::Owned(buf))
 }
 
 #[allow(unsafe_code)]

@@ -48,22 +48,7 @@ pub fn header_len(count: usize) -> usize {
 }
 
 /// Bytes of a segment: mapped from its file or held in memory.
-pub enum Bytes {
-    /// A read-only map of the file (`fs::map`).
-    Map(memmap2::Mmap),
-    /// Built in memory.
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Map(m) => m,
-            Bytes::Owned(v) => v,
-        }
-    }
-}
+pub use crate::fs::map::Bytes;
 
 /// Writes a segment section by section, in table order.
 pub struct Writer {
