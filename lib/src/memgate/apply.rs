@@ -271,7 +271,7 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
         let before = k.digest();
         atomic::append_lines(&paths.index_md, &row)?;
         k.append(&row);
-        index_digest::save(paths, &k)?;
+        index_digest::save(paths, &k);
         Some((Some(before), k.digest()))
     } else {
         index_md::update(&mut rows, &removed, &[&p.note]);
@@ -279,7 +279,7 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
         if new_index != index_text {
             atomic::write(&paths.index_md, new_index.as_bytes())?;
             let k = index_digest::Known::of_text(&new_index, index_md::appendable(&new_index));
-            index_digest::save(paths, &k)?;
+            index_digest::save(paths, &k);
             Some(((!index_text.is_empty()).then(|| file_digest(index_text.as_bytes())), k.digest()))
         } else {
             None

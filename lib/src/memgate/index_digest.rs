@@ -23,7 +23,6 @@ use serde::{Deserialize, Serialize};
 
 use super::store::Paths;
 use crate::doc::digest::Running;
-use crate::error::Result;
 
 /// What `.index.digest` holds.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
@@ -105,15 +104,15 @@ pub fn load(paths: &Paths) -> Option<Known> {
     (tail.len() as u64 == rest).then_some(Known { running, tail, appendable: saved.appendable })
 }
 
-/// Saves the state of INDEX.md as just written. A state that cannot be
-/// saved is not an error (the next apply hashes the file whole), but a
-/// stale one must not survive, so it is removed.
-pub fn save(paths: &Paths, k: &Known) -> Result<()> {
-    let Some((size, mtime_ns, ctime_ns, ino)) = identity(paths) else {
-        return forget(paths);
-    };
+/// Saves the state of INDEX.md as just written. Best effort: a state
+/// that is not saved leaves the previous one, which names INDEX.md's
+/// previous identity (this write changed it), so it is never trusted and
+/// the next apply hashes the file whole; failing the apply after its
+/// note and row landed would be worse.
+pub fn save(paths: &Paths, k: &Known) {
+    let Some((size, mtime_ns, ctime_ns, ino)) = identity(paths) else { return };
     if size != k.running.len + k.tail.len() as u64 {
-        return forget(paths);
+        return;
     }
     let saved = Saved {
         size,
@@ -125,17 +124,12 @@ pub fn save(paths: &Paths, k: &Known) -> Result<()> {
         appendable: k.appendable,
     };
     // Derived and checked against INDEX.md's identity on every read, so a
-    // lost write costs one full hash: no fsync needed, but the rename
-    // keeps a reader from seeing half a file.
+    // lost write costs one full hash: no fsync, but the rename keeps a
+    // reader from seeing half a file.
     let bytes = serde_json::to_vec(&saved).unwrap_or_default();
-    let staged = crate::fs::atomic::stage(&paths.index_digest, &bytes, false)?;
-    fs::rename(&staged.tmp, &paths.index_digest).map_err(|e| crate::Error::io("saving .index.digest", e))
-}
-
-/// Removes the saved state (missing is fine).
-pub fn forget(paths: &Paths) -> Result<()> {
-    match fs::remove_file(&paths.index_digest) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(crate::Error::io("removing .index.digest", e)),
-        _ => Ok(()),
+    if let Ok(staged) = crate::fs::atomic::stage(&paths.index_digest, &bytes, false) {
+        if fs::rename(&staged.tmp, &paths.index_digest).is_err() {
+            let _ = fs::remove_file(&staged.tmp);
+        }
     }
 }
