@@ -372,7 +372,13 @@ fn bad_queries_are_clear_usage_errors() {
 #[test]
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
+    // Cache files of an older format version are removed by the build.
+    std::fs::create_dir_all(lib.path(".cache/kb-score")).unwrap();
+    for old in ["index-v6.bin", "side-v6.bin"] {
+        std::fs::write(lib.path(&format!(".cache/kb-score/{old}")), b"KBSCORE1 old").unwrap();
+    }
     let (first, _) = search(&lib, &["jwt"]);
+    assert!(!lib.path(".cache/kb-score/index-v6.bin").exists() && !lib.path(".cache/kb-score/side-v6.bin").exists());
     let cache = lib.path(".cache/kb-score/index-v7.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);

@@ -98,6 +98,16 @@ pub fn side_path(main: &Path) -> PathBuf {
     main.with_file_name(format!("side-v{}.bin", index::FORMAT_VERSION))
 }
 
+/// The main and side files of the format versions before this one, beside
+/// the cache file `main` (named `…-v<version>.bin`).
+fn older_versions(main: &Path) -> Vec<PathBuf> {
+    let name = main.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(stem) = name.strip_suffix(&format!("-v{}.bin", index::FORMAT_VERSION)) else { return Vec::new() };
+    (1..index::FORMAT_VERSION)
+        .flat_map(|v| [main.with_file_name(format!("{stem}-v{v}.bin")), main.with_file_name(format!("side-v{v}.bin"))])
+        .collect()
+}
+
 /// What [`with_index`] reports besides the closure's result.
 pub struct Report {
     /// Warm, updated or built.
@@ -246,6 +256,14 @@ pub fn with_held<R>(
         }
         // The side index was made against the replaced main index.
         let _ = fs::remove_file(side_path(p));
+        if status == Status::Built {
+            // Files of older format versions are never read again (their
+            // names carry the version): a cache of 85 MB at 100,000
+            // documents should not linger. Derived, so a failure is harmless.
+            for old in older_versions(p) {
+                let _ = fs::remove_file(old);
+            }
+        }
     }
     let bytes = Bytes::Owned(built.bytes);
     let v = View::open(&bytes).map_err(|e| crate::Error::msg(format!("internal: built index unreadable: {e}")))?;
