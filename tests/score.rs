@@ -373,7 +373,7 @@ fn bad_queries_are_clear_usage_errors() {
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
     let (first, _) = search(&lib, &["jwt"]);
-    let cache = lib.path(".cache/kb-score/index-v6.bin");
+    let cache = lib.path(".cache/kb-score/index-v7.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);
     let (again2, _) = search(&lib, &["jwt"]);
@@ -765,8 +765,8 @@ fn side_index_answers_as_a_cold_rebuild_and_leaves_the_main_index_alone() {
     for q in queries {
         search(&lib, q);
     }
-    let main = lib.path(".cache/kb-score/index-v6.bin");
-    let side = lib.path(".cache/kb-score/side-v6.bin");
+    let main = lib.path(".cache/kb-score/index-v7.bin");
+    let side = lib.path(".cache/kb-score/side-v7.bin");
     let main_bytes = std::fs::read(&main).unwrap();
     let same_as_cold = |when: &str| {
         for q in queries {
