@@ -154,8 +154,8 @@ mod tests {
     fn analysis() {
         assert_eq!(analyse("The tokens of JWT authentication"), ["token", "jwt", "authent"]);
         assert_eq!(analyse("知识库"), ["知识", "识库"]);
-        // Mixed letters and digits: the word, then its runs.
-        assert_eq!(analyse("APOE4 and IL-6 in HNF4A"), ["apoe4", "apoe", "4", "il", "6", "hnf4a", "hnf", "4"]);
+        // Mixed letters and digits: the word, then its runs (stemmed).
+        assert_eq!(analyse("APOE4 and IL-6 in HNF4A"), ["apoe4", "apo", "4", "il", "6", "hnf4a", "hnf", "4"]);
         // British spellings meet American ones.
         assert_eq!(analyse("tumours randomised"), analyse("tumors randomized"));
     }
