@@ -10,8 +10,25 @@ use std::borrow::Cow;
 
 /// Word starts whose `our` is the British spelling of `or`.
 const OUR: &[&str] = &[
-    "armour", "behaviour", "colour", "endeavour", "favour", "flavour", "harbour", "honour", "humour", "labour",
-    "neighbour", "odour", "rigour", "rumour", "savour", "tremour", "tumour", "vapour", "vigour",
+    "armour",
+    "behaviour",
+    "colour",
+    "endeavour",
+    "favour",
+    "flavour",
+    "harbour",
+    "honour",
+    "humour",
+    "labour",
+    "neighbour",
+    "odour",
+    "rigour",
+    "rumour",
+    "savour",
+    "tremour",
+    "tumour",
+    "vapour",
+    "vigour",
 ];
 
 /// Word starts spelt with `ae` or `oe` in British English, and the
@@ -34,9 +51,36 @@ const STARTS: &[(&str, &str)] = &[
 /// Words ending in `-ise` (the part before `e`/`ed`/`ing`/…) whose `-ise`
 /// is not the British spelling of `-ize`.
 const ISE_KEEP: &[&str] = &[
-    "advertis", "anis", "appris", "chastis", "circumcis", "compris", "compromis", "concis", "demis", "despis",
-    "devis", "disguis", "excis", "exercis", "expertis", "franchis", "improvis", "incis", "merchandis", "mortis",
-    "paradis", "precis", "premis", "promis", "revis", "supervis", "surmis", "surpris", "televis", "treatis",
+    "advertis",
+    "anis",
+    "appris",
+    "chastis",
+    "circumcis",
+    "compris",
+    "compromis",
+    "concis",
+    "demis",
+    "despis",
+    "devis",
+    "disguis",
+    "excis",
+    "exercis",
+    "expertis",
+    "franchis",
+    "improvis",
+    "incis",
+    "merchandis",
+    "mortis",
+    "paradis",
+    "precis",
+    "premis",
+    "promis",
+    "revis",
+    "supervis",
+    "surmis",
+    "surpris",
+    "televis",
+    "treatis",
 ];
 
 /// Suffixes of a British `-ise` verb after its `is`.
@@ -105,7 +149,9 @@ mod tests {
         ] {
             assert_eq!(american(gb), us, "{gb}");
         }
-        for same in ["tumor", "exercise", "promised", "otherwise", "rise", "noise", "analyses", "four", "hour", "precise"] {
+        for same in
+            ["tumor", "exercise", "promised", "otherwise", "rise", "noise", "analyses", "four", "hour", "precise"]
+        {
             assert_eq!(american(same), same);
         }
     }
