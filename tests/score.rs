@@ -571,6 +571,27 @@ fn a_relevant_text_hit_outranks_a_keyword_only_hit() {
 }
 
 #[test]
+fn gene_names_and_british_spellings_meet_their_other_spellings() {
+    // Biomedical notes write a name "IL-6", "IL6" or "IL 6", and British
+    // authors "tumour"; a query in the other spelling must find them.
+    let lib = Lib::new();
+    let docs = [
+        ("notes/cytokine.md", "---\ntitle: Cytokine storm\n---\nSerum IL-6 rises within hours of the infusion.\n"),
+        ("notes/growth.md", "---\ntitle: Growth in mice\n---\nTumour volume was measured in randomised cohorts.\n"),
+        ("notes/other.md", "---\ntitle: Other\n---\nA note about catalogue formats and nothing else.\n"),
+    ];
+    for (p, c) in docs {
+        lib.put(p, c);
+    }
+    for (query, want) in
+        [("IL6", "notes/cytokine.md"), ("tumor", "notes/growth.md"), ("randomized tumors", "notes/growth.md")]
+    {
+        let (recs, code) = search(&lib, &[query, "--no-recommend"]);
+        assert_eq!((code, paths(&recs)), (0, vec![want.to_string()]), "{query}");
+    }
+}
+
+#[test]
 fn documents_with_different_evidence_are_never_ordered_by_path() {
     // Twenty notes all tagged `deploy`, as a team tags them; only n17 is
     // about rolling a deploy back, and n20 says "deploy" most.
