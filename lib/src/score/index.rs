@@ -22,8 +22,9 @@ pub use crate::text::segment::{Corrupt, Forward};
 /// The segment kind of a kb-score index.
 pub const KIND: &[u8; 8] = b"score\0\0\0";
 /// Bumped whenever the layout or the analysis (tokens, stems) changes
-/// (7: the shared segment format of kb::text::segment).
-pub const FORMAT_VERSION: u32 = 7;
+/// (7: letter/digit runs and British spellings; 8: the shared segment
+/// format of kb::text::segment).
+pub const FORMAT_VERSION: u32 = 8;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
