@@ -6,7 +6,7 @@ use serde_json::json;
 use super::args::{Args, Cmd, Spec};
 use crate::derived::rebuild_all;
 use crate::error::{Error, Exit};
-use crate::library::graph::{self, Graph};
+use crate::library::graph;
 use crate::library::scan;
 use crate::maintain::tier_up;
 use crate::out::jsonl::{self, Out};
@@ -68,18 +68,23 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             if !lib.path(&path).exists() {
                 return Err(Error::msg(format!("'{path}' is not in the library {}", lib.dir.display())));
             }
-            let reached = Graph::load(&lib)?.bfs(
-                std::slice::from_ref(&path),
+            let g = graph::load(&lib)?;
+            let reached = g.graph.bfs(
+                g.id(&path).as_slice(),
                 a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS),
                 a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND),
             );
             if table {
-                let rows: Vec<Vec<String>> =
-                    reached.iter().map(|r| vec![format!("H{}", r.hop), r.path.clone(), r.via.clone()]).collect();
+                let rows: Vec<Vec<String>> = reached
+                    .iter()
+                    .map(|r| vec![format!("H{}", r.hop), g.path(r.doc).into(), g.path(r.via).into()])
+                    .collect();
                 out.text(&jsonl::table(&["Hop", "Path", "Via"], &rows))?;
             } else {
                 for r in &reached {
-                    out.record(&json!({"record": "neighbor", "path": r.path, "hop": r.hop, "via": r.via}))?;
+                    out.record(
+                        &json!({"record": "neighbor", "path": g.path(r.doc), "hop": r.hop, "via": g.path(r.via)}),
+                    )?;
                 }
             }
             if reached.is_empty() {
