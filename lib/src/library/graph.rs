@@ -189,12 +189,11 @@ mod tests {
         Edge { from: from.into(), to: to.into(), kind: kind.into() }
     }
 
-    /// Uses and links by every rule at once: both directions of one link
-    /// are one neighbour, topic ends fan out, notebook ends link nothing
-    /// but a notebook's `referenced` is a use, `wrote`/`source` are not,
-    /// dangling ends and self-edges count for nothing.
-    #[test]
-    fn uses_and_links_follow_the_rules() {
+    /// Every rule at once: both directions of one link are one neighbour,
+    /// topic ends fan out, notebook ends link nothing but a notebook's
+    /// `referenced` is a use, `wrote`/`source` are not, dangling ends and
+    /// self-edges count for nothing.
+    fn fixture() -> Graph {
         let docs = [
             ("a/x.md", "alpha"),
             ("a/y.md", "beta"),
@@ -217,7 +216,12 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let g = Graph::build(&edges, docs.iter().copied());
+        Graph::build(&edges, docs.iter().copied())
+    }
+
+    #[test]
+    fn uses_and_links_follow_the_rules() {
+        let g = fixture();
         // a/x.md: used by a/y.md, b/z.md (topic alpha), notes/w.md (topic alpha).
         assert_eq!(g.used, [3, 2, 1, 2, 0]);
         assert_eq!(g.adj, [vec![1, 2, 4], vec![0], vec![0, 4], vec![], vec![0, 2]]);
@@ -225,27 +229,17 @@ mod tests {
 
     #[test]
     fn bfs_is_ordered_by_hop_then_id_and_capped() {
-        let docs = [("a.md", "a"), ("b.md", "b"), ("c.md", "c"), ("d.md", "d"), ("e.md", "rate-limiting")];
-        let edges: BTreeSet<Edge> = [
-            edge("a.md", "c.md", "link"),
-            edge("b.md", "a.md", "related"),
-            edge("c.md", "topic:rate-limiting", "related"),
-            edge("notebook:nb1", "d.md", "wrote"),
-            edge("notebook:nb1", "a.md", "wrote"),
-            edge("a.md", "missing.md", "link"),
-        ]
-        .into_iter()
-        .collect();
-        let g = Graph::build(&edges, docs.iter().copied());
+        let g = fixture();
         let want = vec![
-            Reached { doc: 1, hop: 1, via: 0 },
-            Reached { doc: 2, hop: 1, via: 0 },
-            Reached { doc: 4, hop: 2, via: 2 },
+            Reached { doc: 0, hop: 1, via: 1 },
+            Reached { doc: 2, hop: 2, via: 0 },
+            Reached { doc: 4, hop: 2, via: 0 },
         ];
-        assert_eq!(g.bfs(&[0], 2, 20), want);
-        assert_eq!(g.bfs(&[0], 2, 1).len(), 1);
-        assert_eq!(g.bfs(&[0], 1, 20).len(), 2);
-        assert!(g.bfs(&[3], 2, 20).is_empty(), "notebooks are not traversed");
+        assert_eq!(g.bfs(&[1], 2, 20), want);
+        assert_eq!(g.bfs(&[1], 2, 2), want[..2]);
+        assert_eq!(g.bfs(&[1], 1, 20), want[..1]);
+        // notes/v.md reaches a/x.md only through notebook nb: never traversed.
+        assert!(g.bfs(&[3], 2, 20).is_empty());
         assert!(g.bfs(&[], 2, 20).is_empty());
     }
 }
