@@ -289,3 +289,50 @@ pub fn table_flags(src: &str) -> Vec<&str> {
     }
     flags
 }
+
+/// A small deterministic PRNG (xorshift64*), so random schedules replay.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Kills `child` with SIGKILL once `reached()` holds, checking only while
+/// the child is stopped (SIGSTOP, waited for in /proc), so the kill lands
+/// in the state the check saw: a busy machine cannot let the child run on
+/// to its end between the check and the kill. Between checks the child
+/// runs on while the next `kill -STOP` starts. Returns the exit status:
+/// signal 9, unless the child exited before `reached()` held.
+pub fn kill_when(child: &mut std::process::Child, mut reached: impl FnMut() -> bool) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    let signal = |sig: &str| Command::new("kill").args([sig, pid.as_str()]).status().is_ok_and(|s| s.success());
+    while child.try_wait().unwrap().is_none() {
+        if !signal("-STOP") {
+            break;
+        }
+        // Stopped (T), gone or a zombie: nothing runs while we look.
+        let stat = format!("/proc/{pid}/stat");
+        while std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.chars().next()))
+            .is_some_and(|state| !matches!(state, Some('T' | 't' | 'Z' | 'X')))
+        {
+            std::thread::yield_now();
+        }
+        if reached() {
+            break;
+        }
+        signal("-CONT");
+    }
+    let _ = child.kill();
+    child.wait().unwrap()
+}
