@@ -267,6 +267,19 @@ pub fn into_head(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitSta
     (status, err)
 }
 
+/// Runs `bin args` in `dir` with stdout a pipe whose reading end is
+/// already closed, so the first write meets EPIPE whatever the output's
+/// size (a `| head -1` pipe only does past 64 KiB); returns the status and
+/// stderr.
+pub fn into_closed_pipe(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let mut c = Command::cargo_bin(bin).expect("the binary");
+    isolate(&mut c, dir);
+    let out = c.args(args).stdout(writer).output().expect("running the writer");
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// The flag names a `kb::cli` module's subcommand table accepts (its
 /// source text): the quoted words of the `&["…", …]` lists in its `SPEC`,
 /// and of the `const NAME: &[&str]` lists the `SPEC` names.
