@@ -437,14 +437,15 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
             .unwrap();
         child.stdin.take().unwrap().write_all(batch.as_bytes()).unwrap();
         // Kill once the writer holds the lock (round 0) or has replaced
-        // 1, 50, 150 documents: a condition, not a guess at timing.
+        // 1, 50, 150 documents: a condition, not a guess at timing. The
+        // replacements come in one burst at the end, so the writer runs
+        // freely until it holds the lock and has replaced one (or, round
+        // 0, holds it), then in short slices between checks.
         let progress = [0, 1, 50, 150][round as usize];
-        let landed = || {
-            let held = std::fs::metadata(lib.path(".lock")).is_ok_and(|m| m.len() > 0);
-            held && (0..n).filter(|i| lib.read(&format!("notes/d{i:03}.md")) == new(*i)).take(progress).count()
-                == progress
-        };
-        let status = kill_when(&mut child, landed);
+        let held = || std::fs::metadata(lib.path(".lock")).is_ok_and(|m| m.len() > 0);
+        let replaced =
+            |k: usize| (0..n).filter(|i| lib.read(&format!("notes/d{i:03}.md")) == new(*i)).take(k).count() == k;
+        let status = kill_when(&mut child, || held() && replaced(progress.min(1)), || held() && replaced(progress));
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(9),

@@ -471,7 +471,7 @@ fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
         .unwrap();
         let group = format!("-{}", child.id());
         let t = std::time::Instant::now();
-        let status = kill_when(&mut child, || marker.exists() || t.elapsed().as_secs() >= 60);
+        let status = kill_when(&mut child, || true, || marker.exists() || t.elapsed().as_secs() >= 60);
         // The kill landed mid-sync: the marker was there and sync had not exited.
         assert!(marker.exists(), "round {round}: sync never reached {trigger}");
         assert_eq!(

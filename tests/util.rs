@@ -321,19 +321,28 @@ impl Rng {
 
 /// Kills `child` with SIGKILL once `reached()` holds, checking only while
 /// the child is stopped (SIGSTOP, waited for in /proc), so the kill lands
-/// in the state the check saw: a busy machine cannot let the child run on
-/// to its end between the check and the kill. Between checks the child
-/// runs on while the next `kill -STOP` starts. Returns the exit status:
-/// signal 9, unless the child exited before `reached()` held.
-pub fn kill_when(child: &mut std::process::Child, mut reached: impl FnMut() -> bool) -> std::process::ExitStatus {
-    let pid = child.id().to_string();
-    let signal = |sig: &str| Command::new("kill").args([sig, pid.as_str()]).status().is_ok_and(|s| s.success());
+/// in the state the check saw. Until `near()` holds the child runs freely
+/// (checked between yields); from then on it runs in slices of 100 µs
+/// between checks, so a busy machine cannot let it run on to its end
+/// between a check and the kill (the slices are how long it may run, not
+/// a guess at when anything happens: the checks decide). Returns the exit
+/// status: signal 9, unless the child exited before `reached()` held.
+pub fn kill_when(
+    child: &mut std::process::Child,
+    mut near: impl FnMut() -> bool,
+    mut reached: impl FnMut() -> bool,
+) -> std::process::ExitStatus {
+    use rustix::process::{kill_process, Pid, Signal};
+    let pid = Pid::from_raw(child.id() as i32).expect("a child has a pid");
+    while !near() && child.try_wait().unwrap().is_none() {
+        std::thread::yield_now();
+    }
+    let stat = format!("/proc/{}/stat", child.id());
     while child.try_wait().unwrap().is_none() {
-        if !signal("-STOP") {
+        if kill_process(pid, Signal::STOP).is_err() {
             break;
         }
         // Stopped (T), gone or a zombie: nothing runs while we look.
-        let stat = format!("/proc/{pid}/stat");
         while std::fs::read_to_string(&stat)
             .ok()
             .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.chars().next()))
@@ -344,7 +353,8 @@ pub fn kill_when(child: &mut std::process::Child, mut reached: impl FnMut() -> b
         if reached() {
             break;
         }
-        signal("-CONT");
+        let _ = kill_process(pid, Signal::CONT);
+        std::thread::sleep(std::time::Duration::from_micros(100));
     }
     let _ = child.kill();
     child.wait().unwrap()

@@ -68,30 +68,18 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             if !lib.path(&path).exists() {
                 return Err(Error::msg(format!("'{path}' is not in the library {}", lib.dir.display())));
             }
+            let hops = a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS);
             let g = graph::load(&lib)?;
-            let reached = g.graph.bfs(
-                g.id(&path).as_slice(),
-                a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS),
-                a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND),
-            );
+            let reached = g.neighbors(&path, hops, a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND));
             if table {
-                let rows: Vec<Vec<String>> = reached
-                    .iter()
-                    .map(|r| vec![format!("H{}", r.hop), g.path(r.doc).into(), g.path(r.via).into()])
-                    .collect();
+                let rows: Vec<Vec<String>> =
+                    reached.iter().map(|r| vec![format!("H{}", r.hop), r.path.into(), r.via.into()]).collect();
                 out.text(&jsonl::table(&["Hop", "Path", "Via"], &rows))?;
             } else {
-                for r in &reached {
-                    out.record(
-                        &json!({"record": "neighbor", "path": g.path(r.doc), "hop": r.hop, "via": g.path(r.via)}),
-                    )?;
-                }
+                reached.iter().try_for_each(|r| out.record(r))?;
             }
             if reached.is_empty() {
-                eprintln!(
-                    "kb-relate: {path} has no neighbours within {} hops",
-                    a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS)
-                );
+                eprintln!("kb-relate: {path} has no neighbours within {hops} hops");
                 out.raise(Exit::Negative);
             }
         }
@@ -141,8 +129,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 rec["written"] = json!(written.contains(&p.path));
                 out.record(&rec)?;
             }
-            out.record(&json!({"record": "lifecycle-summary", "counts": lifecycle::counts(&patterns),
-                    "needs_review": patterns.iter().filter(|p| p.needs_review).count()}))?;
+            out.record(&lifecycle::summary(&patterns))?;
         }
         "promote" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();

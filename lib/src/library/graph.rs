@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rustc_hash::FxHashMap;
+use serde::Serialize;
 
 use crate::error::Result;
 use crate::library::relations::{self, Edge};
@@ -164,6 +165,27 @@ impl Loaded {
     /// The path of an id.
     pub fn path(&self, id: u32) -> &str {
         &self.paths[id as usize]
+    }
+}
+
+/// One document `kb-relate neighbors` reached (the `neighbor` record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename = "neighbor")]
+pub struct Neighbor<'a> {
+    /// The document reached.
+    pub path: &'a str,
+    /// Hops from the start (1 = a direct neighbour).
+    pub hop: usize,
+    /// The document it was reached from.
+    pub via: &'a str,
+}
+
+impl Loaded {
+    /// The documents within `hops` of `path` (none when it is not a
+    /// document), at most `max`, by hop then path.
+    pub fn neighbors(&self, path: &str, hops: usize, max: usize) -> Vec<Neighbor<'_>> {
+        let reached = self.graph.bfs(self.id(path).as_slice(), hops, max);
+        reached.iter().map(|r| Neighbor { path: self.path(r.doc), hop: r.hop, via: self.path(r.via) }).collect()
     }
 }
 

@@ -233,8 +233,10 @@ pub fn status(lib: impl AsRef<Path>) -> Result<State> {
     Ok(state)
 }
 
-/// A legacy lock directory that `sweep` removed.
+/// A legacy lock directory or dead writer's temp file that `sweep`
+/// removed (the `swept` record).
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "swept")]
 pub struct Swept {
     /// Library-relative path of the removed directory.
     pub path: String,
