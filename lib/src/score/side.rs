@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use crate::error::Result;
+use crate::library::graph::Graph;
 use crate::library::relations::{self, Edge};
 use crate::library::scan::Problem;
 use crate::library::Library;
@@ -271,7 +272,7 @@ fn quoted(s: &str) -> String {
 /// facts may differ from the main index's: the side's documents, the ends
 /// of changed edges, the neighbours of removed documents, and whatever
 /// links to a document that came, went or changed topic. Each is
-/// recomputed by kb::score::build::doc_graph_facts over every edge touching
+/// recomputed by kb::library::graph::Graph::build over every edge touching
 /// it, so it equals a full rebuild's. None when too many changed.
 fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec<u32>)>> {
     let lap = build::profiler("side graph");
@@ -318,7 +319,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
         return None;
     }
     // Every edge touching an affected document, and every document those
-    // edges reach: graph_facts over them is exact for the affected ones.
+    // edges reach: the graph over them is exact for the affected ones.
     let mut needles: Vec<String> = Vec::new();
     for &d in &affected {
         needles.push(quoted(view.path(d)));
@@ -334,7 +335,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
     }
     let ids: Vec<u32> = reach.into_iter().collect();
     lap("reach");
-    let (used, adj) = build::doc_graph_facts(&edges, ids.iter().map(|&d| (view.path(d), view.topic(d))));
+    let Graph { used, adj } = Graph::build(&edges, ids.iter().map(|&d| (view.path(d), view.topic(d))));
     let mut out = Vec::with_capacity(affected.len());
     for (k, &d) in ids.iter().enumerate() {
         if affected.contains(&d) {
