@@ -5,7 +5,7 @@
 //! missing or older than `notes/` (the directory's mtime changes with every
 //! add, rename or delete), decide builds one in memory from the notes.
 //!
-//! Layout (little endian): magic `KBMGIX03`, notes-dir mtime (i64 ns),
+//! Layout (little endian): magic `KBMGIX04`, notes-dir mtime (i64 ns),
 //! doc count (u32), term count (u32), total word length (u64), total
 //! n-gram length (u64); docs (48 bytes each: name offset u32, name length
 //! u32, size u64, mtime i64, word length u32, n-gram length u32, duplicate
@@ -18,9 +18,10 @@ use std::collections::BTreeMap;
 use super::delta::Change;
 use super::similarity::{self as sim, Features};
 
-/// Version 03: word pairs and Latin 4-grams among the terms (an index of
-/// an older version is stale: rebuilt, never read with other terms).
-const MAGIC: &[u8; 8] = b"KBMGIX03";
+/// Version 04: word terms through `lemma::base` ("went" → go); 03 added
+/// word pairs and Latin 4-grams (an index of an older version is stale:
+/// rebuilt, never read with other terms).
+const MAGIC: &[u8; 8] = b"KBMGIX04";
 const HEAD: usize = 40;
 const DOC: usize = 48;
 const TERM: usize = 16;
