@@ -164,12 +164,14 @@ pub fn features(text_: &str, one_liner: &str) -> Features {
     features_skipping(text_, one_liner, &[])
 }
 
-/// Features of a query: [`features`] without a calendar date ("on 25 May,
-/// 2022": a note holds what happened, rarely the day it was said) and,
-/// from the word half, without the words that only make it a question
-/// ("what kind of", "would … likely", "his", "her").
-pub fn query_features(text_: &str, one_liner: &str) -> Features {
-    let mut f = features_skipping(text_, one_liner, &date_words(text_));
+/// Features of a query: [`features`] without the words that only make it
+/// a question ("what kind of", "would … likely", "his", "her") and, when
+/// the user `asks`, without a calendar date ("When did Nate … on 25 May,
+/// 2022?": a note holds what happened, rarely the day it was said; in a
+/// statement to remember, a date is what it says).
+pub fn query_features(text_: &str, one_liner: &str, asks: bool) -> Features {
+    let dates = if asks { date_words(text_) } else { Vec::new() };
+    let mut f = features_skipping(text_, one_liner, &dates);
     if params().q_stop {
         let drop: Vec<u64> = QUESTION_WORDS.iter().chain(PRONOUNS).map(|w| term_key(&terms::stem(w), false)).collect();
         let gone: u32 = f.words.iter().filter(|(k, _)| drop.contains(k)).map(|(_, n)| n).sum();
@@ -332,6 +334,10 @@ mod tests {
         assert_eq!(date_words("When did John meet his team on Aug 15th?"), ["15th", "aug"]);
         assert_eq!(date_words("What did Maria start in December 2023"), ["2023", "december"]);
         assert!(date_words("Use Node 18; you may use port 8080 in March").is_empty());
+        // Only a question leaves its date out: in a statement it is content.
+        let said = "The deploy freeze starts on December 20";
+        assert_eq!(query_features(said, said, false), features(said, said));
+        assert_ne!(query_features(said, said, true), features(said, said));
     }
 
     #[test]
