@@ -11,7 +11,10 @@
 //!   SPLIT    train (test is reported once, by bench/scifact.py)
 //!   spec     a KB_SCORE_TUNE value, `k1=0.9,b=0.6,gamma=2,...` ("" = the
 //!            shipped constants)
-//! Honours KB_NOW (bench/scifact.py pins it) for freshness.
+//! Honours KB_NOW (bench/scifact.py pins it) for freshness. With
+//! RANK_TUNE_BUILD set, the indexes are built in process instead of read
+//! from the caches, so analysis knobs in KB_SCORE_TUNE (set in the
+//! environment, one analysis per run) take effect.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -61,6 +64,13 @@ fn main() {
             .join(v)
             .join(".library/.cache/kb-score")
             .join(format!("index-v{}.bin", kb::score::index::FORMAT_VERSION));
+        if std::env::var_os("RANK_TUNE_BUILD").is_some() {
+            // Build in process: the analysis in force (KB_SCORE_TUNE) decides the terms.
+            let lib = kb::Library::resolve(Some(&Path::new(&work).join(v))).expect("library");
+            let built = kb::score::build::build(&lib, None).expect("index builds");
+            variants.push((v.to_string(), built.bytes));
+            continue;
+        }
         match std::fs::read(&cache) {
             Ok(b) => variants.push((v.to_string(), b)),
             Err(e) => eprintln!("rank_tune: {}: {e}; variant {v} skipped", cache.display()),

@@ -373,7 +373,7 @@ fn bad_queries_are_clear_usage_errors() {
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
     let (first, _) = search(&lib, &["jwt"]);
-    let cache = lib.path(".cache/kb-score/index-v6.bin");
+    let cache = lib.path(".cache/kb-score/index-v7.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);
     let (again2, _) = search(&lib, &["jwt"]);
@@ -571,6 +571,27 @@ fn a_relevant_text_hit_outranks_a_keyword_only_hit() {
 }
 
 #[test]
+fn gene_names_and_british_spellings_meet_their_other_spellings() {
+    // Biomedical notes write a name "IL-6", "IL6" or "IL 6", and British
+    // authors "tumour"; a query in the other spelling must find them.
+    let lib = Lib::new();
+    let docs = [
+        ("notes/cytokine.md", "---\ntitle: Cytokine storm\n---\nSerum IL-6 rises within hours of the infusion.\n"),
+        ("notes/growth.md", "---\ntitle: Growth in mice\n---\nTumour volume was measured in randomised cohorts.\n"),
+        ("notes/other.md", "---\ntitle: Other\n---\nA note about catalogue formats and nothing else.\n"),
+    ];
+    for (p, c) in docs {
+        lib.put(p, c);
+    }
+    for (query, want) in
+        [("IL6", "notes/cytokine.md"), ("tumor", "notes/growth.md"), ("randomized tumors", "notes/growth.md")]
+    {
+        let (recs, code) = search(&lib, &[query, "--no-recommend"]);
+        assert_eq!((code, paths(&recs)), (0, vec![want.to_string()]), "{query}");
+    }
+}
+
+#[test]
 fn documents_with_different_evidence_are_never_ordered_by_path() {
     // Twenty notes all tagged `deploy`, as a team tags them; only n17 is
     // about rolling a deploy back, and n20 says "deploy" most.
@@ -765,8 +786,8 @@ fn side_index_answers_as_a_cold_rebuild_and_leaves_the_main_index_alone() {
     for q in queries {
         search(&lib, q);
     }
-    let main = lib.path(".cache/kb-score/index-v6.bin");
-    let side = lib.path(".cache/kb-score/side-v6.bin");
+    let main = lib.path(".cache/kb-score/index-v7.bin");
+    let side = lib.path(".cache/kb-score/side-v7.bin");
     let main_bytes = std::fs::read(&main).unwrap();
     let same_as_cold = |when: &str| {
         for q in queries {

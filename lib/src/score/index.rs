@@ -21,7 +21,7 @@ pub const MAGIC: &[u8; 8] = b"KBSCORE1";
 /// Trailer magic.
 pub const END: &[u8; 8] = b"KBSCEND1";
 /// Bumped whenever the layout or the analysis (tokens, stems) changes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
