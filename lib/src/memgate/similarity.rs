@@ -143,16 +143,17 @@ pub fn dup_digest(one_liner: &str) -> [u8; 16] {
 /// The character n-grams of a text (`text::grams`).
 pub use crate::text::grams;
 
-/// The similarity's word terms of a text, in order: `text::tokens` with
-/// [`lemma::base`] applied ("Caroline's" → caroline, "went" → go), stop
-/// words out, Snowball stems — `score::terms` plus the forms its stemmer
-/// leaves apart. `skip` names tokens a query leaves out.
+/// The similarity's word terms of a text, in order: kb-score's terms
+/// (`score::terms::each_term`: stop words out, spellings folded, stems,
+/// letter and digit runs) of each token after [`lemma::base`] ("Caroline's"
+/// → caroline, "went" → go), which the stemmer leaves apart. `skip` names
+/// tokens a query leaves out.
 fn analyse(text_: &str, skip: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     text::each_token(text_, |w| {
         let w = lemma::base(w);
-        if !terms::is_stop(w) && !skip.iter().any(|s| s == w) {
-            out.push(terms::stem(w));
+        if !skip.iter().any(|s| s == w) {
+            terms::each_term(w, |t| out.push(t.to_string()));
         }
     });
     out
@@ -346,5 +347,7 @@ mod tests {
         let b = analyse("Did Melanie go camping, buy Caroline a book?", &[]);
         assert_eq!(a, ["melani", "go", "camp", "buy", "carolin", "book"]);
         assert_eq!(b, ["melani", "go", "camp", "buy", "carolin", "book"]);
+        // kb-score's terms underneath: spellings folded, mixed words' runs.
+        assert_eq!(analyse("Mel's favourite is Node18", &[]), ["mel", "favorit", "node18", "node", "18"]);
     }
 }
