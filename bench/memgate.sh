@@ -2,8 +2,8 @@
 # Decide latency with 1,000 and 10,000 notes, served by the search index
 # (.search.idx) and, as the baseline, by a rescan of every note (index
 # removed); then the cost of applying one new note at 1,000 and 10,000
-# notes (the index's change log and an appended INDEX.md row), side by
-# side with KB_MEMGATE_BEFORE (a build that rewrote both whole) when set.
+# notes (the index's side segment, an appended INDEX.md row and its running
+# digest), side by side with KB_MEMGATE_BEFORE (an older build) when set.
 # Prints medians and ratios. Needs a release build:
 #   cargo build --release && bash bench/memgate.sh
 set -euo pipefail

@@ -1,5 +1,5 @@
 //! kb-score ranking, tuned in process: runs every query of a SciFact
-//! split through `kb::score::rank::direct_with` over the index caches that
+//! split through `kb::score::rank::direct` over the index caches that
 //! bench/scifact.py built, once per parameter set, and prints nDCG@10 and
 //! Recall@100 per library variant. Same ranking code as the CLI, without
 //! a process per query, so a grid of settings takes seconds instead of
@@ -11,7 +11,10 @@
 //!   SPLIT    train (test is reported once, by bench/scifact.py)
 //!   spec     a KB_SCORE_TUNE value, `k1=0.9,b=0.6,gamma=2,...` ("" = the
 //!            shipped constants)
-//! Honours KB_NOW (bench/scifact.py pins it) for freshness.
+//! Honours KB_NOW (bench/scifact.py pins it) for freshness. With
+//! RANK_TUNE_BUILD set, the indexes are built in process instead of read
+//! from the caches, so analysis knobs in KB_SCORE_TUNE (set in the
+//! environment, one analysis per run) take effect.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -61,6 +64,13 @@ fn main() {
             .join(v)
             .join(".library/.cache/kb-score")
             .join(format!("index-v{}.bin", kb::score::index::FORMAT_VERSION));
+        if std::env::var_os("RANK_TUNE_BUILD").is_some() {
+            // Build in process: the analysis in force (KB_SCORE_TUNE) decides the terms.
+            let lib = kb::Library::resolve(Some(&Path::new(&work).join(v))).expect("library");
+            let built = kb::score::build::build(&lib, None).expect("index builds");
+            variants.push((v.to_string(), built.bytes));
+            continue;
+        }
         match std::fs::read(&cache) {
             Ok(b) => variants.push((v.to_string(), b)),
             Err(e) => eprintln!("rank_tune: {}: {e}; variant {v} skipped", cache.display()),
@@ -99,7 +109,7 @@ fn main() {
             for ((_, rel), (_, q)) in qrels.iter().zip(&parsed) {
                 let seq = &seqs[name];
                 let doc_terms = |d: u32| seq.get(id_of(d)).cloned();
-                let (hits, _) = rank::direct_with(&v, q, now, &rank::Filters::default(), 100, &doc_terms, &tuning);
+                let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_terms, &tuning);
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
                 rc += recall100(&ranked, rel);

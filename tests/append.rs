@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::util::{records, Lib, NOW};
+use crate::util::{kill_when, ok_records, records, Lib, NOW};
 
 const REF: &str = ".memory/.references/jwt-auth-v1.md";
 
@@ -62,8 +62,8 @@ pub fn assert_matches_rebuild(lib: &Lib) {
 #[test]
 fn init_creates_the_layout_and_is_idempotent() {
     let lib = Lib::empty();
-    let out = lib.cmd("kb-append").arg("init").assert().success().get_output().stdout.clone();
-    let rec = &records(&out)[0];
+    let recs = ok_records(lib.cmd("kb-append").arg("init"));
+    let rec = &recs[0];
     assert_eq!(rec["record"], "init");
     assert!(rec["created"].as_array().unwrap().contains(&json!(".memory/.references")));
     for d in kb::library::LAYOUT {
@@ -78,15 +78,8 @@ fn init_creates_the_layout_and_is_idempotent() {
 fn write_runs_all_eight_steps() {
     let lib = Lib::new();
     let content = "---\ntopic: jwt-auth\nkeywords: [jwt, auth]\nrelated: [session-management]\n---\n# JWT\n\nSee [sessions](session-management-v1.md).\n";
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", REF, "--notebook", "nb-1", "--content", content])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let rec = &records(&out)[0];
+    let recs = ok_records(lib.cmd("kb-append").args(["write", REF, "--notebook", "nb-1", "--content", content]));
+    let rec = &recs[0];
     assert_eq!(rec["record"], "write");
     assert_eq!(rec["action"], "created");
     assert_eq!(rec["bytes"], content.len());
@@ -134,26 +127,11 @@ fn content_comes_from_stdin_or_a_file_and_append_appends() {
     assert_eq!(lib.read(path), "---\nquality_status: provisional\n---\n# Login flow\n\nfirst\n");
     let f = lib.root().join("more.md");
     std::fs::write(&f, "second\n").unwrap();
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", path, "--append", "--content-file"])
-        .arg(&f)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_eq!(records(&out)[0]["action"], "appended");
+    let recs = ok_records(lib.cmd("kb-append").args(["write", path, "--append", "--content-file"]).arg(&f));
+    assert_eq!(recs[0]["action"], "appended");
     assert_eq!(lib.read(path), "---\nquality_status: provisional\n---\n# Login flow\n\nfirst\nsecond\n");
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", path, "--content", "# New\n"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    assert_eq!(records(&out)[0]["action"], "updated");
+    let recs = ok_records(lib.cmd("kb-append").args(["write", path, "--content", "# New\n"]));
+    assert_eq!(recs[0]["action"], "updated");
     assert_matches_rebuild(&lib);
 }
 
@@ -280,15 +258,8 @@ fn events_log_referenced_replan_accept() {
     let lib = Lib::new();
     lib.cmd("kb-append").args(["write", REF, "--no-commit", "--content", &doc("jwt-auth", "body")]).assert().success();
     for kind in ["referenced", "replan", "accept"] {
-        let out = lib
-            .cmd("kb-append")
-            .args(["event", kind, REF, "--notebook", "nb-7"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        let rec = &records(&out)[0];
+        let recs = ok_records(lib.cmd("kb-append").args(["event", kind, REF, "--notebook", "nb-7"]));
+        let rec = &recs[0];
         assert_eq!(
             (rec["record"].as_str(), rec["event"].as_str(), rec["notebook"].as_str()),
             (Some("event"), Some(kind), Some("nb-7"))
@@ -316,8 +287,8 @@ fn compact_archives_old_lines_once() {
         json!({"ts": "2025-11-20T00:00:00Z", "event": "referenced", "path": "a.md", "notebook": "n"}).to_string();
     let recent = json!({"ts": "2026-02-20T00:00:00Z", "event": "write", "path": "b.md"}).to_string();
     lib.put(".changelog", &format!("{old1}\n{old2}\n{recent}\n"));
-    let out = lib.cmd("kb-append").arg("compact").assert().success().get_output().stdout.clone();
-    let rec = &records(&out)[0];
+    let recs = ok_records(lib.cmd("kb-append").arg("compact"));
+    let rec = &recs[0];
     assert_eq!(rec["archived"], 2);
     assert_eq!(rec["committed"], true);
     assert_eq!(
@@ -329,8 +300,8 @@ fn compact_archives_old_lines_once() {
     assert_eq!(lib.read(".last-compact"), "1772366400\n");
     assert_eq!(lib.git(&["log", "-1", "--format=%s"]).trim(), "task-ai(library):maintain archive 2025-10..2025-11");
     let before = lib.read(".changelog");
-    let out = lib.cmd("kb-append").arg("compact").assert().success().get_output().stdout.clone();
-    assert_eq!(records(&out)[0]["archived"], 0);
+    let recs = ok_records(lib.cmd("kb-append").arg("compact"));
+    assert_eq!(recs[0]["archived"], 0);
     assert_eq!(lib.read(".changelog"), before);
     assert_eq!(lib.git(&["rev-list", "--count", "HEAD"]).trim(), "1");
 }
@@ -466,18 +437,15 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
             .unwrap();
         child.stdin.take().unwrap().write_all(batch.as_bytes()).unwrap();
         // Kill once the writer holds the lock (round 0) or has replaced
-        // 1, 50, 150 documents: a condition, not a guess at timing.
+        // 1, 50, 150 documents: a condition, not a guess at timing. The
+        // replacements come in one burst at the end, so the writer runs
+        // freely until it holds the lock and has replaced one (or, round
+        // 0, holds it), then in short slices between checks.
         let progress = [0, 1, 50, 150][round as usize];
-        let landed = || {
-            let held = std::fs::metadata(lib.path(".lock")).is_ok_and(|m| m.len() > 0);
-            held && (0..n).filter(|i| lib.read(&format!("notes/d{i:03}.md")) == new(*i)).take(progress).count()
-                == progress
-        };
-        while !landed() && child.try_wait().unwrap().is_none() {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        let _ = child.kill();
-        let status = child.wait().unwrap();
+        let held = || std::fs::metadata(lib.path(".lock")).is_ok_and(|m| m.len() > 0);
+        let replaced =
+            |k: usize| (0..n).filter(|i| lib.read(&format!("notes/d{i:03}.md")) == new(*i)).take(k).count() == k;
+        let status = kill_when(&mut child, || held() && replaced(progress.min(1)), || held() && replaced(progress));
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(9),
@@ -600,8 +568,8 @@ fn issue_18_empty_content_needs_allow_empty() {
 fn issue_18_init_event_and_compact_commit() {
     let lib = Lib::empty();
     lib.git_init();
-    let out = lib.cmd("kb-append").arg("init").assert().success().get_output().stdout.clone();
-    assert_eq!(records(&out)[0]["committed"], true);
+    let recs = ok_records(lib.cmd("kb-append").arg("init"));
+    assert_eq!(recs[0]["committed"], true);
     assert_eq!(lib.git(&["status", "--porcelain"]), "", "init leaves nothing untracked");
     let tracked = lib.git(&["ls-files"]);
     assert!(tracked.contains(".library/.gitattributes") && tracked.contains(".library/.gitignore"), "{tracked}");

@@ -226,13 +226,7 @@ fn random_kill_nine_during_committing_batches() {
     let seed: u64 = std::env::var("KB_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
     eprintln!("random_kill_nine: KB_KILL_SEED={seed}");
     let lib = seeded(0);
-    let mut rng = seed;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = crate::util::Rng(seed);
     let batch = |version: usize| {
         let mut batch = String::new();
         for i in 0..n {
@@ -266,7 +260,7 @@ fn random_kill_nine_during_committing_batches() {
                 std::thread::yield_now();
             }
         }
-        let delay = std::time::Duration::from_micros(next() % if round % 2 == 1 { whole / 2 } else { whole });
+        let delay = std::time::Duration::from_micros(rng.next() % if round % 2 == 1 { whole / 2 } else { whole });
         let t = std::time::Instant::now();
         while t.elapsed() < delay && child.try_wait().unwrap().is_none() {
             std::thread::yield_now();

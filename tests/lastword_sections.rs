@@ -301,15 +301,9 @@ fn nested_doc(sections: usize) -> (String, Vec<(String, u8)>) {
 #[test]
 fn thousand_entry_batch_with_parents_and_children_equals_one_at_a_time() {
     let (text, mut keys) = nested_doc(700);
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rng = crate::util::Rng(0x9e37_79b9_7f4a_7c15);
     for i in (1..keys.len()).rev() {
-        keys.swap(i, next(i + 1));
+        keys.swap(i, rng.below(i + 1));
     }
     let mut specs: Vec<(String, u8, &str, Option<String>)> = Vec::new();
     for (k, (h, l)) in keys.iter().take(1000).cloned().enumerate() {

@@ -606,55 +606,135 @@ fn just_remember_composes_decide_and_apply() {
     assert_eq!(notes(&lib).len(), 1);
 }
 
-/// Issue 16: a new note adds its INDEX.md row and one line to the search
-/// index's change log (`.search.log`) instead of rewriting both files, so
-/// apply costs the same at 10,000 notes as at 1,000. decide reads the
-/// index with its log as current; past 128 changes apply writes the index
-/// whole again; reindex absorbs the log; a log that names another index
-/// is not trusted.
+/// Issue 16: a new note adds its INDEX.md row and rewrites only the search
+/// index's side segment (`.search.side`, the notes written since the
+/// index was written whole) instead of rewriting both files, so apply
+/// costs the same at 10,000 notes as at 1,000. decide reads the index with
+/// its side as current; past 128 notes in the side apply writes the index
+/// whole again; reindex absorbs the side; a side made against another
+/// index is not trusted.
 #[test]
-fn apply_appends_the_row_and_logs_the_index_change() {
+fn apply_appends_the_row_and_writes_the_side_segment() {
     let lib = Lib::empty();
     remember(&lib, "Use tabs for indentation.");
     lib.cmd("kb-memgate").arg("reindex").assert().success();
-    assert!(!mem(&lib, ".search.log").exists());
+    assert!(!mem(&lib, ".search.side").exists());
     let before = read(&lib, "INDEX.md");
     let second = remember(&lib, "Write commit messages in English.");
     let index = read(&lib, "INDEX.md");
     assert!(index.starts_with(&before) && index[before.len()..].starts_with(&format!("| {second} | ")), "{index}");
     assert_eq!(index[before.len()..].lines().count(), 1);
-    assert_eq!(read(&lib, ".search.log").lines().count(), 2, "a header and one change");
+    let side = std::fs::read(mem(&lib, ".search.side")).unwrap();
+    assert_eq!(&side[..16], b"KBINDEX1memgate\0", "a segment of the shared index format");
 
     let q = [said("remember", "Commit messages are written in English.")];
     let out = lib.cmd("kb-memgate").arg("decide").write_stdin(lines(&q)).assert().success();
-    assert_eq!(String::from_utf8_lossy(&out.get_output().stderr), "", "the index with its log is current");
-    let logged = records(&out.get_output().stdout);
-    assert_eq!(logged[0]["neighbours"][0]["id"], second.as_str());
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stderr), "", "the index with its side is current");
+    let sided = records(&out.get_output().stdout);
+    assert_eq!(sided[0]["neighbours"][0]["id"], second.as_str());
     lib.cmd("kb-memgate").args(["reindex", "--check"]).assert().success();
     lib.cmd("kb-memgate").arg("reindex").assert().success();
-    assert!(!mem(&lib, ".search.log").exists(), "reindex absorbs the log");
-    assert_eq!(decide(&lib, &q)[0]["neighbours"], logged[0]["neighbours"], "same as the index written whole");
+    assert!(!mem(&lib, ".search.side").exists(), "reindex absorbs the side");
+    assert_eq!(decide(&lib, &q)[0]["neighbours"], sided[0]["neighbours"], "same as the index written whole");
 
-    // 130 new notes in one apply: the 129th change writes the index whole.
+    // 130 new notes in one apply: the 129th change writes the index whole,
+    // the 130th starts a new side of one note.
     let rules: Vec<Value> =
         (0..130).map(|i| said("remember", &format!("Name the widget{i} module after owner{i}."))).collect();
     let ds = decide(&lib, &rules);
     assert!(ds.iter().all(|d| d["action"] == "new" && d["gate"] == "silent"), "{ds:?}");
     assert!(apply(&lib, &ds).iter().all(|r| r["status"] == "applied"));
-    assert_eq!(read(&lib, ".search.log").lines().count(), 2, "a new log after the rewrite");
+    let (idx, side) =
+        (std::fs::read(mem(&lib, ".search.idx")).unwrap(), std::fs::read(mem(&lib, ".search.side")).unwrap());
+    assert!(side.len() * 20 < idx.len(), "a new side after the rewrite: {} vs {} bytes", side.len(), idx.len());
     assert_eq!(notes(&lib).len(), 132);
     let q = [said("remember", "Name the widget77 module after owner77.")];
-    let logged = decide(&lib, &q);
-    assert_eq!(logged[0]["action"], "merge", "{}", logged[0]);
+    let sided = decide(&lib, &q);
+    assert_eq!(sided[0]["action"], "merge", "{}", sided[0]);
     lib.cmd("kb-memgate").args(["reindex", "--check"]).assert().success();
 
-    // A log naming another index is ignored: decide rescans (and says so).
-    std::fs::write(mem(&lib, ".search.log"), "{\"base\":1,\"docs\":1}\n").unwrap();
+    // A side made against another index is ignored: decide rescans (and says so).
+    lib.cmd("kb-memgate").arg("reindex").assert().success();
+    std::fs::write(mem(&lib, ".search.side"), &side).unwrap();
     let out = lib.cmd("kb-memgate").arg("decide").write_stdin(lines(&q)).assert().success();
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("run 'kb-memgate reindex'"));
-    assert_eq!(records(&out.get_output().stdout)[0]["neighbours"], logged[0]["neighbours"]);
+    assert_eq!(records(&out.get_output().stdout)[0]["neighbours"], sided[0]["neighbours"]);
     // ... and the next apply writes the index whole.
     remember(&lib, "Keep the changelog sorted newest first.");
-    assert!(!mem(&lib, ".search.log").exists());
+    assert!(!mem(&lib, ".search.side").exists());
     lib.cmd("kb-memgate").args(["reindex", "--check"]).assert().success();
+
+    // An index of the old format (version 03, with its change log) or a
+    // damaged one is refused by its header, never read: decide rescans,
+    // apply writes it whole in the current format and drops the old log.
+    let old = b"KBMGIX03\0\0\0\0\0\0\0\0\x02\0\0\0".to_vec();
+    let then = ["Run clippy before every push.", "Pin the nightly toolchain in CI."];
+    for (bad, text) in [old, idx[..idx.len() / 2].to_vec()].into_iter().zip(then) {
+        let want = decide(&lib, &q);
+        std::fs::write(mem(&lib, ".search.idx"), &bad).unwrap();
+        std::fs::write(mem(&lib, ".search.log"), "{\"base\":1,\"docs\":1}\n").unwrap();
+        let out = lib.cmd("kb-memgate").arg("decide").write_stdin(lines(&q)).assert().success();
+        assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("run 'kb-memgate reindex'"));
+        assert_eq!(records(&out.get_output().stdout)[0]["neighbours"], want[0]["neighbours"]);
+        remember(&lib, text);
+        assert_eq!(&std::fs::read(mem(&lib, ".search.idx")).unwrap()[..16], b"KBINDEX1memgate\0");
+        assert!(!mem(&lib, ".search.log").exists());
+    }
+    lib.cmd("kb-memgate").args(["reindex", "--check"]).assert().success();
+}
+
+/// Issue 16: apply of a new note no longer reads or hashes all of INDEX.md
+/// (`.index.digest` keeps SHA-256's running state), and the audit line's
+/// digests stay the SHA-256 of the whole file before and after, through
+/// appends, a hand edit (which apply must notice: the saved state is of
+/// another file), a lost or damaged state file, and a replace that
+/// rewrites the table.
+#[test]
+fn index_digests_in_the_audit_are_the_whole_files_digests() {
+    let lib = Lib::empty();
+    let sha = |t: &str| kb::doc::digest::sha256_hex(t.as_bytes());
+    let index_lines =
+        |lib: &Lib| -> Vec<Value> { audit(lib).into_iter().filter(|l| l["event"] == "memory_index_updated").collect() };
+    let mut before = String::new();
+    let texts = [
+        "Use tabs for indentation.",
+        "Write commit messages in English.",
+        "Run the linter before each push.",
+        "Keep secrets out of the repository.",
+        "Prefer ripgrep over grep for searching code.",
+    ];
+    for (i, t) in texts.iter().enumerate() {
+        match i {
+            // A hand edit that keeps the table appendable: the next digest
+            // is of the edited file, not the saved state.
+            2 => {
+                let edited = read(&lib, "INDEX.md").replace("# Memory Index", "# Memory Index (ours)");
+                std::fs::write(mem(&lib, "INDEX.md"), &edited).unwrap();
+                before = edited;
+            }
+            3 => std::fs::write(mem(&lib, ".index.digest"), "{\"size\":1}").unwrap(),
+            4 => std::fs::remove_file(mem(&lib, ".index.digest")).unwrap(),
+            _ => {}
+        }
+        remember(&lib, t);
+        let after = read(&lib, "INDEX.md");
+        let l = index_lines(&lib).pop().unwrap();
+        let want_before = if before.is_empty() { Value::Null } else { json!(sha(&before)) };
+        assert_eq!((&l["digest_before"], &l["digest_after"]), (&want_before, &json!(sha(&after))), "apply {i}");
+        assert!(mem(&lib, ".index.digest").exists(), "apply {i} saves the state");
+        before = after;
+    }
+    // A replace rewrites the table whole; the digests still name the files.
+    let q = [said("remember", "Use spaces instead of tabs for indentation, no longer tabs.")];
+    let d = decide(&lib, &q);
+    assert_eq!(d[0]["action"], "replace", "{}", d[0]);
+    let d = if d[0]["gate"] == "question" { answered(&d[0], "confirm") } else { d[0].clone() };
+    assert_eq!(apply(&lib, &[d])[0]["status"], "applied");
+    let after = read(&lib, "INDEX.md");
+    let l = index_lines(&lib).pop().unwrap();
+    assert_eq!((&l["digest_before"], &l["digest_after"]), (&json!(sha(&before)), &json!(sha(&after))));
+    before = after;
+    remember(&lib, "Pin the toolchain version in CI.");
+    let l = index_lines(&lib).pop().unwrap();
+    assert_eq!((&l["digest_before"], &l["digest_after"]), (&json!(sha(&before)), &json!(sha(&read(&lib, "INDEX.md")))));
 }

@@ -372,8 +372,14 @@ fn bad_queries_are_clear_usage_errors() {
 #[test]
 fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
     let lib = seed_library();
+    // Cache files of an older format version are removed by the build.
+    std::fs::create_dir_all(lib.path(".cache/kb-score")).unwrap();
+    for old in ["index-v7.bin", "side-v7.bin"] {
+        std::fs::write(lib.path(&format!(".cache/kb-score/{old}")), b"KBSCORE1 old").unwrap();
+    }
     let (first, _) = search(&lib, &["jwt"]);
-    let cache = lib.path(".cache/kb-score/index-v6.bin");
+    assert!(!lib.path(".cache/kb-score/index-v7.bin").exists() && !lib.path(".cache/kb-score/side-v7.bin").exists());
+    let cache = lib.path(".cache/kb-score/index-v8.bin");
     let m1 = std::fs::metadata(&cache).unwrap().modified().unwrap();
     let (again, _) = search(&lib, &["jwt"]);
     let (again2, _) = search(&lib, &["jwt"]);
@@ -403,6 +409,20 @@ fn cache_is_reused_updated_and_never_trusted_when_corrupt() {
         let out = lib.cmd("kb-score").args(["jwt", "--no-registries", "--format", "jsonl"]).output().unwrap();
         assert_eq!(records(&out.stdout), good);
         assert!(String::from_utf8_lossy(&out.stderr).contains("rejected"));
+    }
+    // An index of an older format version, or of another kind (a memgate
+    // index) in the shared segment format, is refused by its header and
+    // rebuilt, never read with this layout.
+    let mut old = bytes.clone();
+    old[16..20].copy_from_slice(&7u32.to_le_bytes());
+    let mut other = bytes.clone();
+    other[8..16].copy_from_slice(b"memgate\0");
+    for (bad, why) in [(old, "score index format 7, expected 8"), (other, "not a score index")] {
+        std::fs::write(&cache, &bad).unwrap();
+        let out = lib.cmd("kb-score").args(["jwt", "--no-registries", "--format", "jsonl"]).output().unwrap();
+        assert_eq!(records(&out.stdout), good);
+        assert!(String::from_utf8_lossy(&out.stderr).contains(why), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read(&cache).unwrap()[16..20], 8u32.to_le_bytes(), "rebuilt in the current format");
     }
 }
 
@@ -568,6 +588,27 @@ fn a_relevant_text_hit_outranks_a_keyword_only_hit() {
         (paths(&recs)[0].as_str(), hits(&recs)[0]["base"].as_f64()),
         ("notes/db/postgres-connection-pool.md", Some(0.6))
     );
+}
+
+#[test]
+fn gene_names_and_british_spellings_meet_their_other_spellings() {
+    // Biomedical notes write a name "IL-6", "IL6" or "IL 6", and British
+    // authors "tumour"; a query in the other spelling must find them.
+    let lib = Lib::new();
+    let docs = [
+        ("notes/cytokine.md", "---\ntitle: Cytokine storm\n---\nSerum IL-6 rises within hours of the infusion.\n"),
+        ("notes/growth.md", "---\ntitle: Growth in mice\n---\nTumour volume was measured in randomised cohorts.\n"),
+        ("notes/other.md", "---\ntitle: Other\n---\nA note about catalogue formats and nothing else.\n"),
+    ];
+    for (p, c) in docs {
+        lib.put(p, c);
+    }
+    for (query, want) in
+        [("IL6", "notes/cytokine.md"), ("tumor", "notes/growth.md"), ("randomized tumors", "notes/growth.md")]
+    {
+        let (recs, code) = search(&lib, &[query, "--no-recommend"]);
+        assert_eq!((code, paths(&recs)), (0, vec![want.to_string()]), "{query}");
+    }
 }
 
 #[test]
@@ -765,8 +806,8 @@ fn side_index_answers_as_a_cold_rebuild_and_leaves_the_main_index_alone() {
     for q in queries {
         search(&lib, q);
     }
-    let main = lib.path(".cache/kb-score/index-v6.bin");
-    let side = lib.path(".cache/kb-score/side-v6.bin");
+    let main = lib.path(".cache/kb-score/index-v8.bin");
+    let side = lib.path(".cache/kb-score/side-v8.bin");
     let main_bytes = std::fs::read(&main).unwrap();
     let same_as_cold = |when: &str| {
         for q in queries {

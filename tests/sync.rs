@@ -6,23 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::util::{git, records, Lib};
-
-/// A small deterministic PRNG (xorshift64*), so random schedules replay.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use crate::util::{git, kill_when, ok_records, records, Lib, Rng};
 
 /// A bare hub repository all clones push to.
 struct Hub {
@@ -72,24 +56,17 @@ fn sync(lib: &Lib) -> assert_cmd::Command {
 /// Runs a sync that must succeed and returns its record.
 #[track_caller]
 fn synced(lib: &Lib) -> Value {
-    let out = sync(lib).assert().success().get_output().stdout.clone();
-    let recs = records(&out);
+    let recs = ok_records(&mut sync(lib));
     assert_eq!(recs.len(), 1, "{recs:?}");
     assert_eq!(recs[0]["record"], "sync");
     recs[0].clone()
 }
 
 fn write(lib: &Lib, path: &str, content: &str, now: &str, notebook: &str) -> Value {
-    let out = lib
-        .cmd("kb-append")
-        .args(["write", path, "--content", content, "--notebook", notebook])
-        .env("KB_NOW", now)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    records(&out).remove(0)
+    ok_records(
+        lib.cmd("kb-append").args(["write", path, "--content", content, "--notebook", notebook]).env("KB_NOW", now),
+    )
+    .remove(0)
 }
 
 fn head(lib: &Lib) -> String {
@@ -255,9 +232,8 @@ fn overlapping_edits_keep_both_sides_until_resolved() {
         "{integrity}"
     );
     // a takes its own words back: the kept copy replaces the document.
-    let out =
-        a.cmd("kb-append").args(["resolve", d, "--keep", "theirs"]).assert().success().get_output().stdout.clone();
-    let r = &records(&out)[0];
+    let recs = ok_records(a.cmd("kb-append").args(["resolve", d, "--keep", "theirs"]));
+    let r = &recs[0];
     assert_eq!(r["record"], "resolve");
     assert_eq!(r["removed"], serde_json::json!([copy]));
     assert_eq!(r["committed"], true);
@@ -495,11 +471,7 @@ fn a_sync_killed_with_kill_9_is_completed_by_the_next_one() {
         .unwrap();
         let group = format!("-{}", child.id());
         let t = std::time::Instant::now();
-        while !marker.exists() && t.elapsed().as_secs() < 60 && child.try_wait().unwrap().is_none() {
-            std::thread::yield_now();
-        }
-        let _ = child.kill();
-        let status = child.wait().unwrap();
+        let status = kill_when(&mut child, || true, || marker.exists() || t.elapsed().as_secs() >= 60);
         // The kill landed mid-sync: the marker was there and sync had not exited.
         assert!(marker.exists(), "round {round}: sync never reached {trigger}");
         assert_eq!(
@@ -561,8 +533,8 @@ fn just_sync_recipe_converges_two_clones() {
     );
     write(&server, "team-notes/pool.md", "# Pool sizing\n", "2026-03-02T09:05:00Z", "nb-ci");
     just(&server, &["sync"]).assert().success();
-    let out = just(&laptop, &["sync"]).assert().success().get_output().stdout.clone();
-    let rec = &records(&out)[0];
+    let recs = ok_records(&mut just(&laptop, &["sync"]));
+    let rec = &recs[0];
     assert_eq!((rec["fetched"].as_u64(), rec["pushed"].as_bool()), (Some(1), Some(true)), "{rec}");
     just(&server, &["sync"]).assert().success();
     assert_eq!(tree(&laptop), tree(&server));
@@ -638,17 +610,13 @@ fn appends_from_four_clones_merge_as_a_union() {
     }
     for (k, c) in clones.iter().enumerate() {
         for i in 0..10 {
-            let out = c
-                .cmd("kb-append")
-                .args(["write", log, "--append", "--notebook", &format!("nb-{k}"), "--content"])
-                .arg(format!("- clone {k} line {i}\n"))
-                .env("KB_NOW", format!("2026-03-01T10:{k:02}:{i:02}Z"))
-                .assert()
-                .success()
-                .get_output()
-                .stdout
-                .clone();
-            assert_eq!(records(&out)[0]["action"], "appended");
+            let recs = ok_records(
+                c.cmd("kb-append")
+                    .args(["write", log, "--append", "--notebook", &format!("nb-{k}"), "--content"])
+                    .arg(format!("- clone {k} line {i}\n"))
+                    .env("KB_NOW", format!("2026-03-01T10:{k:02}:{i:02}Z")),
+            );
+            assert_eq!(recs[0]["action"], "appended");
         }
     }
     // Sync in a scrambled order, then once more each so all see the end.

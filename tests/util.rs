@@ -267,6 +267,19 @@ pub fn into_head(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitSta
     (status, err)
 }
 
+/// Runs `bin args` in `dir` with stdout a pipe whose reading end is
+/// already closed, so the first write meets EPIPE whatever the output's
+/// size (a `| head -1` pipe only does past 64 KiB); returns the status and
+/// stderr.
+pub fn into_closed_pipe(dir: &Path, bin: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let mut c = Command::cargo_bin(bin).expect("the binary");
+    isolate(&mut c, dir);
+    let out = c.args(args).stdout(writer).output().expect("running the writer");
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// The flag names a `kb::cli` module's subcommand table accepts (its
 /// source text): the quoted words of the `&["…", …]` lists in its `SPEC`,
 /// and of the `const NAME: &[&str]` lists the `SPEC` names.
@@ -288,4 +301,61 @@ pub fn table_flags(src: &str) -> Vec<&str> {
         }
     }
     flags
+}
+
+/// A small deterministic PRNG (xorshift64*), so random schedules replay.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Kills `child` with SIGKILL once `reached()` holds, checking only while
+/// the child is stopped (SIGSTOP, waited for in /proc), so the kill lands
+/// in the state the check saw. Until `near()` holds the child runs freely
+/// (checked between yields); from then on it runs in slices of 100 µs
+/// between checks, so a busy machine cannot let it run on to its end
+/// between a check and the kill (the slices are how long it may run, not
+/// a guess at when anything happens: the checks decide). Returns the exit
+/// status: signal 9, unless the child exited before `reached()` held.
+pub fn kill_when(
+    child: &mut std::process::Child,
+    mut near: impl FnMut() -> bool,
+    mut reached: impl FnMut() -> bool,
+) -> std::process::ExitStatus {
+    use rustix::process::{kill_process, Pid, Signal};
+    let pid = Pid::from_raw(child.id() as i32).expect("a child has a pid");
+    while !near() && child.try_wait().unwrap().is_none() {
+        std::thread::yield_now();
+    }
+    let stat = format!("/proc/{}/stat", child.id());
+    while child.try_wait().unwrap().is_none() {
+        if kill_process(pid, Signal::STOP).is_err() {
+            break;
+        }
+        // Stopped (T), gone or a zombie: nothing runs while we look.
+        while std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.chars().next()))
+            .is_some_and(|state| !matches!(state, Some('T' | 't' | 'Z' | 'X')))
+        {
+            std::thread::yield_now();
+        }
+        if reached() {
+            break;
+        }
+        let _ = kill_process(pid, Signal::CONT);
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    let _ = child.kill();
+    child.wait().unwrap()
 }

@@ -10,7 +10,8 @@
 //! - [`out`]: JSON Lines records in and out, progress on a terminal.
 //! - [`fs`]: atomic writes, mapped reads, batched stat calls, the walker.
 //! - [`lock`]: the library lock (takes the library's directory as a path).
-//! - [`text`]: the tokenizer for lexical matching.
+//! - [`text`]: the tokenizer for lexical matching, BM25, and the one
+//!   binary index format (`text::segment`).
 //! - [`doc`]: one document's bytes: YAML, frontmatter, Markdown, digests,
 //!   cited domains.
 //! - [`library`]: where the library is, what each path is, its documents

@@ -124,7 +124,7 @@ pub fn main() -> ExitCode {
                         s.path,
                         s.pid.map_or("unknown".into(), |p| p.to_string())
                     );
-                    out.record(&serde_json::json!({"record": "swept", "path": s.path, "pid": s.pid}))?;
+                    out.record(s)?;
                 }
                 if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) {
                     let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::args::{Args, Cmd, Spec};
 use crate::derived::rebuild_all;
 use crate::error::{Error, Exit};
-use crate::library::graph::{self, Graph};
+use crate::library::graph;
 use crate::library::scan;
 use crate::maintain::tier_up;
 use crate::out::jsonl::{self, Out};
@@ -68,25 +68,18 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             if !lib.path(&path).exists() {
                 return Err(Error::msg(format!("'{path}' is not in the library {}", lib.dir.display())));
             }
-            let reached = Graph::load(&lib)?.bfs(
-                std::slice::from_ref(&path),
-                a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS),
-                a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND),
-            );
+            let hops = a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS);
+            let g = graph::load(&lib)?;
+            let reached = g.neighbors(&path, hops, a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND));
             if table {
                 let rows: Vec<Vec<String>> =
-                    reached.iter().map(|r| vec![format!("H{}", r.hop), r.path.clone(), r.via.clone()]).collect();
+                    reached.iter().map(|r| vec![format!("H{}", r.hop), r.path.into(), r.via.into()]).collect();
                 out.text(&jsonl::table(&["Hop", "Path", "Via"], &rows))?;
             } else {
-                for r in &reached {
-                    out.record(&json!({"record": "neighbor", "path": r.path, "hop": r.hop, "via": r.via}))?;
-                }
+                reached.iter().try_for_each(|r| out.record(r))?;
             }
             if reached.is_empty() {
-                eprintln!(
-                    "kb-relate: {path} has no neighbours within {} hops",
-                    a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS)
-                );
+                eprintln!("kb-relate: {path} has no neighbours within {hops} hops");
                 out.raise(Exit::Negative);
             }
         }
@@ -136,8 +129,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 rec["written"] = json!(written.contains(&p.path));
                 out.record(&rec)?;
             }
-            out.record(&json!({"record": "lifecycle-summary", "counts": lifecycle::counts(&patterns),
-                    "needs_review": patterns.iter().filter(|p| p.needs_review).count()}))?;
+            out.record(&lifecycle::summary(&patterns))?;
         }
         "promote" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();

@@ -19,3 +19,22 @@ pub fn map(path: &Path) -> Result<memmap2::Mmap> {
     // cannot change or shrink under us (see the doc comment above).
     unsafe { memmap2::Mmap::map(&f) }.ctx(|| format!("mapping {}", path.display()))
 }
+
+/// Bytes mapped from a file or held in memory, read alike (a segment of
+/// the binary index format, a large file the guard scans).
+pub enum Bytes {
+    /// A read-only map of the file.
+    Map(memmap2::Mmap),
+    /// Read or built in memory.
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}

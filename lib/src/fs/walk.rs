@@ -5,6 +5,11 @@
 //! (a bind mount) is entered once. Each level's directories are listed in
 //! parallel (rayon) and the results sorted, so the order never depends on
 //! the thread count.
+//!
+//! Two views of one traversal: [`entries`] returns everything found in
+//! tree order (the guard's targets, skill trees, the lock sweep, kept
+//! conflicts pick from it), [`walk`] the sorted files and directories with
+//! what was left out (the library scan, the derived-file checks).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -122,50 +127,123 @@ fn join(dir: &str, name: &str) -> String {
     }
 }
 
-/// Walks `root`. `enter(depth, name)` decides whether a directory found at
-/// `depth` (1 = directly under the root) is entered; one not entered is
-/// neither listed nor reported.
-pub fn walk(root: &Path, enter: impl Fn(usize, &str) -> bool + Sync) -> Walk {
-    let mut out = Walk::default();
+/// A directory the walk found, offered to the `enter` filter.
+#[derive(Debug, Clone, Copy)]
+pub struct Dir<'a> {
+    /// 1 = directly under the root.
+    pub depth: usize,
+    /// Its name (lossy when not UTF-8).
+    pub name: &'a str,
+    /// Whether its name is UTF-8.
+    pub utf8: bool,
+    /// The full path.
+    pub path: &'a Path,
+}
+
+/// One thing the walk found, whatever it is.
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// Root-relative, `/`-separated (lossy when not UTF-8); `""` is the root.
+    pub rel: String,
+    /// The full path (exact, also when the name is not UTF-8).
+    pub path: PathBuf,
+    /// 0 for the root, 1 directly under it.
+    pub depth: usize,
+    /// What it is, never following a symlink (the root itself is followed).
+    pub kind: Kind,
+    /// Whether its name is UTF-8.
+    pub utf8: bool,
+    /// A directory the walk listed (the filter chose it and it was not
+    /// reached before).
+    pub entered: bool,
+    /// A directory that could not be listed: why.
+    pub error: Option<String>,
+}
+
+impl Item {
+    /// Its name: the last part of `rel` (`""` for the root).
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or("")
+    }
+}
+
+/// Walks `root` and returns everything found, the root first, in tree
+/// order: sorted by path component by component, so a directory comes
+/// just before what is in it (the order of a sorted depth-first walk).
+/// `enter` decides which directories are listed (a directory not entered
+/// is still returned, with `entered` false). Nothing is followed but the
+/// root; callers pick what they need (`depth >= 2`, files only, …).
+pub fn entries(root: &Path, enter: impl Fn(&Dir) -> bool + Sync) -> Vec<Item> {
+    let (kind, error) = match fs::metadata(root) {
+        Ok(m) => (Kind::of(m.file_type()), None),
+        Err(e) => (Kind::Dir, Some(format!("cannot list {}: {e}", root.display()))),
+    };
+    let entered = kind == Kind::Dir && error.is_none();
+    let root_item = Item { rel: String::new(), path: root.to_path_buf(), depth: 0, kind, utf8: true, entered, error };
+    let mut items = vec![root_item];
     let mut seen = BTreeSet::new();
-    let mut level = vec![String::new()];
-    let mut depth = 1;
+    let mut level: Vec<usize> = if entered { vec![0] } else { Vec::new() };
     while !level.is_empty() {
-        level.retain(|d| identity(&root.join(d)).is_none_or(|id| seen.insert(id)));
-        let listed: Vec<(String, io::Result<Vec<Listed>>)> =
-            level.par_iter().map(|d| (d.clone(), list(&root.join(d)))).collect();
+        level.retain(|&i| {
+            let first = identity(&items[i].path).is_none_or(|id| seen.insert(id));
+            items[i].entered = first;
+            first
+        });
+        let listed: Vec<(usize, io::Result<Vec<Listed>>)> =
+            level.par_iter().map(|&i| (i, list(&items[i].path))).collect();
         let mut next = Vec::new();
-        for (dir, items) in listed {
-            let items = match items {
-                Ok(items) => items,
+        for (i, found) in listed {
+            let found = match found {
+                Ok(found) => found,
                 Err(e) => {
-                    let why = Why::Unreadable(format!("cannot list {}: {e}", root.join(&dir).display()));
-                    out.skipped.push(Skipped { rel: dir.clone(), path: root.join(&dir), why });
+                    items[i].error = Some(format!("cannot list {}: {e}", items[i].path.display()));
                     continue;
                 }
             };
-            for item in items {
-                let name = match &item.name {
-                    Ok(n) => n.clone(),
-                    Err(raw) => {
-                        let rel = join(&dir, &raw.to_string_lossy());
-                        out.skipped.push(Skipped { rel, path: root.join(&dir).join(raw), why: Why::NotUtf8 });
-                        continue;
-                    }
+            let depth = items[i].depth + 1;
+            for f in found {
+                let (name, utf8, path) = match f.name {
+                    Ok(n) => (n.clone(), true, items[i].path.join(&n)),
+                    Err(raw) => (raw.to_string_lossy().into_owned(), false, items[i].path.join(&raw)),
                 };
-                let rel = join(&dir, &name);
-                match item.kind {
-                    Kind::File => out.files.push(rel),
-                    Kind::Dir if enter(depth, &name) => next.push(rel),
-                    Kind::Dir => {}
-                    Kind::Symlink => out.skipped.push(Skipped { path: root.join(&rel), rel, why: Why::Symlink }),
-                    Kind::Special => out.skipped.push(Skipped { path: root.join(&rel), rel, why: Why::Special }),
+                let entered = f.kind == Kind::Dir && enter(&Dir { depth, name: &name, utf8, path: &path });
+                let rel = join(&items[i].rel, &name);
+                items.push(Item { rel, path, depth, kind: f.kind, utf8, entered, error: None });
+                if entered {
+                    next.push(items.len() - 1);
                 }
             }
-            out.dirs.push(dir);
         }
         level = next;
-        depth += 1;
+    }
+    items.sort_by(|a, b| a.rel.split('/').cmp(b.rel.split('/')));
+    items
+}
+
+/// Walks `root`. `enter(depth, name)` decides whether a directory found at
+/// `depth` (1 = directly under the root) is entered; one not entered is
+/// neither listed nor reported. A name that is not UTF-8 is reported, not
+/// entered.
+pub fn walk(root: &Path, enter: impl Fn(usize, &str) -> bool + Sync) -> Walk {
+    let mut out = Walk::default();
+    for it in entries(root, |d| d.utf8 && enter(d.depth, d.name)) {
+        let why = match (&it.error, it.utf8, it.kind) {
+            (Some(e), _, _) => Why::Unreadable(e.clone()),
+            (None, false, _) => Why::NotUtf8,
+            (None, true, Kind::File) if it.depth > 0 => {
+                out.files.push(it.rel);
+                continue;
+            }
+            (None, true, Kind::Dir) if it.entered => {
+                out.dirs.push(it.rel);
+                continue;
+            }
+            (None, true, Kind::Symlink) => Why::Symlink,
+            (None, true, Kind::Special) => Why::Special,
+            (None, true, _) if it.depth > 0 => continue,
+            (None, true, _) => Why::Unreadable(format!("cannot list {}: not a directory", it.path.display())),
+        };
+        out.skipped.push(Skipped { rel: it.rel, path: it.path, why });
     }
     out.files.sort();
     out.dirs.sort();
@@ -212,6 +290,39 @@ mod tests {
         assert!(w.skipped.is_empty());
         let w = walk(&root, |depth, name| !(depth == 1 && name.starts_with('.')) && name != "b");
         assert_eq!(w.files, ["a/x.md", "c/z.md", "top.md"]);
+    }
+
+    #[test]
+    fn entries_come_in_tree_order_with_what_was_not_entered() {
+        let (_t, root) = tree();
+        fs::write(root.join("a-b.md"), "x").unwrap();
+        symlink("top.md", root.join("a/link.md")).unwrap();
+        let items = entries(&root, |d| d.name != "b");
+        let got: Vec<(&str, usize, Kind, bool)> =
+            items.iter().map(|i| (i.rel.as_str(), i.depth, i.kind, i.entered)).collect();
+        // Tree order: "a/…" before "a-b.md" (component order, not byte order).
+        assert_eq!(
+            got,
+            [
+                ("", 0, Kind::Dir, true),
+                (".hidden", 1, Kind::Dir, true),
+                (".hidden/h.md", 2, Kind::File, false),
+                ("a", 1, Kind::Dir, true),
+                ("a/b", 2, Kind::Dir, false),
+                ("a/link.md", 2, Kind::Symlink, false),
+                ("a/x.md", 2, Kind::File, false),
+                ("a-b.md", 1, Kind::File, false),
+                ("c", 1, Kind::Dir, true),
+                ("c/z.md", 2, Kind::File, false),
+                ("top.md", 1, Kind::File, false),
+            ]
+        );
+        assert_eq!(items[5].path, root.join("a/link.md"));
+        assert!(items.iter().all(|i| i.error.is_none() && i.utf8));
+        let file = entries(&root.join("top.md"), |_| true);
+        assert_eq!((file.len(), file[0].kind, file[0].entered), (1, Kind::File, false));
+        let w = walk(&root.join("top.md"), |_, _| true);
+        assert!(matches!(w.skipped[0].why, Why::Unreadable(_)) && w.dirs.is_empty(), "{w:?}");
     }
 
     #[test]

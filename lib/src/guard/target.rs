@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use crate::fs::walk::{Dir, Kind};
+
 /// What kind of target a verdict is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TargetKind {
@@ -128,15 +130,6 @@ fn join(display: &str, rel: &str) -> String {
     }
 }
 
-fn rel_of(root: &Path, p: &Path) -> String {
-    p.strip_prefix(root)
-        .unwrap_or(p)
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// An entry for `path`; `follow` stats through a symlink (command-line
 /// files), otherwise the link itself is described.
 fn entry_for(path: &Path, rel: String, display: String, follow: bool) -> Entry {
@@ -175,44 +168,43 @@ fn special_name(ft: &fs::FileType) -> &'static str {
     }
 }
 
-/// Walks a directory given on the command line: each directory holding a
-/// SKILL.md becomes one skill target (with everything under it), every
-/// other file its own target. `.git` directories and a library's own
-/// `.cache/` are skipped.
+/// Walks a directory given on the command line (kb::fs::walk, tree
+/// order): each directory holding a SKILL.md becomes one skill target
+/// (with everything under it), every other file its own target. `.git`
+/// directories and a library's own `.cache/` are skipped.
 fn walk(root: &Path, display: &str, out: &mut Vec<Result<Target, PathError>>) {
-    if root.join("SKILL.md").symlink_metadata().is_ok() {
+    if is_skill(root) {
         out.push(Ok(skill(root, display.to_string())));
         return;
     }
-    let mut it = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1).into_iter();
-    while let Some(next) = it.next() {
-        let e = match next {
-            Ok(e) => e,
-            Err(err) => {
-                let p = err.path().map(|p| p.display().to_string()).unwrap_or_else(|| display.to_string());
-                out.push(Err(PathError { path: p, message: err.to_string() }));
-                continue;
-            }
-        };
-        let rel = rel_of(root, e.path());
-        let shown = join(display, &rel);
-        if e.file_type().is_dir() {
-            if e.file_name() == ".git" || is_library_cache(e.path()) {
-                it.skip_current_dir();
-            } else if e.path().join("SKILL.md").symlink_metadata().is_ok() {
-                out.push(Ok(skill(e.path(), shown)));
-                it.skip_current_dir();
+    let enter = |d: &Dir| d.name != ".git" && !is_library_cache(d.path) && !is_skill(d.path);
+    for it in crate::fs::walk::entries(root, enter) {
+        if let Some(message) = it.error {
+            out.push(Err(PathError { path: it.path.display().to_string(), message }));
+            continue;
+        }
+        let shown = join(display, &it.rel);
+        if it.depth == 0 {
+            continue;
+        }
+        if it.kind == Kind::Dir {
+            if !it.entered && it.name() != ".git" && !is_library_cache(&it.path) && is_skill(&it.path) {
+                out.push(Ok(skill(&it.path, shown)));
             }
             continue;
         }
         // Loose files and links: a link is read through (it was found, not
         // followed into a walk); a broken or looping one is reported.
-        let entry = entry_for(e.path(), String::new(), shown.clone(), e.path_is_symlink());
+        let entry = entry_for(&it.path, String::new(), shown.clone(), it.kind == Kind::Symlink);
         if entry.kind == EntryKind::Dir {
             continue; // a link to a directory: the walk does not follow links
         }
-        out.push(Ok(Target { display: shown, kind: TargetKind::File, root: e.path().into(), entries: vec![entry] }));
+        out.push(Ok(Target { display: shown, kind: TargetKind::File, root: it.path, entries: vec![entry] }));
     }
+}
+
+fn is_skill(dir: &Path) -> bool {
+    dir.join("SKILL.md").symlink_metadata().is_ok()
 }
 
 /// A library's `.cache/` (beside its `.changelog`) holds only the tools'
@@ -226,50 +218,26 @@ fn is_library_cache(dir: &Path) -> bool {
         && dir.parent().is_some_and(|p| p.join(changelog::FILE).symlink_metadata().is_ok())
 }
 
-/// A skill target: every entry under `root`, sorted, links not followed.
+/// A skill target: every entry under `root` (kb::fs::walk, tree order),
+/// links not followed; a directory that cannot be listed is an
+/// unreadable entry after its own.
 fn skill(root: &Path, display: String) -> Target {
     let mut entries = Vec::new();
-    for next in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
-        match next {
-            Ok(e) => {
-                let rel = rel_of(root, e.path());
-                let shown = join(&display, &rel);
-                entries.push(entry_for(e.path(), rel, shown, false));
-            }
-            Err(err) => {
-                let p = err.path().map(Path::to_path_buf).unwrap_or_else(|| root.to_path_buf());
-                let rel = rel_of(root, &p);
-                entries.push(Entry {
-                    display: join(&display, &rel),
-                    rel,
-                    fs: p,
-                    kind: EntryKind::Unreadable(err.to_string()),
-                    size: 0,
-                    executable: false,
-                });
-            }
+    for it in crate::fs::walk::entries(root, |_| true) {
+        let shown = join(&display, &it.rel);
+        if it.depth > 0 {
+            entries.push(entry_for(&it.path, it.rel.clone(), shown.clone(), false));
+        }
+        if let Some(message) = it.error {
+            let kind = EntryKind::Unreadable(message);
+            entries.push(Entry { display: shown, rel: it.rel, fs: it.path, kind, size: 0, executable: false });
         }
     }
     Target { display, kind: TargetKind::Skill, root: root.to_path_buf(), entries }
 }
 
 /// File contents: read into memory, or mapped when large.
-pub enum Data {
-    /// Read with `read_to_end`.
-    Bytes(Vec<u8>),
-    /// Mapped (files of [`MAP_AT`] bytes or more).
-    Map(Mmap),
-}
-
-impl std::ops::Deref for Data {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Data::Bytes(b) => b,
-            Data::Map(m) => m,
-        }
-    }
-}
+pub use crate::fs::map::Bytes as Data;
 
 /// Files this large or larger are mapped rather than read.
 pub const MAP_AT: u64 = 64 << 20;
@@ -287,7 +255,7 @@ pub fn read(path: &Path) -> io::Result<Data> {
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
     f.read_to_end(&mut buf)?;
-    Ok(Data::Bytes(buf))
+    Ok(Data::Owned(buf))
 }
 
 #[allow(unsafe_code)]

@@ -18,9 +18,8 @@ use crate::library::Library;
 
 /// One piece of stale git state removed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "cleared")]
 pub struct Cleared {
-    /// Always `cleared`.
-    pub record: &'static str,
     /// The file removed (absolute, it lives outside the library).
     pub path: String,
     /// Why it was stale.
@@ -61,7 +60,6 @@ pub fn clear(lib: &Library, wait: Duration) -> Result<Vec<Cleared>> {
     let mut out = Vec::new();
     if remove(&lock)? {
         out.push(Cleared {
-            record: "cleared",
             path: lock.display().to_string(),
             reason: "git's index lock with no live git process (left by a killed commit)".into(),
         });
@@ -69,7 +67,6 @@ pub fn clear(lib: &Library, wait: Duration) -> Result<Vec<Cleared>> {
     for f in merge_files(&top).into_iter().chain(if lib.dir != top { merge_files(&lib.dir) } else { Vec::new() }) {
         if remove(&f)? {
             out.push(Cleared {
-                record: "cleared",
                 path: f.display().to_string(),
                 reason: "a merge driver's temp file with no live git process (left by a killed sync)".into(),
             });

@@ -1,16 +1,21 @@
-//! The relation graph as search and `kb-relate neighbors` walk it (seed 000
-//! search "graph-enhanced": BFS over `.relations.jsonl`, `MAX_GRAPH_HOPS`
-//! 2, `MAX_GRAPH_EXPAND` 20). Documents are the nodes; every edge between
-//! two documents is an undirected link; a `topic:<name>` target links to
-//! every document with that topic; notebook nodes are never traversed (a
+//! The relation graph, the one for every reader: `kb-relate neighbors`,
+//! kb-score's graph facts (`used_by`, neighbours) and its recommendations
+//! (seed 000 search "graph-enhanced": BFS over `.relations.jsonl`,
+//! `MAX_GRAPH_HOPS` 2, `MAX_GRAPH_EXPAND` 20). Documents are the nodes,
+//! numbered by their place in the list the graph is built from; every edge
+//! between two documents is an undirected link; a `topic:<name>` end links
+//! to every document with that topic; notebook ends are never traversed (a
 //! notebook that touched many files would join unrelated documents).
+//!
+//! The graph is by id, never by path string: at 100,000 documents a graph
+//! of strings was a third of kb-score's cold-build peak memory.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::library::entry::Entry;
 use crate::library::relations::{self, Edge};
 use crate::library::scan;
 use crate::library::Library;
@@ -20,163 +25,243 @@ pub const MAX_GRAPH_HOPS: usize = 2;
 /// Seed 000 `MAX_GRAPH_EXPAND`.
 pub const MAX_GRAPH_EXPAND: usize = 20;
 
-/// Undirected adjacency between documents, each neighbour labelled with the
-/// kinds of edge that join them (sorted, so output is deterministic).
-#[derive(Debug, Clone, Default)]
+/// Edge kinds that do not count as a use of the target: authorship
+/// (`wrote`) and a document's own notebook (`source`).
+pub const NOT_USES: &[&str] = &["wrote", "source"];
+
+/// The graph over documents `0..n`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Graph {
-    adj: BTreeMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// Per document, how many distinct sources have an edge into it
+    /// (topic targets fanned out, [`NOT_USES`] kinds and self-edges
+    /// skipped): kb-score's `used_by`.
+    pub used: Vec<u32>,
+    /// Per document, its neighbours by id, sorted and distinct.
+    pub adj: Vec<Vec<u32>>,
 }
 
 /// A document reached by [`Graph::bfs`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reached {
     /// The document reached.
-    pub path: String,
+    pub doc: u32,
     /// How many hops from the nearest start (1 = a direct neighbour).
     pub hop: usize,
-    /// The document it was reached from (the smallest path among the
+    /// The document it was reached from (the smallest id among the
     /// previous hop's neighbours), shown as `← via` in search tables.
-    pub via: String,
+    pub via: u32,
 }
 
 impl Graph {
-    /// Builds the graph from an edge set and the library's entries: edges
-    /// whose ends are not documents in `entries` (dangling links,
-    /// notebooks) are dropped; `topic:<name>` ends fan out to the documents
-    /// with that topic.
-    pub fn from_edges(edges: &BTreeSet<Edge>, entries: &[Entry]) -> Graph {
-        let docs: BTreeSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-        let mut by_topic: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for e in entries {
-            by_topic.entry(e.topic.as_str()).or_default().push(e.path.as_str());
+    /// Builds the graph of documents given as `(path, topic)`; a document's
+    /// id is its place in `docs`. Edges whose ends are not among `docs`
+    /// (dangling links, notebooks) link nothing; `topic:<name>` ends fan
+    /// out to the documents with that topic.
+    pub fn build<'a>(edges: &BTreeSet<Edge>, docs: impl Iterator<Item = (&'a str, &'a str)>) -> Graph {
+        let docs: Vec<(&str, &str)> = docs.collect();
+        let ids: FxHashMap<&str, u32> = docs.iter().enumerate().map(|(i, (p, _))| (*p, i as u32)).collect();
+        let mut by_topic: FxHashMap<&str, Vec<u32>> = FxHashMap::default();
+        for (i, (_, t)) in docs.iter().enumerate() {
+            by_topic.entry(t).or_default().push(i as u32);
         }
-        let resolve = |node: &str| -> Vec<String> {
-            if let Some(topic) = node.strip_prefix("topic:") {
-                by_topic.get(topic).map(|v| v.iter().map(|s| s.to_string()).collect()).unwrap_or_default()
-            } else if docs.contains(node) {
-                vec![node.to_string()]
-            } else {
-                Vec::new()
+        let resolve = |node: &str| -> &[u32] {
+            match node.strip_prefix("topic:") {
+                Some(t) => by_topic.get(t).map_or(&[], Vec::as_slice),
+                None => ids.get(node).map_or(&[], std::slice::from_ref),
             }
         };
-        let mut g = Graph::default();
-        for edge in edges {
-            if edge.from.starts_with("notebook:") || edge.to.starts_with("notebook:") {
-                continue;
-            }
-            for a in resolve(&edge.from) {
-                for b in resolve(&edge.to) {
-                    if a != b {
-                        g.link(&a, &b, &edge.kind);
+        let mut links: Vec<(u32, u32)> = Vec::new();
+        let mut uses: Vec<(u32, &str)> = Vec::new();
+        for e in edges {
+            if !NOT_USES.contains(&e.kind.as_str()) {
+                for &t in resolve(&e.to) {
+                    if docs[t as usize].0 != e.from {
+                        uses.push((t, e.from.as_str()));
                     }
                 }
             }
+            if e.from.starts_with("notebook:") || e.to.starts_with("notebook:") {
+                continue;
+            }
+            for &a in resolve(&e.from) {
+                links.extend(resolve(&e.to).iter().map(|&b| (a, b)));
+            }
+        }
+        uses.sort_unstable();
+        uses.dedup();
+        let mut g = Graph::from_links(docs.len(), links);
+        for (t, _) in uses {
+            g.used[t as usize] += 1;
         }
         g
     }
 
-    fn link(&mut self, a: &str, b: &str, kind: &str) {
-        self.adj.entry(a.to_string()).or_default().entry(b.to_string()).or_default().insert(kind.to_string());
-        self.adj.entry(b.to_string()).or_default().entry(a.to_string()).or_default().insert(kind.to_string());
-    }
-
-    /// Loads the graph of a library: `.relations.jsonl` (rebuilt in memory
-    /// when it cannot be trusted) over a fresh scan of the documents.
-    pub fn load(lib: &Library) -> Result<Graph> {
-        let scan = scan::library(lib);
-        let edges = match relations::read(lib)? {
-            Some(set) => set,
-            None => relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?,
-        };
-        let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
-        Ok(Graph::from_edges(&edges, &entries))
-    }
-
-    /// The direct neighbours of a document with the edge kinds joining
-    /// them, sorted by path.
-    pub fn neighbors(&self, path: &str) -> Vec<(&str, Vec<&str>)> {
-        self.adj
-            .get(path)
-            .map(|n| n.iter().map(|(p, k)| (p.as_str(), k.iter().map(String::as_str).collect())).collect())
-            .unwrap_or_default()
-    }
-
-    /// How many documents link to or from this one.
-    pub fn degree(&self, path: &str) -> usize {
-        self.adj.get(path).map_or(0, BTreeMap::len)
+    /// The graph of `n` documents joined by `links` (each undirected; a
+    /// document's link to itself is dropped), no document used.
+    pub fn from_links(n: usize, links: impl IntoIterator<Item = (u32, u32)>) -> Graph {
+        let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (a, b) in links {
+            if a != b {
+                adj[a as usize].push(b);
+                adj[b as usize].push(a);
+            }
+        }
+        for a in &mut adj {
+            a.sort_unstable();
+            a.dedup();
+        }
+        Graph { used: vec![0; n], adj }
     }
 
     /// Breadth-first search from `start` (hop 0, not returned) up to
     /// `max_hops`, returning at most `max_expand` documents ordered by hop
-    /// then path. Each hop is completed and sorted before it is cut, so the
-    /// result does not depend on hash or thread order.
-    pub fn bfs(&self, start: &[String], max_hops: usize, max_expand: usize) -> Vec<Reached> {
-        let mut seen: BTreeSet<&str> = start.iter().map(String::as_str).collect();
-        let mut frontier: Vec<&str> = seen.iter().copied().collect();
+    /// then id. Each hop is completed and sorted before it is cut, so the
+    /// result does not depend on hash or thread order. Built from
+    /// documents in path order, id order is path order.
+    pub fn bfs(&self, start: &[u32], max_hops: usize, max_expand: usize) -> Vec<Reached> {
+        let mut seen: BTreeSet<u32> = start.iter().copied().collect();
+        let mut frontier: Vec<u32> = seen.iter().copied().collect();
         let mut out = Vec::new();
         for hop in 1..=max_hops {
             if out.len() >= max_expand || frontier.is_empty() {
                 break;
             }
-            // path -> smallest predecessor; frontier is sorted so the first wins.
-            let mut level: BTreeMap<&str, &str> = BTreeMap::new();
-            for from in &frontier {
-                for to in self.adj.get(*from).into_iter().flat_map(BTreeMap::keys) {
-                    if !seen.contains(to.as_str()) {
-                        level.entry(to.as_str()).or_insert(from);
+            // doc -> smallest predecessor; frontier is sorted so the first wins.
+            let mut level: BTreeMap<u32, u32> = BTreeMap::new();
+            for &from in &frontier {
+                for &to in self.adj.get(from as usize).map_or(&[][..], Vec::as_slice) {
+                    if !seen.contains(&to) {
+                        level.entry(to).or_insert(from);
                     }
                 }
             }
             let room = max_expand - out.len();
-            let next: Vec<(&str, &str)> = level.into_iter().take(room).collect();
-            frontier = next.iter().map(|(p, _)| *p).collect();
-            for (path, via) in next {
-                seen.insert(path);
-                out.push(Reached { path: path.to_string(), hop, via: via.to_string() });
+            let next: Vec<(u32, u32)> = level.into_iter().take(room).collect();
+            frontier = next.iter().map(|(d, _)| *d).collect();
+            for (doc, via) in next {
+                seen.insert(doc);
+                out.push(Reached { doc, hop, via });
             }
         }
         out
     }
 }
 
+/// A library's documents, sorted by path, and their graph (ids index
+/// `paths`).
+pub struct Loaded {
+    /// Every document's library-relative path, sorted.
+    pub paths: Vec<String>,
+    /// The graph over them.
+    pub graph: Graph,
+}
+
+impl Loaded {
+    /// The id of a document, None when `path` is not one.
+    pub fn id(&self, path: &str) -> Option<u32> {
+        self.paths.binary_search_by(|p| p.as_str().cmp(path)).ok().map(|i| i as u32)
+    }
+
+    /// The path of an id.
+    pub fn path(&self, id: u32) -> &str {
+        &self.paths[id as usize]
+    }
+}
+
+/// One document `kb-relate neighbors` reached (the `neighbor` record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "record", rename = "neighbor")]
+pub struct Neighbor<'a> {
+    /// The document reached.
+    pub path: &'a str,
+    /// Hops from the start (1 = a direct neighbour).
+    pub hop: usize,
+    /// The document it was reached from.
+    pub via: &'a str,
+}
+
+impl Loaded {
+    /// The documents within `hops` of `path` (none when it is not a
+    /// document), at most `max`, by hop then path.
+    pub fn neighbors(&self, path: &str, hops: usize, max: usize) -> Vec<Neighbor<'_>> {
+        let reached = self.graph.bfs(self.id(path).as_slice(), hops, max);
+        reached.iter().map(|r| Neighbor { path: self.path(r.doc), hop: r.hop, via: self.path(r.via) }).collect()
+    }
+}
+
+/// Loads the graph of a library: `.relations.jsonl` (rebuilt in memory
+/// when it cannot be trusted) over a fresh scan of the documents.
+pub fn load(lib: &Library) -> Result<Loaded> {
+    let scan = scan::library(lib);
+    let edges = match relations::read(lib)? {
+        Some(set) => set,
+        None => relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?,
+    };
+    let mut docs: Vec<(String, String)> = scan.docs.into_iter().map(|d| (d.entry.path, d.entry.topic)).collect();
+    docs.sort();
+    let graph = Graph::build(&edges, docs.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    Ok(Loaded { paths: docs.into_iter().map(|(p, _)| p).collect(), graph })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn entry(path: &str) -> Entry {
-        Entry::from_text(path, "").expect("a document path")
-    }
 
     fn edge(from: &str, to: &str, kind: &str) -> Edge {
         Edge { from: from.into(), to: to.into(), kind: kind.into() }
     }
 
-    #[test]
-    fn bfs_is_ordered_by_hop_then_path_and_capped() {
-        let entries: Vec<Entry> = ["a.md", "b.md", "c.md", "d.md", ".memory/.references/rate-limiting-v1.md"]
-            .iter()
-            .map(|p| entry(p))
-            .collect();
+    /// Every rule at once: both directions of one link are one neighbour,
+    /// topic ends fan out, notebook ends link nothing but a notebook's
+    /// `referenced` is a use, `wrote`/`source` are not, dangling ends and
+    /// self-edges count for nothing.
+    fn fixture() -> Graph {
+        let docs = [
+            ("a/x.md", "alpha"),
+            ("a/y.md", "beta"),
+            ("b/z.md", "alpha"),
+            ("notes/v.md", "delta"),
+            ("notes/w.md", "gamma"),
+        ];
         let edges: BTreeSet<Edge> = [
-            edge("a.md", "c.md", "link"),
-            edge("b.md", "a.md", "related"),
-            edge("c.md", "topic:rate-limiting", "related"),
-            edge("notebook:nb1", "d.md", "wrote"),
-            edge("notebook:nb1", "a.md", "wrote"),
-            edge("a.md", "missing.md", "link"),
+            edge("a/x.md", "a/y.md", "related"),
+            edge("a/y.md", "a/x.md", "link"),
+            edge("notes/w.md", "topic:alpha", "related"),
+            edge("b/z.md", "topic:alpha", "related"),
+            edge("notebook:nb", "notes/v.md", "wrote"),
+            edge("notebook:nb", "notes/v.md", "referenced"),
+            edge("notebook:nc", "a/y.md", "referenced"),
+            edge("a/x.md", "notebook:nb", "source"),
+            edge("gone.md", "notes/v.md", "link"),
+            edge("a/x.md", "gone.md", "related"),
+            edge("notes/v.md", "notes/v.md", "link"),
         ]
         .into_iter()
         .collect();
-        let g = Graph::from_edges(&edges, &entries);
-        let got = g.bfs(&["a.md".to_string()], 2, 20);
+        Graph::build(&edges, docs.iter().copied())
+    }
+
+    #[test]
+    fn uses_and_links_follow_the_rules() {
+        let g = fixture();
+        // a/x.md: used by a/y.md, b/z.md (topic alpha), notes/w.md (topic alpha).
+        assert_eq!(g.used, [3, 2, 1, 2, 0]);
+        assert_eq!(g.adj, [vec![1, 2, 4], vec![0], vec![0, 4], vec![], vec![0, 2]]);
+    }
+
+    #[test]
+    fn bfs_is_ordered_by_hop_then_id_and_capped() {
+        let g = fixture();
         let want = vec![
-            Reached { path: "b.md".into(), hop: 1, via: "a.md".into() },
-            Reached { path: "c.md".into(), hop: 1, via: "a.md".into() },
-            Reached { path: ".memory/.references/rate-limiting-v1.md".into(), hop: 2, via: "c.md".into() },
+            Reached { doc: 0, hop: 1, via: 1 },
+            Reached { doc: 2, hop: 2, via: 0 },
+            Reached { doc: 4, hop: 2, via: 0 },
         ];
-        assert_eq!(got, want);
-        assert_eq!(g.bfs(&["a.md".to_string()], 2, 1).len(), 1);
-        assert_eq!(g.bfs(&["a.md".to_string()], 1, 20).len(), 2);
-        assert!(g.bfs(&["d.md".to_string()], 2, 20).is_empty(), "notebooks are not traversed");
+        assert_eq!(g.bfs(&[1], 2, 20), want);
+        assert_eq!(g.bfs(&[1], 2, 2), want[..2]);
+        assert_eq!(g.bfs(&[1], 1, 20), want[..1]);
+        // notes/v.md reaches a/x.md only through notebook nb: never traversed.
+        assert!(g.bfs(&[3], 2, 20).is_empty());
+        assert!(g.bfs(&[], 2, 20).is_empty());
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::error::{Context, Error, Result};
+use crate::fs::walk::Kind;
 
 pub mod backoff;
 
@@ -232,8 +233,10 @@ pub fn status(lib: impl AsRef<Path>) -> Result<State> {
     Ok(state)
 }
 
-/// A legacy lock directory that `sweep` removed.
+/// A legacy lock directory or dead writer's temp file that `sweep`
+/// removed (the `swept` record).
 #[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "swept")]
 pub struct Swept {
     /// Library-relative path of the removed directory.
     pub path: String,
@@ -248,20 +251,15 @@ pub struct Swept {
 pub fn sweep(lib: impl AsRef<Path>) -> Result<Vec<Swept>> {
     let dir = lib.as_ref();
     let mut out = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).follow_links(false).into_iter().filter_entry(|e| e.file_name() != ".git") {
-        let Ok(entry) = entry else { continue };
-        if entry.file_type().is_dir() && entry.file_name() == ".lock" && looks_legacy(entry.path()) {
-            if let Some(pid) = reclaim_legacy(entry.path())? {
-                let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
-                out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid });
+    for it in crate::fs::walk::entries(dir, |d| d.name != ".git") {
+        if it.kind == Kind::Dir && it.name() == ".lock" && looks_legacy(&it.path) {
+            if let Some(pid) = reclaim_legacy(&it.path)? {
+                out.push(Swept { path: it.rel, pid });
             }
-        } else if entry.file_type().is_file() {
-            let name = entry.file_name().to_string_lossy();
-            if let Some(pid) = crate::fs::atomic::temp_owner(&name).filter(|p| !pid_alive(*p)) {
-                fs::remove_file(entry.path())
-                    .map_err(|e| Error::io(format!("removing {}", entry.path().display()), e))?;
-                let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
-                out.push(Swept { path: rel.to_string_lossy().replace('\\', "/"), pid: Some(pid) });
+        } else if it.kind == Kind::File {
+            if let Some(pid) = crate::fs::atomic::temp_owner(it.name()).filter(|p| !pid_alive(*p)) {
+                fs::remove_file(&it.path).map_err(|e| Error::io(format!("removing {}", it.path.display()), e))?;
+                out.push(Swept { path: it.rel, pid: Some(pid) });
             }
         }
     }

@@ -14,9 +14,9 @@ use super::candidate::Candidate;
 use super::decide::{new_id, Decision};
 use super::gate;
 use super::govern::Action;
-use super::index_md;
 use super::note::{file_digest, Note};
 use super::store::{self, Loaded, Paths};
+use super::{index_digest, index_md};
 use crate::error::{Context, Error, Exit, Result};
 use crate::fs::atomic;
 use crate::out::jsonl::{read_objects, Out};
@@ -221,9 +221,12 @@ fn audit_line(d: &Decision, event: &str, op: &str, source: &str, file: String, r
 /// new to the store adds one INDEX.md row and one search-index log line,
 /// so its cost does not grow with the store (issue 16).
 fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> Result<(Vec<String>, bool)> {
-    let index_text = store::read_index_md(paths)?;
     let fresh = p.existing.is_none() && p.archived.is_empty();
-    let append = fresh && index_md::appendable(&index_text);
+    // A new note and INDEX.md as apply left it: append its row without
+    // reading or hashing the file (kb::memgate::index_digest).
+    let known = if fresh { index_digest::load(paths).filter(|k| k.appendable) } else { None };
+    let index_text = if known.is_some() { String::new() } else { store::read_index_md(paths)? };
+    let append = known.is_some() || (fresh && index_md::appendable(&index_text));
     let mut rows = if append {
         Vec::new()
     } else {
@@ -262,22 +265,30 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
         files.push(format!("memory/archive/{name}"));
     }
     let removed: Vec<String> = p.archived.iter().map(|a| a.note.id.clone()).collect();
-    let new_index = if append {
+    let index_change = if append {
         let row = index_md::render_row(&index_md::row(&p.note));
+        let mut k = known.unwrap_or_else(|| index_digest::Known::of_text(&index_text, true));
+        let before = k.digest();
         atomic::append_lines(&paths.index_md, &row)?;
-        index_text.clone() + &row
+        k.append(&row);
+        index_digest::save(paths, &k);
+        Some((Some(before), k.digest()))
     } else {
         index_md::update(&mut rows, &removed, &[&p.note]);
         let new_index = index_md::render(&rows);
         if new_index != index_text {
             atomic::write(&paths.index_md, new_index.as_bytes())?;
+            let k = index_digest::Known::of_text(&new_index, index_md::appendable(&new_index));
+            index_digest::save(paths, &k);
+            Some(((!index_text.is_empty()).then(|| file_digest(index_text.as_bytes())), k.digest()))
+        } else {
+            None
         }
-        new_index
     };
-    if new_index != index_text {
+    if let Some((before, after)) = index_change {
         let mut l = audit_line(d, "memory_index_updated", "index", &source, "memory/INDEX.md".into(), reason);
-        l.digest_before = (!index_text.is_empty()).then(|| file_digest(index_text.as_bytes()));
-        l.digest_after = Some(file_digest(new_index.as_bytes()));
+        l.digest_before = before;
+        l.digest_after = Some(after);
         lines.push(l);
         files.push("memory/INDEX.md".into());
     }

@@ -5,26 +5,65 @@
 //! missing or older than `notes/` (the directory's mtime changes with every
 //! add, rename or delete), decide builds one in memory from the notes.
 //!
-//! Layout (little endian): magic `KBMGIX03`, notes-dir mtime (i64 ns),
-//! doc count (u32), term count (u32), total word length (u64), total
-//! n-gram length (u64); docs (48 bytes each: name offset u32, name length
-//! u32, size u64, mtime i64, word length u32, n-gram length u32, duplicate
-//! digest 16 bytes); terms
-//! sorted by key (16 bytes: key u64, postings offset u32, count u32);
-//! postings (8 bytes: doc u32, tf u32); names (UTF-8, `id\tfile`).
+//! The file is a segment of the project's one binary index format
+//! (kb::text::segment, kind `memgate`): per note its name (`id\tfile`),
+//! size, mtime, word and n-gram lengths and duplicate digest; one term
+//! dictionary of word and n-gram keys (8 bytes big-endian, so the
+//! dictionary's byte order is the keys' order; a key's low bit tells the
+//! halves apart) with postings `(doc, tf)`; and the build facts (the
+//! notes-dir mtime it is current with, the total lengths). A version 03
+//! file (`KBMGIX03`, before the shared format) or a damaged one is refused
+//! and rebuilt from the notes, never read with another layout.
+//!
+//! What `apply` changed since the index was written whole is a *side
+//! segment* `.search.side` in the same format (the notes written since,
+//! and which indexed notes they remove): [`View::with_side`] lays it over
+//! the index, as kb-score does with its side index.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use super::delta::Change;
+use serde::{Deserialize, Serialize};
+
 use super::similarity::{self as sim, Features};
+use crate::text::segment::{self, Corrupt, Dict, Forward, Sections, SideOf, Writer};
 
-/// Version 03: word pairs and Latin 4-grams among the terms (an index of
-/// an older version is stale: rebuilt, never read with other terms).
-const MAGIC: &[u8; 8] = b"KBMGIX03";
-const HEAD: usize = 40;
-const DOC: usize = 48;
-const TERM: usize = 16;
-const POST: usize = 8;
+/// The segment kind of a memgate index.
+pub const KIND: &[u8; 8] = b"memgate\0";
+/// Version 5: the shared segment format (version 03 had its own layout;
+/// 4 stored the terms before lemmas and possessives were reduced, so its
+/// keys no longer meet a query's).
+pub const FORMAT_VERSION: u32 = 5;
+const NAME_OFF: usize = 0;
+const NAMES: usize = 1;
+const SIZES: usize = 2;
+const MTIMES: usize = 3;
+const WORD_LENS: usize = 4;
+const GRAM_LENS: usize = 5;
+const DUPS: usize = 6;
+/// The term dictionary's first section (four in a row).
+const DICT: usize = 7;
+/// The info section, last.
+const SECTIONS: usize = 12;
+
+/// Build facts of a memgate segment (its info section, JSON).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Info {
+    /// Number of notes.
+    pub docs: u32,
+    /// Number of dictionary keys.
+    pub terms: u32,
+    /// The notes-dir mtime (ns) the segment (a side: with its main) is current with.
+    pub dir_mtime_ns: i64,
+    /// Sum of the word lengths.
+    pub total_len: u64,
+    /// Sum of the n-gram lengths.
+    pub total_grams: u64,
+    /// When a main segment was written (kb::text::segment::build_stamp).
+    pub built: u64,
+    /// Set in a side segment: the main it extends and the notes it removes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<SideOf>,
+}
 
 /// One indexed note.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,90 +80,81 @@ pub struct DocEntry {
     pub features: Features,
 }
 
-/// Serialises the index; docs are stored in id order, which is also the
-/// order ties are broken in.
+/// Serialises a main index, current with the notes-dir mtime
+/// `dir_mtime_ns`; notes are stored in id order, which is also the order
+/// ties are broken in.
 pub fn encode(dir_mtime_ns: i64, docs: &[DocEntry]) -> Vec<u8> {
-    let mut docs: Vec<&DocEntry> = docs.iter().collect();
-    docs.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut postings: BTreeMap<u64, Vec<(u32, u32)>> = BTreeMap::new();
-    let (mut total, mut total_grams) = (0u64, 0u64);
-    for (i, d) in docs.iter().enumerate() {
-        total += u64::from(d.features.word_len);
-        total_grams += u64::from(d.features.gram_len);
-        for &(k, tf) in d.features.words.iter().chain(&d.features.grams) {
-            postings.entry(k).or_default().push((i as u32, tf));
-        }
-    }
-    let n_post: usize = postings.values().map(Vec::len).sum();
-    let mut out = Vec::with_capacity(HEAD + docs.len() * DOC + postings.len() * TERM + n_post * POST);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&dir_mtime_ns.to_le_bytes());
-    out.extend_from_slice(&(docs.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(postings.len() as u32).to_le_bytes());
-    out.extend_from_slice(&total.to_le_bytes());
-    out.extend_from_slice(&total_grams.to_le_bytes());
-    let mut names = Vec::new();
-    for d in docs {
-        let name = format!("{}\t{}", d.id, d.file);
-        out.extend_from_slice(&(names.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-        names.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(&d.size.to_le_bytes());
-        out.extend_from_slice(&d.mtime_ns.to_le_bytes());
-        out.extend_from_slice(&d.features.word_len.to_le_bytes());
-        out.extend_from_slice(&d.features.gram_len.to_le_bytes());
-        out.extend_from_slice(&d.features.dup);
-    }
-    let mut off = 0u32;
-    for (k, list) in &postings {
-        out.extend_from_slice(&k.to_le_bytes());
-        out.extend_from_slice(&off.to_le_bytes());
-        out.extend_from_slice(&(list.len() as u32).to_le_bytes());
-        off += list.len() as u32;
-    }
-    for list in postings.values() {
-        for (d, tf) in list {
-            out.extend_from_slice(&d.to_le_bytes());
-            out.extend_from_slice(&tf.to_le_bytes());
-        }
-    }
-    out.extend_from_slice(&names);
-    out
+    write(docs, Info { dir_mtime_ns, built: segment::build_stamp(), ..Info::default() })
 }
 
-/// A read-only view of an encoded index (mapped or in memory), with the
-/// change log laid over it ([`View::overlay`]): docs `0..n_main` are the
-/// index's, the ones after are the log's; a doc the log removed or
+/// Serialises a side segment over the main index `of` names, current with
+/// `dir_mtime_ns`, holding the notes written since that main.
+pub fn encode_side(dir_mtime_ns: i64, docs: &[DocEntry], of: SideOf) -> Vec<u8> {
+    write(docs, Info { dir_mtime_ns, side: Some(of), ..Info::default() })
+}
+
+fn write(docs: &[DocEntry], mut info: Info) -> Vec<u8> {
+    let mut docs: Vec<&DocEntry> = docs.iter().collect();
+    docs.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut ids: HashMap<u64, u32> = HashMap::new();
+    let mut keys: Vec<[u8; 8]> = Vec::new();
+    let mut fwd = Forward::default();
+    for d in &docs {
+        info.total_len += u64::from(d.features.word_len);
+        info.total_grams += u64::from(d.features.gram_len);
+        fwd.push_doc(d.features.words.iter().chain(&d.features.grams).map(|&(k, tf)| {
+            let id = *ids.entry(k).or_insert_with(|| {
+                keys.push(k.to_be_bytes());
+                keys.len() as u32 - 1
+            });
+            (id, tf)
+        }));
+    }
+    info.docs = docs.len() as u32;
+    info.terms = keys.len() as u32;
+    let info_json = serde_json::to_vec(&info).unwrap_or_default();
+    let names: Vec<String> = docs.iter().map(|d| format!("{}\t{}", d.id, d.file)).collect();
+    let n = docs.len();
+    let size = segment::header_len(SECTIONS)
+        + (n + 1) * 8
+        + names.iter().map(String::len).sum::<usize>()
+        + n * (8 + 8 + 4 + 4 + 16)
+        + segment::postings_size(keys.len(), keys.len() * 8, fwd.items())
+        + info_json.len()
+        + 16;
+    let mut w = Writer::new(KIND, FORMAT_VERSION, SECTIONS, size);
+    w.table(|| names.iter().map(String::as_bytes));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.size.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.mtime_ns.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.features.word_len.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.features.gram_len.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.features.dup)));
+    w.postings(&fwd, keys.len(), |t| &keys[t as usize]);
+    w.finish(&info_json)
+}
+
+/// A read-only view of an encoded index (mapped or in memory), with a
+/// side segment laid over it ([`View::with_side`]): docs `0..n_main` are
+/// the index's, the ones after are the side's; a doc the side removed or
 /// rewrote is gone from the index's part.
 pub struct View<'a> {
-    b: &'a [u8],
-    /// The notes-dir mtime the index (with its log) is current with.
+    s: Sections<'a>,
+    dict: Dict<'a>,
+    /// The main segment's build facts.
+    info: Info,
+    /// The notes-dir mtime the index (with its side) is current with.
     pub dir_mtime_ns: i64,
     n_main: usize,
-    n_terms: usize,
-    terms_at: usize,
-    posts_at: usize,
-    names_at: usize,
-    /// Per index doc: removed or rewritten by the log (empty: none).
+    /// Main docs removed or rewritten by the side, ascending.
+    dead: Vec<u32>,
+    /// Per index doc: removed or rewritten by the side (empty: none).
     gone: Vec<bool>,
-    /// The docs the log wrote.
+    /// The docs the side holds.
     extra: Vec<DocEntry>,
     /// Live docs and their total lengths (word half, n-gram half).
     live: usize,
     total_len: u64,
     total_grams: u64,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4).map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    b.get(at..at + 8).map_or(0, |s| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(s);
-        u64::from_le_bytes(a)
-    })
 }
 
 /// A neighbour found by the search, before governance reads its file.
@@ -149,100 +179,105 @@ fn tf_in(f: &Features, key: u64) -> Option<u32> {
 }
 
 impl<'a> View<'a> {
-    /// Opens an encoded index; `None` when it is not one (or truncated).
-    pub fn open(b: &'a [u8]) -> Option<View<'a>> {
-        if b.len() < HEAD || &b[..8] != MAGIC {
-            return None;
+    /// Opens an encoded main index; why not when it is not one (another
+    /// kind or version, truncated, damaged).
+    pub fn open(b: &'a [u8]) -> Result<View<'a>, Corrupt> {
+        let s = Sections::open(b, KIND, FORMAT_VERSION, SECTIONS)?;
+        let info: Info = serde_json::from_slice(s.info()).map_err(|e| format!("index info unreadable: {e}"))?;
+        let n = info.docs as usize;
+        s.check_table(NAME_OFF, NAMES, n, 1)?;
+        for (sec, width) in [(SIZES, 8), (MTIMES, 8), (WORD_LENS, 4), (GRAM_LENS, 4), (DUPS, 16)] {
+            s.check_fixed(sec, n, width)?;
         }
-        let n_main = u32_at(b, 16) as usize;
-        let n_terms = u32_at(b, 20) as usize;
-        let terms_at = HEAD.checked_add(n_main.checked_mul(DOC)?)?;
-        let posts_at = terms_at.checked_add(n_terms.checked_mul(TERM)?)?;
-        let n_post = if n_terms == 0 {
-            0
-        } else {
-            let last = terms_at + (n_terms - 1) * TERM;
-            (u64::from(u32_at(b, last + 8)) + u64::from(u32_at(b, last + 12))) as usize
-        };
-        let names_at = posts_at.checked_add(n_post.checked_mul(POST)?)?;
-        if names_at > b.len() {
-            return None;
-        }
-        Some(View {
-            b,
-            dir_mtime_ns: u64_at(b, 8) as i64,
-            n_main,
-            n_terms,
-            terms_at,
-            posts_at,
-            names_at,
+        let dict = Dict::open(&s, DICT, info.terms as usize, n)?;
+        Ok(View {
+            s,
+            dict,
+            dir_mtime_ns: info.dir_mtime_ns,
+            n_main: n,
+            dead: Vec::new(),
             gone: Vec::new(),
             extra: Vec::new(),
-            live: n_main,
-            total_len: u64_at(b, 24),
-            total_grams: u64_at(b, 32),
+            live: n,
+            total_len: info.total_len,
+            total_grams: info.total_grams,
+            info,
         })
     }
 
-    /// The notes-dir mtime the index itself was written against.
-    pub fn base_mtime_ns(&self) -> i64 {
-        u64_at(self.b, 8) as i64
+    /// This main index with the side segment `side` laid over it; the view
+    /// is then current with the side's notes-dir mtime. An error when the
+    /// side is unreadable or extends another main index.
+    pub fn with_side(self, side: &[u8]) -> Result<View<'a>, Corrupt> {
+        let sv = View::open(side)?;
+        let of = sv.info.side.clone().ok_or("not a side index")?;
+        of.check(self.info.built, self.n_main)?;
+        let at = sv.info.dir_mtime_ns;
+        let mut v = self.with_changes(of.dead, sv.entries());
+        v.dir_mtime_ns = at;
+        Ok(v)
     }
 
-    /// Number of docs in the index itself (before the log).
-    pub fn base_len(&self) -> usize {
-        self.n_main
-    }
-
-    /// This view with the log's changes laid over it, in order; the view
-    /// is then current with the last change's notes-dir mtime.
-    pub fn overlay(mut self, changes: Vec<Change>) -> View<'a> {
-        for c in changes {
-            let put_id = c.put.as_ref().map(|e| e.id.clone());
-            for id in c.del.iter().chain(&put_id) {
-                self.remove(id);
-            }
-            if let Some(e) = c.put {
-                self.live += 1;
-                self.total_len += u64::from(e.features.word_len);
-                self.total_grams += u64::from(e.features.gram_len);
-                self.extra.push(e);
-            }
-            self.dir_mtime_ns = c.at;
-        }
-        self
-    }
-
-    fn remove(&mut self, id: &str) {
-        let (w, g) = if let Some(i) = self.extra.iter().position(|e| e.id == id) {
-            let e = self.extra.remove(i);
-            (e.features.word_len, e.features.gram_len)
-        } else if let Some(i) = self.find_main(id).filter(|&i| !self.gone.get(i).copied().unwrap_or(false)) {
+    /// This main index with the main docs `dead` (ascending) removed and
+    /// `extra` added.
+    pub fn with_changes(mut self, dead: Vec<u32>, extra: Vec<DocEntry>) -> View<'a> {
+        for &i in &dead {
             if self.gone.is_empty() {
                 self.gone = vec![false; self.n_main];
             }
-            self.gone[i] = true;
-            (self.word_len(i), self.gram_len(i))
-        } else {
-            return;
-        };
-        self.live -= 1;
-        self.total_len = self.total_len.saturating_sub(u64::from(w));
-        self.total_grams = self.total_grams.saturating_sub(u64::from(g));
+            if let Some(g) = self.gone.get_mut(i as usize).filter(|g| !**g) {
+                *g = true;
+                self.live -= 1;
+                self.total_len = self.total_len.saturating_sub(u64::from(self.word_len(i as usize)));
+                self.total_grams = self.total_grams.saturating_sub(u64::from(self.gram_len(i as usize)));
+            }
+        }
+        for e in &extra {
+            self.live += 1;
+            self.total_len += u64::from(e.features.word_len);
+            self.total_grams += u64::from(e.features.gram_len);
+        }
+        self.dead = dead;
+        self.extra = extra;
+        self
     }
 
-    /// The index doc with this id (index docs are in id order).
-    fn find_main(&self, id: &str) -> Option<usize> {
+    /// The main index's build stamp (a side segment names it).
+    pub fn built(&self) -> u64 {
+        self.info.built
+    }
+
+    /// The main docs the side removes, ascending.
+    pub fn dead(&self) -> &[u32] {
+        &self.dead
+    }
+
+    /// The docs the side holds.
+    pub fn extra(&self) -> &[DocEntry] {
+        &self.extra
+    }
+
+    /// The index doc with this id (index docs are in id order), removed or not.
+    pub fn find_main(&self, id: &str) -> Option<usize> {
         let (mut lo, mut hi) = (0usize, self.n_main);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.name(mid).0.as_str().cmp(id) {
+            match self.main_id(mid).cmp(id) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Some(mid),
             }
         }
         None
+    }
+
+    fn main_name(&self, i: usize) -> &'a str {
+        self.s.str_at(NAME_OFF, NAMES, i)
+    }
+
+    fn main_id(&self, i: usize) -> &'a str {
+        let s = self.main_name(i);
+        s.split_once('\t').map_or(s, |(id, _)| id)
     }
 
     /// Number of notes indexed.
@@ -263,20 +298,13 @@ impl<'a> View<'a> {
         !self.gone.get(i).copied().unwrap_or(false)
     }
 
-    fn doc_at(&self, i: usize) -> usize {
-        HEAD + i * DOC
-    }
-
     /// The id and file name of doc `i`.
     pub fn name(&self, i: usize) -> (String, String) {
         if let Some(e) = i.checked_sub(self.n_main).and_then(|j| self.extra.get(j)) {
             return (e.id.clone(), e.file.clone());
         }
-        let at = self.doc_at(i);
-        let (off, len) = (u32_at(self.b, at) as usize, u32_at(self.b, at + 4) as usize);
-        let s = self.b.get(self.names_at + off..self.names_at + off + len).unwrap_or(&[]);
-        let s = String::from_utf8_lossy(s);
-        let (id, file) = s.split_once('\t').unwrap_or((&s, ""));
+        let s = self.main_name(i);
+        let (id, file) = s.split_once('\t').unwrap_or((s, ""));
         (id.to_string(), file.to_string())
     }
 
@@ -285,21 +313,20 @@ impl<'a> View<'a> {
         if let Some(e) = i.checked_sub(self.n_main).and_then(|j| self.extra.get(j)) {
             return (e.size, e.mtime_ns);
         }
-        let at = self.doc_at(i);
-        (u64_at(self.b, at + 8), u64_at(self.b, at + 16) as i64)
+        (self.s.u64_of(SIZES, i).unwrap_or(0), self.s.u64_of(MTIMES, i).unwrap_or(0) as i64)
     }
 
     fn word_len(&self, i: usize) -> u32 {
         match i.checked_sub(self.n_main).and_then(|j| self.extra.get(j)) {
             Some(e) => e.features.word_len,
-            None => u32_at(self.b, self.doc_at(i) + 24),
+            None => self.s.u32_of(WORD_LENS, i).unwrap_or(0),
         }
     }
 
     fn gram_len(&self, i: usize) -> u32 {
         match i.checked_sub(self.n_main).and_then(|j| self.extra.get(j)) {
             Some(e) => e.features.gram_len,
-            None => u32_at(self.b, self.doc_at(i) + 28),
+            None => self.s.u32_of(GRAM_LENS, i).unwrap_or(0),
         }
     }
 
@@ -308,8 +335,7 @@ impl<'a> View<'a> {
         match i.checked_sub(self.n_main).and_then(|j| self.extra.get(j)) {
             Some(e) => out = e.features.dup,
             None => {
-                let at = self.doc_at(i) + 32;
-                if let Some(s) = self.b.get(at..at + 16) {
+                if let Some(s) = self.s.get(DUPS).get(i * 16..i * 16 + 16) {
                     out.copy_from_slice(s);
                 }
             }
@@ -319,22 +345,10 @@ impl<'a> View<'a> {
 
     /// The live postings of a term: (doc, tf) pairs, index docs first.
     fn postings(&self, key: u64) -> Vec<(usize, u32)> {
-        let (mut lo, mut hi) = (0usize, self.n_terms);
-        let mut found = None;
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let k = u64_at(self.b, self.terms_at + mid * TERM);
-            match k.cmp(&key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => {
-                    found = Some(mid);
-                    break;
-                }
+        let mut out: Vec<(usize, u32)> = match self.dict.find(&key.to_be_bytes()) {
+            Some(t) => {
+                self.dict.postings_of(t).map(|(d, tf)| (d as usize, tf)).filter(|&(d, _)| self.is_live(d)).collect()
             }
-        }
-        let mut out: Vec<(usize, u32)> = match found {
-            Some(m) => self.postings_at(self.terms_at + m * TERM).filter(|&(d, _)| self.is_live(d)).collect(),
             None => Vec::new(),
         };
         for (j, e) in self.extra.iter().enumerate() {
@@ -447,11 +461,11 @@ impl<'a> View<'a> {
                 }
             })
             .collect();
-        for t in 0..self.n_terms {
-            let at = self.terms_at + t * TERM;
-            let key = u64_at(self.b, at);
-            for (d, tf) in self.postings_at(at) {
-                if let Some(doc) = docs.get_mut(d) {
+        for t in 0..self.dict.terms() {
+            let Ok(key) = <[u8; 8]>::try_from(self.dict.term(t)) else { continue };
+            let key = u64::from_be_bytes(key);
+            for (d, tf) in self.dict.postings_of(t) {
+                if let Some(doc) = docs.get_mut(d as usize) {
                     let f = &mut doc.features;
                     if key & 1 == 1 { &mut f.grams } else { &mut f.words }.push((key, tf));
                 }
@@ -461,14 +475,6 @@ impl<'a> View<'a> {
             docs.into_iter().enumerate().filter(|(i, _)| self.is_live(*i)).map(|(_, d)| d).collect();
         out.extend(self.extra.iter().cloned());
         out
-    }
-
-    fn postings_at(&self, term_at: usize) -> impl Iterator<Item = (usize, u32)> + '_ {
-        let (off, n) = (u32_at(self.b, term_at + 8) as usize, u32_at(self.b, term_at + 12) as usize);
-        (off..off + n).map(move |p| {
-            let at = self.posts_at + p * POST;
-            (u32_at(self.b, at) as usize, u32_at(self.b, at + 4))
-        })
     }
 }
 
@@ -496,18 +502,18 @@ mod tests {
     }
 
     #[test]
-    fn an_overlay_scores_as_the_index_written_whole() {
+    fn a_side_segment_scores_as_the_index_written_whole() {
         let docs = vec![doc("MEM-a", "use pnpm for installs"), doc("MEM-b", "tabs in go files"), doc("MEM-c", "tabs")];
         let base = encode(1, &docs);
-        let put = doc("MEM-d", "use yarn for installs");
-        let changes = vec![
-            Change { at: 2, del: vec!["MEM-c".into()], put: Some(put.clone()) },
-            Change { at: 3, del: Vec::new(), put: Some(doc("MEM-a", "use pnpm for all installs")) },
-        ];
-        let bytes = encode(3, &[docs[1].clone(), put, doc("MEM-a", "use pnpm for all installs")]);
+        let main = View::open(&base).unwrap();
+        // MEM-c removed, MEM-d added, MEM-a rewritten.
+        let side_docs = vec![doc("MEM-d", "use yarn for installs"), doc("MEM-a", "use pnpm for all installs")];
+        let of = SideOf { main_built: main.built(), dead: vec![0, 2] };
+        let side = encode_side(3, &side_docs, of.clone());
+        let bytes = encode(3, &[docs[1].clone(), side_docs[0].clone(), side_docs[1].clone()]);
         let whole = View::open(&bytes).unwrap();
-        let over = View::open(&base).unwrap().overlay(changes);
-        assert_eq!((over.dir_mtime_ns, over.len()), (3, 3));
+        let over = View::open(&base).unwrap().with_side(&side).unwrap();
+        assert_eq!((over.dir_mtime_ns, over.len(), over.dead()), (3, 3, [0, 2].as_slice()));
         let q = sim::features("pnpm or yarn for installs in go", "x");
         let named = |v: &View, hits: Vec<Hit>| -> Vec<(String, String, String)> {
             hits.iter().map(|h| (v.name(h.doc).0, format!("{:.9}", h.bm25), format!("{:.9}", h.ngram))).collect()
@@ -516,5 +522,21 @@ mod tests {
         let mut a = over.entries();
         a.sort_by(|x, y| x.id.cmp(&y.id));
         assert_eq!(a, whole.entries());
+        // A side of another main, or a main read as a side, is refused.
+        let other = encode_side(3, &side_docs, SideOf { main_built: main.built() + 1, ..of });
+        assert!(View::open(&base).unwrap().with_side(&other).is_err());
+        assert!(View::open(&base).unwrap().with_side(&bytes).is_err());
+    }
+
+    #[test]
+    fn an_old_or_damaged_index_is_refused() {
+        let mut old = b"KBMGIX03".to_vec();
+        old.extend([0u8; 64]);
+        assert!(View::open(&old).err().is_some_and(|e| e.contains("bad magic")));
+        let bytes = encode(7, &[doc("MEM-a", "use pnpm for installs")]);
+        assert!(View::open(&bytes[..bytes.len() - 3]).is_err());
+        let mut v3 = bytes.clone();
+        v3[16..20].copy_from_slice(&3u32.to_le_bytes());
+        assert!(View::open(&v3).err().is_some_and(|e| e.contains("memgate index format 3, expected 4")));
     }
 }

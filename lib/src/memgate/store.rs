@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use super::delta::{self, Change};
 use super::note::{self, Note};
 use super::search::{self, DocEntry, View};
 use super::similarity;
 use crate::error::{Context, Error, Result};
+use crate::text::segment::{Bytes, SideOf};
+
+/// The most notes (written or removed) a side segment holds before apply
+/// writes the index whole again: keeps both the side a reader decodes and
+/// the amortised rewrite small.
+pub const MAX_CHANGES: usize = 128;
 
 /// The seed's default memory directory, relative to the project root.
 pub const DEFAULT_DIR: &str = ".cursor/.lingxi/memory";
@@ -29,7 +34,13 @@ pub struct Paths {
     pub index_md: PathBuf,
     /// `.search.idx`, the derived neighbour index.
     pub search: PathBuf,
-    /// `.search.log`, the changes apply made since `.search.idx` was written.
+    /// `.search.side`, the side segment: the notes apply wrote or removed
+    /// since `.search.idx` was written whole.
+    pub search_side: PathBuf,
+    /// `.index.digest`, INDEX.md's running SHA-256 (kb::memgate::index_digest).
+    pub index_digest: PathBuf,
+    /// `.search.log`, the change log of index version 03, removed when
+    /// the index is written.
     pub search_log: PathBuf,
     /// `../workspace/audit.log` (the seed's `.cursor/.lingxi/workspace/audit.log`).
     pub audit: PathBuf,
@@ -53,6 +64,8 @@ impl Paths {
             archive: dir.join("archive"),
             index_md: dir.join("INDEX.md"),
             search: dir.join(".search.idx"),
+            search_side: dir.join(".search.side"),
+            index_digest: dir.join(".index.digest"),
             search_log: dir.join(".search.log"),
             audit: parent.join("workspace").join("audit.log"),
             dir,
@@ -163,64 +176,54 @@ pub fn scan(paths: &Paths) -> Result<(Vec<Loaded>, Vec<Error>)> {
     Ok((notes, problems))
 }
 
-/// The search index bytes: mapped from `.search.idx` when it is current,
-/// else built in memory from the notes.
-pub enum IndexBytes {
-    /// The on-disk index, current with notes/ once its log is laid over.
-    Mapped(memmap2::Mmap),
-    /// Built from a scan because the on-disk one was missing or stale.
-    Built(Vec<u8>),
-}
-
-/// The search index opened for reading: its bytes and its change log.
+/// The search index opened for reading: the main segment and its side.
 pub struct Opened {
-    /// The index bytes.
-    pub bytes: IndexBytes,
-    /// The log's changes to lay over them.
-    pub changes: Vec<Change>,
+    /// The main segment, mapped when current, else built from a scan.
+    pub main: Bytes,
+    /// The side segment to lay over it.
+    pub side: Option<Bytes>,
     /// Whether the on-disk index was missing or stale (suggest `reindex`).
     pub stale: bool,
 }
 
 impl Opened {
-    /// The view of the notes as they are: the index with its log.
+    /// The view of the notes as they are: the index with its side.
     pub fn view(&self) -> Option<View<'_>> {
-        let b = match &self.bytes {
-            IndexBytes::Mapped(m) => &m[..],
-            IndexBytes::Built(b) => &b[..],
-        };
-        View::open(b).map(|v| v.overlay(self.changes.clone()))
+        let v = View::open(&self.main).ok()?;
+        match &self.side {
+            Some(s) => v.with_side(s).ok(),
+            None => Some(v),
+        }
     }
 }
 
-/// The changes of `.search.log` over the index `v` (none when there is no
-/// log); `None` when the log cannot be trusted (see `delta`).
-fn read_log(paths: &Paths, v: &View<'_>) -> Option<Vec<Change>> {
-    let text = match fs::read_to_string(&paths.search_log) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+/// The on-disk index and its side segment when, together, they are
+/// current with notes/ at `dir_mtime`. Anything else (missing, an old
+/// format, damaged, a side of another index, older than notes/) is None:
+/// the index is derived, so the caller rebuilds it from the notes.
+fn current(paths: &Paths, dir_mtime: i64) -> Option<(memmap2::Mmap, Option<memmap2::Mmap>)> {
+    let map = crate::fs::map::map(&paths.search).ok()?;
+    let side = match crate::fs::map::map(&paths.search_side) {
+        Ok(m) => Some(m),
+        Err(_) if !paths.search_side.exists() => None,
         Err(_) => return None,
     };
-    delta::parse(&text, v.base_mtime_ns(), v.base_len())
-}
-
-/// The on-disk index and its log when, together, they are current with
-/// notes/ at `dir_mtime`.
-fn current(paths: &Paths, dir_mtime: i64) -> Option<(memmap2::Mmap, Vec<Change>)> {
-    let map = crate::fs::map::map(&paths.search).ok()?;
-    let v = View::open(&map)?;
-    let changes = read_log(paths, &v)?;
-    let at = changes.last().map_or(v.dir_mtime_ns, |c| c.at);
+    let v = View::open(&map).ok()?;
+    let v = match &side {
+        Some(s) => v.with_side(s).ok()?,
+        None => v,
+    };
+    let at = v.dir_mtime_ns;
     drop(v);
-    (at == dir_mtime).then_some((map, changes))
+    (at == dir_mtime).then_some((map, side))
 }
 
 /// Opens the search index for reading; a missing or stale one is rebuilt
 /// in memory (and `stale` tells the caller to suggest `reindex`).
 pub fn open_index(paths: &Paths) -> Result<Opened> {
     let dir_mtime = mtime_ns(&paths.notes);
-    if let Some((map, changes)) = current(paths, dir_mtime) {
-        return Ok(Opened { bytes: IndexBytes::Mapped(map), changes, stale: false });
+    if let Some((map, side)) = current(paths, dir_mtime) {
+        return Ok(Opened { main: Bytes::Map(map), side: side.map(Bytes::Map), stale: false });
     }
     let (notes, problems) = scan(paths)?;
     if let Some(e) = problems.into_iter().next() {
@@ -228,45 +231,57 @@ pub fn open_index(paths: &Paths) -> Result<Opened> {
     }
     let entries: Vec<DocEntry> = notes.iter().map(Loaded::entry).collect();
     let stale = !entries.is_empty();
-    Ok(Opened { bytes: IndexBytes::Built(search::encode(dir_mtime, &entries)), changes: Vec::new(), stale })
+    Ok(Opened { main: Bytes::Owned(search::encode(dir_mtime, &entries)), side: None, stale })
+}
+
+/// Removes a derived file (missing is fine).
+fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).ctx(|| format!("removing {}", path.display())),
+        _ => Ok(()),
+    }
 }
 
 /// Writes the search index whole for the current notes/ from `entries`,
-/// and drops the change log it absorbs (a log left by a crash between
-/// the two names the old index and is ignored).
+/// and drops the side segment it absorbs (a side left by a crash between
+/// the two names the old index and is ignored) and a version-03 log.
 pub fn write_index(paths: &Paths, entries: &[DocEntry]) -> Result<()> {
     let bytes = search::encode(mtime_ns(&paths.notes), entries);
     crate::fs::atomic::write(&paths.search, &bytes)?;
-    match fs::remove_file(&paths.search_log) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).ctx(|| format!("removing {}", paths.search_log.display()))
-        }
-        _ => Ok(()),
-    }
+    remove(&paths.search_side)?;
+    remove(&paths.search_log)
 }
 
 /// Brings the search index up to date after a change that removed the
 /// notes `del` and wrote `put`, under the caller's lock. `before` is the
 /// notes-dir mtime before the change: when the index was current then,
-/// the change is one line appended to its log (every [`MAX_CHANGES`]
-/// lines the index is written whole); otherwise the notes are scanned.
+/// the change rewrites only the side segment (the notes changed since the
+/// index was written whole, at most [`MAX_CHANGES`]; past that the index
+/// is written whole); otherwise the notes are scanned.
 pub fn record_change(paths: &Paths, before: i64, del: Vec<String>, put: Option<DocEntry>) -> Result<()> {
     let at = mtime_ns(&paths.notes);
-    if let Some((map, changes)) = current(paths, before) {
-        let change = Change { at, del, put };
-        if changes.len() < delta::MAX_CHANGES {
-            let fresh = fs::metadata(&paths.search_log).map_or(true, |m| m.len() == 0);
-            let mut text = String::new();
-            if fresh {
-                let v = View::open(&map).ok_or_else(|| Error::msg("the search index is corrupted"))?;
-                text = delta::header(v.base_mtime_ns(), v.base_len());
+    if let Some((map, side)) = current(paths, before) {
+        let v = View::open(&map).map_err(|e| Error::msg(format!("the search index is corrupted: {e}")))?;
+        let v = match &side {
+            Some(s) => v.with_side(s).map_err(|e| Error::msg(format!("the search side index is corrupted: {e}")))?,
+            None => v,
+        };
+        let mut dead: std::collections::BTreeSet<u32> = v.dead().iter().copied().collect();
+        let mut extra: Vec<DocEntry> = v.extra().to_vec();
+        for id in del.iter().chain(put.as_ref().map(|e| &e.id)) {
+            extra.retain(|e| &e.id != id);
+            if let Some(i) = v.find_main(id) {
+                dead.insert(i as u32);
             }
-            text.push_str(&delta::line(&change));
-            return crate::fs::atomic::append_lines(&paths.search_log, &text);
         }
-        let v = View::open(&map).ok_or_else(|| Error::msg("the search index is corrupted"))?;
-        let entries = v.overlay(changes).overlay(vec![change]).entries();
-        return write_index(paths, &entries);
+        extra.extend(put);
+        let (built, dead): (u64, Vec<u32>) = (v.built(), dead.into_iter().collect());
+        if extra.len() + dead.len() <= MAX_CHANGES {
+            let bytes = search::encode_side(at, &extra, SideOf { main_built: built, dead });
+            return crate::fs::atomic::write(&paths.search_side, &bytes);
+        }
+        let v = View::open(&map).map_err(|e| Error::msg(format!("the search index is corrupted: {e}")))?;
+        return write_index(paths, &v.with_changes(dead, extra).entries());
     }
     let (notes, problems) = scan(paths)?;
     if let Some(e) = problems.into_iter().next() {

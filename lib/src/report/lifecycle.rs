@@ -98,6 +98,22 @@ pub fn counts(patterns: &[Pattern]) -> serde_json::Map<String, serde_json::Value
         .collect()
 }
 
+/// The closing `lifecycle-summary` record: patterns per state and how
+/// many need review.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "record", rename = "lifecycle-summary")]
+pub struct Summary {
+    /// Patterns per state.
+    pub counts: serde_json::Map<String, serde_json::Value>,
+    /// Patterns that need review.
+    pub needs_review: usize,
+}
+
+/// The summary of `patterns`.
+pub fn summary(patterns: &[Pattern]) -> Summary {
+    Summary { counts: counts(patterns), needs_review: patterns.iter().filter(|p| p.needs_review).count() }
+}
+
 /// Loads the library's patterns with their computed states.
 pub fn load(lib: &Library) -> Result<Vec<Pattern>> {
     let scan = scan::library(lib);

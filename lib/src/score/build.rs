@@ -4,7 +4,7 @@
 //! kb::library::graph. An earlier index is reused incrementally: a document whose
 //! size and mtime did not change is not read again.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs;
 use std::time::UNIX_EPOCH;
 
@@ -16,7 +16,7 @@ use crate::doc::frontmatter;
 use crate::error::Result;
 use crate::library::entry::Entry;
 use crate::library::graph::Graph;
-use crate::library::relations::{self, Edge};
+use crate::library::relations;
 use crate::library::scan::{self, Problem};
 use crate::library::Library;
 use crate::text;
@@ -26,10 +26,6 @@ use super::index::{self, DocRec, Forward, Info, Meta, View, Words, KEYWORD_PREFI
 use super::terms;
 use super::walk;
 use super::written;
-
-/// Edge kinds that do not count as a use of the target: authorship
-/// (`wrote`) and a document's own notebook (`source`).
-pub const NOT_USES: &[&str] = &["wrote", "source"];
 
 /// A built index and what went wrong on the way.
 pub struct Built {
@@ -329,7 +325,8 @@ pub fn build(lib: &Library, old: Option<&View>) -> Result<Built> {
                     relations::all_edges(scan.docs.iter().map(|d| d.edges.as_slice()), lib)?
                 }
             };
-            doc_graph_facts(&edges, docs.iter().map(|d| (d.path.as_str(), d.topic.as_str())))
+            let g = Graph::build(&edges, docs.iter().map(|d| (d.path.as_str(), d.topic.as_str())));
+            (g.used, g.adj)
         }
     };
     lap("graph");
@@ -380,135 +377,5 @@ pub(super) fn date_from_git(lib: &Library, docs: &mut [DocRec], undated: Vec<(us
             m.fresh_from = "git".into();
             docs[i].meta = serde_json::to_vec(&m).unwrap_or_default();
         }
-    }
-}
-
-/// [`graph_facts`] over documents given as `(path, topic)`, in path
-/// order, by id: no kb::library::entry::Entry or kb::library::graph::Graph
-/// of strings is built (at 100,000 documents those were a third of a cold
-/// build's peak memory). Same rules: notebook ends link nothing, a
-/// `topic:` end fans out, neighbours come in path order, used_by counts
-/// distinct sources of edges into a document ([`NOT_USES`] kinds skipped).
-pub fn doc_graph_facts<'a>(
-    edges: &BTreeSet<Edge>,
-    docs: impl Iterator<Item = (&'a str, &'a str)>,
-) -> (Vec<u32>, Vec<Vec<u32>>) {
-    let docs: Vec<(&str, &str)> = docs.collect();
-    let n = docs.len();
-    let ids: FxHashMap<&str, u32> = docs.iter().enumerate().map(|(i, (p, _))| (*p, i as u32)).collect();
-    let mut by_topic: FxHashMap<&str, Vec<u32>> = FxHashMap::default();
-    for (i, (_, t)) in docs.iter().enumerate() {
-        by_topic.entry(t).or_default().push(i as u32);
-    }
-    let resolve = |node: &str| -> &[u32] {
-        match node.strip_prefix("topic:") {
-            Some(t) => by_topic.get(t).map_or(&[], Vec::as_slice),
-            None => ids.get(node).map_or(&[], std::slice::from_ref),
-        }
-    };
-    let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut uses: Vec<(u32, &str)> = Vec::new();
-    for e in edges {
-        if !NOT_USES.contains(&e.kind.as_str()) {
-            for &t in resolve(&e.to) {
-                if docs[t as usize].0 != e.from {
-                    uses.push((t, e.from.as_str()));
-                }
-            }
-        }
-        if e.from.starts_with("notebook:") || e.to.starts_with("notebook:") {
-            continue;
-        }
-        for &a in resolve(&e.from) {
-            for &b in resolve(&e.to) {
-                if a != b {
-                    adj[a as usize].push(b);
-                    adj[b as usize].push(a);
-                }
-            }
-        }
-    }
-    for a in &mut adj {
-        a.sort_unstable();
-        a.dedup();
-    }
-    uses.sort_unstable();
-    uses.dedup();
-    let mut used = vec![0u32; n];
-    for (t, _) in uses {
-        used[t as usize] += 1;
-    }
-    (used, adj)
-}
-
-/// used_by per document (distinct sources of edges into it, topic targets
-/// fanned out, [`NOT_USES`] kinds skipped) and graph adjacency by id.
-pub fn graph_facts(edges: &BTreeSet<Edge>, entries: &[Entry]) -> (Vec<u32>, Vec<Vec<u32>>) {
-    let ids: HashMap<&str, u32> = entries.iter().enumerate().map(|(i, e)| (e.path.as_str(), i as u32)).collect();
-    let mut by_topic: HashMap<&str, Vec<u32>> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        by_topic.entry(e.topic.as_str()).or_default().push(i as u32);
-    }
-    let mut users: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); entries.len()];
-    for e in edges.iter().filter(|e| !NOT_USES.contains(&e.kind.as_str())) {
-        let targets: Vec<u32> = match e.to.strip_prefix("topic:") {
-            Some(t) => by_topic.get(t).cloned().unwrap_or_default(),
-            None => ids.get(e.to.as_str()).map(|&i| vec![i]).unwrap_or_default(),
-        };
-        for t in targets {
-            if entries[t as usize].path != e.from {
-                users[t as usize].insert(e.from.as_str());
-            }
-        }
-    }
-    let used = users.iter().map(|u| u.len() as u32).collect();
-    let g = Graph::from_edges(edges, entries);
-    let adj = entries
-        .iter()
-        .map(|e| g.neighbors(&e.path).into_iter().filter_map(|(p, _)| ids.get(p).copied()).collect())
-        .collect();
-    (used, adj)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn graph_by_id_agrees_with_the_entry_graph() {
-        let docs = [
-            ("a/x.md", "alpha"),
-            ("a/y.md", "beta"),
-            ("b/z.md", "alpha"),
-            ("notes/w.md", "gamma"),
-            ("notes/v.md", "delta"),
-        ];
-        let e = |f: &str, t: &str, k: &str| Edge { from: f.into(), to: t.into(), kind: k.into() };
-        let edges: BTreeSet<Edge> = [
-            e("a/x.md", "a/y.md", "related"),
-            e("a/y.md", "a/x.md", "link"),
-            e("notes/w.md", "topic:alpha", "related"),
-            e("b/z.md", "topic:alpha", "related"),
-            e("notebook:nb", "notes/v.md", "wrote"),
-            e("notebook:nb", "notes/v.md", "referenced"),
-            e("notebook:nc", "a/y.md", "referenced"),
-            e("a/x.md", "notebook:nb", "source"),
-            e("gone.md", "notes/v.md", "link"),
-            e("a/x.md", "gone.md", "related"),
-            e("notes/v.md", "notes/v.md", "link"),
-        ]
-        .into_iter()
-        .collect();
-        let entries: Vec<Entry> = docs
-            .iter()
-            .map(|(p, t)| {
-                let mut en = Entry::from_text(p, "").unwrap();
-                en.topic = t.to_string();
-                en
-            })
-            .collect();
-        let want = graph_facts(&edges, &entries);
-        assert_eq!(doc_graph_facts(&edges, docs.iter().copied()), want);
-        assert_eq!(want.0, [3, 2, 1, 0, 2]);
     }
 }

@@ -25,6 +25,7 @@ use crate::library::Library;
 use super::build::{self, stamp};
 use super::index::{self, View};
 use super::side;
+use crate::text::segment::Bytes;
 
 /// The cache directory inside a library.
 pub const DIR: &str = ".cache/kb-score";
@@ -39,24 +40,6 @@ pub enum Status {
     Updated,
     /// There was no usable cache; the index was built from scratch.
     Built,
-}
-
-/// Index bytes: mapped from the cache file or held in memory.
-pub enum Bytes {
-    /// A read-only map of the cache file.
-    Map(memmap2::Mmap),
-    /// Built in memory.
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Map(m) => m,
-            Bytes::Owned(v) => v,
-        }
-    }
 }
 
 /// Maps a cache file read-only (kb::fs::map::map: the cache is only ever
@@ -113,6 +96,16 @@ fn stale(lib: &Library, v: &View, docs: &[u32]) -> Vec<String> {
 /// The side index beside a main index file (kb::score::side).
 pub fn side_path(main: &Path) -> PathBuf {
     main.with_file_name(format!("side-v{}.bin", index::FORMAT_VERSION))
+}
+
+/// The main and side files of the format versions before this one, beside
+/// the cache file `main` (named `…-v<version>.bin`).
+fn older_versions(main: &Path) -> Vec<PathBuf> {
+    let name = main.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(stem) = name.strip_suffix(&format!("-v{}.bin", index::FORMAT_VERSION)) else { return Vec::new() };
+    (1..index::FORMAT_VERSION)
+        .flat_map(|v| [main.with_file_name(format!("{stem}-v{v}.bin")), main.with_file_name(format!("side-v{v}.bin"))])
+        .collect()
 }
 
 /// What [`with_index`] reports besides the closure's result.
@@ -263,6 +256,14 @@ pub fn with_held<R>(
         }
         // The side index was made against the replaced main index.
         let _ = fs::remove_file(side_path(p));
+        if status == Status::Built {
+            // Files of older format versions are never read again (their
+            // names carry the version): a cache of 85 MB at 100,000
+            // documents should not linger. Derived, so a failure is harmless.
+            for old in older_versions(p) {
+                let _ = fs::remove_file(old);
+            }
+        }
     }
     let bytes = Bytes::Owned(built.bytes);
     let v = View::open(&bytes).map_err(|e| crate::Error::msg(format!("internal: built index unreadable: {e}")))?;

@@ -4,24 +4,27 @@
 //! keyword words. The same bytes are the persistent cache (`score::cache`)
 //! and, for a library whose cache cannot be written, an in-memory index.
 //!
-//! Layout (little-endian): `KBSCORE1`, format version u32, section count
-//! u32, then (offset u64, length u64) per section, the sections, and the
-//! trailer `KBSCEND1` + total length u64. [`View::open`] checks the magic,
-//! version, trailer, every section's bounds and the ends of every offset
-//! table — constant work, so a query reads only the pages it needs — and
-//! a truncated or torn file is rejected (and rebuilt); every later read is
+//! The file is a segment of the project's one binary index format
+//! (kb::text::segment: header, section table, trailer, term dictionary
+//! and postings, side segments); this module names kb-score's sections
+//! and per-document fields. [`Seg::open`] checks the kind, version, the
+//! section table and the ends of every offset table — constant work, so a
+//! query reads only the pages it needs — and a truncated, torn or
+//! old-format file is rejected (and rebuilt); every later read is
 //! bounds-checked and UTF-8-checked: a bad cache can never panic a query.
 
 use serde::{Deserialize, Serialize};
 
 pub use super::view::View;
+use crate::text::segment::{self, Dict, Sections, SideOf, Writer};
+pub use crate::text::segment::{Corrupt, Forward};
 
-/// File magic.
-pub const MAGIC: &[u8; 8] = b"KBSCORE1";
-/// Trailer magic.
-pub const END: &[u8; 8] = b"KBSCEND1";
-/// Bumped whenever the layout or the analysis (tokens, stems) changes.
-pub const FORMAT_VERSION: u32 = 6;
+/// The segment kind of a kb-score index.
+pub const KIND: &[u8; 8] = b"score\0\0\0";
+/// Bumped whenever the layout or the analysis (tokens, stems) changes
+/// (7: letter/digit runs and British spellings; 8: the shared segment
+/// format of kb::text::segment).
+pub const FORMAT_VERSION: u32 = 8;
 /// Prefix of a topic word in the term dictionary (never a BM25 term:
 /// those are letters and digits only).
 pub const TOPIC_PREFIX: &str = "\u{1}t";
@@ -62,7 +65,14 @@ enum Sec {
     Info,
 }
 const SECTIONS: usize = 22;
-const HEADER: usize = 16 + SECTIONS * 16;
+// The dictionary is the four sections kb::text::segment::Dict reads in a
+// row, and the info section is the segment's last.
+const _: () = assert!(
+    Sec::Terms as usize == Sec::TermOff as usize + 1
+        && Sec::PostOff as usize == Sec::TermOff as usize + 2
+        && Sec::Posts as usize == Sec::TermOff as usize + 3
+        && Sec::Info as usize == SECTIONS - 1
+);
 
 /// Build facts kept for validating the cache against the library.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -100,10 +110,10 @@ pub struct Info {
 /// of every document whose facts differ from the main index's.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Side {
-    /// [`Info::built`] of the main index it applies to.
-    pub main_built: u64,
-    /// Main document ids removed, ascending.
-    pub dead: Vec<u32>,
+    /// The main index it applies to ([`Info::built`]) and the main
+    /// documents it removes.
+    #[serde(flatten)]
+    pub of: SideOf,
     /// Watched directories of the main index that no longer exist.
     pub gone: Vec<String>,
     /// `(merged id, used_by, neighbours as merged ids)` of every side
@@ -199,69 +209,6 @@ impl Words<'_> {
     }
 }
 
-/// Forward lists `(term id, tf)` of every document in one flat vector
-/// (document `i`'s are `items[off[i]..off[i + 1]]`): at 100,000 documents
-/// a vector per document cost its header and growth slack every time.
-#[derive(Debug, Clone)]
-pub struct Forward {
-    off: Vec<usize>,
-    items: Vec<(u32, u32)>,
-}
-
-impl Default for Forward {
-    fn default() -> Forward {
-        Forward { off: vec![0], items: Vec::new() }
-    }
-}
-
-impl Forward {
-    /// Appends the next document's list.
-    pub fn push_doc(&mut self, terms: impl IntoIterator<Item = (u32, u32)>) {
-        self.items.extend(terms);
-        self.off.push(self.items.len());
-    }
-
-    /// Document `i`'s list (empty past the end).
-    pub fn doc(&self, i: usize) -> &[(u32, u32)] {
-        match (self.off.get(i), self.off.get(i + 1)) {
-            (Some(&a), Some(&b)) => &self.items[a..b],
-            _ => &[],
-        }
-    }
-
-    /// Inverts postings back into forward lists: `postings(t)` gives
-    /// `(doc, term id, tf)` for each of `terms` terms; `docs` documents.
-    /// Two passes (count, then place), so the lists are exact-sized.
-    pub fn invert<I: Iterator<Item = (u32, u32, u32)>>(
-        docs: usize,
-        terms: usize,
-        postings: impl Fn(usize) -> I,
-    ) -> Forward {
-        let mut off = vec![0usize; docs + 1];
-        for t in 0..terms {
-            for (d, _, _) in postings(t) {
-                if let Some(c) = off.get_mut(d as usize + 1) {
-                    *c += 1;
-                }
-            }
-        }
-        for i in 0..docs {
-            off[i + 1] += off[i];
-        }
-        let mut items = vec![(0u32, 0u32); off[docs]];
-        let mut cur = off.clone();
-        for t in 0..terms {
-            for (d, id, tf) in postings(t) {
-                if let Some(c) = cur.get_mut(d as usize) {
-                    items[*c] = (id, tf);
-                    *c += 1;
-                }
-            }
-        }
-        Forward { off, items }
-    }
-}
-
 /// Writes an index. `vocab[id]` is the string of term id `id`; `used` and
 /// `adj` are per document (same order as `docs`, which is sorted by path);
 /// `rels` is the relations file it was built from.
@@ -280,31 +227,6 @@ pub fn write(
     write_flat(docs, fwd, vocab, used, adj, rels, info)
 }
 
-/// Appends one section to `out`, recording where it went.
-fn section(out: &mut Vec<u8>, secs: &mut [(u64, u64); SECTIONS], s: Sec, fill: impl FnOnce(&mut Vec<u8>)) {
-    let at = out.len();
-    fill(out);
-    secs[s as usize] = (at as u64, (out.len() - at) as u64);
-}
-
-/// Appends an offsets section (u64, n+1 entries) and its data section.
-fn blob<'a, I: Iterator<Item = &'a [u8]>>(
-    out: &mut Vec<u8>,
-    secs: &mut [(u64, u64); SECTIONS],
-    (off, data): (Sec, Sec),
-    items: impl Fn() -> I,
-) {
-    section(out, secs, off, |o| {
-        let mut n = 0u64;
-        o.extend(n.to_le_bytes());
-        for it in items() {
-            n += it.len() as u64;
-            o.extend(n.to_le_bytes());
-        }
-    });
-    section(out, secs, data, |o| items().for_each(|it| o.extend_from_slice(it)));
-}
-
 /// [`write`] with the forward lists apart from the documents. The file is
 /// written straight into one buffer of its exact size, postings placed by
 /// a counting sort over the flat lists (no list per term, no section
@@ -320,54 +242,42 @@ pub fn write_flat(
     mut info: Info,
 ) -> Vec<u8> {
     let n = docs.len();
-    let mut df = vec![0u64; vocab.len()];
-    for &(t, _) in &fwd.items {
-        if let Some(c) = df.get_mut(t as usize) {
-            *c += 1;
-        }
+    let mut df = vec![false; vocab.len()];
+    for d in 0..n {
+        fwd.doc(d).iter().for_each(|&(t, _)| df.get_mut(t as usize).into_iter().for_each(|c| *c = true));
     }
-    let mut order: Vec<u32> = (0..vocab.len() as u32).filter(|&t| df[t as usize] > 0).collect();
-    order.sort_unstable_by(|a, b| vocab[*a as usize].cmp(&vocab[*b as usize]));
+    let terms = df.iter().filter(|&&x| x).count();
+    let key_bytes: usize = vocab.iter().zip(&df).filter(|(_, &x)| x).map(|(w, _)| w.len()).sum();
+    drop(df);
     let total_len: u64 = docs.iter().map(|d| u64::from(d.len)).sum();
     info.docs = n as u32;
-    info.terms = order.len() as u32;
+    info.terms = terms as u32;
     info.avg_len = if n == 0 { 0.0 } else { total_len as f64 / n as f64 };
     info.total_len = total_len;
     let info_json = serde_json::to_vec(&info).unwrap_or_default();
-    let postings: u64 = order.iter().map(|&t| df[t as usize]).sum();
     let adj_n: usize = (0..n).map(|i| adj.get(i).map_or(0, Vec::len)).sum();
-    let t = order.len();
     let sum = |f: &dyn Fn(&DocRec) -> usize| docs.iter().map(f).sum::<usize>();
-    let size = HEADER
+    let size = segment::header_len(SECTIONS)
         + 5 * (n + 1) * 8
         + sum(&|d| d.path.len() + d.meta.len() + d.words.len() + d.topic.len())
         + n * (4 + 4 + 8 + 8 + 8 + 4)
         + (n + 1) * 8
         + adj_n * 4
-        + 2 * (t + 1) * 8
-        + order.iter().map(|&x| vocab[x as usize].len()).sum::<usize>()
-        + postings as usize * 8
+        + segment::postings_size(terms, key_bytes, fwd.items())
         + rels.len()
         + info_json.len()
         + 16;
-    let mut out: Vec<u8> = Vec::with_capacity(size);
-    out.extend(MAGIC);
-    out.extend(FORMAT_VERSION.to_le_bytes());
-    out.extend((SECTIONS as u32).to_le_bytes());
-    out.resize(HEADER, 0);
-    let mut secs = [(0u64, 0u64); SECTIONS];
-    let o = &mut out;
-    let s = &mut secs;
-    blob(o, s, (Sec::PathOff, Sec::Paths), || docs.iter().map(|d| d.path.as_bytes()));
-    blob(o, s, (Sec::MetaOff, Sec::Metas), || docs.iter().map(|d| d.meta.as_slice()));
-    section(o, s, Sec::Lens, |o| docs.iter().for_each(|d| o.extend(d.len.to_le_bytes())));
-    section(o, s, Sec::Used, |o| (0..n).for_each(|i| o.extend(used.get(i).copied().unwrap_or(0).to_le_bytes())));
-    section(o, s, Sec::Fresh, |o| docs.iter().for_each(|d| o.extend(d.fresh_at.to_le_bytes())));
-    section(o, s, Sec::Sizes, |o| docs.iter().for_each(|d| o.extend(d.size.to_le_bytes())));
-    section(o, s, Sec::Mtimes, |o| docs.iter().for_each(|d| o.extend(d.mtime_ns.to_le_bytes())));
-    section(o, s, Sec::TopicN, |o| docs.iter().for_each(|d| o.extend(d.topic_n.to_le_bytes())));
+    let mut w = Writer::new(KIND, FORMAT_VERSION, SECTIONS, size);
+    w.table(|| docs.iter().map(|d| d.path.as_bytes()));
+    w.table(|| docs.iter().map(|d| d.meta.as_slice()));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.len.to_le_bytes())));
+    w.section(|o| (0..n).for_each(|i| o.extend(used.get(i).copied().unwrap_or(0).to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.fresh_at.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.size.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.mtime_ns.to_le_bytes())));
+    w.section(|o| docs.iter().for_each(|d| o.extend(d.topic_n.to_le_bytes())));
     let adj_of = |i: usize| adj.get(i).map(Vec::as_slice).unwrap_or(&[]);
-    section(o, s, Sec::AdjOff, |o| {
+    w.section(|o| {
         let mut c = 0u64;
         o.extend(c.to_le_bytes());
         for i in 0..n {
@@ -375,47 +285,13 @@ pub fn write_flat(
             o.extend(c.to_le_bytes());
         }
     });
-    section(o, s, Sec::Adj, |o| (0..n).for_each(|i| adj_of(i).iter().for_each(|j| o.extend(j.to_le_bytes()))));
-    blob(o, s, (Sec::TermOff, Sec::Terms), || order.iter().map(|&x| vocab[x as usize].as_bytes()));
-    // Where each term's postings start (in postings), in dictionary order.
-    let mut start = vec![0u64; vocab.len()];
-    section(o, s, Sec::PostOff, |o| {
-        let mut c = 0u64;
-        o.extend(c.to_le_bytes());
-        for &x in &order {
-            start[x as usize] = c;
-            c += df[x as usize];
-            o.extend(c.to_le_bytes());
-        }
-    });
-    drop(df);
-    section(o, s, Sec::Posts, |o| {
-        let base = o.len();
-        o.resize(base + postings as usize * 8, 0);
-        // Documents in order, so each term's postings come out ascending.
-        for d in 0..n {
-            for &(x, tf) in fwd.doc(d) {
-                let Some(c) = start.get_mut(x as usize) else { continue };
-                let at = base + *c as usize * 8;
-                o[at..at + 4].copy_from_slice(&(d as u32).to_le_bytes());
-                o[at + 4..at + 8].copy_from_slice(&tf.to_le_bytes());
-                *c += 1;
-            }
-        }
-    });
+    w.section(|o| (0..n).for_each(|i| adj_of(i).iter().for_each(|j| o.extend(j.to_le_bytes()))));
+    w.postings(&fwd, vocab.len(), |x| vocab[x as usize].as_bytes());
     drop(fwd);
-    blob(o, s, (Sec::WordOff, Sec::Words), || docs.iter().map(|d| d.words.as_bytes()));
-    blob(o, s, (Sec::TopicOff, Sec::Topics), || docs.iter().map(|d| d.topic.as_bytes()));
-    section(o, s, Sec::Rels, |o| o.extend_from_slice(rels));
-    section(o, s, Sec::Info, |o| o.extend_from_slice(&info_json));
-    for (i, (off, len)) in secs.iter().enumerate() {
-        out[16 + i * 16..24 + i * 16].copy_from_slice(&off.to_le_bytes());
-        out[24 + i * 16..32 + i * 16].copy_from_slice(&len.to_le_bytes());
-    }
-    out.extend(END);
-    let total = out.len() as u64 + 8;
-    out.extend(total.to_le_bytes());
-    out
+    w.table(|| docs.iter().map(|d| d.words.as_bytes()));
+    w.table(|| docs.iter().map(|d| d.topic.as_bytes()));
+    w.section(|o| o.extend_from_slice(rels));
+    w.finish(&info_json)
 }
 
 /// The same index with new build facts (watched stamps), without
@@ -432,109 +308,45 @@ pub fn restamp(v: &Seg, mut info: Info) -> Vec<u8> {
 
 /// The same index bytes with `info` as their info section, verbatim.
 pub fn with_info(v: &Seg, info: &Info) -> Vec<u8> {
-    let (io, _) = v.secs[Sec::Info as usize];
-    let json = serde_json::to_vec(info).unwrap_or_default();
-    let mut out = Vec::with_capacity(io + json.len() + 16);
-    out.extend_from_slice(&v.b[..io]);
-    let at = 16 + Sec::Info as usize * 16 + 8;
-    out[at..at + 8].copy_from_slice(&(json.len() as u64).to_le_bytes());
-    out.extend(json);
-    out.extend(END);
-    let total = out.len() as u64 + 8;
-    out.extend(total.to_le_bytes());
-    out
+    v.s.with_info(&serde_json::to_vec(info).unwrap_or_default())
 }
 
 /// One validated, read-only index file (a main index or a side index).
 pub struct Seg<'a> {
-    b: &'a [u8],
-    secs: [(usize, usize); SECTIONS],
+    s: Sections<'a>,
+    dict: Dict<'a>,
     /// Build facts.
     pub info: Info,
     n: usize,
-    t: usize,
 }
-
-/// Why index bytes were rejected.
-pub type Corrupt = String;
 
 impl<'a> Seg<'a> {
     /// Checks the bytes and returns a segment, or why they cannot be trusted.
     pub fn open(b: &'a [u8]) -> Result<Seg<'a>, Corrupt> {
-        if b.len() < HEADER + 16 || &b[..8] != MAGIC {
-            return Err("not a kb-score index (bad magic or too short)".into());
-        }
-        let ver = u32::from_le_bytes(b[8..12].try_into().map_err(|_| "short header")?);
-        if ver != FORMAT_VERSION {
-            return Err(format!("index format {ver}, expected {FORMAT_VERSION}"));
-        }
-        let tail = &b[b.len() - 16..];
-        let total = u64::from_le_bytes(tail[8..16].try_into().map_err(|_| "short trailer")?);
-        if &tail[..8] != END || total != b.len() as u64 {
-            return Err("index is truncated (trailer missing or length differs)".into());
-        }
-        let mut secs = [(0usize, 0usize); SECTIONS];
-        let body_end = b.len() - 16;
-        let mut expect = HEADER;
-        for (i, s) in secs.iter_mut().enumerate() {
-            let at = 16 + i * 16;
-            let off = read_u64(b, at).ok_or("short header")? as usize;
-            let len = read_u64(b, at + 8).ok_or("short header")? as usize;
-            if off != expect || off.checked_add(len).is_none_or(|e| e > body_end) {
-                return Err(format!("section {i} out of bounds"));
-            }
-            *s = (off, len);
-            expect = off + len;
-        }
-        if expect != body_end {
-            return Err("sections do not fill the file".into());
-        }
-        let (io, il) = secs[Sec::Info as usize];
-        let info: Info = serde_json::from_slice(&b[io..io + il]).map_err(|e| format!("index info unreadable: {e}"))?;
-        let mut v = Seg { b, secs, n: info.docs as usize, t: info.terms as usize, info };
-        v.check()?;
-        Ok(v)
-    }
-
-    fn check(&mut self) -> Result<(), Corrupt> {
-        let n = self.n;
+        let s = Sections::open(b, KIND, FORMAT_VERSION, SECTIONS)?;
+        let info: Info = serde_json::from_slice(s.info()).map_err(|e| format!("index info unreadable: {e}"))?;
+        let n = info.docs as usize;
         let fixed =
             [(Sec::Lens, 4), (Sec::Used, 4), (Sec::Fresh, 8), (Sec::Sizes, 8), (Sec::Mtimes, 8), (Sec::TopicN, 4)];
-        for (s, w) in fixed {
-            if self.sec(s).len() != n * w {
-                return Err(format!("per-document table {} has the wrong size", s as usize));
-            }
+        for (sec, w) in fixed {
+            s.check_fixed(sec as usize, n, w)?;
         }
         let tables = [
-            (Sec::PathOff, Sec::Paths, n, 1),
-            (Sec::MetaOff, Sec::Metas, n, 1),
-            (Sec::AdjOff, Sec::Adj, n, 4),
-            (Sec::TermOff, Sec::Terms, self.t, 1),
-            (Sec::PostOff, Sec::Posts, self.t, 8),
-            (Sec::WordOff, Sec::Words, n, 1),
-            (Sec::TopicOff, Sec::Topics, n, 1),
+            (Sec::PathOff, Sec::Paths, 1),
+            (Sec::MetaOff, Sec::Metas, 1),
+            (Sec::AdjOff, Sec::Adj, 4),
+            (Sec::WordOff, Sec::Words, 1),
+            (Sec::TopicOff, Sec::Topics, 1),
         ];
-        for (off, data, count, width) in tables {
-            let o = self.sec(off);
-            if o.len() != (count + 1) * 8 {
-                return Err(format!("offset table {} has the wrong size", off as usize));
-            }
-            // First and last offsets only: a query must not read the whole
-            // cache. Every later read is bounds-checked, so a flipped byte
-            // inside a table gives a wrong answer at worst, never a panic;
-            // torn writes are caught by the trailer and length above.
-            let first = read_u64(o, 0).unwrap_or(u64::MAX);
-            let last = read_u64(o, count * 8).unwrap_or(u64::MAX);
-            if first != 0 || last.checked_mul(width).is_none_or(|end| end != self.sec(data).len() as u64) {
-                return Err(format!("offset table {} does not match its data", off as usize));
-            }
+        for (off, data, width) in tables {
+            s.check_table(off as usize, data as usize, n, width)?;
         }
-        Ok(())
+        let dict = Dict::open(&s, Sec::TermOff as usize, info.terms as usize, n)?;
+        Ok(Seg { s, dict, info, n })
     }
 
     fn sec(&self, s: Sec) -> &'a [u8] {
-        let (o, l) = self.secs[s as usize];
-        &self.b[o..o + l]
+        self.s.get(s as usize)
     }
 
     /// Number of documents.
@@ -542,19 +354,12 @@ impl<'a> Seg<'a> {
         self.n
     }
 
-    /// Entry `i` of offset table `off` as `a..b`, clamped to `limit` items
-    /// of the data it indexes: `open` checks only the tables' ends (constant
-    /// work), so a flipped offset inside must not become a loop over 2^64.
     fn range(&self, off: Sec, i: usize, limit: usize) -> (usize, usize) {
-        let o = self.sec(off);
-        let a = read_u64(o, i * 8).unwrap_or(0) as usize;
-        let b = (read_u64(o, i * 8 + 8).unwrap_or(0) as usize).min(limit);
-        (a.min(b), b)
+        self.s.range(off as usize, i, limit)
     }
 
     fn str_at(&self, off: Sec, data: Sec, i: usize) -> &'a str {
-        let (a, b) = self.range(off, i, self.sec(data).len());
-        self.sec(data).get(a..b).and_then(|s| std::str::from_utf8(s).ok()).unwrap_or("")
+        self.s.str_at(off as usize, data as usize, i)
     }
 
     /// The path of document `d`.
@@ -564,14 +369,12 @@ impl<'a> Seg<'a> {
 
     /// The metadata of document `d` (default when unreadable).
     pub fn meta(&self, d: u32) -> Meta {
-        let (a, b) = self.range(Sec::MetaOff, d as usize, self.sec(Sec::Metas).len());
-        self.sec(Sec::Metas).get(a..b).and_then(|s| serde_json::from_slice(s).ok()).unwrap_or_default()
+        serde_json::from_slice(self.meta_bytes(d)).unwrap_or_default()
     }
 
     /// The raw metadata bytes of document `d`.
     pub fn meta_bytes(&self, d: u32) -> &'a [u8] {
-        let (a, b) = self.range(Sec::MetaOff, d as usize, self.sec(Sec::Metas).len());
-        self.sec(Sec::Metas).get(a..b).unwrap_or(&[])
+        self.s.bytes_at(Sec::MetaOff as usize, Sec::Metas as usize, d as usize)
     }
 
     /// BM25 length of document `d`.
@@ -650,55 +453,38 @@ impl<'a> Seg<'a> {
 
     /// Number of dictionary terms.
     pub fn terms(&self) -> usize {
-        self.t
+        self.dict.terms()
     }
 
     /// The string of dictionary term `t`.
     pub fn term(&self, t: usize) -> &'a str {
-        self.str_at(Sec::TermOff, Sec::Terms, t)
+        std::str::from_utf8(self.dict.term(t)).unwrap_or("")
     }
 
     /// The dictionary id of a term.
     pub fn find(&self, term: &str) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.t);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.term(mid).cmp(term) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        self.dict.find(term.as_bytes())
     }
 
     /// Postings `(doc, tf)` of dictionary term `t`.
     pub fn postings_of(&self, t: usize) -> impl Iterator<Item = (u32, u32)> + 'a {
-        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
-        let p = self.sec(Sec::Posts);
-        let n = self.n as u32;
-        (a..b).filter_map(move |k| Some((read_u32(p, k * 8)?, read_u32(p, k * 8 + 4)?))).filter(move |&(d, _)| d < n)
+        self.dict.postings_of(t)
     }
 
     /// The positions of term `t`'s postings, for [`Seg::posting_at`].
     pub fn postings_range(&self, t: usize) -> std::ops::Range<usize> {
-        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
-        a..b
+        self.dict.postings_range(t)
     }
 
     /// The posting `(doc, tf)` at position `k` (None past the end or
     /// naming no document).
     pub fn posting_at(&self, k: usize) -> Option<(u32, u32)> {
-        let p = self.sec(Sec::Posts);
-        let d = read_u32(p, k * 8)?;
-        (d < self.n as u32).then_some(())?;
-        Some((d, read_u32(p, k * 8 + 4)?))
+        self.dict.posting_at(k)
     }
 
     /// Number of postings (document frequency) of dictionary term `t`.
     pub fn postings_len(&self, t: usize) -> usize {
-        let (a, b) = self.range(Sec::PostOff, t, self.sec(Sec::Posts).len() / 8);
-        b - a
+        self.dict.postings_len(t)
     }
 
     /// Postings of a term string (empty when absent).

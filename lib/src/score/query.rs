@@ -17,7 +17,9 @@ pub struct Query {
     pub text: String,
     /// Its folded words in order (stop words kept: they are part of topics).
     pub words: Vec<String>,
-    /// Distinct BM25 terms; stop words dropped unless nothing else is left.
+    /// Distinct BM25 terms; stop words dropped unless nothing else is left;
+    /// after them the letter and digit runs of words that mix both
+    /// (kb::score::terms).
     pub terms: Vec<String>,
     /// How many times the query says each of [`Query::terms`].
     pub counts: Vec<u32>,
@@ -41,8 +43,8 @@ impl Query {
         let chosen: Vec<&String> = if content.is_empty() { words.iter().collect() } else { content };
         let mut out: Vec<String> = Vec::new();
         let mut counts: Vec<u32> = Vec::new();
-        for w in chosen {
-            let t = terms::stem(w);
+        let runs = terms::runs(chosen.iter().map(|w| w.as_str()));
+        for t in chosen.iter().map(|w| terms::stem(w)).chain(runs) {
             match out.iter().position(|x| *x == t) {
                 Some(i) => counts[i] += 1,
                 None => {
@@ -86,5 +88,7 @@ mod tests {
         assert_eq!(q.words, ["how", "does", "jwt", "auth", "work"]);
         assert_eq!(q.terms, ["jwt", "auth", "work"]);
         assert_eq!(q.lookup_words(), ["auth", "jwt", "work"]);
+        let q = Query::parse("Does IL6 raise tumour growth?").unwrap();
+        assert_eq!(q.terms, ["il6", "rais", "tumor", "growth", "il", "6"]);
     }
 }

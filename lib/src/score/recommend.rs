@@ -5,11 +5,9 @@
 //! score over all direct hits, with the hop and the document it was
 //! reached through (`via`).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-use crate::library::entry::Entry;
 use crate::library::graph::Graph;
-use crate::library::relations::Edge;
 
 use super::formula::{self, MAX_GRAPH_EXPAND, MAX_GRAPH_HOPS};
 use super::index::View;
@@ -29,30 +27,24 @@ pub struct Recommended {
     pub root: u32,
 }
 
-/// The part of the graph a walk from `start` can see: edges of the start
+/// The part of the graph a walk from `start` can see: links of the start
 /// and of the first `MAX_GRAPH_EXPAND` neighbours by path (the only hop-1
-/// nodes kb::library::graph's BFS expands further), as a kb::library::graph::Graph.
-fn neighbourhood(v: &View, start: u32) -> (Graph, HashMap<String, u32>) {
-    let mut edges = BTreeSet::new();
-    let mut nodes: HashMap<String, u32> = HashMap::new();
-    let sp = v.path(start).to_string();
-    nodes.insert(sp.clone(), start);
-    let mut first: Vec<(String, u32)> = v.neighbors(start).map(|n| (v.path(n).to_string(), n)).collect();
+/// nodes the BFS expands further), as a kb::library::graph::Graph over
+/// those documents in path order, and the index id of each.
+fn neighbourhood(v: &View, start: u32) -> (Graph, Vec<u32>) {
+    let mut first: Vec<(&str, u32)> = v.neighbors(start).map(|n| (v.path(n), n)).collect();
     first.sort();
-    for (p, n) in &first {
-        edges.insert(Edge { from: sp.clone(), to: p.clone(), kind: "related".into() });
-        nodes.insert(p.clone(), *n);
+    let mut links: Vec<(u32, u32)> = first.iter().map(|&(_, n)| (start, n)).collect();
+    for &(_, n) in first.iter().take(MAX_GRAPH_EXPAND) {
+        links.extend(v.neighbors(n).map(|m| (n, m)));
     }
-    for (p, n) in first.iter().take(MAX_GRAPH_EXPAND) {
-        for m in v.neighbors(*n) {
-            let q = v.path(m).to_string();
-            edges.insert(Edge { from: p.clone(), to: q.clone(), kind: "related".into() });
-            nodes.insert(q, m);
-        }
-    }
-    let entries: Vec<Entry> =
-        nodes.keys().filter_map(|p| Entry::from_text(p, "").or_else(|| super::build::skill_reference(p, ""))).collect();
-    (Graph::from_edges(&edges, &entries), nodes)
+    let mut nodes: Vec<(&str, u32)> = links.iter().flat_map(|&(a, b)| [a, b]).map(|d| (v.path(d), d)).collect();
+    nodes.push((v.path(start), start));
+    nodes.sort();
+    nodes.dedup();
+    let local: HashMap<u32, u32> = nodes.iter().enumerate().map(|(i, &(_, d))| (d, i as u32)).collect();
+    let g = Graph::from_links(nodes.len(), links.iter().map(|(a, b)| (local[a], local[b])));
+    (g, nodes.into_iter().map(|(_, d)| d).collect())
 }
 
 /// Recommendations from the direct hits `(doc, score)`, best first (ties
@@ -63,8 +55,9 @@ pub fn recommend(v: &View, direct: &[(u32, f64)], keep: impl Fn(u32) -> bool) ->
     let mut best: HashMap<u32, Recommended> = HashMap::new();
     for &(start, s) in direct {
         let (g, ids) = neighbourhood(v, start);
-        for r in g.bfs(&[v.path(start).to_string()], MAX_GRAPH_HOPS, MAX_GRAPH_EXPAND) {
-            let (Some(&doc), Some(&via)) = (ids.get(&r.path), ids.get(&r.via)) else { continue };
+        let Some(from) = ids.iter().position(|&d| d == start) else { continue };
+        for r in g.bfs(&[from as u32], MAX_GRAPH_HOPS, MAX_GRAPH_EXPAND) {
+            let (doc, via) = (ids[r.doc as usize], ids[r.via as usize]);
             if is_direct.contains(&doc) {
                 continue;
             }

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 
 use crate::error::Result;
+use crate::library::graph::Graph;
 use crate::library::relations::{self, Edge};
 use crate::library::scan::Problem;
 use crate::library::Library;
@@ -34,6 +35,7 @@ use super::index::{self, DocRec, Info, Seg, Side, NO_DATE};
 use super::view::View;
 use super::walk;
 use super::written;
+use crate::text::segment::SideOf;
 
 /// The most documents (added, changed or removed) a side index holds:
 /// past this, rebuilding the main index is the better buy.
@@ -118,7 +120,7 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
     if let Some(s) = prev {
         cand.extend((0..s.docs() as u32).map(|j| s.path(j).to_string()));
         if let Some(side) = &s.info.side {
-            cand.extend(side.dead.iter().map(|&i| main.path(i).to_string()));
+            cand.extend(side.of.dead.iter().map(|&i| main.path(i).to_string()));
         }
     }
     cand.extend(stale.iter().cloned());
@@ -178,7 +180,7 @@ pub fn build(lib: &Library, main_bytes: &[u8], prev: Option<&Seg>, stale: &[Stri
 
     // The side without graph facts first: the merged view resolves paths
     // and topics for the graph.
-    let side = Side { main_built: main.info.built, dead, gone, facts: Vec::new() };
+    let side = Side { of: SideOf { main_built: main.info.built, dead }, gone, facts: Vec::new() };
     let info = Info { dirs: listed.dirs, stamps, side: Some(side), ..Info::default() };
     let bytes = index::write(docs, &vocab.words, &[], &[], b"", info);
     lap("read");
@@ -270,7 +272,7 @@ fn quoted(s: &str) -> String {
 /// facts may differ from the main index's: the side's documents, the ends
 /// of changed edges, the neighbours of removed documents, and whatever
 /// links to a document that came, went or changed topic. Each is
-/// recomputed by kb::score::build::doc_graph_facts over every edge touching
+/// recomputed by kb::library::graph::Graph::build over every edge touching
 /// it, so it equals a full rebuild's. None when too many changed.
 fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec<u32>)>> {
     let lap = build::profiler("side graph");
@@ -290,7 +292,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
     }
     // Whatever links to a document that came, went or changed topic.
     let mut needles: Vec<String> = Vec::new();
-    let dead = side.info.side.as_ref().map(|s| s.dead.clone()).unwrap_or_default();
+    let dead = side.info.side.as_ref().map(|s| s.of.dead.clone()).unwrap_or_default();
     for &i in &dead {
         affected.extend(main.neighbors(i).filter_map(|x| view.from_main(x)));
         let (p, t) = (main.path(i), main.topic(i));
@@ -317,7 +319,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
         return None;
     }
     // Every edge touching an affected document, and every document those
-    // edges reach: graph_facts over them is exact for the affected ones.
+    // edges reach: the graph over them is exact for the affected ones.
     let mut needles: Vec<String> = Vec::new();
     for &d in &affected {
         needles.push(quoted(view.path(d)));
@@ -333,7 +335,7 @@ fn graph_facts(view: &View, main: &Seg, rels: &str) -> Option<Vec<(u32, u32, Vec
     }
     let ids: Vec<u32> = reach.into_iter().collect();
     lap("reach");
-    let (used, adj) = build::doc_graph_facts(&edges, ids.iter().map(|&d| (view.path(d), view.topic(d))));
+    let Graph { used, adj } = Graph::build(&edges, ids.iter().map(|&d| (view.path(d), view.topic(d))));
     let mut out = Vec::with_capacity(affected.len());
     for (k, &d) in ids.iter().enumerate() {
         if affected.contains(&d) {

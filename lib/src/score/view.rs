@@ -72,13 +72,8 @@ impl<'a> View<'a> {
         let main = Seg::open(main)?;
         let side = Seg::open(side)?;
         let s = side.info.side.clone().ok_or("not a side index")?;
-        if s.main_built != main.info.built {
-            return Err("side index of another main index".into());
-        }
+        s.of.check(main.info.built, main.docs())?;
         let n_main = main.docs() as u32;
-        if s.dead.windows(2).any(|w| w[0] >= w[1]) || s.dead.last().is_some_and(|&d| d >= n_main) {
-            return Err("side index removes unknown documents".into());
-        }
         // Insertion point of each side document among the main's.
         let pos: Vec<u32> = (0..side.docs() as u32).map(|j| main.path_rank(side.path(j)) as u32).collect();
         if pos.windows(2).any(|w| w[0] > w[1]) {
@@ -86,7 +81,7 @@ impl<'a> View<'a> {
         }
         let mut runs = Vec::new();
         let mut side_at = Vec::with_capacity(pos.len());
-        let mut dead = s.dead.iter().copied().peekable();
+        let mut dead = s.of.dead.iter().copied().peekable();
         let mut next = 0u32; // next merged id
         let mut cur = 0u32; // next main id to place
         let mut place = |upto: u32, next: &mut u32, cur: &mut u32, runs: &mut Vec<Run>| {
@@ -122,7 +117,7 @@ impl<'a> View<'a> {
             .iter()
             .map(|(d, u, a)| (*d, (*u, a.iter().copied().filter(|&x| (x as usize) < n).collect())))
             .collect();
-        let dead_len: u64 = s.dead.iter().map(|&d| u64::from(main.len(d))).sum();
+        let dead_len: u64 = s.of.dead.iter().map(|&d| u64::from(main.len(d))).sum();
         let total = main.info.total_len.saturating_sub(dead_len) + side.info.total_len;
         // Directories: the main's, less those gone, with the side's mtimes.
         let mut dirs: std::collections::BTreeMap<String, u64> = main.info.dirs.iter().cloned().collect();
@@ -141,7 +136,7 @@ impl<'a> View<'a> {
             relations_ok: main.info.relations_ok,
             side: None,
         };
-        let any_dead = !s.dead.is_empty();
+        let any_dead = !s.of.dead.is_empty();
         Ok(View { main, merge: Some(Box::new(Merge { side, runs, side_at, replaced, facts, any_dead })), n, info })
     }
 

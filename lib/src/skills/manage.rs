@@ -28,7 +28,7 @@ use super::validate;
 use crate::clock;
 use crate::doc::digest;
 use crate::error::{Error, Result};
-use crate::fs::atomic;
+use crate::fs::{atomic, walk};
 use crate::guard::{verdict, Finding, Verdict};
 use crate::library::changelog::Event;
 use crate::library::entry::Entry;
@@ -401,7 +401,8 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
 fn sizes(dir: &Path) -> Result<(usize, u64)> {
     let mut total = (0, 0);
     for e in files_under(dir)? {
-        let len = e.metadata().map_err(|e| Error::msg(format!("reading {}: {e}", dir.display())))?.len();
+        let len =
+            fs::symlink_metadata(&e.path).map_err(|e| Error::msg(format!("reading {}: {e}", dir.display())))?.len();
         total = (total.0 + 1, total.1 + len);
     }
     Ok(total)
@@ -410,14 +411,17 @@ fn sizes(dir: &Path) -> Result<(usize, u64)> {
 /// Every non-directory entry under `dir` (links not followed); an entry
 /// that cannot be read is an error, so a commit never misses a path (nor
 /// a size limit a file).
-pub(crate) fn files_under(dir: &Path) -> Result<Vec<walkdir::DirEntry>> {
+pub(crate) fn files_under(dir: &Path) -> Result<Vec<walk::Item>> {
     // A skill not created yet has no files.
     if matches!(fs::symlink_metadata(dir), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
         return Ok(Vec::new());
     }
-    let all = walkdir::WalkDir::new(dir).follow_links(false).into_iter().collect::<std::result::Result<Vec<_>, _>>();
-    let all = all.map_err(|e| Error::msg(format!("listing {}: {e}", dir.display())))?;
-    Ok(all.into_iter().filter(|e| !e.file_type().is_dir()).collect())
+    let all = walk::entries(dir, |_| true);
+    if let Some(e) = all.iter().find_map(|i| i.error.as_ref()) {
+        return Err(Error::msg(format!("listing {}: {e}", dir.display())));
+    }
+    // The root is listed only when it is not a directory (then it is the one file).
+    Ok(all.into_iter().filter(|i| i.kind != walk::Kind::Dir).collect())
 }
 
 /// Step 3: the atomic write or the removal.
@@ -467,7 +471,7 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     let files: Vec<String> = files_under(&full)?
         .iter()
         // Everything walked is under the library (lib.dir is its prefix).
-        .filter_map(|e| e.path().strip_prefix(&lib.dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
+        .filter_map(|e| e.path.strip_prefix(&lib.dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
         .collect();
     let aside = lib.path(&format!("{}/.{}.deleting.{}", stage.dir(), req.name, std::process::id()));
     fs::rename(&full, &aside).map_err(|e| Error::io(format!("moving {dir} aside"), e))?;

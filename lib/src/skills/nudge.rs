@@ -34,11 +34,21 @@ First run `kb-append skill list` to see the existing skills and avoid duplicates
 skill (`kb-append skill create`) only for a new reusable method. Keep skills about reusable method, not business \
 data. If nothing is worth saving, say \"nothing to save\" and stop.";
 
+/// The two record types a nudge call reports, named by serde.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NudgeRecord {
+    /// Counted.
+    Nudge,
+    /// The interval was reached: the counter is reset.
+    ReviewDue,
+}
+
 /// What one call reports: `nudge` (counted) or `review_due` (reset).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Nudge {
-    /// `nudge` or `review_due`.
-    pub record: &'static str,
+    /// `nudge`, or `review_due` when the interval is reached.
+    pub record: NudgeRecord,
     /// Whose counter.
     pub notebook: String,
     /// Calls counted since the last review, this call's included.
@@ -86,7 +96,7 @@ pub fn nudge(lib: &Library, notebook: Option<&str>, calls: u64, interval: u64) -
     let text = serde_json::to_string_pretty(&counters).map_err(|e| Error::msg(format!("encoding counters: {e}")))?;
     atomic::write(&path, format!("{text}\n").as_bytes())?;
     Ok(Nudge {
-        record: if due { "review_due" } else { "nudge" },
+        record: if due { NudgeRecord::ReviewDue } else { NudgeRecord::Nudge },
         notebook: nb,
         calls: total,
         interval,

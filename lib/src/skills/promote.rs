@@ -67,10 +67,7 @@ pub fn promote(
             }
             None => text,
         };
-        let files: Vec<String> = super::manage::files_under(&lib.path(&old_dir))?
-            .iter()
-            .filter_map(|e| e.path().strip_prefix(lib.path(&old_dir)).ok().map(|p| p.to_string_lossy().to_string()))
-            .collect();
+        let files: Vec<String> = super::manage::files_under(&lib.path(&old_dir))?.into_iter().map(|e| e.rel).collect();
         fs::create_dir_all(lib.path(&to.dir())).map_err(|e| Error::io(format!("creating {}", to.dir()), e))?;
         fs::rename(lib.path(&old_dir), lib.path(&new_dir))
             .map_err(|e| Error::io(format!("moving {old_dir} to {new_dir}"), e))?;

@@ -39,11 +39,11 @@ pub struct Conflict {
 pub fn list(lib: &Library) -> Vec<Conflict> {
     let root = lib.path(DIR);
     let mut out = Vec::new();
-    for e in walkdir::WalkDir::new(&root).min_depth(2).sort_by_file_name().into_iter().flatten() {
-        if !e.file_type().is_file() {
+    for e in crate::fs::walk::entries(&root, |_| true) {
+        if e.depth < 2 || e.kind != crate::fs::walk::Kind::File || !e.utf8 {
             continue;
         }
-        let Some(rel) = crate::library::scan::rel_path(&root, e.path()) else { continue };
+        let rel = e.rel;
         let Some((path, file)) = rel.rsplit_once('/') else { continue };
         let Some(sha) = file.strip_suffix(".md") else { continue };
         if crate::fs::atomic::temp_owner(file).is_some() {

@@ -32,9 +32,8 @@ pub const VERSION: u32 = 1;
 
 /// The intent record of one batch.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "record", rename = "journal")]
 pub struct Journal {
-    /// Always `journal`.
-    pub record: String,
     /// Format version ([`VERSION`]).
     pub version: u32,
     /// The writer's process id.
@@ -65,9 +64,8 @@ pub struct Planned {
 
 /// What recovering an interrupted batch did (the `recovered` record).
 #[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "recovered")]
 pub struct Recovered {
-    /// Always `recovered`.
-    pub record: &'static str,
     /// When the interrupted batch started.
     pub started: String,
     /// The interrupted writer's process id.
@@ -193,7 +191,6 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     }
     end(lib)?;
     Ok(Some(Recovered {
-        record: "recovered",
         started: j.started,
         pid: j.pid,
         landed: landed.into_iter().collect(),
@@ -239,7 +236,6 @@ fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize>
 /// A new journal for a batch started now.
 pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
     Ok(Journal {
-        record: "journal".into(),
         version: VERSION,
         pid: std::process::id(),
         started: clock::format(clock::now()?),

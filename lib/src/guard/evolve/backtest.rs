@@ -9,6 +9,7 @@ use std::path::Path;
 
 use super::proposal::{Backtest, Hit};
 use crate::error::{Error, Result};
+use crate::fs::walk;
 use crate::guard::rules::Rule;
 use crate::guard::scan::scan_targets;
 use crate::guard::target::{self, Target};
@@ -101,23 +102,21 @@ impl Corpus {
 pub fn library_targets(lib: &Library) -> Vec<Target> {
     let base = format!("{}/", lib.dir.display());
     let mut paths = Vec::new();
-    let mut it = walkdir::WalkDir::new(&lib.dir).follow_links(false).sort_by_file_name().min_depth(1).into_iter();
-    while let Some(next) = it.next() {
-        let Ok(e) = next else { continue };
-        let name = e.file_name().to_string_lossy();
-        if e.file_type().is_dir() {
-            if e.depth() == 1 && SKIPPED_DIRS.contains(&name.as_ref()) {
-                it.skip_current_dir();
-            } else if e.path().join("SKILL.md").is_file() {
-                paths.push(e.path().display().to_string());
-                it.skip_current_dir();
+    let skipped = |depth: usize, name: &str| depth == 1 && SKIPPED_DIRS.contains(&name);
+    let is_skill = |dir: &Path| dir.join("SKILL.md").is_file();
+    for it in walk::entries(&lib.dir, |d| !skipped(d.depth, d.name) && !is_skill(d.path)) {
+        if it.depth == 0 || it.error.is_some() {
+            continue;
+        }
+        if it.kind == walk::Kind::Dir {
+            if !it.entered && !skipped(it.depth, it.name()) && is_skill(&it.path) {
+                paths.push(it.path.display().to_string());
             }
             continue;
         }
-        if kind::kind(&name) != Kind::Document {
-            continue;
+        if kind::kind(it.name()) == Kind::Document {
+            paths.push(it.path.display().to_string());
         }
-        paths.push(e.path().display().to_string());
     }
     let rel = |s: &str| s.strip_prefix(&base).unwrap_or(s).to_string();
     // Paths the walk just listed; one that vanished since is not scanned.
