@@ -5,7 +5,7 @@
 # adversarial linearity. Rules are tuned on `--split train`; `--split
 # heldout` (templates and seed never tuned on) is reported once.
 # Usage: bench/guard.sh [SKILLS] [--split train|heldout] [--baseline BIN]
-#   (default 2000 skills, ~85 MB, split train; BIN e.g. main's release kb-guard)
+#   (default 2000 skills, ~37 MB of files, split train; BIN e.g. main's release kb-guard)
 # Env: GUARD_BENCH_DIR (default /tmp/kb-guard-bench), CARGO_TARGET_DIR, KB_GUARD_BIN.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
