@@ -537,6 +537,6 @@ mod tests {
         assert!(View::open(&bytes[..bytes.len() - 3]).is_err());
         let mut v3 = bytes.clone();
         v3[16..20].copy_from_slice(&3u32.to_le_bytes());
-        assert!(View::open(&v3).err().is_some_and(|e| e.contains("memgate index format 3, expected 4")));
+        assert!(View::open(&v3).err().is_some_and(|e| e.contains("memgate index format 3, expected 5")));
     }
 }
