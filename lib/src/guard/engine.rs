@@ -671,18 +671,35 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
         t
     };
     work::add(Step::Payloads, hay.len());
+    // Skips ahead like Boyer-Moore: a run of BASE64_MIN bytes starting at
+    // or after `i` covers `i + BASE64_MIN - 1`, so when that byte is not
+    // base64 none starts before it; prose is mostly short words, so most
+    // bytes are never looked at. Invariant: `i == 0` or `hay[i - 1]` is
+    // not base64 (a run never starts mid-word).
     let mut out = Vec::new();
     let mut i = 0;
-    while let Some(s) = hay[i..].iter().position(|&b| B64[b as usize]) {
-        let start = i + s;
-        i = hay[start..].iter().position(|&b| !B64[b as usize]).map_or(hay.len(), |n| start + n);
-        if i - start >= BASE64_MIN {
-            let mut end = i;
-            while end < hay.len() && end - i < 2 && hay[end] == b'=' {
+    while i + BASE64_MIN <= hay.len() {
+        let probe = i + BASE64_MIN - 1;
+        if !B64[hay[probe] as usize] {
+            i = probe + 1;
+            continue;
+        }
+        let mut start = probe;
+        while start > i && B64[hay[start - 1] as usize] {
+            start -= 1;
+        }
+        let mut end = probe + 1;
+        while end < hay.len() && B64[hay[end] as usize] {
+            end += 1;
+        }
+        let run_end = end;
+        if end - start >= BASE64_MIN {
+            while end < hay.len() && end - run_end < 2 && hay[end] == b'=' {
                 end += 1;
             }
             out.push(start..end);
         }
+        i = run_end + 1;
     }
     out
 }

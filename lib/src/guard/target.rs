@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
+use rayon::prelude::*;
 
 use crate::fs::walk::{Dir, Kind};
 
@@ -117,6 +118,11 @@ pub fn collect(paths: &[String]) -> Vec<Result<Target, PathError>> {
             }
         }
     }
+    // Each skill's entries are listed (a stat per file) in parallel: on a
+    // tree of many small skills the listing was a serial share of the scan.
+    out.par_iter_mut().flatten().filter(|t| t.kind == TargetKind::Skill).for_each(|t| {
+        t.entries = skill_entries(&t.root, &t.display);
+    });
     out
 }
 
@@ -221,10 +227,16 @@ fn is_library_cache(dir: &Path) -> bool {
 /// A skill target: every entry under `root` (kb::fs::walk, tree order),
 /// links not followed; a directory that cannot be listed is an
 /// unreadable entry after its own.
+/// Its entries are listed later, by [`collect`].
 fn skill(root: &Path, display: String) -> Target {
+    Target { display, kind: TargetKind::Skill, root: root.to_path_buf(), entries: Vec::new() }
+}
+
+/// Every entry under a skill's `root`.
+fn skill_entries(root: &Path, display: &str) -> Vec<Entry> {
     let mut entries = Vec::new();
     for it in crate::fs::walk::entries(root, |_| true) {
-        let shown = join(&display, &it.rel);
+        let shown = join(display, &it.rel);
         if it.depth > 0 {
             entries.push(entry_for(&it.path, it.rel.clone(), shown.clone(), false));
         }
@@ -233,7 +245,7 @@ fn skill(root: &Path, display: String) -> Target {
             entries.push(Entry { display: shown, rel: it.rel, fs: it.path, kind, size: 0, executable: false });
         }
     }
-    Target { display, kind: TargetKind::Skill, root: root.to_path_buf(), entries }
+    entries
 }
 
 /// File contents: read into memory, or mapped when large.
@@ -242,14 +254,18 @@ pub use crate::fs::map::Bytes as Data;
 /// Files this large or larger are mapped rather than read.
 pub const MAP_AT: u64 = 64 << 20;
 
-/// Reads a regular file (refusing anything else without opening it, so a
-/// FIFO cannot block the scan).
+/// Reads a regular file, refusing anything else. Opened non-blocking (a
+/// FIFO swapped in cannot block the scan, a terminal is never made the
+/// controlling one) and checked on the open file: one path lookup, not a
+/// stat and an open, and no gap between the check and the read.
 pub fn read(path: &Path) -> io::Result<Data> {
-    let meta = fs::metadata(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let mut f = fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)?;
+    let meta = f.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other("not a regular file"));
     }
-    let mut f = fs::File::open(path)?;
     if meta.len() >= MAP_AT {
         return map(&f).map(Data::Map);
     }
