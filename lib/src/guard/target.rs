@@ -283,3 +283,23 @@ fn map(f: &fs::File) -> io::Result<Mmap> {
     // smaller files are read, never mapped.
     unsafe { Mmap::map(f) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A FIFO handed to `read` (as when one is swapped in after the walk
+    /// saw a file) is refused at once: opening it never waits for a writer.
+    #[test]
+    fn read_refuses_a_fifo_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let err = read(&fifo).err().unwrap();
+        assert_eq!(err.to_string(), "not a regular file");
+        let file = dir.path().join("f.md");
+        fs::write(&file, "text").unwrap();
+        assert_eq!(&*read(&file).unwrap(), b"text");
+        assert_eq!(read(dir.path()).err().unwrap().to_string(), "not a regular file");
+    }
+}
