@@ -10,48 +10,7 @@ use crate::guard::{self, filter::Outcome, policy::Policy, scan, target, Verdict}
 use crate::out::jsonl::{self, Format, Out};
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-guard: a linear-time threat scanner for skills and library content
-
-Usage:
-  kb-guard scan PATH... [--format jsonl|table|sarif] [--fail-on caution|dangerous]
-                        [--policy FILE] [--root DIR]
-  kb-guard rules list [--format table|jsonl] [--root DIR]
-  kb-guard rules validate FILE... [--corpus DIR]  a rule file, plus its backtest over the library
-  kb-guard rules propose [INTEL.jsonl|-] [--scheduled [--force]]   threat intel -> CORE-XXX.md
-  kb-guard rules validate [CORE-XXX...|-] [--corpus DIR]   pattern, examples, historical backtest
-  kb-guard rules review [CORE-XXX...|-]          composite score; approved at >= 0.95
-  kb-guard rules integrate [CORE-XXX...|-]       approved rules into the rule set in force
-  kb-guard rules status [--format table|jsonl]   last scans, proposals by state, rule counts
-  kb-guard filter [--policy FILE] [--root DIR]     write requests on stdin
-  kb-guard sanitize [FILE] [--report FILE]         external text, '-' or stdin
-
-scan prints finding records, then one verdict record per target (a file, a
-skill directory holding SKILL.md, each skill and loose file under any other
-directory, or '-' for stdin). Extended rules are hot-loaded from
-.library/.evolving-rules/security/active/*.yaml when a library is found.
-
-Options:
-  --format F         jsonl (default into a pipe), table (default on a terminal), sarif
-  --fail-on V        exit 1 when a verdict reaches V [default: dangerous]
-  --policy FILE      YAML: disable, severity, suppress (path, rule, reason, expires)
-  --root DIR         the library for extended rules (default: KB_ROOT, else the nearest .library)
-  --report FILE      sanitize: write change records to FILE (default: stderr lines)
-  --corpus DIR       rules validate: also backtest over DIR (repeatable)
-  --scheduled        rules propose: only the layers due (core 7 d, extended 1 d)
-  --force            rules propose --scheduled: ignore the intervals
-  --no-commit        evolve steps: do not git commit
-  -h, --help         show this help (after a command: that command's)
-  -V, --version      show the version
-
-The evolve steps read the proposals named by `proposal` records on stdin
-('-'), by id, or by default every proposal waiting for the step, and print
-one proposal record each, so they compose:
-  kb-guard rules propose intel.jsonl | kb-guard rules validate - | kb-guard rules review - | kb-guard rules integrate -
-
-Example:
-  kb-guard filter < requests.jsonl | kb-append batch
-";
+pub const USAGE: &str = include_str!("guard.txt");
 
 const STEP: &[&str] = &["root", "no-commit"];
 const PROPOSALS: &str = "[CORE-XXX...|-]";

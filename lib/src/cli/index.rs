@@ -11,40 +11,7 @@ use crate::report::{changes, listing, stale, status, usage};
 use crate::{clock, lock, Library};
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-index: list, audit and rebuild the library's indexes
-
-Usage:
-  kb-index list [--type T1|T2] [--topic T] [--format jsonl|table]
-  kb-index rebuild [--incremental] [--no-commit]
-  kb-index check                     index rows vs files; logs .inconsistency.log; exit 1 on problems
-  kb-index stale [--days N] [--format jsonl|table]   stale references and provisional experiences
-  kb-index status [--format jsonl|table]   the six audit dimensions; exit 1 when one needs attention
-  kb-index quick                     re-index what changed since .last-maintained
-  kb-index scheduled [--force] [--no-commit]   the 24 h-gated daily maintenance
-  kb-index commit full|scheduled     commit every library change with the seed's message
-  kb-index cron install|uninstall [--just PATH --justfile PATH]
-  kb-index changes --notebook NB     what was written, referenced or archived since NB's last read
-
-Options:
-  --root DIR        the library (default: KB_ROOT, else the nearest .library)
-  --type T          list: only these types (pipe-separated segments)
-  --topic T         list: only this topic
-  --format FMT      jsonl or table [default: table on a terminal]
-  --incremental     rebuild: re-read only documents changed since the last rebuild
-  --no-commit       do not git commit
-  --days N          stale: flag references older than N days, whatever their threshold
-  --force           scheduled: ignore the 24 h gate
-  --just PATH       cron: the just binary [default: just]
-  --justfile PATH   cron: the justfile holding `maintain`
-  --notebook NB     changes: the notebook (agent, task, CI job) reading; its cursor moves
-  --timeout DUR     how long to wait for the library lock [default: 30s]
-  -h, --help        show this help (after a command: that command's)
-  -V, --version     show the version
-
-Example:
-  kb-index list --type 'software|data-pipeline' --format table
-";
+pub const USAGE: &str = include_str!("index.txt");
 
 const LIST: &[&str] = &["root", "type", "topic", "format"];
 const LOCKED: &[&str] = &["root", "timeout"];

@@ -9,33 +9,7 @@ use crate::out::jsonl::{Format, Out};
 use crate::Library;
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-lock: run a command while holding the library lock (.library/.lock)
-
-Usage:
-  kb-lock [--root DIR] [--timeout 30s] -- CMD [ARGS...]
-  kb-lock status [--root DIR] [--format jsonl|table]
-  kb-lock sweep [--root DIR]
-
-The command runs with KB_LOCK_HELD set, so kb-tools writers inside it do
-not lock again. Exit: the command's status; 2 when the lock could not be
-had within --timeout (or another error); 126 when the command cannot be
-run; 127 when it is not found (as a shell says). Waiters are served in
-arrival order; --timeout bounds a wait during which the queue does not
-move. `sweep` removes dead mkdir locks and killed writers' temp files, and
-under the lock finishes a batch a killed writer left (a `recovered`
-record) and removes git state a killed git left (`cleared` records).
-
-Options:
-  --root DIR        the library (default: KB_ROOT, else the nearest .library)
-  --timeout DUR     how long to wait for the lock, e.g. 500ms, 30s, 2m [default: 30s]
-  --format FMT      status output: jsonl or table [default: table on a terminal]
-  -h, --help        show this help (after a command: that command's)
-  -V, --version     show the version
-
-Example:
-  kb-lock --timeout 10s -- sh -c 'kb-index rebuild && kb-relate rebuild'
-";
+pub const USAGE: &str = include_str!("lock.txt");
 
 /// kb-lock's commands: run one (everything from the first word on), status, sweep.
 pub static SPEC: Spec = Spec::new(
