@@ -1,10 +1,10 @@
 //! `kb-lock`: hold the library lock around a command; report or sweep locks.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use super::args::{self, Cmd, Parsed, Spec};
 use crate::error::{run_main, Exit};
-use crate::lock::{self, State};
+use crate::lock;
 use crate::out::jsonl::{Format, Out};
 use crate::Library;
 
@@ -25,10 +25,8 @@ pub static SPEC: Spec = Spec::new(
 
 const SWEEP: &str = "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state";
 
-/// Exit status when the command is not found (a shell's).
-pub const NOT_FOUND: u8 = 127;
-/// Exit status when the command exists but cannot be run.
-pub const CANNOT_RUN: u8 = 126;
+/// Exit statuses when the command is not found or cannot be run (a shell's).
+pub use crate::lock::child::{CANNOT_RUN, NOT_FOUND};
 
 /// kb-lock's whole run: the child's status passes through unchanged.
 pub fn main() -> ExitCode {
@@ -53,41 +51,16 @@ pub fn main() -> ExitCode {
                 };
                 let opts = lock::Options { timeout, cmd: cmd.join(" ") };
                 let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
-                let code = lock::with_lock(&lib, &opts, || {
-                    let mut c = Command::new(&cmd[0]);
-                    c.args(&cmd[1..]).env(lock::HELD_VAR, &held);
-                    // Signals to kb-lock go to the command; the lock is held
-                    // until it has exited (issue 21).
-                    match lock::child::run_forwarding(c) {
-                        Ok(status) => Ok(exit_code(status)),
-                        Err(e) => {
-                            let code = match e.kind() {
-                                std::io::ErrorKind::NotFound => NOT_FOUND,
-                                _ => CANNOT_RUN,
-                            };
-                            eprintln!(
-                                "kb-lock: {}: {}",
-                                cmd[0],
-                                if code == NOT_FOUND { "command not found".to_string() } else { e.to_string() }
-                            );
-                            Ok(code)
-                        }
-                    }
-                })?;
+                // Signals to kb-lock go to the command; the lock is held
+                // until it has exited (issue 21).
+                let code = lock::with_lock(&lib, &opts, || Ok(lock::child::run_status(&cmd, lock::HELD_VAR, &held)))?;
                 child_code = Some(code);
             }
             "status" => {
                 let state = lock::status(&lib)?;
-                let rec = match &state {
-                    State::Free => serde_json::json!({"record": "lock", "state": "free"}),
-                    State::Held(h) => serde_json::json!({"record": "lock", "state": "held", "holder": h}),
-                    State::Legacy { pid, alive } => {
-                        serde_json::json!({"record": "lock", "state": "legacy", "pid": pid, "alive": alive})
-                    }
-                };
                 match format {
-                    Format::Jsonl => out.record(&rec)?,
-                    Format::Table => out.text(&describe(&state))?,
+                    Format::Jsonl => out.record(&state.record())?,
+                    Format::Table => out.text(&state.describe())?,
                 }
             }
             _ => {
@@ -120,28 +93,5 @@ pub fn main() -> ExitCode {
     match child_code {
         Some(code) => ExitCode::from(code),
         None => status,
-    }
-}
-
-fn describe(state: &State) -> String {
-    match state {
-        State::Free => "free\n".into(),
-        State::Held(Some(h)) => format!("held by pid {} on {} since {}: {}\n", h.pid, h.host, h.since, h.cmd),
-        State::Held(None) => "held (holder unknown)\n".into(),
-        State::Legacy { pid, alive } => format!(
-            "legacy mkdir lock, pid {} ({})\n",
-            pid.map_or("unknown".into(), |p| p.to_string()),
-            if *alive { "alive" } else { "dead: run kb-lock sweep" }
-        ),
-    }
-}
-
-/// The child's status as ours: its code, or 128 + signal like a shell.
-fn exit_code(status: std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => c as u8,
-        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
-        _ => Exit::Failure as u8,
     }
 }
