@@ -81,31 +81,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             } else {
                 Vec::new()
             };
-            if table {
-                let rows: Vec<Vec<String>> = patterns
-                    .iter()
-                    .map(|p| {
-                        let review = if p.needs_review { "review" } else { "" };
-                        let w = if written.contains(&p.path) { "written" } else { "" };
-                        vec![
-                            p.path.clone(),
-                            p.state.clone(),
-                            p.usage_count.to_string(),
-                            p.failures.to_string(),
-                            review.into(),
-                            w.into(),
-                        ]
-                    })
-                    .collect();
-                out.text(&jsonl::table(&["Path", "State", "Used", "Failures", "Review", "Written"], &rows))?;
-                return out.finish();
-            }
-            for p in &patterns {
-                let mut rec = serde_json::to_value(p).map_err(|e| Error::msg(e.to_string()))?;
-                rec["written"] = json!(written.contains(&p.path));
-                out.record(&rec)?;
-            }
-            out.record(&lifecycle::summary(&patterns))?;
+            lifecycle::print(&patterns, &written, table, &mut out)?;
         }
         "promote" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
