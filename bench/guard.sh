@@ -5,7 +5,7 @@
 # adversarial linearity. Rules are tuned on `--split train`; `--split
 # heldout` (templates and seed never tuned on) is reported once.
 # Usage: bench/guard.sh [SKILLS] [--split train|heldout] [--baseline BIN]
-#   (default 2000 skills, ~85 MB, split train; BIN e.g. main's release kb-guard)
+#   (default 2000 skills, ~37 MB of files, split train; BIN e.g. main's release kb-guard)
 # Env: GUARD_BENCH_DIR (default /tmp/kb-guard-bench), CARGO_TARGET_DIR, KB_GUARD_BIN.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,7 +30,9 @@ if [ ! -f "$OUT/manifest.jsonl" ] || [ "$(wc -l < "$OUT/manifest.jsonl")" -ne "$
     | python3 "$ROOT/bench/guard-gen.py" "$OUT" --skills "$SKILLS" --split "$SPLIT"
 fi
 cd "$OUT"
-BYTES=$(du -sb corpus | cut -f1)
+# File bytes only: `du -sb` also counts each directory's 4 KB entry,
+# which made the 37 MB train corpus read as 64 MB.
+BYTES=$(find corpus -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 "$BIN" rules list --format jsonl | python3 -c 'import json,sys; [print(r["pattern"]) for r in map(json.loads, sys.stdin) if "pattern" in r]' > patterns.txt
 best() { # "WALL CPU": best wall and best CPU (user+sys) seconds of 3 runs of "$@".
   # CPU time is what a loaded machine does not inflate; ratios use it.
@@ -70,7 +72,7 @@ else
   echo "note: ripgrep not installed; the rg comparison is skipped"
 fi
 # Adversarial: 1 MB of near-matching text per rule family, long lines.
-ADV_MB=$(echo "$(du -cb adversarial/*.txt | tail -1 | cut -f1) / 1000000" | bc -l)
+ADV_MB=$(echo "$(find adversarial -type f -printf '%s\n' | awk '{s += $1} END {print s}') / 1000000" | bc -l)
 read -r W_ADV C_ADV <<< "$(best "$BIN" scan adversarial)"
 python3 -c 'import sys; mb,wn,cn,amb,wa,ca=map(float,sys.argv[1:]); print(f"adversarial        {amb:.1f} MB, wall {wa:.2f} s, CPU {ca:.2f} s; per-MB time adversarial/normal: CPU {(ca/amb)/(cn/mb):.2f}, wall {(wa/amb)/(wn/mb):.2f} (target <= 2)")' "$MB" "$W_NEW" "$C_NEW" "$ADV_MB" "$W_ADV" "$C_ADV"
 if [ -d "$ROOT/../shared/data/agents-md" ]; then

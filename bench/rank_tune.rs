@@ -1,5 +1,5 @@
 //! kb-score ranking, tuned in process: runs every query of a SciFact
-//! split through `kb::score::rank::direct_with` over the index caches that
+//! split through `kb::score::rank::direct` over the index caches that
 //! bench/scifact.py built, once per parameter set, and prints nDCG@10 and
 //! Recall@100 per library variant. Same ranking code as the CLI, without
 //! a process per query, so a grid of settings takes seconds instead of
@@ -109,7 +109,7 @@ fn main() {
             for ((_, rel), (_, q)) in qrels.iter().zip(&parsed) {
                 let seq = &seqs[name];
                 let doc_terms = |d: u32| seq.get(id_of(d)).cloned();
-                let (hits, _) = rank::direct_with(&v, q, now, &rank::Filters::default(), 100, &doc_terms, &tuning);
+                let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_terms, &tuning);
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
                 rc += recall100(&ranked, rel);

@@ -21,6 +21,20 @@ fn keep(lib: &Lib, text: &str) -> String {
     action
 }
 
+/// Writes a memory whatever the gate and action (a neighbour it would
+/// merge into is kept apart) and returns its note id.
+fn kept(lib: &Lib, text: &str) -> String {
+    let d = decide(lib, &[said("remember", text)]);
+    let d0 = match (d[0]["action"].as_str(), d[0]["gate"].as_str()) {
+        (_, Some("silent")) => d[0].clone(),
+        (Some("new"), _) => answered(&d[0], "confirm"),
+        _ => answered(&d[0], "new_instead"),
+    };
+    let r = apply(lib, &[d0]);
+    assert_eq!(r[0]["status"], "applied", "{text}: {}", r[0]);
+    r[0]["note_id"].as_str().unwrap_or_default().to_string()
+}
+
 /// Issue 16's run: 50 unrelated English rules, then 50 Chinese
 /// (`fixtures/memgate/rules.txt`, shared with bench/memgate_locomo.py),
 /// remembered one after another: every one is new, none vetoed.
@@ -50,6 +64,37 @@ fn one_rule_in_two_scopes_does_not_merge() {
     assert_eq!(d[0]["action"], "new", "{}", d[0]);
     assert_eq!(d[0]["neighbours"][0]["id"], go.as_str(), "still its nearest neighbour");
     assert_eq!(d[0]["neighbours"][0]["same_scenario"], false);
+}
+
+/// Forms the stemmer leaves apart meet (issue 16, Task B): an irregular
+/// verb ("went" / "go", "wrote" / "write") and a question's calendar date
+/// ("on 25 May, 2022": what the note holds is what happened, not the day).
+/// Before, the shorter note sharing fewer words came first.
+#[test]
+fn irregular_forms_and_dates_find_their_note() {
+    for (target, other, query) in [
+        (
+            "Melanie went camping with her family in the mountains last week.",
+            "Melanie loves camping at the beach.",
+            "When did Melanie go camping?",
+        ),
+        (
+            "Run the linter once you wrote a new database schema migration.",
+            "Always run the linter on a migration.",
+            "Run the linter whenever you write a migration.",
+        ),
+        (
+            "Nate gifted Joanna a stuffed animal to remind her of good vibes.",
+            "Nate did not make it to the finals of the last game tournament in 2022.",
+            "What did Nate give Joanna on 25 May, 2022?",
+        ),
+    ] {
+        let lib = Lib::empty();
+        let target = kept(&lib, target);
+        kept(&lib, other);
+        let d = decide(&lib, &[said("remember", query)]);
+        assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
+    }
 }
 
 #[test]

@@ -20,6 +20,19 @@ use super::work::{self, Step};
 const MAX_VARS: usize = 256;
 const MAX_VALUE: usize = 96;
 
+/// The bytes some step acts on (a table: this test runs on every byte of
+/// every file, and a slice search per byte cost a tenth of a scan).
+const TRIGGERS: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = b"\\%$\"'+=<{`";
+    let mut i = 0;
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// The rewritten lines of `text` that differ from the original, as
 /// `(1-based line, rewritten line)`. `markdown` turns on the HTML comment
 /// step.
@@ -30,7 +43,7 @@ pub fn view(text: &str, markdown: bool) -> Vec<(usize, String)> {
     work::add(Step::Deobfuscate, text.len());
     for (i, line) in text.split('\n').enumerate() {
         // Most lines hold none of the characters any step acts on.
-        if !in_comment && !line.bytes().any(|b| b"\\%$\"'+=<{`".contains(&b)) {
+        if !in_comment && !line.bytes().any(|b| TRIGGERS[b as usize]) {
             continue;
         }
         // Each step reads its line once (a handful of passes a line).

@@ -1,7 +1,8 @@
 //! Seed 002 `scanFileContent`, rebuilt to be fast and hard to evade: bytes
 //! are sniffed and normalised, then every rule runs at once in one
-//! linear-time pass over the whole text; only the rules that matched are run
-//! again one by one to locate their lines. Base64 payloads are decoded and
+//! linear-time pass over the whole text; only the rules whose head and tail
+//! both matched, in that order, are run again one by one on those lines to
+//! locate their matches. Base64 payloads are decoded and
 //! scanned as well. At most [`PER_RULE`] lines per rule and file are
 //! reported; the rest are counted.
 
@@ -17,7 +18,7 @@ use super::deobfuscate;
 use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};
 use super::mention;
 use super::normalize;
-use super::pattern::{self, Set};
+use super::pattern::{self, Candidate, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
 use super::typosquat;
@@ -373,7 +374,7 @@ impl Engine {
         &self,
         path: &str,
         (hay, lines): (&[u8], &LineIndex),
-        ids: &[(usize, Vec<usize>)],
+        ids: &[(usize, Vec<Candidate>)],
         (line_of, known): LineMap,
         ctx: &dyn Fn(usize) -> Context,
         changed: &dyn Fn(usize) -> bool,
@@ -385,17 +386,19 @@ impl Engine {
             let c = &self.pats[*pid];
             let rule = &self.rules[c.rule];
             // One match per line is all a finding needs, and only the
-            // lines the set flagged can hold one: each is searched once
-            // (an iterator over every match can be quadratic on long lines).
+            // lines the set flagged can hold one, within the span it gave
+            // (from the rule's first head to its last tail): each is
+            // searched once (an iterator over every match can be quadratic
+            // on long lines).
             let mut reported = 0;
-            for &local in candidates {
-                let line = line_of(local);
+            for cand in candidates {
+                let line = line_of(cand.line);
                 if known(*pid, line) {
                     continue;
                 }
-                let (ls, le) = lines.span(local);
-                work::add(Step::RuleSearch, le - ls);
-                let Some(m) = c.re.search(&Input::new(hay).span(ls..le)) else { continue };
+                let (ls, le) = lines.span(cand.line);
+                work::add(Step::RuleSearch, cand.to - cand.from);
+                let Some(m) = c.re.search(&Input::new(hay).span(cand.from..cand.to)) else { continue };
                 matched.push((*pid, line));
                 if reported == PER_RULE {
                     out.omitted += 1;
@@ -656,21 +659,23 @@ impl Match {
 }
 
 /// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding):
-/// one cheap byte loop, no automaton.
+/// one cheap byte loop over a table, no automaton.
 fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
+    const B64: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = (b as u8).is_ascii_alphanumeric() || b == b'+' as usize || b == b'/' as usize;
+            b += 1;
+        }
+        t
+    };
     work::add(Step::Payloads, hay.len());
-    let b64 = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
     let mut out = Vec::new();
     let mut i = 0;
-    while i < hay.len() {
-        if !b64(hay[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < hay.len() && b64(hay[i]) {
-            i += 1;
-        }
+    while let Some(s) = hay[i..].iter().position(|&b| B64[b as usize]) {
+        let start = i + s;
+        i = hay[start..].iter().position(|&b| !B64[b as usize]).map_or(hay.len(), |n| start + n);
         if i - start >= BASE64_MIN {
             let mut end = i;
             while end < hay.len() && end - i < 2 && hay[end] == b'=' {

@@ -8,7 +8,7 @@ use regex_automata::hybrid::dfa::{Cache, OverlappingState, DFA};
 use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
-use regex_automata::{Anchored, Input, MatchKind, PatternSet};
+use regex_automata::{Anchored, Input, MatchKind, PatternID, PatternSet};
 use regex_syntax::hir::{
     self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
 };
@@ -62,18 +62,79 @@ fn line_bounded(hir: Hir) -> Hir {
     }
 }
 
-/// The prefilter form of a pattern: its head up to the first unbounded
-/// repetition of a broad class (`.*`, `[^|]*`, ...), with counted
-/// repetitions relaxed. Any text the pattern matches contains a match of
-/// its head, so the set never misses; it only says "maybe" more often, and
-/// the exact rule regex then decides. Without this, many `.*` middles and
-/// counters multiply into a DFA that adversarial text keeps rebuilding.
-fn prefilter(hir: &Hir) -> Hir {
-    let (h, _) = head(hir.clone());
-    if h.properties().minimum_len().unwrap_or(0) >= 2 {
-        h
+/// The set's forms of a pattern: its head, and its tail when the head
+/// stops short of the end.
+struct Forms {
+    /// The head: the pattern up to its first repetition of a broad class
+    /// (`.*`, `[^|]*`, ...), counted repetitions relaxed; the whole
+    /// pattern relaxed when that head is shorter than 2 bytes. Every match
+    /// of the pattern starts with a match of its head, so the set never
+    /// misses; it only says "maybe" more often, and the exact rule regex
+    /// then decides. Without this, many `.*` middles and counters multiply
+    /// into a DFA that adversarial text keeps rebuilding.
+    head: Hir,
+    /// The tail, when the head was cut: the pattern's end back to its
+    /// last broad repetition (the head of the reversed pattern). Every
+    /// match ends with a match of its tail, after its head's end: a line
+    /// of near matches holds heads without tails, and the rule need not
+    /// read it at all.
+    tail: Option<Hir>,
+    /// Whether the head is the whole pattern (relaxed): then every match
+    /// of the pattern is a match of its head, ending at the same byte.
+    whole: bool,
+}
+
+fn forms(hir: &Hir) -> Forms {
+    let (h, cut) = head(hir.clone());
+    if h.properties().minimum_len().unwrap_or(0) < 2 {
+        return Forms { head: relax(hir.clone()), tail: None, whole: true };
+    }
+    let tail = if cut {
+        let (t, _) = head(reverse(hir.clone()));
+        Some(reverse(t)).filter(|t| t.properties().minimum_len().unwrap_or(0) >= 1)
     } else {
-        relax(hir.clone())
+        None
+    };
+    Forms { head: h, tail, whole: !cut }
+}
+
+/// `hir` read backwards: it matches the reverse of every text `hir`
+/// matches (concatenations and literals reversed, look-arounds mirrored).
+fn reverse(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Literal(l) => {
+            let mut b = l.0.into_vec();
+            b.reverse();
+            Hir::literal(b)
+        }
+        HirKind::Look(l) => Hir::look(mirror(l)),
+        HirKind::Repetition(r) => Hir::repetition(hir::Repetition { sub: Box::new(reverse(*r.sub)), ..r }),
+        HirKind::Capture(c) => Hir::capture(hir::Capture { sub: Box::new(reverse(*c.sub)), ..c }),
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().rev().map(reverse).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(reverse).collect()),
+        HirKind::Class(c) => Hir::class(c),
+        HirKind::Empty => Hir::empty(),
+    }
+}
+
+/// A look-around as seen by a reversed search.
+fn mirror(l: Look) -> Look {
+    match l {
+        Look::Start => Look::End,
+        Look::End => Look::Start,
+        Look::StartLF => Look::EndLF,
+        Look::EndLF => Look::StartLF,
+        Look::StartCRLF => Look::EndCRLF,
+        Look::EndCRLF => Look::StartCRLF,
+        Look::WordStartAscii => Look::WordEndAscii,
+        Look::WordEndAscii => Look::WordStartAscii,
+        Look::WordStartUnicode => Look::WordEndUnicode,
+        Look::WordEndUnicode => Look::WordStartUnicode,
+        Look::WordStartHalfAscii => Look::WordEndHalfAscii,
+        Look::WordEndHalfAscii => Look::WordStartHalfAscii,
+        Look::WordStartHalfUnicode => Look::WordEndHalfUnicode,
+        Look::WordEndHalfUnicode => Look::WordStartHalfUnicode,
+        other => other,
     }
 }
 
@@ -119,15 +180,12 @@ fn head(hir: Hir) -> (Hir, bool) {
             let (h, cut) = head(*r.sub);
             (Hir::repetition(hir::Repetition { sub: Box::new(h), ..r }), cut)
         }
-        HirKind::Repetition(r) if r.min == 0 || broad(&r.sub) => (Hir::empty(), true),
-        HirKind::Repetition(r) => {
-            let (h, cut) = head(*r.sub);
-            if cut {
-                (h, true)
-            } else {
-                (Hir::repetition(hir::Repetition { min: 1, max: None, greedy: r.greedy, sub: Box::new(h) }), false)
-            }
-        }
+        HirKind::Repetition(r) if broad(&r.sub) => (Hir::empty(), true),
+        HirKind::Repetition(r) => match head(*r.sub) {
+            (_, true) if r.min == 0 => (Hir::empty(), true),
+            (h, true) => (h, true),
+            (h, false) => (relax(Hir::repetition(hir::Repetition { sub: Box::new(h), ..r })), false),
+        },
         HirKind::Class(c) => (Hir::class(c), false),
         HirKind::Look(l) => (Hir::look(l), false),
         HirKind::Empty => (Hir::empty(), false),
@@ -200,20 +258,53 @@ pub struct Set {
     dfa: DFA,
     caches: CachePool,
     fallback: Regex,
+    /// Number of patterns (their heads are set ids `0..patterns`).
+    patterns: usize,
+    /// For each tail's set id past `patterns`, the pattern it ends.
+    owner: Vec<usize>,
+    /// Whether a pattern has a tail in the set.
+    has_tail: Vec<bool>,
+    /// Whether a pattern's head is the whole pattern.
+    whole: Vec<bool>,
+    /// The longest match of a pattern's head, when it is bounded.
+    head_max: Vec<Option<usize>>,
+}
+
+/// Where one rule may match on one line: the 1-based line, and the byte
+/// span its search must cover (every match of the rule lies inside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    /// The 1-based line.
+    pub line: usize,
+    /// First byte a match can start at.
+    pub from: usize,
+    /// Byte a match must end by.
+    pub to: usize,
 }
 
 impl Set {
     /// Compiles the set (pattern ids are the indexes of `hirs`). The set is
-    /// a prefilter: counted repetitions are relaxed (`x{20,}` → `x+`) so
-    /// their counters do not multiply DFA states; each rule's exact regex
-    /// then confirms and locates its matches.
+    /// a prefilter: each pattern's head and tail (see [`Forms`]), counted
+    /// repetitions relaxed (`x{20,}` → `x+`) so their counters do not
+    /// multiply DFA states; each rule's exact regex then confirms and
+    /// locates its matches.
     pub fn new(hirs: &[Hir]) -> Result<Set> {
-        let hirs: Vec<Hir> = hirs.iter().map(prefilter).collect();
-        let hirs = &hirs[..];
+        let forms: Vec<Forms> = hirs.iter().map(forms).collect();
+        let head_max = forms.iter().map(|f| f.head.properties().maximum_len()).collect();
+        let has_tail = forms.iter().map(|f| f.tail.is_some()).collect();
+        let whole = forms.iter().map(|f| f.whole).collect();
+        let mut all: Vec<Hir> = forms.iter().map(|f| f.head.clone()).collect();
+        let mut owner = Vec::new();
+        for (i, f) in forms.into_iter().enumerate() {
+            if let Some(t) = f.tail {
+                all.push(t);
+                owner.push(i);
+            }
+        }
         let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
         let nfa = thompson::Compiler::new()
             .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
-            .build_many_from_hir(hirs)
+            .build_many_from_hir(&all)
             .map_err(|e| fail(&e))?;
         let dfa = DFA::builder()
             .configure(
@@ -229,71 +320,196 @@ impl Set {
         let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
         let fallback = meta::Builder::new()
             .configure(config().match_kind(MatchKind::All))
-            .build_many_from_hir(hirs)
+            .build_many_from_hir(&all)
             .map_err(|e| fail(&e))?;
-        Ok(Set { dfa, caches, fallback })
+        Ok(Set { dfa, caches, fallback, patterns: hirs.len(), owner, has_tail, whole, head_max })
     }
 
-    /// The ids of the patterns that match somewhere in `hay`.
-    pub fn matches(&self, hay: &[u8]) -> Vec<usize> {
+    /// Each set match in `hay` as `(set id, end offset)`, in text order
+    /// (at one offset, heads before tails); `None` when the DFA failed
+    /// and only the PikeVM's answer (which ids match at all) is known.
+    fn each_match(&self, hay: &[u8], mut f: impl FnMut(usize, usize)) -> Option<()> {
         let input = Input::new(hay);
-        let mut found = PatternSet::new(self.dfa.pattern_len());
         let mut cache = self.caches.get();
         let mut state = OverlappingState::start();
         loop {
-            if self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
-                self.fallback.which_overlapping_matches(&input, &mut found);
-                break;
-            }
-            match state.get_match() {
-                Some(m) => {
-                    found.insert(m.pattern());
-                    if found.is_full() {
-                        break;
-                    }
-                }
-                None => break,
-            }
+            self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
+            let Some(m) = state.get_match() else { return Some(()) };
+            f(m.pattern().as_usize(), m.offset());
         }
-        found.iter().map(|p| p.as_usize()).collect()
+    }
+
+    /// The ids of the patterns that may match somewhere in `hay`: their
+    /// head matches, and their tail (if they have one) too.
+    pub fn matches(&self, hay: &[u8]) -> Vec<usize> {
+        let mut found = PatternSet::new(self.dfa.pattern_len());
+        let mark = |id: usize, _| {
+            found.insert(PatternID::must(id));
+        };
+        if self.each_match(hay, mark).is_none() {
+            self.fallback.which_overlapping_matches(&Input::new(hay), &mut found);
+        }
+        let hit = |id: usize| found.contains(PatternID::must(id));
+        let mut tail_hit = vec![false; self.patterns];
+        for (k, &p) in self.owner.iter().enumerate() {
+            tail_hit[p] = hit(self.patterns + k);
+        }
+        (0..self.patterns).filter(|&p| hit(p) && (!self.has_tail[p] || tail_hit[p])).collect()
     }
 }
 
+/// One pattern's set matches on its current line.
+#[derive(Clone, Copy)]
+struct Seen {
+    line: usize,
+    line_start: usize,
+    first_head_end: usize,
+    last_head_end: usize,
+    last_tail_end: Option<usize>,
+}
+
 impl Set {
-    /// Each pattern that may match in `hay`, with the 1-based lines of
-    /// `lines` where one of its set matches ends (ascending). Rules match
-    /// within a line and the set's form of a rule matches a prefix of
-    /// every match of the rule, so the rule can only match on these lines:
-    /// each rule then reads only them, not the whole text again.
-    pub fn line_hits(&self, hay: &[u8], lines: &LineIndex) -> Vec<(usize, Vec<usize>)> {
-        let input = Input::new(hay);
-        let mut per: Vec<Vec<usize>> = vec![Vec::new(); self.dfa.pattern_len()];
-        let mut cache = self.caches.get();
-        let mut state = OverlappingState::start();
-        let (mut line, mut line_end) = (0, 0);
-        loop {
-            if self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
-                let mut found = PatternSet::new(self.dfa.pattern_len());
-                self.fallback.which_overlapping_matches(&input, &mut found);
-                return found.iter().map(|p| (p.as_usize(), (1..=lines.lines()).collect())).collect();
-            }
-            let Some(m) = state.get_match() else { break };
+    /// Each pattern that may match in `hay`, with where on which lines
+    /// (ascending). Rules match within a line; every match of a rule
+    /// starts with a match of its head and ends with one of its tail, at
+    /// or after that head's end. So a rule is searched only on lines where
+    /// its tail ends at or after its first head end, and only from the
+    /// earliest start of that head to the last end of its tail (or of its
+    /// head, when the head is the whole pattern): a line of near matches
+    /// (heads without tails) costs the set's single pass, not a pass per
+    /// rule.
+    pub fn line_hits(&self, hay: &[u8], lines: &LineIndex) -> Vec<(usize, Vec<Candidate>)> {
+        let mut per: Vec<Vec<Seen>> = vec![Vec::new(); self.patterns];
+        let (mut line, mut line_start, mut line_end) = (0, 0, 0);
+        let done = self.each_match(hay, |id, at| {
             // Matches come in text order: the line is looked up again only
             // when a match ends past the current one.
-            if line == 0 || m.offset() > line_end {
-                let (l, _, e) = lines.locate(m.offset());
-                (line, line_end) = (l, e);
+            if line == 0 || at > line_end {
+                (line, line_start, line_end) = lines.locate(at);
             }
-            let seen = &mut per[m.pattern().as_usize()];
-            if seen.last() != Some(&line) {
-                seen.push(line);
+            if id < self.patterns {
+                let seen = &mut per[id];
+                match seen.last_mut() {
+                    Some(s) if s.line == line => s.last_head_end = at,
+                    _ => {
+                        seen.push(Seen { line, line_start, first_head_end: at, last_head_end: at, last_tail_end: None })
+                    }
+                }
+            } else if let Some(s) = per[self.owner[id - self.patterns]].last_mut().filter(|s| s.line == line) {
+                // A tail before the line's first head ends no match.
+                s.last_tail_end = Some(at);
             }
+        });
+        if done.is_none() {
+            let mut found = PatternSet::new(self.dfa.pattern_len());
+            self.fallback.which_overlapping_matches(&Input::new(hay), &mut found);
+            let all = |_| {
+                (1..=lines.lines())
+                    .map(|l| {
+                        let (from, to) = lines.span(l);
+                        Candidate { line: l, from, to }
+                    })
+                    .collect()
+            };
+            return found.iter().map(|p| p.as_usize()).filter(|&p| p < self.patterns).map(|p| (p, all(p))).collect();
         }
-        per.into_iter().enumerate().filter(|(_, l)| !l.is_empty()).collect()
+        per.into_iter()
+            .enumerate()
+            .map(|(p, seen)| {
+                let cands = seen
+                    .into_iter()
+                    .filter_map(|s| {
+                        let to = if self.has_tail[p] {
+                            s.last_tail_end?
+                        } else if self.whole[p] {
+                            s.last_head_end
+                        } else {
+                            lines.span(s.line).1
+                        };
+                        let from = self.head_max[p]
+                            .map_or(s.line_start, |m| s.first_head_end.saturating_sub(m).max(s.line_start));
+                        Some(Candidate { line: s.line, from, to })
+                    })
+                    .collect::<Vec<_>>();
+                (p, cands)
+            })
+            .filter(|(_, c)| !c.is_empty())
+            .collect()
     }
 }
 
 /// Whether `re` matches `hay` starting exactly at `at` (and before `end`).
 pub fn matches_at(re: &Regex, hay: &[u8], at: usize, end: usize) -> bool {
     re.search(&Input::new(hay).span(at..end).anchored(Anchored::Yes)).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::rules;
+
+    /// Lines made of every core rule's examples: whole, cut short, and
+    /// pairs joined in both orders (so heads and tails of different rules
+    /// meet on one line, in either order).
+    fn lines() -> String {
+        let ex: Vec<String> =
+            rules::core().unwrap().into_iter().flat_map(|r| r.matches.into_iter().chain(r.clean)).collect();
+        let mut out = String::new();
+        for (i, e) in ex.iter().enumerate() {
+            let cut = |n: usize| e.chars().take(e.chars().count() * n / 3).collect::<String>();
+            let other = &ex[(i * 7 + 3) % ex.len()];
+            for l in
+                [e.clone(), cut(1), cut(2), format!("{e} ; {other}"), format!("{other} {e}"), format!("{} {e}", cut(2))]
+            {
+                out.push_str(&l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Wherever a rule's exact regex matches a line, the set names that
+    /// line with a span that holds the same (first) match: the head and
+    /// tail filter never loses a match nor moves one.
+    #[test]
+    fn candidates_hold_every_first_match_of_every_rule() {
+        let hirs: Vec<Hir> =
+            rules::core().unwrap().iter().filter_map(|r| r.pattern.as_deref()).map(|p| parse(p).unwrap()).collect();
+        let set = Set::new(&hirs).unwrap();
+        let text = lines();
+        let hay = text.as_bytes();
+        let index = LineIndex::new(hay);
+        let hits: std::collections::HashMap<usize, Vec<Candidate>> = set.line_hits(hay, &index).into_iter().collect();
+        let mut checked = 0;
+        for (p, hir) in hirs.iter().enumerate() {
+            let re = single(hir).unwrap();
+            let mut last_line = 0;
+            for m in re.find_iter(hay) {
+                let (line, _, _) = index.locate(m.start());
+                if line == last_line {
+                    continue;
+                }
+                last_line = line;
+                let cand = hits.get(&p).and_then(|c| c.iter().find(|c| c.line == line));
+                let cand =
+                    cand.unwrap_or_else(|| panic!("pattern {p} matches line {line} but is not a candidate there"));
+                let again = re.search(&Input::new(hay).span(cand.from..cand.to)).map(|m| m.range());
+                assert_eq!(again, Some(m.range()), "pattern {p}, line {line}: the candidate span moves the match");
+                checked += 1;
+            }
+        }
+        assert!(checked > 500, "only {checked} matches checked");
+    }
+
+    /// Reversing twice gives the pattern back, and a reversed pattern
+    /// matches reversed text.
+    #[test]
+    fn reverse_mirrors_patterns() {
+        for p in [r"\bcurl\b.*\|\s*sh$", r"^(ab|cd)+x{2,3}\B"] {
+            let hir = parse(p).unwrap();
+            assert_eq!(reverse(reverse(hir.clone())), hir);
+        }
+        let re = single(&reverse(parse(r"\bcurl\s+-s\b").unwrap())).unwrap();
+        assert!(re.is_match("x s- lruc".as_bytes()) && !re.is_match("s- lrucx".as_bytes()));
+    }
 }

@@ -150,7 +150,8 @@ fn decide_candidate(
     c: Candidate,
     claim_note: Option<&Loaded>,
 ) -> Result<Decision> {
-    let q = similarity::query_features(&c.search_text(), &c.one_liner);
+    let asks = super::cue::asks(&inp.text).is_some();
+    let q = similarity::query_features(&c.search_text(), &c.one_liner, asks);
     let g = govern::govern(&c, &q, view, paths, &inp.text, claim_note)?;
     let id = new_id(paths, &c.one_liner)?;
     let rel = gate::reliability(inp, &c);

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use super::view::View;
-use crate::text::segment::{self, Dict, Sections, SideOf, Writer};
+use crate::text::segment::{self, read_u32, read_u64, Dict, Sections, SideOf, Writer};
 pub use crate::text::segment::{Corrupt, Forward};
 
 /// The segment kind of a kb-score index.
@@ -491,14 +491,6 @@ impl<'a> Seg<'a> {
     pub fn postings(&self, term: &str) -> Vec<(u32, u32)> {
         self.find(term).map(|t| self.postings_of(t).collect()).unwrap_or_default()
     }
-}
-
-fn read_u64(b: &[u8], at: usize) -> Option<u64> {
-    b.get(at..at + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes)
-}
-
-fn read_u32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes)
 }
 
 #[cfg(test)]

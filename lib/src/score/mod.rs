@@ -222,7 +222,8 @@ fn search_source(
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
             Some(terms::analyse(&format!("{}\n{body}", v.meta(d).title.unwrap_or_default())))
         };
-        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit, &doc_terms);
+        let (direct, matched) =
+            rank::direct(v, q, now, &opts.filters, opts.limit, &doc_terms, &rank::Tuning::current());
         let mk = |d: u32,
                   (score, base, lexical): (f64, f64, f64),
                   kind: Match,

@@ -170,19 +170,9 @@ pub type DocTerms<'a> = &'a dyn Fn(u32) -> Option<Vec<String>>;
 
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
+/// `t` is [`Tuning::current`] except in the tuning harness
+/// (bench/rank_tune.rs).
 pub fn direct(
-    v: &View,
-    q: &Query,
-    now: i64,
-    filters: &Filters,
-    limit: usize,
-    doc_terms: DocTerms,
-) -> (Vec<Scored>, usize) {
-    direct_with(v, q, now, filters, limit, doc_terms, &Tuning::current())
-}
-
-/// [`direct`] with explicit tuning (the tuning harness, bench/rank_tune.rs).
-pub fn direct_with(
     v: &View,
     q: &Query,
     now: i64,

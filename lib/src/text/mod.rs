@@ -63,9 +63,15 @@ pub fn grams(text: &str) -> Vec<String> {
 
 /// [`grams`] with words cut into `n`-grams instead of trigrams.
 pub fn grams_n(text: &str, n: usize) -> Vec<String> {
+    grams_where(text, n, |_| true)
+}
+
+/// [`grams_n`] of the words `keep` accepts (CJK runs always kept).
+pub fn grams_where(text: &str, n: usize, keep: impl Fn(&str) -> bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut padded: Vec<char> = Vec::new();
     each_run(&normalise(text), |run| match run {
+        Run::Word(w) if !keep(w) => {}
         Run::Word(w) => {
             padded.clear();
             padded.push(' ');

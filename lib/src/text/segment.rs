@@ -488,11 +488,13 @@ pub fn build_stamp() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
-fn read_u64(b: &[u8], at: usize) -> Option<u64> {
+/// The little-endian u64 at `at`, None past the end.
+pub fn read_u64(b: &[u8], at: usize) -> Option<u64> {
     b.get(at..at + 8).and_then(|s| s.try_into().ok()).map(u64::from_le_bytes)
 }
 
-fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+/// The little-endian u32 at `at`, None past the end.
+pub fn read_u32(b: &[u8], at: usize) -> Option<u32> {
     b.get(at..at + 4).and_then(|s| s.try_into().ok()).map(u32::from_le_bytes)
 }
 
