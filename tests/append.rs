@@ -484,7 +484,7 @@ fn help_lists_every_flag_the_parser_accepts() {
     let lib = Lib::new();
     let help = lib.cmd("kb-append").arg("--help").assert().success().get_output().stdout.clone();
     let help = String::from_utf8(help).unwrap();
-    let src = include_str!("../lib/src/cli/append.rs");
+    let src = include_str!("../lib/src/cli/append/spec.rs");
     for flag in crate::util::table_flags(src) {
         assert!(help.contains(&format!("--{flag}")), "--{flag} missing from --help");
     }

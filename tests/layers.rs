@@ -235,3 +235,32 @@ fn the_check_sees_grouped_and_reexported_paths() {
     assert_eq!(crate_refs("x = crate::sync::conflicts::list(lib); my_crate::no"), ["sync"]);
     assert_eq!(code("let a = 1; // crate::sync"), "let a = 1; ");
 }
+
+/// The longest a binary's command-line layer may be (issue 14): parse,
+/// hand over to the subsystem, exit. Usage text counts, so long help lives
+/// in `<bin>.txt` beside the module.
+const CLI_MAX_LINES: usize = 120;
+
+/// Each `lib/src/cli/<bin>.rs`, and each file of a binary's folder
+/// `lib/src/cli/<bin>/`, stays within [`CLI_MAX_LINES`]: logic that is not
+/// parsing belongs in its subsystem. `args.rs` is exempt: it is the one
+/// flag parser shared by all nine binaries (plus man pages and
+/// completions), not a binary's layer.
+#[test]
+fn each_binary_cli_layer_is_short() {
+    let cli = src().join("cli");
+    let mut files = Vec::new();
+    rust_files(&cli, &mut files);
+    let mut long = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(&cli).expect("under cli").to_path_buf();
+        if rel == Path::new("args.rs") {
+            continue;
+        }
+        let lines = fs::read_to_string(&path).expect("reading a cli module").lines().count();
+        if lines > CLI_MAX_LINES {
+            long.push(format!("{} has {lines} lines", rel.display()));
+        }
+    }
+    assert!(long.is_empty(), "cli layers over {CLI_MAX_LINES} lines (move non-parsing logic down): {long:?}");
+}

@@ -1,57 +1,17 @@
 //! `kb-guard`: the threat scanner (seed 002 guard, seed 000 sanitising).
 
-use std::io::Read;
-
 use serde_json::json;
 
 use super::args::{Args, Cmd, Spec};
-use crate::error::{Context, Error, Exit};
-use crate::guard::{self, filter::Outcome, policy::Policy, scan, target, Verdict};
+use crate::error::{Error, Exit};
+use crate::guard::{self, policy::Policy};
 use crate::out::jsonl::{self, Format, Out};
 
+mod sanitize;
+mod scan;
+
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-guard: a linear-time threat scanner for skills and library content
-
-Usage:
-  kb-guard scan PATH... [--format jsonl|table|sarif] [--fail-on caution|dangerous]
-                        [--policy FILE] [--root DIR]
-  kb-guard rules list [--format table|jsonl] [--root DIR]
-  kb-guard rules validate FILE... [--corpus DIR]  a rule file, plus its backtest over the library
-  kb-guard rules propose [INTEL.jsonl|-] [--scheduled [--force]]   threat intel -> CORE-XXX.md
-  kb-guard rules validate [CORE-XXX...|-] [--corpus DIR]   pattern, examples, historical backtest
-  kb-guard rules review [CORE-XXX...|-]          composite score; approved at >= 0.95
-  kb-guard rules integrate [CORE-XXX...|-]       approved rules into the rule set in force
-  kb-guard rules status [--format table|jsonl]   last scans, proposals by state, rule counts
-  kb-guard filter [--policy FILE] [--root DIR]     write requests on stdin
-  kb-guard sanitize [FILE] [--report FILE]         external text, '-' or stdin
-
-scan prints finding records, then one verdict record per target (a file, a
-skill directory holding SKILL.md, each skill and loose file under any other
-directory, or '-' for stdin). Extended rules are hot-loaded from
-.library/.evolving-rules/security/active/*.yaml when a library is found.
-
-Options:
-  --format F         jsonl (default into a pipe), table (default on a terminal), sarif
-  --fail-on V        exit 1 when a verdict reaches V [default: dangerous]
-  --policy FILE      YAML: disable, severity, suppress (path, rule, reason, expires)
-  --root DIR         the library for extended rules (default: KB_ROOT, else the nearest .library)
-  --report FILE      sanitize: write change records to FILE (default: stderr lines)
-  --corpus DIR       rules validate: also backtest over DIR (repeatable)
-  --scheduled        rules propose: only the layers due (core 7 d, extended 1 d)
-  --force            rules propose --scheduled: ignore the intervals
-  --no-commit        evolve steps: do not git commit
-  -h, --help         show this help (after a command: that command's)
-  -V, --version      show the version
-
-The evolve steps read the proposals named by `proposal` records on stdin
-('-'), by id, or by default every proposal waiting for the step, and print
-one proposal record each, so they compose:
-  kb-guard rules propose intel.jsonl | kb-guard rules validate - | kb-guard rules review - | kb-guard rules integrate -
-
-Example:
-  kb-guard filter < requests.jsonl | kb-append batch
-";
+pub const USAGE: &str = include_str!("guard.txt");
 
 const STEP: &[&str] = &["root", "no-commit"];
 const PROPOSALS: &str = "[CORE-XXX...|-]";
@@ -99,7 +59,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             return out.finish();
         }
         ["sanitize", rest @ ..] if rest.len() <= 1 => {
-            return sanitize(a.get("report").map(std::path::Path::new), rest.first().copied(), out)
+            return sanitize::run(a.get("report").map(std::path::Path::new), rest.first().copied(), out)
         }
         _ => {}
     }
@@ -111,35 +71,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     let now = crate::clock::now()?;
     match words.as_slice() {
         ["scan", paths @ ..] if !paths.is_empty() => {
-            let fail_on = Verdict::parse(a.get("fail-on").unwrap_or("dangerous"))?;
-            let paths: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
-            let mut targets = Vec::new();
-            for t in target::collect(&paths) {
-                match t {
-                    Ok(t) => targets.push(t),
-                    Err(e) => out.error(&format!("{}: {}", e.path, e.message), json!({"path": e.path}))?,
-                }
-            }
-            let mut stdin = Vec::new();
-            if targets.iter().any(|t| t.kind == target::TargetKind::Stdin) {
-                std::io::stdin().read_to_end(&mut stdin).ctx(|| "reading stdin")?;
-            }
-            let results = scan::scan_targets(&engine, &targets, &stdin, policy.as_ref(), now);
-            if results.iter().any(|r| r.verdict.verdict >= fail_on && r.verdict.verdict > Verdict::Safe) {
-                out.raise(Exit::Negative);
-            }
-            match format_flag.as_deref() {
-                Some("sarif") => out.text(&format!("{:#}\n", guard::sarif::log(&engine, &results)))?,
-                f if f.map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table => {
-                    out.text(&scan::table(&results))?
-                }
-                _ => {
-                    for r in &results {
-                        r.findings.iter().try_for_each(|f| out.record(f))?;
-                        out.record(&r.verdict)?;
-                    }
-                }
-            }
+            scan::run(&a, &engine, paths, policy.as_ref(), now, &mut out)?;
         }
         ["rules", "list"] => {
             let rules = engine.rules();
@@ -166,54 +98,13 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         ["filter"] => {
             let lines =
                 jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
-            for (line, outcome) in guard::filter::filter(&engine, policy.as_ref(), now, lines) {
-                match outcome {
-                    Outcome::Pass(obj) => out.record(&obj)?,
-                    Outcome::Invalid(msg) => out.line_error(line, &msg, None)?,
-                    Outcome::Refused(msg, extra) => {
-                        eprintln!("kb-guard: <stdin>:{line}: {msg}");
-                        let mut rec = json!({"record": "error", "line": line, "message": msg});
-                        rec.as_object_mut()
-                            .into_iter()
-                            .for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
-                        out.record(&rec)?;
-                        out.raise(Exit::Negative);
-                    }
-                }
-            }
+            guard::filter::print(guard::filter::filter(&engine, policy.as_ref(), now, lines), &mut out)?;
         }
         _ => {
             return Err(Error::usage(
                 "expected scan PATH..., rules list|validate|propose|review|integrate|status, filter or sanitize",
             ))
         }
-    }
-    out.finish()
-}
-
-/// `kb-guard sanitize`: the sanitised text on stdout, changes to --report.
-fn sanitize(report: Option<&std::path::Path>, file: Option<&str>, mut out: Out) -> Result<Exit, Error> {
-    let bytes = match file {
-        None | Some("-") => {
-            let mut b = Vec::new();
-            std::io::stdin().read_to_end(&mut b).ctx(|| "reading stdin")?;
-            b
-        }
-        Some(f) => std::fs::read(f).ctx(|| format!("reading {f}"))?,
-    };
-    let engine = guard::Engine::core()?;
-    let text = guard::normalize::decode_lossy(&bytes);
-    let (clean, changes) = guard::sanitize::sanitize(engine, &text);
-    out.text(&clean)?;
-    match report {
-        Some(p) => {
-            let lines: Vec<String> = changes.iter().filter_map(|c| serde_json::to_string(c).ok()).collect();
-            let body = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
-            std::fs::write(p, body).ctx(|| format!("writing {}", p.display()))?;
-        }
-        None => changes
-            .iter()
-            .for_each(|c| eprintln!("kb-guard: sanitize: line {}: {} {:?} -> {:?}", c.line, c.rule, c.before, c.after)),
     }
     out.finish()
 }

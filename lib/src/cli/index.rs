@@ -6,49 +6,18 @@ use crate::derived::{consistency, rebuild_index};
 use crate::error::{Context, Error, Exit};
 use crate::library::scan;
 use crate::maintain::schedule;
-use crate::out::jsonl::{self, Out};
-use crate::report::{changes, listing, stale, status, usage};
+use crate::out::jsonl::Out;
+use crate::report::{changes, listing, stale, status};
 use crate::{clock, lock, Library};
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-index: list, audit and rebuild the library's indexes
-
-Usage:
-  kb-index list [--type T1|T2] [--topic T] [--format jsonl|table]
-  kb-index rebuild [--incremental] [--no-commit]
-  kb-index check                     index rows vs files; logs .inconsistency.log; exit 1 on problems
-  kb-index stale [--days N] [--format jsonl|table]   stale references and provisional experiences
-  kb-index status [--format jsonl|table]   the six audit dimensions; exit 1 when one needs attention
-  kb-index quick                     re-index what changed since .last-maintained
-  kb-index scheduled [--force] [--no-commit]   the 24 h-gated daily maintenance
-  kb-index commit full|scheduled     commit every library change with the seed's message
-  kb-index cron install|uninstall [--just PATH --justfile PATH]
-  kb-index changes --notebook NB     what was written, referenced or archived since NB's last read
-
-Options:
-  --root DIR        the library (default: KB_ROOT, else the nearest .library)
-  --type T          list: only these types (pipe-separated segments)
-  --topic T         list: only this topic
-  --format FMT      jsonl or table [default: table on a terminal]
-  --incremental     rebuild: re-read only documents changed since the last rebuild
-  --no-commit       do not git commit
-  --days N          stale: flag references older than N days, whatever their threshold
-  --force           scheduled: ignore the 24 h gate
-  --just PATH       cron: the just binary [default: just]
-  --justfile PATH   cron: the justfile holding `maintain`
-  --notebook NB     changes: the notebook (agent, task, CI job) reading; its cursor moves
-  --timeout DUR     how long to wait for the library lock [default: 30s]
-  -h, --help        show this help (after a command: that command's)
-  -V, --version     show the version
-
-Example:
-  kb-index list --type 'software|data-pipeline' --format table
-";
+pub const USAGE: &str = include_str!("index.txt");
 
 const LIST: &[&str] = &["root", "type", "topic", "format"];
 const LOCKED: &[&str] = &["root", "timeout"];
 const CRON: &[&str] = &["root", "just", "justfile"];
+const STALE: &[&str] = &["root", "days", "format"];
+const STATUS: &[&str] = &["root", "format", "timeout"];
 
 /// kb-index's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(
@@ -64,18 +33,8 @@ pub static SPEC: Spec = Spec::new(
             "regenerate every .index.md, .master-index.md and .ioc.md",
         ),
         Cmd::new("check", "", LOCKED, "index rows vs files; logs .inconsistency.log; exit 1 on problems"),
-        Cmd::new(
-            "stale",
-            "",
-            &["root", "days", "format"],
-            "stale references and provisional experiences (report only)",
-        ),
-        Cmd::new(
-            "status",
-            "",
-            &["root", "format", "timeout"],
-            "the six audit dimensions; exit 1 when one needs attention",
-        ),
+        Cmd::new("stale", "", STALE, "stale references and provisional experiences (report only)"),
+        Cmd::new("status", "", STATUS, "the six audit dimensions; exit 1 when one needs attention"),
         Cmd::new("quick", "", LOCKED, "re-index what changed since .last-maintained"),
         Cmd::new("scheduled", "", &["root", "force", "no-commit", "timeout"], "the 24 h-gated daily maintenance"),
         Cmd::new("commit", "full|scheduled", &["root"], "commit every library change with the seed's message"),
@@ -95,28 +54,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     let (lib, lock_opts, table) = (Library::resolve(a.root())?, a.lock_options()?, a.table()?);
     let mut out = Out::stdout("kb-index");
     match a.cmd {
-        "" | "list" => {
-            let (now, filter, scan) =
-                (clock::now()?, listing::Filter::new(a.get("type"), a.get("topic")), scan::library(&lib));
-            let used = usage::load(&lib)?;
-            let entries: Vec<_> = scan.docs.iter().map(|d| &d.entry).filter(|e| filter.matches(e)).collect();
-            if table {
-                out.text(&listing::tables(&entries, now, &used))?;
-            } else {
-                for e in entries {
-                    out.record(&listing::record(e, now, &used))?;
-                }
-            }
-            for p in &scan.problems {
-                let msg = format!("{}: {} ({})", p.path, p.message, p.kind);
-                if table {
-                    eprintln!("kb-index: {msg}");
-                    out.raise(Exit::Failure);
-                } else {
-                    out.error(&msg, serde_json::to_value(p).unwrap_or_default())?;
-                }
-            }
-        }
+        "" | "list" => listing::print(&lib, &listing::Filter::new(a.get("type"), a.get("topic")), table, &mut out)?,
         "rebuild" => {
             let opts = rebuild_index::Options {
                 incremental: a.on("incremental"),
@@ -131,17 +69,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         "changes" => {
             let nb = a.get("notebook").ok_or_else(|| Error::usage("changes needs --notebook NB"))?;
-            let r = changes::read(&lib, nb, &lock_opts)?;
-            if let Some(c) = &r.cold_start {
-                out.record(c)?;
-            }
-            for c in &r.changes {
-                out.record(c)?;
-            }
-            for line in &r.skipped {
-                eprintln!("kb-index: warning: .changelog:{line}: not a changelog event; skipped");
-            }
-            out.record(&r.cursor)?;
+            changes::read(&lib, nb, &lock_opts)?.print(&mut out)?;
         }
         "check" => {
             let problems = consistency::check(&lib, &scan::library(&lib))?;
@@ -157,27 +85,12 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             let first = stale::first_writes(&crate::library::relations::history(&lib)?);
             let found = stale::all(&entries, &first, clock::now()?, a.num("days")?);
             if table {
-                let rows: Vec<Vec<String>> = found
-                    .iter()
-                    .map(|s| {
-                        let age = s.age_days.map_or(String::new(), |d| d.to_string());
-                        vec![s.path.clone(), s.category.into(), s.reason.into(), age, s.threshold_days.to_string()]
-                    })
-                    .collect();
-                out.text(&jsonl::table(&["Path", "Category", "Reason", "Age (d)", "Threshold (d)"], &rows))?;
+                out.text(&stale::table(&found))?;
             } else {
                 found.iter().try_for_each(|s| out.record(s))?;
             }
         }
-        "status" => {
-            let dims = status::audit(&lib, &lock_opts)?;
-            if table {
-                out.text(&status::render(&dims))?;
-            } else {
-                dims.iter().try_for_each(|d| out.record(d))?;
-            }
-            out.raise(if dims.iter().any(|d| d.attention) { Exit::Negative } else { Exit::Success });
-        }
+        "status" => status::print(&status::audit(&lib, &lock_opts)?, table, &mut out)?,
         "quick" => out.record(&schedule::quick(&lib, &lock_opts)?)?,
         "scheduled" => out.record(&schedule::scheduled(&lib, a.on("force"), !a.on("no-commit"), &lock_opts)?)?,
         "commit" => {

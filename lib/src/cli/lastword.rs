@@ -8,34 +8,7 @@ use crate::error::{Context, Error, Exit};
 use crate::lastword::{apply, home::Home, plan, report::Reporter, resolve, status};
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-lastword: heading-keyed knowledge deltas applied to AGENTS.md, SOUL.md, USER.md
-
-Usage:
-  kb-lastword plan [--source ID] [FILE...]      queue entries (YAML or JSONL; stdin without FILE)
-  kb-lastword apply [--dry-run] [--file NAME]   write pending entries into the Markdown files
-  kb-lastword status                            pending files, counts by operation, staging
-  kb-lastword validate FILE...                  check a delta file's syntax and uniqueness
-  kb-lastword resolve [--force] FILE            re-check a staged file; move it back when clean
-  kb-lastword init                              write config.yaml, schema.yaml, staging/
-
-Files: ~/.config/agents/last-word/{AGENTS,SOUL,USER}.md.yaml, ./.agents/AGENTS.md.yaml,
-last-word/staging/*.yaml; ~ is KB_LASTWORD_HOME when set, else HOME.
-Exit: 0 done; 1 entries staged or a file invalid; 2 bad input or runtime error.
-
-Options:
-  --source ID      session id recorded on planned entries [default: the input's, else session-<time>]
-  --dry-run        print a unified diff of what apply would write; change nothing
-  --file NAME      apply only entries whose target file is NAME (USER.md) or that path
-  --force          resolve: accept a person's edit of a section and apply over it
-  --format FMT     jsonl or table [default: table on a terminal, else jsonl]
-  -h, --help       show this help (after a command: that command's)
-  -V, --version    show the version
-
-Example:
-  echo '{\"path\":\"~/.config/agents/USER.md\",\"heading\":\"Editor\",\"content\":\"- Helix\"}' \\
-    | kb-lastword plan --source s1 && kb-lastword apply --file USER.md
-";
+pub const USAGE: &str = include_str!("lastword.txt");
 
 /// kb-lastword's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(

@@ -1,41 +1,15 @@
 //! `kb-lock`: hold the library lock around a command; report or sweep locks.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use super::args::{self, Cmd, Parsed, Spec};
 use crate::error::{run_main, Exit};
-use crate::lock::{self, State};
+use crate::lock;
 use crate::out::jsonl::{Format, Out};
 use crate::Library;
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-lock: run a command while holding the library lock (.library/.lock)
-
-Usage:
-  kb-lock [--root DIR] [--timeout 30s] -- CMD [ARGS...]
-  kb-lock status [--root DIR] [--format jsonl|table]
-  kb-lock sweep [--root DIR]
-
-The command runs with KB_LOCK_HELD set, so kb-tools writers inside it do
-not lock again. Exit: the command's status; 2 when the lock could not be
-had within --timeout (or another error); 126 when the command cannot be
-run; 127 when it is not found (as a shell says). Waiters are served in
-arrival order; --timeout bounds a wait during which the queue does not
-move. `sweep` removes dead mkdir locks and killed writers' temp files, and
-under the lock finishes a batch a killed writer left (a `recovered`
-record) and removes git state a killed git left (`cleared` records).
-
-Options:
-  --root DIR        the library (default: KB_ROOT, else the nearest .library)
-  --timeout DUR     how long to wait for the lock, e.g. 500ms, 30s, 2m [default: 30s]
-  --format FMT      status output: jsonl or table [default: table on a terminal]
-  -h, --help        show this help (after a command: that command's)
-  -V, --version     show the version
-
-Example:
-  kb-lock --timeout 10s -- sh -c 'kb-index rebuild && kb-relate rebuild'
-";
+pub const USAGE: &str = include_str!("lock.txt");
 
 /// kb-lock's commands: run one (everything from the first word on), status, sweep.
 pub static SPEC: Spec = Spec::new(
@@ -51,10 +25,8 @@ pub static SPEC: Spec = Spec::new(
 
 const SWEEP: &str = "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state";
 
-/// Exit status when the command is not found (a shell's).
-pub const NOT_FOUND: u8 = 127;
-/// Exit status when the command exists but cannot be run.
-pub const CANNOT_RUN: u8 = 126;
+/// Exit statuses when the command is not found or cannot be run (a shell's).
+pub use crate::lock::child::{CANNOT_RUN, NOT_FOUND};
 
 /// kb-lock's whole run: the child's status passes through unchanged.
 pub fn main() -> ExitCode {
@@ -79,41 +51,16 @@ pub fn main() -> ExitCode {
                 };
                 let opts = lock::Options { timeout, cmd: cmd.join(" ") };
                 let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
-                let code = lock::with_lock(&lib, &opts, || {
-                    let mut c = Command::new(&cmd[0]);
-                    c.args(&cmd[1..]).env(lock::HELD_VAR, &held);
-                    // Signals to kb-lock go to the command; the lock is held
-                    // until it has exited (issue 21).
-                    match lock::child::run_forwarding(c) {
-                        Ok(status) => Ok(exit_code(status)),
-                        Err(e) => {
-                            let code = match e.kind() {
-                                std::io::ErrorKind::NotFound => NOT_FOUND,
-                                _ => CANNOT_RUN,
-                            };
-                            eprintln!(
-                                "kb-lock: {}: {}",
-                                cmd[0],
-                                if code == NOT_FOUND { "command not found".to_string() } else { e.to_string() }
-                            );
-                            Ok(code)
-                        }
-                    }
-                })?;
+                // Signals to kb-lock go to the command; the lock is held
+                // until it has exited (issue 21).
+                let code = lock::with_lock(&lib, &opts, || Ok(lock::child::run_status(&cmd, lock::HELD_VAR, &held)))?;
                 child_code = Some(code);
             }
             "status" => {
                 let state = lock::status(&lib)?;
-                let rec = match &state {
-                    State::Free => serde_json::json!({"record": "lock", "state": "free"}),
-                    State::Held(h) => serde_json::json!({"record": "lock", "state": "held", "holder": h}),
-                    State::Legacy { pid, alive } => {
-                        serde_json::json!({"record": "lock", "state": "legacy", "pid": pid, "alive": alive})
-                    }
-                };
                 match format {
-                    Format::Jsonl => out.record(&rec)?,
-                    Format::Table => out.text(&describe(&state))?,
+                    Format::Jsonl => out.record(&state.record())?,
+                    Format::Table => out.text(&state.describe())?,
                 }
             }
             _ => {
@@ -146,28 +93,5 @@ pub fn main() -> ExitCode {
     match child_code {
         Some(code) => ExitCode::from(code),
         None => status,
-    }
-}
-
-fn describe(state: &State) -> String {
-    match state {
-        State::Free => "free\n".into(),
-        State::Held(Some(h)) => format!("held by pid {} on {} since {}: {}\n", h.pid, h.host, h.since, h.cmd),
-        State::Held(None) => "held (holder unknown)\n".into(),
-        State::Legacy { pid, alive } => format!(
-            "legacy mkdir lock, pid {} ({})\n",
-            pid.map_or("unknown".into(), |p| p.to_string()),
-            if *alive { "alive" } else { "dead: run kb-lock sweep" }
-        ),
-    }
-}
-
-/// The child's status as ours: its code, or 128 + signal like a shell.
-fn exit_code(status: std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => c as u8,
-        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
-        _ => Exit::Failure as u8,
     }
 }

@@ -8,31 +8,7 @@ use crate::error::{Error, Exit};
 use crate::mcp::{self, Options};
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-mcp: an MCP server (stdio) with the library's tools and documents
-
-Usage:
-  kb-mcp [--root DIR] [--memory-dir DIR] [--timeout DUR] [--allow-edit NAME]... [--no-create]
-
-Speaks newline-delimited JSON-RPC 2.0 on stdin/stdout (MCP stdio transport);
-warnings go to stderr. Tools: library_search, library_list, library_status,
-library_write, guard_scan, skill_manage, skill_list, memory_remember,
-memory_answer, last_word_plan, last_word_apply, last_word_status. Documents
-are resources kb://<library-relative path>.
-
-Options:
-  --root DIR        the library (default: KB_ROOT, else the nearest .library)
-  --memory-dir DIR  memory notes for memory_* [default: .cursor/.lingxi/memory beside the library]
-  --timeout DUR     how long a call waits for the library lock [default: 30s]
-  --allow-edit NAME skill_manage may edit and patch only these skills (repeatable; seed 002
-                    allowedEditSkills; a call's own allowedEditSkills narrows it further)
-  --no-create       skill_manage may not create skills (seed 002 allowCreateNew=false)
-  -h, --help        show this help
-  -V, --version     show the version
-
-Example:
-  claude mcp add kb -- kb-mcp --root ~/work/project
-";
+pub const USAGE: &str = include_str!("mcp.txt");
 
 /// kb-mcp's one command and its flags.
 pub static SPEC: Spec = Spec::new(

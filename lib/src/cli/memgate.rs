@@ -6,30 +6,7 @@ use crate::memgate::{apply, decide, reindex, Paths};
 use crate::out::jsonl::Out;
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-memgate: governed long-term memory notes (seed 003: candidate → govern → gate → write → audit)
-
-Usage:
-  kb-memgate decide  [--memory-dir DIR] < inputs.jsonl     one decision record per input
-  kb-memgate apply   [--memory-dir DIR] < decisions.jsonl  write notes, INDEX.md, audit
-  kb-memgate reindex [--memory-dir DIR] [--check]          INDEX.md and search index from the notes
-
-decide never writes. apply writes silent decisions, and gated ones that
-carry an \"answer\" (confirm, cancel, new_instead, show_diff; veto:
-keep_existing, replace, cancel); an unanswered gated decision comes back
-with \"status\": \"pending\" and its question. All writes hold DIR/.lock.
-
-Options:
-  --memory-dir DIR  the memory directory [default: .cursor/.lingxi/memory];
-                    the audit log is DIR/../workspace/audit.log
-  --check           reindex: only report; exit 1 when INDEX.md disagrees
-  -h, --help        show this help (after a command: that command's)
-  -V, --version     show the version
-
-Example:
-  echo '{\"mode\":\"remember\",\"input\":{\"user_input\":{\"text\":\"Never use var here\",
-    \"evidence_spans\":[{\"start\":0,\"end\":18}]}}}' | kb-memgate decide | kb-memgate apply
-";
+pub const USAGE: &str = include_str!("memgate.txt");
 
 /// kb-memgate's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(

@@ -14,31 +14,7 @@ use crate::report::{lifecycle, usage};
 use crate::Library;
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-relate: the relation graph, usage and effectiveness of library documents
-
-Usage:
-  kb-relate rebuild                          rewrite .relations.jsonl from changelog, related:, links
-  kb-relate neighbors PATH [--hops 2] [--max 20]   BFS over the relation graph
-  kb-relate usage [--format jsonl|table]     usage_count, failure_rate, effectiveness_mark suggestions
-  kb-relate lifecycle [--write] [--no-commit] [--format jsonl|table]   thinking-pattern states
-  kb-relate promote [--dry-run] [--no-commit]   T3 -> T4 for used, never-failed active skills
-
-Options:
-  --root DIR       the library (default: KB_ROOT, else the nearest .library)
-  --hops N         neighbors: maximum hops [default: 2]
-  --max N          neighbors: maximum documents returned [default: 20]
-  --format FMT     jsonl or table [default: table on a terminal]
-  --write          lifecycle: set `state:` in each pattern's frontmatter
-  --dry-run        promote: report without writing
-  --no-commit      do not git commit
-  --timeout DUR    how long to wait for the library lock [default: 30s]
-  -h, --help       show this help (after a command: that command's)
-  -V, --version    show the version
-
-Example:
-  kb-relate neighbors .memory/.references/jwt-auth-v1.md --hops 2 --format table
-";
+pub const USAGE: &str = include_str!("relate.txt");
 
 /// kb-relate's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(
@@ -105,31 +81,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             } else {
                 Vec::new()
             };
-            if table {
-                let rows: Vec<Vec<String>> = patterns
-                    .iter()
-                    .map(|p| {
-                        let review = if p.needs_review { "review" } else { "" };
-                        let w = if written.contains(&p.path) { "written" } else { "" };
-                        vec![
-                            p.path.clone(),
-                            p.state.clone(),
-                            p.usage_count.to_string(),
-                            p.failures.to_string(),
-                            review.into(),
-                            w.into(),
-                        ]
-                    })
-                    .collect();
-                out.text(&jsonl::table(&["Path", "State", "Used", "Failures", "Review", "Written"], &rows))?;
-                return out.finish();
-            }
-            for p in &patterns {
-                let mut rec = serde_json::to_value(p).map_err(|e| Error::msg(e.to_string()))?;
-                rec["written"] = json!(written.contains(&p.path));
-                out.record(&rec)?;
-            }
-            out.record(&lifecycle::summary(&patterns))?;
+            lifecycle::print(&patterns, &written, table, &mut out)?;
         }
         "promote" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();

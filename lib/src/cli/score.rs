@@ -8,40 +8,7 @@ use crate::out::jsonl::{Format, Out};
 use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
 
 /// The overview `--help` prints.
-pub const USAGE: &str = "\
-kb-score: search the library (seed 000 `library search`), and other libraries (seed 001)
-
-Usage:
-  kb-score QUERY... [--type T] [--topic T] [--notebook NB] [--limit 10] [--no-recommend]
-                    [--tier 1|2|3] [--budget TOKENS] [--source NAME=DIR]... [--format jsonl|table]
-
-Score = base × (0.5 + 0.3 × used_by_norm + 0.2 × freshness). base is a match quality
-in [0, 1]: the larger of the seed tier (1.0 topic exact, 0.8 topic contains, 0.6 keyword,
-scaled by the share of the query a topic or keyword covers) and 0.5 × the BM25F text
-evidence; ties go to the stronger text. Graph recommendations (BFS, 2 hops, × 0.5 per
-hop, 20 nodes) follow the direct hits. Read-only. Prints `hit` records and a final
-`summary` record; exit 1 when nothing matched.
-
-Options:
-  --type T          only documents whose type is one of T's |-separated segments
-  --topic T         only documents whose topic contains T
-  --notebook NB     only documents whose frontmatter sources.notebook is NB
-  --limit N         direct hits to return [default: 10]
-  --no-recommend    no graph recommendations
-  --tier N          1 index rows, 2 plus .summary.md snippets, 3 plus full content [default: 1]
-  --budget TOKENS   keep the hits' estimated tokens within TOKENS (the last hit cut to fit)
-  --source NAME=DIR also search the library at DIR, attributed to NAME (repeatable; read-only)
-  --no-registries   ignore ~/.sdlc/global-libraries.json and .sdlc/libraries.json
-  --verify          check every document's size and mtime before trusting the index cache
-                    (by default: directories, relations, changelog and the hits themselves)
-  --root DIR        the local library (default: KB_ROOT, else the nearest .library)
-  --format FMT      jsonl or table [default: table on a terminal]
-  -h, --help        show this help
-  -V, --version     show the version
-
-Example:
-  kb-score 'jwt auth' --type 'software|security' --tier 2 --budget 2000 --format table
-";
+pub const USAGE: &str = include_str!("score.txt");
 
 /// Every flag goes with the query.
 const QUERY: &[&str] = &[

@@ -71,3 +71,22 @@ fn one(engine: &Engine, policy: Option<&Policy>, now: Timestamp, mut obj: Map<St
     obj.insert("verdict".into(), json!(v));
     Outcome::Pass(obj)
 }
+
+/// `kb-guard filter`'s output: passed requests as they came, refusals as
+/// error records (with the verdict's fields) and a line on stderr, exit 1.
+pub fn print(outcomes: Vec<(usize, Outcome)>, out: &mut crate::out::jsonl::Out) -> crate::Result<()> {
+    for (line, outcome) in outcomes {
+        match outcome {
+            Outcome::Pass(obj) => out.record(&obj)?,
+            Outcome::Invalid(msg) => out.line_error(line, &msg, None)?,
+            Outcome::Refused(msg, extra) => {
+                eprintln!("kb-guard: <stdin>:{line}: {msg}");
+                let mut rec = json!({"record": "error", "line": line, "message": msg});
+                rec.as_object_mut().into_iter().for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
+                out.record(&rec)?;
+                out.raise(crate::Exit::Negative);
+            }
+        }
+    }
+    Ok(())
+}

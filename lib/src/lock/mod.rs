@@ -52,6 +52,33 @@ pub enum State {
     },
 }
 
+impl State {
+    /// The `lock` record `kb-lock status --format jsonl` prints.
+    pub fn record(&self) -> serde_json::Value {
+        match self {
+            State::Free => serde_json::json!({"record": "lock", "state": "free"}),
+            State::Held(h) => serde_json::json!({"record": "lock", "state": "held", "holder": h}),
+            State::Legacy { pid, alive } => {
+                serde_json::json!({"record": "lock", "state": "legacy", "pid": pid, "alive": alive})
+            }
+        }
+    }
+
+    /// The line `kb-lock status` prints on a terminal.
+    pub fn describe(&self) -> String {
+        match self {
+            State::Free => "free\n".into(),
+            State::Held(Some(h)) => format!("held by pid {} on {} since {}: {}\n", h.pid, h.host, h.since, h.cmd),
+            State::Held(None) => "held (holder unknown)\n".into(),
+            State::Legacy { pid, alive } => format!(
+                "legacy mkdir lock, pid {} ({})\n",
+                pid.map_or("unknown".into(), |p| p.to_string()),
+                if *alive { "alive" } else { "dead: run kb-lock sweep" }
+            ),
+        }
+    }
+}
+
 /// How long to wait and what to record as the holder's command.
 #[derive(Debug, Clone)]
 pub struct Options {

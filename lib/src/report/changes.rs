@@ -96,6 +96,23 @@ pub struct Read {
     pub cursor: Cursor,
 }
 
+impl Read {
+    /// Prints the read in order: the cold start, the changes, the cursor;
+    /// skipped lines as warnings on stderr.
+    pub fn print(&self, out: &mut crate::out::jsonl::Out) -> Result<()> {
+        if let Some(c) = &self.cold_start {
+            out.record(c)?;
+        }
+        for c in &self.changes {
+            out.record(c)?;
+        }
+        for line in &self.skipped {
+            eprintln!("kb-index: warning: .changelog:{line}: not a changelog event; skipped");
+        }
+        out.record(&self.cursor)
+    }
+}
+
 /// The longest notebook name accepted.
 const MAX_NOTEBOOK: usize = 200;
 

@@ -168,3 +168,39 @@ pub fn set_fields(
         Ok(written)
     })
 }
+
+/// `kb-relate lifecycle`: the patterns as a table, or as records (each
+/// saying whether `--write` recorded its state) followed by the summary.
+pub fn print(
+    patterns: &[Pattern],
+    written: &[String],
+    table: bool,
+    out: &mut crate::out::jsonl::Out,
+) -> crate::Result<()> {
+    if table {
+        let rows: Vec<Vec<String>> = patterns
+            .iter()
+            .map(|p| {
+                let review = if p.needs_review { "review" } else { "" };
+                let w = if written.contains(&p.path) { "written" } else { "" };
+                vec![
+                    p.path.clone(),
+                    p.state.clone(),
+                    p.usage_count.to_string(),
+                    p.failures.to_string(),
+                    review.into(),
+                    w.into(),
+                ]
+            })
+            .collect();
+        out.text(&crate::out::jsonl::table(&["Path", "State", "Used", "Failures", "Review", "Written"], &rows))?;
+        return Ok(());
+    }
+    for p in patterns {
+        let mut rec = serde_json::to_value(p).map_err(|e| crate::Error::msg(e.to_string()))?;
+        rec["written"] = serde_json::json!(written.contains(&p.path));
+        out.record(&rec)?;
+    }
+    out.record(&summary(patterns))?;
+    Ok(())
+}

@@ -176,3 +176,28 @@ pub fn tables(entries: &[&Entry], now: Timestamp, usage: &BTreeMap<String, Usage
     }
     out
 }
+
+/// `kb-index list`: the entries `filter` keeps as records or as tables,
+/// then the scan's problems (errors on stderr when printing tables).
+pub fn print(lib: &crate::Library, filter: &Filter, table: bool, out: &mut jsonl::Out) -> crate::Result<()> {
+    let (now, scan) = (crate::clock::now()?, crate::library::scan::library(lib));
+    let used = crate::report::usage::load(lib)?;
+    let entries: Vec<_> = scan.docs.iter().map(|d| &d.entry).filter(|e| filter.matches(e)).collect();
+    if table {
+        out.text(&tables(&entries, now, &used))?;
+    } else {
+        for e in entries {
+            out.record(&record(e, now, &used))?;
+        }
+    }
+    for p in &scan.problems {
+        let msg = format!("{}: {} ({})", p.path, p.message, p.kind);
+        if table {
+            eprintln!("kb-index: {msg}");
+            out.raise(crate::Exit::Failure);
+        } else {
+            out.error(&msg, serde_json::to_value(p).unwrap_or_default())?;
+        }
+    }
+    Ok(())
+}

@@ -127,3 +127,15 @@ pub fn first_writes(events: &[crate::library::changelog::Event]) -> BTreeMap<Str
     }
     out.into_iter().map(|(k, (_, v))| (k, v)).collect()
 }
+
+/// `kb-index stale` on a terminal: one row per finding.
+pub fn table(found: &[Stale]) -> String {
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|s| {
+            let age = s.age_days.map_or(String::new(), |d| d.to_string());
+            vec![s.path.clone(), s.category.into(), s.reason.into(), age, s.threshold_days.to_string()]
+        })
+        .collect();
+    crate::out::jsonl::table(&["Path", "Category", "Reason", "Age (d)", "Threshold (d)"], &rows)
+}

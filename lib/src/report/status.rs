@@ -116,3 +116,15 @@ pub fn render(dims: &[Dimension]) -> String {
     }
     out
 }
+
+/// `kb-index status`: the dimensions as a table or records; exit 1 when
+/// one needs attention.
+pub fn print(dims: &[Dimension], table: bool, out: &mut crate::out::jsonl::Out) -> Result<()> {
+    if table {
+        out.text(&render(dims))?;
+    } else {
+        dims.iter().try_for_each(|d| out.record(d))?;
+    }
+    out.raise(if dims.iter().any(|d| d.attention) { crate::Exit::Negative } else { crate::Exit::Success });
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! kb-append's subcommand table: the flag sets several subcommands share
+//! and which flags each subcommand takes (the flags themselves are read
+//! from the Options section of `append.txt`).
+
+use super::super::args::{Cmd, Spec};
+use super::USAGE;
+
+const WRITE: &[&str] = &[
+    "root",
+    "content",
+    "content-file",
+    "notebook",
+    "append",
+    "no-commit",
+    "allow-risky",
+    "allow-empty",
+    "max-bytes",
+    "timeout",
+];
+const CONTENT: &[&str] =
+    &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout", "allow-edit", "no-create"];
+const CREATE: &[&str] = &[
+    "root",
+    "stage",
+    "content",
+    "content-file",
+    "notebook",
+    "no-commit",
+    "max-bytes",
+    "timeout",
+    "allow-edit",
+    "no-create",
+];
+const FILE: &[&str] =
+    &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+const PATCH: &[&str] = &[
+    "root",
+    "old-string",
+    "new-string",
+    "file-path",
+    "replace-all",
+    "notebook",
+    "no-commit",
+    "timeout",
+    "allow-edit",
+    "no-create",
+];
+const REVIEW: &[&str] = &["root", "allow-edit", "no-create", "notebook"];
+const PROMOTE_ANSWER: &[&str] = &[
+    "root",
+    "cites",
+    "question",
+    "topic",
+    "source",
+    "no-registries",
+    "content",
+    "content-file",
+    "notebook",
+    "no-commit",
+    "allow-risky",
+    "max-bytes",
+    "timeout",
+];
+const LOCKED: &[&str] = &["root", "notebook", "no-commit", "timeout"];
+const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout"];
+const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout"];
+const PROMOTE: &[&str] = &["root", "to", "notebook", "no-commit", "timeout"];
+const NUDGE: &[&str] = &["root", "calls", "interval", "notebook"];
+const SYNC: &[&str] = &["root", "remote", "branch", "no-push", "timeout"];
+
+/// kb-append's subcommands and the flags each uses.
+pub static SPEC: Spec = Spec::new(
+    "kb-append",
+    USAGE,
+    &[
+        Cmd::new("", "", &["justfile"], "print the justfile's path"),
+        Cmd::new("init", "", &["root", "no-commit"], "create the library layout"),
+        Cmd::new("write", "PATH", WRITE, "write one document (content from --content, --content-file or stdin)"),
+        Cmd::new("batch", "", BATCH, "write the JSONL requests on stdin under one lock and one commit"),
+        Cmd::new("event", "referenced|replan|accept PATH", LOCKED, "log a changelog event for a document"),
+        Cmd::new("compact", "", &["root", "older-than", "no-commit", "timeout"], "archive old changelog lines"),
+        Cmd::new(
+            "promote-answer",
+            "PATH",
+            PROMOTE_ANSWER,
+            "file an answer into the local library with its provenance (seed 001 --promote-to-library)",
+        ),
+        Cmd::new("skill create", "NAME", CREATE, "create a skill"),
+        Cmd::new("skill edit", "NAME", CONTENT, "replace a skill's SKILL.md"),
+        Cmd::new("skill patch", "NAME", PATCH, "replace text in a skill file"),
+        Cmd::new("skill delete", "NAME", LOCKED, "delete a skill"),
+        Cmd::new("skill write-file", "NAME", FILE, "write a supporting file"),
+        Cmd::new("skill remove-file", "NAME", REMOVE, "remove a supporting file"),
+        Cmd::new("skill promote", "NAME", PROMOTE, "move a skill to drafts or active"),
+        Cmd::new("skill list", "", &["root", "format"], "the skills with stage, trust tier and verdict"),
+        Cmd::new("skill nudge", "", NUDGE, "count tool calls; review_due when a skill review is due"),
+        Cmd::new(
+            "skill review",
+            "-- CMD [ARG...]",
+            REVIEW,
+            "run a skill reviewer under allowedEditSkills/allowCreateNew; report the skills it created",
+        ),
+        Cmd::new("sync", "", SYNC, "commit, fetch, merge and push with the git remote"),
+        Cmd::new("resolve", "PATH", &["root", "keep", "no-commit", "timeout"], "end a kept conflict"),
+        Cmd::new("merge-log", "BASE OURS THEIRS", &[], "git merge driver for logs"),
+        Cmd::new("merge-derived", "BASE OURS THEIRS PATH", &[], "git merge driver for derived files"),
+        Cmd::new("completions", "bash", &[], "shell completions for the nine binaries"),
+        Cmd::new("man", "BIN", &[], "the man page (roff) of one of the nine binaries"),
+        Cmd::new("skill", "[ACTION NAME...]", &[], "manage skills"),
+    ],
+);

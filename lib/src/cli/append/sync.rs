@@ -1,0 +1,66 @@
+//! `kb-append init`, `sync`, `resolve` and the two git merge drivers: the
+//! library as a git repository shared with peers.
+
+use serde_json::json;
+
+use crate::cli::args::Args;
+use crate::error::{Error, Exit};
+use crate::out::jsonl::Out;
+use crate::write::Options;
+use crate::{sync, Library};
+
+/// `init`: create the layout and commit the files it wrote, so a fresh
+/// library starts with a clean tree.
+pub fn init(a: &Args, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    let lib = Library::for_init(a.root())?;
+    let created = sync::init(&lib)?.created;
+    let files: Vec<String> = created.iter().filter(|p| lib.path(p).is_file()).cloned().collect();
+    let committed = opts.commit && crate::library::git::commit(&lib, &files, "task-ai(library):init")?;
+    out.record(&json!({"record": "init", "dir": lib.dir, "created": created, "committed": committed}))
+}
+
+/// `sync`: commit, fetch, merge and push.
+pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(), Error> {
+    let o = sync::Options {
+        remote: a.get("remote").map(str::to_string),
+        branch: a.get("branch").map(str::to_string),
+        push: !a.on("no-push"),
+        lock: opts.lock,
+        ..Default::default()
+    };
+    match sync::sync(lib, &o) {
+        // A peer's commit was refused (issue 21): reported, exit 2.
+        Ok(report) if !report.rejected.is_empty() => {
+            for r in &report.rejected {
+                eprintln!("kb-append: sync rejected {}: {}", r.path, r.reason);
+            }
+            out.record(&report)?;
+            out.raise(Exit::Failure);
+            Ok(())
+        }
+        Ok(report) => out.record(&report),
+        Err(e) => out.error(&e.to_string(), json!({"command": "sync"})),
+    }
+}
+
+/// `resolve PATH --keep ours|theirs|FILE`: end a kept conflict.
+pub fn resolve(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    let [path] = a.positional.as_slice() else {
+        return Err(Error::usage("resolve takes exactly one PATH"));
+    };
+    let keep = a.get("keep").ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
+    match sync::resolve::resolve(lib, path, &sync::resolve::Keep::parse(keep), opts.commit, &opts.lock) {
+        Ok(r) => out.record(&r),
+        Err(e) => out.error(&e.to_string(), json!({"command": "resolve"})),
+    }
+}
+
+/// `merge-log` and `merge-derived`: what git runs as merge drivers.
+pub fn merge_driver(a: &Args) -> Result<(), Error> {
+    match (a.cmd, a.positional.as_slice()) {
+        ("merge-log", [base, ours, theirs]) => sync::drivers::merge_log_files(base, ours, theirs),
+        ("merge-log", _) => Err(Error::usage("merge-log takes BASE OURS THEIRS")),
+        (_, [_, _, _, path]) => sync::drivers::merge_derived(path),
+        _ => Err(Error::usage("merge-derived takes BASE OURS THEIRS PATH")),
+    }
+}

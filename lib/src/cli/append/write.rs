@@ -1,0 +1,108 @@
+//! `kb-append write`, `batch` and `event`: documents and changelog events
+//! through the one writer, and the records a batch result prints.
+
+use std::io::Read;
+
+use serde_json::json;
+
+use crate::cli::args::Args;
+use crate::error::{Context, Error, Exit};
+use crate::out::jsonl::{self, Out};
+use crate::write::{self, Mode, Options};
+use crate::Library;
+
+/// `write PATH`: one document, content from `--content`, `--content-file` or stdin.
+pub fn write(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    let [path] = a.positional.as_slice() else { return Err(Error::usage("write takes exactly one PATH")) };
+    let content = content_arg(a, opts.max_bytes)?;
+    if content.is_empty() && !a.on("allow-empty") {
+        return Err(Error::usage(format!(
+            "refusing to write empty content to '{path}' (an empty stdin?); pass --allow-empty to mean it"
+        )));
+    }
+    let mode = if a.on("append") { Mode::Append } else { Mode::Overwrite };
+    let notebook = a.get("notebook").map(str::to_string);
+    let req =
+        write::request(lib, path, content, mode, notebook, a.get("allow-risky").map(str::to_string), opts.max_bytes);
+    report(out, write::batch(lib, vec![(0, req)], opts)?, false)
+}
+
+/// `batch`: the JSONL requests on stdin under one lock and one commit.
+pub fn batch(lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    let mut requests = Vec::new();
+    for (line, obj) in jsonl::read_objects(std::io::stdin().lock()) {
+        let req = match obj {
+            // An upstream refusal (kb-guard filter's error record) stays a
+            // refusal, with its own message.
+            Ok(obj) if obj.get("record").and_then(|r| r.as_str()) == Some("error") => {
+                let msg = obj.get("message").and_then(|m| m.as_str()).unwrap_or("refused upstream");
+                Err(format!("refused: {msg}"))
+            }
+            Ok(obj) => write::parse_request(lib, &obj, opts.max_bytes),
+            Err(e) => Err(e.message),
+        };
+        requests.push((line, req));
+    }
+    report(out, write::batch(lib, requests, opts)?, true)
+}
+
+/// `event KIND PATH --notebook NB`: one changelog event.
+pub fn event(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    let [kind, path] = a.positional.as_slice() else {
+        return Err(Error::usage("event takes KIND PATH (referenced, replan or accept)"));
+    };
+    let nb = a.get("notebook").ok_or_else(|| Error::usage("event needs --notebook NB"))?;
+    let ev = write::event(lib, kind, path, nb, opts)?;
+    let mut rec = serde_json::Map::new();
+    rec.insert("record".into(), json!("event"));
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(&ev) {
+        rec.extend(fields);
+    }
+    out.record(&rec)
+}
+
+/// The content of `write` and `promote-answer`: `--content`,
+/// `--content-file` or stdin.
+pub fn content_arg(a: &Args, max_bytes: usize) -> Result<String, Error> {
+    match (a.get("content"), a.get("content-file").map(std::path::PathBuf::from)) {
+        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
+        (Some(c), None) => Ok(c.to_string()),
+        (None, Some(f)) => {
+            // A FIFO or device is an error, never a hang (issue 21).
+            let bytes =
+                crate::fs::nofollow::read_input(&f, max_bytes as u64).ctx(|| format!("reading {}", f.display()))?;
+            write::content_from_bytes(bytes, &f.display().to_string(), max_bytes)
+        }
+        (None, None) => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
+            write::content_from_bytes(bytes, "stdin", max_bytes)
+        }
+    }
+}
+
+/// Prints one record per request; rejected ones as error records with
+/// their line (batch) or path (write).
+pub fn report(out: &mut Out, result: write::BatchResult, batch: bool) -> Result<(), Error> {
+    for c in &result.cleared {
+        out.record(c)?;
+    }
+    if let Some(r) = &result.recovered {
+        out.record(r)?;
+    }
+    for (line, outcome) in result.outcomes {
+        match outcome {
+            Ok(w) => out.record(&w)?,
+            Err(msg) if batch => out.line_error(line, &msg, None)?,
+            Err(msg) => out.error(&msg, json!({}))?,
+        }
+    }
+    for e in &result.guard_errors {
+        out.error(e, json!({}))?;
+    }
+    if let Some(e) = result.commit_error {
+        out.error(&format!("the writes landed but the git commit failed: {e}"), json!({}))?;
+    }
+    out.raise(Exit::Success);
+    Ok(())
+}

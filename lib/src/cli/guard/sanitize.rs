@@ -1,0 +1,34 @@
+//! `kb-guard sanitize`: neutralise injected instructions in external text.
+
+use std::io::Read;
+
+use crate::error::{Context, Error, Exit};
+use crate::guard;
+use crate::out::jsonl::Out;
+
+/// `kb-guard sanitize`: the sanitised text on stdout, changes to --report.
+pub fn run(report: Option<&std::path::Path>, file: Option<&str>, mut out: Out) -> Result<Exit, Error> {
+    let bytes = match file {
+        None | Some("-") => {
+            let mut b = Vec::new();
+            std::io::stdin().read_to_end(&mut b).ctx(|| "reading stdin")?;
+            b
+        }
+        Some(f) => std::fs::read(f).ctx(|| format!("reading {f}"))?,
+    };
+    let engine = guard::Engine::core()?;
+    let text = guard::normalize::decode_lossy(&bytes);
+    let (clean, changes) = guard::sanitize::sanitize(engine, &text);
+    out.text(&clean)?;
+    match report {
+        Some(p) => {
+            let lines: Vec<String> = changes.iter().filter_map(|c| serde_json::to_string(c).ok()).collect();
+            let body = if lines.is_empty() { String::new() } else { lines.join("\n") + "\n" };
+            std::fs::write(p, body).ctx(|| format!("writing {}", p.display()))?;
+        }
+        None => changes
+            .iter()
+            .for_each(|c| eprintln!("kb-guard: sanitize: line {}: {} {:?} -> {:?}", c.line, c.rule, c.before, c.after)),
+    }
+    out.finish()
+}

@@ -1,0 +1,54 @@
+//! `kb-guard scan PATH...`: files, skills or stdin through the engine;
+//! records, a table or SARIF.
+
+use std::io::Read;
+
+use jiff::Timestamp;
+use serde_json::json;
+
+use crate::cli::args::Args;
+use crate::error::{Context, Error, Exit};
+use crate::guard::{self, policy::Policy, scan, target, Engine, Verdict};
+use crate::out::jsonl::{Format, Out};
+
+/// Scans `paths`; exit 1 when a verdict reaches `--fail-on`.
+pub fn run(
+    a: &Args,
+    engine: &Engine,
+    paths: &[&str],
+    policy: Option<&Policy>,
+    now: Timestamp,
+    out: &mut Out,
+) -> Result<(), Error> {
+    let format_flag = a.get("format");
+    let fail_on = Verdict::parse(a.get("fail-on").unwrap_or("dangerous"))?;
+    let paths: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
+    let mut targets = Vec::new();
+    for t in target::collect(&paths) {
+        match t {
+            Ok(t) => targets.push(t),
+            Err(e) => out.error(&format!("{}: {}", e.path, e.message), json!({"path": e.path}))?,
+        }
+    }
+    let mut stdin = Vec::new();
+    if targets.iter().any(|t| t.kind == target::TargetKind::Stdin) {
+        std::io::stdin().read_to_end(&mut stdin).ctx(|| "reading stdin")?;
+    }
+    let results = scan::scan_targets(engine, &targets, &stdin, policy, now);
+    if results.iter().any(|r| r.verdict.verdict >= fail_on && r.verdict.verdict > Verdict::Safe) {
+        out.raise(Exit::Negative);
+    }
+    match format_flag {
+        Some("sarif") => out.text(&format!("{:#}\n", guard::sarif::log(engine, &results)))?,
+        f if f.map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table => {
+            out.text(&scan::table(&results))?
+        }
+        _ => {
+            for r in &results {
+                r.findings.iter().try_for_each(|f| out.record(f))?;
+                out.record(&r.verdict)?;
+            }
+        }
+    }
+    Ok(())
+}
