@@ -142,6 +142,11 @@ pub struct LoadError {
     pub message: String,
 }
 
+/// An error in rule `r`, named by its file and id.
+fn rule_error(r: &Rule, e: Error) -> Error {
+    Error::msg(format!("{}: rule {}: {e}", r.source, r.id))
+}
+
 impl Engine {
     /// Compiles `rules`; the first bad pattern is an error naming its rule.
     /// The combined set and the rules' own regexes compile in parallel
@@ -157,12 +162,12 @@ impl Engine {
                 return Err(Error::msg(format!("{}: rule id {} is already defined", r.source, r.id)));
             }
             let Some(p) = &r.pattern else { continue };
-            hirs.push(pattern::parse(p).map_err(|e| Error::msg(format!("{}: rule {}: {e}", r.source, r.id)))?);
+            hirs.push(pattern::parse(p).map_err(|e| rule_error(r, e))?);
             with_pattern.push(i);
         }
         let compile_one = |(&i, hir): (&usize, &_)| -> Result<Compiled> {
             let r = &rules[i];
-            let fail = |e: Error| Error::msg(format!("{}: rule {}: {e}", r.source, r.id));
+            let fail = |e: Error| rule_error(r, e);
             let re = pattern::single(hir).map_err(fail)?;
             let mut benign = Vec::new();
             for b in &r.benign {
@@ -187,7 +192,8 @@ impl Engine {
                 )
             },
         );
-        let (set, pats) = (set?, pats?);
+        // A rule's own error names it, so it goes before the set's.
+        let (pats, set) = (pats?, set?);
         let (caution, mention_words, caution_after) = (extra.0?, extra.1?, extra.2?);
         Ok(Engine { rules, by_id, set, pats, caution, mention_words, caution_after })
     }

@@ -259,16 +259,8 @@ impl<'a> View<'a> {
 
     /// The index doc with this id (index docs are in id order), removed or not.
     pub fn find_main(&self, id: &str) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.n_main);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.main_id(mid).cmp(id) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        let i = segment::partition_point(self.n_main, |i| self.main_id(i) < id);
+        (i < self.n_main && self.main_id(i) == id).then_some(i)
     }
 
     fn main_name(&self, i: usize) -> &'a str {

@@ -426,16 +426,7 @@ impl<'a> Seg<'a> {
 
     /// How many documents sort before `path`.
     pub fn path_rank(&self, path: &str) -> usize {
-        let (mut lo, mut hi) = (0usize, self.n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.path(mid as u32) < path {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        segment::partition_point(self.n, |i| self.path(i as u32) < path)
     }
 
     /// The encoded words of document `d` (to carry over into a rebuild).

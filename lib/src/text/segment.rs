@@ -412,16 +412,8 @@ impl<'a> Dict<'a> {
 
     /// The id of a term (terms are sorted by their bytes).
     pub fn find(&self, term: &[u8]) -> Option<usize> {
-        let (mut lo, mut hi) = (0usize, self.t);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.term(mid).cmp(term) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
-            }
-        }
-        None
+        let t = partition_point(self.t, |i| self.term(i) < term);
+        (t < self.t && self.term(t) == term).then_some(t)
     }
 
     /// The positions of term `t`'s postings, for [`Dict::posting_at`].
@@ -480,6 +472,23 @@ impl SideOf {
     pub fn is_dead(&self, i: u32) -> bool {
         self.dead.binary_search(&i).is_ok()
     }
+}
+
+/// The first of `0..n` for which `before` is false, where `before` holds
+/// for a prefix: the binary search over a sorted table read in place
+/// (`slice::partition_point` needs a slice, and these tables are offsets
+/// into mapped bytes).
+pub fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// A build stamp naming a main segment: nanoseconds since the epoch when
