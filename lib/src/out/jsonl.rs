@@ -153,15 +153,17 @@ impl Out {
     }
 
     /// Writes raw text (tables, reports).
+    /// Control characters from the library are shown escaped
+    /// ([`super::printable`]).
     pub fn text(&mut self, s: &str) -> Result<()> {
-        self.w.write_all(s.as_bytes()).ctx(|| "writing to stdout")
+        self.w.write_all(super::printable(s, true).as_bytes()).ctx(|| "writing to stdout")
     }
 
     /// Reports a rejected input line: an `error` record on stdout, a
     /// `tool: <stdin>:N: message` line on stderr, and a failing exit.
     pub fn line_error(&mut self, line: usize, message: &str, extra: Option<&Value>) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);
-        eprintln!("{}: <stdin>:{line}: {message}", self.tool);
+        eprintln!("{}: <stdin>:{line}: {}", self.tool, super::printable(message, true));
         let mut rec = json!({"record": "error", "line": line, "message": message});
         if let (Some(Value::Object(extra)), Value::Object(m)) = (extra, &mut rec) {
             for (k, v) in extra {
@@ -187,7 +189,7 @@ impl Out {
     /// Reports an error that is not tied to an input line (a file, a rule).
     pub fn error(&mut self, message: &str, extra: Value) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);
-        eprintln!("{}: {message}", self.tool);
+        eprintln!("{}: {}", self.tool, super::printable(message, true));
         let mut rec = json!({"record": "error", "message": message});
         if let (Value::Object(extra), Value::Object(m)) = (extra, &mut rec) {
             for (k, v) in extra {
