@@ -18,8 +18,9 @@ pub struct LineError {
     pub message: String,
 }
 
-/// Reads JSON objects one per line; blank lines are skipped, a line that is
-/// not a JSON object is yielded as a `LineError` and reading goes on.
+/// Reads JSON objects one per line; blank lines and a leading BOM are
+/// skipped, a line that is not a JSON object is yielded as a `LineError`
+/// and reading goes on.
 pub fn read_objects<R: BufRead>(
     reader: R,
 ) -> impl Iterator<Item = (usize, std::result::Result<serde_json::Map<String, Value>, LineError>)> {
@@ -32,6 +33,8 @@ pub fn read_objects<R: BufRead>(
             }
         };
         let text = match std::str::from_utf8(&bytes) {
+            // A file saved by an editor that marks UTF-8 with a BOM.
+            Ok(t) if line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
             Ok(t) => t.trim(),
             Err(_) => {
                 return Some((line_no, Err(LineError { line: line_no, message: "line is not valid UTF-8".into() })));
