@@ -372,7 +372,14 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
         }
         Op::Delete => return Err(Error::msg("delete has no single file to plan")),
     };
-    lib.check_inside(&rel)?;
+    // What is written follows the writer's name rules (control and
+    // invisible characters, trailing dots, case twins): a name they refuse
+    // here would make every peer's sync refuse the commit.
+    if new.is_some() {
+        lib.writable(&rel)?;
+    } else {
+        lib.check_inside(&rel)?;
+    }
     let full = lib.path(&rel);
     if full.is_dir() {
         return Err(Error::msg(format!("'{rel}' is a directory")));
