@@ -1307,3 +1307,36 @@ fn u04_frontmatter_nested_beyond_the_depth_limit_is_refused_before_parsing() {
     std::fs::remove_file(file).unwrap();
     s.unharmed();
 }
+
+/// A peer that makes git ignore the library's documents: its commit is
+/// refused, whether it edits the library's own `.gitignore` or adds a
+/// line about the library to one outside it. Merged, every later write
+/// would leave its document out of the commit while the shared changelog
+/// and indexes named it, and no other clone would ever get it. A change
+/// to the workspace's `.gitignore` that does not speak of the library
+/// merges as before.
+#[test]
+fn u05_peer_gitignore_that_hides_documents_is_rejected() {
+    let mut p = Peers::new();
+    let a = p.attacker.root().to_path_buf();
+    std::fs::write(a.join(".gitignore"), "target/\n").unwrap();
+    git(&a, &["add", ".gitignore"]);
+    git(&a, &["commit", "-q", "-m", "ignore the build"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    let v = &p.victim.lib;
+    v.cmd("kb-append").arg("sync").assert().success();
+    assert_eq!(std::fs::read_to_string(v.root().join(".gitignore")).unwrap(), "target/\n");
+    p.victim.before = snapshot(v.root(), &[]);
+    let own = p.attacker.read(".gitignore");
+    std::fs::write(a.join(".library/.gitignore"), format!("{own}*.md\n")).unwrap();
+    git(&a, &["commit", "-q", "-am", "peer"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    p.rejected(".gitignore");
+    // The attacker undoes it and tries the workspace's file instead.
+    std::fs::write(a.join(".library/.gitignore"), &own).unwrap();
+    std::fs::write(a.join(".gitignore"), "target/\n.library/notes/\n").unwrap();
+    git(&a, &["add", ".gitignore", ".library/.gitignore"]);
+    git(&a, &["commit", "-q", "-m", "peer"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    p.rejected(".gitignore");
+}
