@@ -1340,3 +1340,39 @@ fn u05_peer_gitignore_that_hides_documents_is_rejected() {
     git(&a, &["push", "-q", "origin", "main"]);
     p.rejected(".gitignore");
 }
+
+/// A note's topic goes into the commit message, a notebook name into the
+/// changelog, the relations and the cursors file. A topic with line breaks
+/// could append trailers to the commit (`Co-authored-by:`, `Signed-off-by:`)
+/// and escapes to what `git log` prints: the subject stays one line, shown
+/// escaped. A notebook name with control characters is refused like
+/// `kb-index changes --notebook` refuses it (before, a write took it and
+/// no reader could ever ask for it).
+#[test]
+fn u06_topics_and_notebooks_cannot_forge_commit_lines() {
+    let s = Scene::with_git();
+    let doc = "---\ntopic: \"t\\n\\nCo-authored-by: Mallory <m@example.invalid>\\e[2J\"\n---\n# T\n";
+    s.lib.cmd("kb-append").args(["write", "notes/msg.md", "--content", doc]).assert().success();
+    assert_eq!(
+        s.lib.git(&["log", "-1", "--format=%B"]),
+        "task-ai(library):user created t\\n\\nCo-authored-by: Mallory <m@example.invalid>\\u{1b}[2J\n\n"
+    );
+    let (code, recs) = s.batch(&[
+        json!({"path": "notes/nb1.md", "content": "# 1\n", "notebook": "nb\n\nSigned-off-by: x"}),
+        json!({"path": "notes/nb2.md", "content": "# 2\n", "notebook": "nb-ok"}),
+    ]);
+    assert_eq!(code, 2, "{recs:?}");
+    error_naming(&recs, "notebook");
+    assert_eq!(recs.iter().filter(|r| r["record"] == "write").count(), 1, "{recs:?}");
+    assert!(!s.lib.path("notes/nb1.md").exists());
+    let out = s
+        .lib
+        .cmd("kb-append")
+        .args(["write", "notes/nb3.md", "--notebook", "a\u{1b}[2J", "--content", "# 3\n"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!s.lib.path("notes/nb3.md").exists());
+    assert!(!s.lib.read(".changelog").contains("Signed-off-by"), "{}", s.lib.read(".changelog"));
+    s.unharmed();
+}

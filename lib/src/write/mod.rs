@@ -164,6 +164,9 @@ pub fn request(
     max_bytes: usize,
 ) -> std::result::Result<Request, String> {
     let path = lib.writable(path).map_err(|e| e.to_string())?;
+    if let Some(why) = notebook.as_deref().and_then(crate::library::cursors::notebook_refusal) {
+        return Err(why);
+    }
     if content.len() > max_bytes {
         return Err(format!("content of '{path}' is {} bytes, over the limit of {max_bytes}", content.len()));
     }
@@ -555,13 +558,17 @@ fn file_stem(path: &str) -> String {
 
 /// The seed's commit message `task-ai(library):<category> <action> <topic>`;
 /// a batch of several writes gets a summary line and one such line each.
+/// The topic is the author's: shown on one line with its control
+/// characters escaped, so it cannot add trailers (`Signed-off-by:`) or
+/// escapes to the commit.
 pub fn commit_message(events: &[Event]) -> String {
     let line = |e: &Event| {
+        let topic = e.topic.as_deref().unwrap_or(&e.path);
         format!(
             "task-ai(library):{} {} {}",
             e.category.as_deref().unwrap_or("file"),
             e.action.as_deref().unwrap_or(&e.event),
-            e.topic.as_deref().unwrap_or(&e.path)
+            crate::out::printable(topic, false)
         )
     };
     match events {
@@ -589,8 +596,8 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     if !fs::symlink_metadata(lib.path(&path)).is_ok_and(|m| m.is_file()) {
         return Err(Error::msg(format!("'{path}' is not a file in the library")));
     }
-    if notebook.trim().is_empty() {
-        return Err(Error::usage("--notebook must name the notebook"));
+    if let Some(why) = crate::library::cursors::notebook_refusal(notebook) {
+        return Err(Error::usage(format!("--notebook: {why}")));
     }
     let info = entry::classify(&path);
     // The text only names the topic: bytes that are not UTF-8 read lossily
