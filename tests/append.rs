@@ -614,3 +614,20 @@ fn a_batch_file_with_a_bom_and_crlf_lines_is_read() {
     assert_eq!(lib.read("notes/a.md"), "# A\n");
     assert!(!lib.path("notes/c.md").exists());
 }
+
+/// Durations beyond the calendar or beyond what a `Duration` holds are an
+/// answer, never a panic: `--older-than` past the start of time archives
+/// nothing, a timeout too large to represent is a usage error.
+#[test]
+fn huge_durations_are_answers_not_panics() {
+    let lib = Lib::new();
+    lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "# A\n"]).assert().success();
+    let recs = ok_records(lib.cmd("kb-append").args(["compact", "--older-than", "99999999999999d"]));
+    assert_eq!(recs[0]["archived"], 0);
+    let out = lib.cmd("kb-append").args(["compact", "--timeout", "999999999999999999999999d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kb-append: invalid duration '999999999999999999999999d'\nkb-append: try 'kb-append --help'\n"
+    );
+}
