@@ -1376,3 +1376,35 @@ fn u06_topics_and_notebooks_cannot_forge_commit_lines() {
     assert!(!s.lib.read(".changelog").contains("Signed-off-by"), "{}", s.lib.read(".changelog"));
     s.unharmed();
 }
+
+/// `café` written precomposed (NFC) and decomposed (NFD) are two names
+/// on Linux and one file on macOS: like a case twin, the second is
+/// refused, whether a request writes it or a peer's commit brings it.
+#[test]
+fn u07_unicode_normalisation_twins_are_refused_like_case_twins() {
+    let s = Scene::new();
+    let (nfc, nfd) = ("notes/caf\u{e9}.md", "notes/cafe\u{301}.md");
+    assert_eq!(s.write(nfc, "# nfc\n").0, 0);
+    s.refused(nfd, "differs only in case");
+    assert!(!s.lib.path(nfd).exists());
+    assert_eq!(s.lib.read(nfc), "# nfc\n");
+    // Two new twins in one batch: the disk holds neither yet.
+    let (code, recs) = s.batch(&[
+        json!({"path": "notes/Twin.md", "content": "# a\n"}),
+        json!({"path": "notes/twin.md", "content": "# b\n"}),
+        json!({"path": "Team/a.md", "content": "# c\n"}),
+        json!({"path": "team/b.md", "content": "# d\n"}),
+        json!({"path": "notes/Twin.md", "content": "# a again\n"}),
+    ]);
+    assert_eq!(code, 2, "{recs:?}");
+    let kinds: Vec<&str> = recs.iter().map(|r| r["record"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["write", "error", "write", "error", "write"], "{recs:?}");
+    error_naming(&recs, "differs only in case or Unicode form from 'notes/Twin.md' earlier in this batch");
+    error_naming(&recs, "differs only in case or Unicode form from 'Team' earlier in this batch");
+    assert!(!s.lib.path("notes/twin.md").exists() && !s.lib.path("team").exists());
+    assert_eq!(s.lib.read("notes/Twin.md"), "# a again\n");
+    s.unharmed();
+    let p = Peers::new();
+    p.push(&[(".library/notes/caf\u{e9}.md", "# nfc\n"), (".library/notes/cafe\u{301}.md", "# nfd\n")], &[]);
+    p.rejected("notes/caf");
+}

@@ -111,15 +111,15 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
         let existing = repo.list(&["ls-tree", "-r", "-z", "--name-only", to, "--", &spec], "git ls-tree")?;
         let mut by_fold: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for p in existing.iter().filter_map(|p| repo.in_library(p)) {
-            by_fold.entry(p.to_lowercase()).or_default().push(p.to_string());
+            by_fold.entry(names::fold(p)).or_default().push(p.to_string());
         }
         for a in &added {
-            if let Some(same) = by_fold.get(&a.to_lowercase()).filter(|v| v.len() > 1) {
+            if let Some(same) = by_fold.get(&names::fold(a)).filter(|v| v.len() > 1) {
                 let others: Vec<&str> = same.iter().filter(|p| *p != a).map(String::as_str).collect();
                 out.push(Rejected {
                     path: a.clone(),
                     reason: format!(
-                        "differs only in case from '{}' (the two collide on case-insensitive file systems)",
+                        "differs only in case or Unicode form from '{}' (the two collide on case-insensitive or normalising file systems)",
                         others.join("', '")
                     ),
                 });

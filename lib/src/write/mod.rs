@@ -153,6 +153,32 @@ pub fn parse_request(
     request(lib, path, content, mode, notebook, allow_risky, max_bytes)
 }
 
+/// The names a batch has written so far (each path and its directories)
+/// by their folded form: `Library::writable` compares a new name with the
+/// disk, where the batch's own files are not yet, so two new twins
+/// (`Notes/a.md` and `notes/b.md`, `café` in two Unicode forms) in one
+/// batch are caught here.
+#[derive(Default)]
+struct BatchNames(std::collections::HashMap<String, String>);
+
+impl BatchNames {
+    fn prefixes(path: &str) -> impl Iterator<Item = &str> {
+        path.match_indices('/').map(|(i, _)| &path[..i]).chain(std::iter::once(path))
+    }
+
+    /// The earlier name `path` (or one of its directories) is a twin of.
+    fn twin(&self, path: &str) -> Option<String> {
+        Self::prefixes(path)
+            .find_map(|p| self.0.get(&crate::library::names::fold(p)).filter(|seen| *seen != p).cloned())
+    }
+
+    fn add(&mut self, path: &str) {
+        for p in Self::prefixes(path) {
+            self.0.entry(crate::library::names::fold(p)).or_insert_with(|| p.to_string());
+        }
+    }
+}
+
 /// Validates one request's parts (path rules, size) into a request.
 pub fn request(
     lib: &Library,
@@ -257,12 +283,21 @@ pub fn batch(
         result.recovered = recover(lib)?;
         let mut plan = Plan::default();
         let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
+        let mut names = BatchNames::default();
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
+                Ok((req, _)) if names.twin(&req.path).is_some() => {
+                    Err(format!(
+                        "refused: '{}' differs only in case or Unicode form from '{}' earlier in this batch (the two collide on case-insensitive or normalising file systems)",
+                        req.path,
+                        names.twin(&req.path).unwrap_or_default()
+                    ))
+                }
                 Ok((req, report)) => {
                     let old = plan.current(&req.path);
                     apply(lib, report, &req, old).map(|(written, event, text, entry)| {
+                        names.add(&req.path);
                         plan.add(&req.path, text, entry, event, result.outcomes.len());
                         written
                     })
