@@ -1408,3 +1408,18 @@ fn u07_unicode_normalisation_twins_are_refused_like_case_twins() {
     p.push(&[(".library/notes/caf\u{e9}.md", "# nfc\n"), (".library/notes/cafe\u{301}.md", "# nfd\n")], &[]);
     p.rejected("notes/caf");
 }
+
+/// `kb-guard sanitize` prints a document to store, not a report: a CRLF
+/// file with tabs and no injection comes out byte for byte (the escaping
+/// of text for people must not reach data).
+#[test]
+fn u08_sanitize_output_is_the_documents_bytes() {
+    let s = Scene::new();
+    let page = "# Page\r\n\r\n| a\t| b |\r\nplain text\r\n";
+    std::fs::write(s.lib.root().join("page.md"), page).unwrap();
+    let out = s.lib.cmd("kb-guard").args(["sanitize", "page.md"]).current_dir(s.lib.root()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), page);
+    std::fs::remove_file(s.lib.root().join("page.md")).unwrap();
+    s.unharmed();
+}

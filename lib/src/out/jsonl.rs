@@ -162,6 +162,13 @@ impl Out {
         self.w.write_all(super::printable(s, true).as_bytes()).ctx(|| "writing to stdout")
     }
 
+    /// Writes bytes that are data, not a report: a sanitised document, a
+    /// diff of a file's lines. They go out exactly as they are (a CRLF
+    /// file keeps its `\r`).
+    pub fn raw(&mut self, s: &str) -> Result<()> {
+        self.w.write_all(s.as_bytes()).ctx(|| "writing to stdout")
+    }
+
     /// Reports a rejected input line: an `error` record on stdout, a
     /// `tool: <stdin>:N: message` line on stderr, and a failing exit.
     pub fn line_error(&mut self, line: usize, message: &str, extra: Option<&Value>) -> Result<()> {
