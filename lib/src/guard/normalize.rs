@@ -256,11 +256,18 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// Joiners and variation selectors between non-ASCII symbols are how emoji
-/// and several scripts are written: removed, but not worth a finding.
+/// and several scripts are written: removed, but not worth a finding. A
+/// variation selector after a symbol (`⚙️ Setup`, `❤️,`) picks that
+/// symbol's emoji or text look, whatever follows it; after a letter, a
+/// digit or ASCII it can only split a word, and stays a finding.
 fn ordinary_joiner(c: char, prev: Option<char>, next: Option<char>) -> bool {
-    matches!(c, '\u{200C}' | '\u{200D}' | '\u{FE0E}' | '\u{FE0F}')
-        && !prev.is_some_and(|p| p.is_ascii())
-        && !next.is_some_and(|n| n.is_ascii())
+    match c {
+        '\u{FE0E}' | '\u{FE0F}' if prev.is_some_and(|p| !p.is_ascii() && !p.is_alphanumeric()) => true,
+        '\u{200C}' | '\u{200D}' | '\u{FE0E}' | '\u{FE0F}' => {
+            !prev.is_some_and(|p| p.is_ascii()) && !next.is_some_and(|n| n.is_ascii())
+        }
+        _ => false,
+    }
 }
 
 fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
@@ -411,7 +418,7 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
     }
     let chars: Vec<char> = s.chars().collect();
     work::add(Step::Fold, chars.len());
-    let mut latin_tokens: Option<Vec<usize>> = None;
+    let mut latin_tokens: Option<Vec<(usize, bool)>> = None;
     let mut out: Option<Vec<char>> = None;
     let mut i = 0;
     while i < chars.len() {
@@ -432,7 +439,10 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
         if !has_ascii && word.len() < 4 {
             let latin = latin_tokens.get_or_insert_with(|| latin_marks(&chars));
             let own = word.iter().filter(|c| latin_mark(**c)).count();
-            if latin[start] == own {
+            // A lone Greek or Cyrillic letter next to Latin ones is how
+            // formulas are written (`ε[∇S`, `αx`): only a path or variable
+            // mark in its token makes it Latin in disguise (`$ε`, `/і/`).
+            if latin[start].0 == own || (word.len() == 1 && !latin[start].1) {
                 continue;
             }
         }
@@ -453,17 +463,20 @@ fn latin_mark(c: char) -> bool {
 }
 
 /// For each character, how many [`latin_mark`]s its whitespace-delimited
-/// token holds. A short look-alike word in a token with marks besides its
-/// own (`~/.ѕѕһ/іd_rѕа`) is Latin in disguise, while a short Cyrillic or
+/// token holds, and whether one of them is path or variable punctuation.
+/// A short look-alike word in a token with marks besides its own
+/// (`~/.ѕѕһ/іd_rѕа`) is Latin in disguise, while a short Cyrillic or
 /// Greek word between spaces is left alone. One pass over the line (asking
 /// per word would rescan a long token once for each of its words).
-fn latin_marks(chars: &[char]) -> Vec<usize> {
+fn latin_marks(chars: &[char]) -> Vec<(usize, bool)> {
     work::add(Step::Fold, chars.len());
-    let mut marks = vec![0; chars.len()];
+    let mut marks = vec![(0, false); chars.len()];
     let mut start = 0;
     for end in (0..=chars.len()).filter(|&i| i == chars.len() || chars[i].is_whitespace()) {
-        let n = chars[start..end].iter().filter(|c| latin_mark(**c)).count();
-        marks[start..end].fill(n);
+        let token = &chars[start..end];
+        let n = token.iter().filter(|c| latin_mark(**c)).count();
+        let punct = token.iter().any(|c| latin_mark(*c) && !c.is_ascii_alphanumeric());
+        marks[start..end].fill((n, punct));
         start = end + 1;
     }
     marks
