@@ -537,13 +537,55 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
     let mut flagged = agent_shapes(&lib, "flagged");
     flagged.sort();
     let want: Vec<(&str, &str, Vec<&str>)> = vec![
+        ("credentials-read.py", "dangerous", vec!["exf-03"]),
         ("emoji-split-word.sh", "dangerous", vec!["sc-01", "invisible_chars"]),
         ("greek-path.md", "dangerous", vec!["exf-02", "homoglyph"]),
         ("profile-source.sh", "caution", vec!["per-05"]),
+        ("real-api-key.sh", "caution", vec!["exf-15"]),
+        ("real-password.yaml", "dangerous", vec!["ce-01"]),
+        ("remote-db-url.env", "caution", vec!["ce-x05"]),
         ("system-prompt-ask.md", "dangerous", vec!["pi-03"]),
         ("systemd-unit.sh", "caution", vec!["per-03"]),
     ];
     let got: Vec<(&str, &str, Vec<&str>)> =
         flagged.iter().map(|(f, v, r)| (f.as_str(), v.as_str(), r.iter().map(String::as_str).collect())).collect();
     assert_eq!(got, want);
+}
+
+#[test]
+fn real_agent_file_placeholders_and_examples_count_as_medium() {
+    // A sample config's `password: "password"`, a local database URL, a
+    // `YOUR_..._KEY` or `/path/to/your/` value, and a start-up file named
+    // after a Korean or Chinese "e.g.": each still a finding, but medium
+    // (the file is `caution`, not `dangerous`); the real values next to
+    // them (`flagged/`) keep their severity.
+    let lib = Lib::empty();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guard-agents/placeholder");
+    let (recs, _) = guard(&lib, &["scan", root.to_str().unwrap()]);
+    let mut got: Vec<(String, String, String, String)> = recs
+        .iter()
+        .filter(|r| r["record"] == "finding")
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+            (
+                s("path").rsplit('/').next().unwrap().to_string(),
+                s("rule"),
+                s("severity"),
+                f["lowered"]["why"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = [
+        ("api-key-env.md", "exf-15", "medium", "benign use"),
+        ("chinese-eg.md", "per-05", "medium", "quoted mention"),
+        ("credentials-path.md", "exf-03", "medium", "benign use"),
+        ("korean-eg.md", "per-05", "medium", "quoted mention"),
+        ("local-db-url.md", "ce-x05", "medium", "benign use"),
+        ("yaml-password.md", "ce-01", "medium", "benign use"),
+    ];
+    let want: Vec<(String, String, String, String)> =
+        want.iter().map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string())).collect();
+    assert_eq!(got, want);
+    assert!(verdicts(&recs).iter().all(|(_, v)| v == "caution"), "{recs:?}");
 }
