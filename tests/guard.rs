@@ -540,6 +540,7 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
         ("credentials-read.py", "dangerous", vec!["exf-03"]),
         ("emoji-split-word.sh", "dangerous", vec!["sc-01", "invisible_chars"]),
         ("greek-path.md", "dangerous", vec!["exf-02", "homoglyph"]),
+        ("mode-lookalike.py", "dangerous", vec!["per-x04", "homoglyph"]),
         ("profile-source.sh", "caution", vec!["per-05"]),
         ("real-api-key.sh", "caution", vec!["exf-15"]),
         ("real-password.yaml", "dangerous", vec!["ce-01"]),

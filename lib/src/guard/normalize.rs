@@ -418,7 +418,7 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
     }
     let chars: Vec<char> = s.chars().collect();
     work::add(Step::Fold, chars.len());
-    let mut latin_tokens: Option<Vec<(usize, bool)>> = None;
+    let mut latin_tokens: Option<Vec<usize>> = None;
     let mut out: Option<Vec<char>> = None;
     let mut i = 0;
     while i < chars.len() {
@@ -439,10 +439,7 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
         if !has_ascii && word.len() < 4 {
             let latin = latin_tokens.get_or_insert_with(|| latin_marks(&chars));
             let own = word.iter().filter(|c| latin_mark(**c)).count();
-            // A lone Greek or Cyrillic letter next to Latin ones is how
-            // formulas are written (`ε[∇S`, `αx`): only a path or variable
-            // mark in its token makes it Latin in disguise (`$ε`, `/і/`).
-            if latin[start].0 == own || (word.len() == 1 && !latin[start].1) {
+            if latin[start] == own {
                 continue;
             }
         }
@@ -462,24 +459,30 @@ fn latin_mark(c: char) -> bool {
     c.is_ascii_alphanumeric() || "~/_$\\".contains(c)
 }
 
-/// For each character, how many [`latin_mark`]s its whitespace-delimited
-/// token holds, and whether one of them is path or variable punctuation.
-/// A short look-alike word in a token with marks besides its own
-/// (`~/.ѕѕһ/іd_rѕа`) is Latin in disguise, while a short Cyrillic or
-/// Greek word between spaces is left alone. One pass over the line (asking
+/// For each character, how many [`latin_mark`]s its token holds. A short
+/// look-alike word in a token with marks besides its own (`~/.ѕѕһ/іd_rѕа`)
+/// is Latin in disguise, while a short Cyrillic or Greek word between
+/// spaces is left alone, and so is a Greek letter in a formula: tokens end
+/// at whitespace and at mathematical operators (`ε[∇S` is `ε[` and `S`),
+/// which no command or path is spelt with. One pass over the line (asking
 /// per word would rescan a long token once for each of its words).
-fn latin_marks(chars: &[char]) -> Vec<(usize, bool)> {
+fn latin_marks(chars: &[char]) -> Vec<usize> {
     work::add(Step::Fold, chars.len());
-    let mut marks = vec![(0, false); chars.len()];
+    let mut marks = vec![0; chars.len()];
     let mut start = 0;
-    for end in (0..=chars.len()).filter(|&i| i == chars.len() || chars[i].is_whitespace()) {
-        let token = &chars[start..end];
-        let n = token.iter().filter(|c| latin_mark(**c)).count();
-        let punct = token.iter().any(|c| latin_mark(*c) && !c.is_ascii_alphanumeric());
-        marks[start..end].fill((n, punct));
+    let ends = |i: &usize| *i == chars.len() || chars[*i].is_whitespace() || math_operator(chars[*i]);
+    for end in (0..=chars.len()).filter(ends) {
+        let n = chars[start..end].iter().filter(|c| latin_mark(**c)).count();
+        marks[start..end].fill(n);
         start = end + 1;
     }
     marks
+}
+
+/// The Unicode blocks of mathematical operators and arrows (`∇`, `∑`,
+/// `⊗`, `→`), and `±`, `×`, `÷`, `·`.
+fn math_operator(c: char) -> bool {
+    matches!(c, '\u{2190}'..='\u{22FF}' | '\u{27C0}'..='\u{27FF}' | '\u{2900}'..='\u{2AFF}' | '±' | '×' | '÷' | '·')
 }
 
 #[cfg(test)]
