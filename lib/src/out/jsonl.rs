@@ -243,6 +243,19 @@ pub enum Rec {
     Raise(Exit),
 }
 
+impl Rec {
+    /// A typed record (a serde-tagged struct) as a [`Rec::Record`].
+    pub fn of<T: Serialize>(rec: &T) -> Rec {
+        // Records are plain structs with string keys: encoding cannot fail.
+        Rec::Record(serde_json::to_value(rec).unwrap_or(Value::Null))
+    }
+
+    /// An [`Rec::Error`] whose typed `about` says what it is about.
+    pub fn error_about<A: Serialize>(message: String, about: &A) -> Rec {
+        Rec::Error(message, serde_json::to_value(about).unwrap_or(Value::Null))
+    }
+}
+
 /// Prints `recs` in order.
 pub fn print(out: &mut Out, recs: Vec<Rec>) -> Result<()> {
     for r in recs {
