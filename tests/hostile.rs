@@ -1423,3 +1423,57 @@ fn u08_sanitize_output_is_the_documents_bytes() {
     std::fs::remove_file(s.lib.root().join("page.md")).unwrap();
     s.unharmed();
 }
+
+/// The findings (rule, line, matched) and the verdict of `kb-guard scan`
+/// on a skill whose `assets/icon.svg` holds `svg`.
+fn scan_svg_icon(svg: &str) -> (Vec<(String, u64, String)>, String) {
+    let lib = Lib::empty();
+    let skill = lib.root().join("badge");
+    std::fs::create_dir_all(skill.join("assets")).unwrap();
+    let md = "---\nname: badge\ndescription: Renders the project badge\n---\n# Badge\n\nUse `assets/icon.svg`.\n";
+    std::fs::write(skill.join("SKILL.md"), md).unwrap();
+    std::fs::write(skill.join("assets/icon.svg"), svg).unwrap();
+    let out = lib.cmd("kb-guard").args(["scan", "badge"]).output().unwrap();
+    let recs = records(&out.stdout);
+    let findings = recs
+        .iter()
+        .filter(|r| r["record"] == "finding")
+        .map(|r| {
+            let rule = r["rule"].as_str().unwrap().to_string();
+            (rule, r["line"].as_u64().unwrap(), r["matched"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let verdict = recs.iter().find(|r| r["record"] == "verdict").unwrap()["verdict"].as_str().unwrap().to_string();
+    (findings, verdict)
+}
+
+/// An SVG icon is a document a browser runs: `<script>`, an event
+/// handler (`onload=`, also after `/`), a `javascript:` link (also
+/// spelled with entities) or `<foreignObject>` HTML in a skill's icon is
+/// dangerous. A plain icon (paths, gradients, `<title>`, a same-file
+/// `xlink:href="#id"`, text saying "onload=") stays safe with no finding.
+#[test]
+fn u09_svg_icons_with_active_content_are_dangerous() {
+    let plain = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+<svg xmlns=\"http://www.w3.org/2000/svg\" xmlns:xlink=\"http://www.w3.org/1999/xlink\" viewBox=\"0 0 24 24\">\n\
+  <title>Badge (online=yes)</title>\n\
+  <defs><linearGradient id=\"g\"><stop offset=\"0\" stop-color=\"#fff\"/></linearGradient>\n\
+  <path id=\"p\" d=\"M0 0h24v24H0z\" fill=\"url(#g)\"/></defs>\n\
+  <use xlink:href=\"#p\"/><a href=\"https://example.test/docs\"><text x=\"1\" y=\"9\">set onload= in docs</text></a>\n\
+</svg>\n";
+    assert_eq!(scan_svg_icon(plain), (vec![], "safe".to_string()));
+    let head = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 24 24\">\n";
+    let cases = [
+        ("  <script>alert(1)</script>\n", 2, "<script"),
+        ("  <rect width=\"1\" height=\"1\"\n        onload=\"alert(1)\"/>\n", 3, "onload="),
+        ("  <g/onclick=alert(1)>\n", 2, "onclick="),
+        ("  <a xlink:href=\"javascript:alert(1)\"><text>go</text></a>\n", 2, "javascript:"),
+        ("  <a href=\"jav&#x09;ascript&colon;alert(1)\">x</a>\n", 2, "jav&#x09;ascript&colon;"),
+        ("  <foreignObject width=\"9\" height=\"9\"><iframe src=\"x\"/></foreignObject>\n", 2, "<foreignObject"),
+    ];
+    for (body, line, matched) in cases {
+        let svg = format!("{head}{body}</svg>\n");
+        let want = vec![("svg_active_content".to_string(), line, matched.to_string())];
+        assert_eq!(scan_svg_icon(&svg), (want, "dangerous".to_string()), "{svg}");
+    }
+}

@@ -22,6 +22,7 @@ use super::normalize;
 use super::pattern::{self, Candidate, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
+use super::svg;
 use super::typosquat;
 use super::work::{self, Step};
 use crate::error::{Error, Result};
@@ -325,6 +326,14 @@ impl Engine {
             Kind::Text => {}
         }
         let norm = normalize::normalize(bytes);
+        if svg::is_svg(path, &norm.text) {
+            for a in svg::find(&norm.text) {
+                let before = &norm.text[..a.at];
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                out.findings.push(self.builtin("svg_active_content", path, line, column, &a.matched, Context::File));
+            }
+        }
         self.scan_normalized(path, &norm.text, &norm.changed_lines, norm.notes, (0, one_per_match), &mut out);
         out
     }

@@ -19,6 +19,7 @@ pub mod sarif;
 pub mod scan;
 pub mod sniff;
 pub mod structure;
+pub mod svg;
 pub mod target;
 pub mod typosquat;
 pub mod verdict;
