@@ -1477,3 +1477,34 @@ fn u09_svg_icons_with_active_content_are_dangerous() {
         assert_eq!(scan_svg_icon(&svg), (want, "dangerous".to_string()), "{svg}");
     }
 }
+
+/// A FIFO planted in place of a log or a derived file hung every command
+/// that read it (a CI job waits forever): each is now read without
+/// blocking and refused with an error naming it, exit 2, and the
+/// documents already in the library are untouched.
+#[test]
+fn u10_a_fifo_in_place_of_a_derived_file_is_an_error_not_a_hang() {
+    let cases: [(&str, &[&str]); 6] = [
+        (".changelog", &["kb-index", "changes", "--notebook", "nb"]),
+        (".changelog", &["kb-append", "write", "notes/new.md", "--content", "# New\n"]),
+        (".changelog-cursors", &["kb-index", "changes", "--notebook", "nb"]),
+        (".relations.jsonl", &["kb-append", "write", "notes/new.md", "--content", "# New\n"]),
+        ("notes/.index.md", &["kb-append", "write", "notes/new.md", "--content", "# New\n"]),
+        (".master-index.md", &["kb-append", "write", "notes/new.md", "--content", "# New\n"]),
+    ];
+    for (file, argv) in cases {
+        let s = Scene::new();
+        s.lib.cmd("kb-index").args(["changes", "--notebook", "nb"]).assert().success();
+        let p = s.lib.path(file);
+        std::fs::remove_file(&p).unwrap();
+        mkfifo(&p);
+        let mut c = s.lib.std_cmd(argv[0]);
+        c.args(&argv[1..]);
+        let (code, _, err) = bounded(c, 20, "");
+        assert_eq!(code, 2, "{file} {argv:?}: {err}");
+        let want = format!("{} is not a regular file (a FIFO, device or socket)", p.display());
+        assert!(err.contains(&want), "{file} {argv:?}: {err}");
+        assert_eq!(s.lib.read(KEPT), KEPT_TEXT);
+    }
+}
+

@@ -161,7 +161,7 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
         let title = dir_title(dir);
         // A derived file: missing, unreadable or hand-edited, it is rebuilt
         // from the documents (and replaced whole by `store`).
-        let existing = fs::read_to_string(lib.path(&rel)).ok();
+        let existing = crate::fs::read::optional(&lib.path(&rel))?.and_then(|b| String::from_utf8(b).ok());
         let mut rows = match existing.as_deref().map(|t| parse(t, &title, DIR_HEADER)) {
             Some(Some(rows)) => rows,
             // The changed documents' rows come from `items` below: only
@@ -193,7 +193,7 @@ pub fn update(lib: &Library, changed: &[(String, Option<Entry>)]) -> Result<Vec<
         }
     }
     // Derived, as above: anything but our own shape is rebuilt.
-    let existing = fs::read_to_string(lib.path(MASTER)).ok();
+    let existing = crate::fs::read::optional(&lib.path(MASTER))?.and_then(|b| String::from_utf8(b).ok());
     let mut master = match existing.as_deref().map(|t| parse(t, "Master index", MASTER_HEADER)) {
         Some(Some(rows)) => rows,
         // The changed documents' rows come from `changed` below; the

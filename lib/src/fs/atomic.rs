@@ -132,10 +132,11 @@ pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
 }
 
 /// Writes only when the bytes differ, so an unchanged derived file keeps
-/// its mtime and costs no fsync. Returns whether it wrote.
+/// its mtime and costs no fsync. Returns whether it wrote. A FIFO or link
+/// in the file's place is an error naming it (read without blocking).
 pub fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool> {
-    match fs::read(path) {
-        Ok(old) if old == bytes => Ok(false),
+    match super::read::optional(path)? {
+        Some(old) if old == bytes => Ok(false),
         _ => write(path, bytes).map(|()| true),
     }
 }

@@ -1,17 +1,27 @@
 //! Reading a file that may be missing, without turning any other error
 //! into an empty value (issue 22): a missing file is `None`, an unreadable
 //! one is an error naming it, never an empty string that a writer would
-//! then overwrite or a reader would count as "no history".
+//! then overwrite or a reader would count as "no history". Reads go
+//! through [`super::nofollow`]: a FIFO, device or symlink planted in place
+//! of a log or a derived file (`.changelog`, `.index.md`, ...) is an error
+//! naming it, never a hang of a CI job or a read outside the library.
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// The bytes of `path`, `None` when it does not exist.
+/// The most bytes read from one such file: far above any real log or
+/// index, it only stops an endless read.
+pub const LIMIT: u64 = 1 << 32;
+
+/// The bytes of `path`, `None` when it does not exist; a special file or a
+/// symlink in its place is an error naming it.
 pub fn optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
+    match super::nofollow::read(path, LIMIT) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        // The no-follow reader's own errors name the file already.
+        Err(e) if e.kind() == std::io::ErrorKind::Other => Err(Error::msg(e.to_string())),
         Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
     }
 }

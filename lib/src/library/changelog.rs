@@ -89,11 +89,7 @@ pub fn append(lib: &Library, events: &[Event]) -> Result<()> {
 /// ignored.
 pub fn read(lib: &Library) -> Result<Log> {
     let p = lib.path(FILE);
-    let bytes = match fs::read(&p) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Log::default()),
-        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
-    };
+    let Some(bytes) = crate::fs::read::optional(&p)? else { return Ok(Log::default()) };
     let text = String::from_utf8_lossy(&bytes);
     Ok(parse(&text))
 }
@@ -144,11 +140,7 @@ pub struct Compaction {
 /// Callers hold the library lock.
 pub fn compact(lib: &Library, cutoff: Timestamp, now: Timestamp) -> Result<Compaction> {
     let p = lib.path(FILE);
-    let text = match fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
-    };
+    let text = crate::fs::read::optional_text(&p)?.unwrap_or_default();
     let mut keep: Vec<&str> = Vec::new();
     let mut moved: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for line in atomic::complete_lines(&text) {

@@ -155,12 +155,8 @@ pub fn render(edges: &BTreeSet<Edge>) -> String {
 /// rebuilds instead of trusting it).
 pub fn read(lib: &Library) -> Result<Option<BTreeSet<Edge>>> {
     let p = lib.path(FILE);
-    let text = match fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Some(BTreeSet::new())),
-        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Ok(None),
-        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
-    };
+    let Some(bytes) = crate::fs::read::optional(&p)? else { return Ok(Some(BTreeSet::new())) };
+    let Ok(text) = String::from_utf8(bytes) else { return Ok(None) };
     Ok(parse(&text))
 }
 

@@ -292,9 +292,5 @@ pub fn record_change(paths: &Paths, before: i64, del: Vec<String>, put: Option<D
 
 /// Reads INDEX.md (empty when missing).
 pub fn read_index_md(paths: &Paths) -> Result<String> {
-    match fs::read_to_string(&paths.index_md) {
-        Ok(t) => Ok(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(e).ctx(|| format!("reading {}", paths.index_md.display())),
-    }
+    Ok(crate::fs::read::optional_text(&paths.index_md)?.unwrap_or_default())
 }

@@ -89,11 +89,8 @@ pub struct Recovered {
 /// lines will start.
 pub fn changelog_offset(lib: &Library) -> Result<u64> {
     let p = lib.path(changelog::FILE);
-    match fs::read(&p) {
-        Ok(b) => Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(e) => Err(Error::io(format!("reading {}", p.display()), e)),
-    }
+    let b = crate::fs::read::optional(&p)?.unwrap_or_default();
+    Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1))
 }
 
 /// Whether a batch left a journal (only then does `kb-lock sweep` take the
@@ -126,11 +123,7 @@ pub fn end(lib: &Library) -> Result<()> {
 /// or invent changelog lines.
 pub fn read(lib: &Library) -> Result<Option<Journal>> {
     let p = lib.path(FILE);
-    let bytes = match fs::read(&p) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
-    };
+    let Some(bytes) = crate::fs::read::optional(&p)? else { return Ok(None) };
     let j: Journal = serde_json::from_slice(&bytes)
         .map_err(|e| Error::msg(format!("{} is not a kb-tools journal ({e}); move it away to go on", p.display())))?;
     if j.version != VERSION {
@@ -206,11 +199,7 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
 /// complete lines after `offset`. Returns how many it appended.
 fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize> {
     let p = lib.path(changelog::FILE);
-    let bytes = match fs::read(&p) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(Error::io(format!("reading {}", p.display()), e)),
-    };
+    let bytes = crate::fs::read::optional(&p)?.unwrap_or_default();
     // Only whole lines count: a torn tail is cut by the append below.
     // A log shorter than the recorded offset was rewritten (compaction):
     // no line of this batch is in it, so all are missing.
