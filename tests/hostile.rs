@@ -1508,3 +1508,22 @@ fn u10_a_fifo_in_place_of_a_derived_file_is_an_error_not_a_hang() {
     }
 }
 
+/// kb-lastword's stderr lines quote headings and paths from its input
+/// and the knowledge files: an escape sequence or a bidi override there is
+/// shown escaped, never run by the terminal; records keep the exact text.
+#[test]
+fn u11_lastword_stderr_shows_library_text_escaped() {
+    use crate::lastword::{doc, entry, Lw};
+    let lw = Lw::new();
+    let h = "Pro\u{1b}]0;pwned\u{7}jects\u{202e}";
+    let input = doc(&[
+        entry("~/.config/agents/USER.md", h, Some(2), "update", Some("A")),
+        entry("~/.config/agents/USER.md", h, Some(3), "update", Some("B")),
+        entry("~/.config/agents/USER.md", h, None, "update", Some("C")),
+    ]);
+    let (code, recs, err) = lw.run(&["plan"], &input);
+    assert_eq!(code, 1, "{err} {recs:?}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{err:?}");
+    assert!(err.contains("Pro\\u{1b}]0;pwned\\u{7}jects\\u{202e}"), "{err:?}");
+    assert!(recs[2]["error"].as_str().unwrap().contains(h), "{recs:?}");
+}

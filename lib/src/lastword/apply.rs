@@ -391,7 +391,7 @@ fn decide(
             let msg = format!("{qshow}: entries[{}]: {}", r.entry, note.unwrap_or_default());
             if opts.dry_run {
                 // The diff owns stdout in a dry run; problems go to stderr only.
-                eprintln!("kb-lastword: would stage {msg}");
+                eprintln!("kb-lastword: would stage {}", crate::out::printable(&msg, false));
                 rep.raise(exit);
             } else {
                 out.push((Printed::Result(r), Some(msg), exit));

@@ -52,9 +52,12 @@ impl Reporter {
     }
 
     /// Emits a record that reports a failure: also a stderr line, and the
-    /// run's exit becomes at least `exit`.
+    /// run's exit becomes at least `exit`. The line quotes headings and
+    /// paths from the input and the knowledge files, so it is shown with
+    /// control and direction characters escaped (`out::printable`); the
+    /// record keeps the exact text.
     pub fn failure<T: Serialize>(&mut self, message: &str, rec: &T, exit: Exit) -> Result<()> {
-        eprintln!("kb-lastword: {message}");
+        eprintln!("kb-lastword: {}", crate::out::printable(message, false));
         self.out.raise(exit);
         self.record(rec)
     }
