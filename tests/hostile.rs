@@ -1527,3 +1527,22 @@ fn u11_lastword_stderr_shows_library_text_escaped() {
     assert!(err.contains("Pro\\u{1b}]0;pwned\\u{7}jects\\u{202e}"), "{err:?}");
     assert!(recs[2]["error"].as_str().unwrap().contains(h), "{recs:?}");
 }
+
+/// kb-memgate's `message` is the sentence an agent shows or commits with:
+/// the user's words in it come out with escapes and bidi overrides
+/// escaped and on one line (no forged `Signed-off-by:` trailer line);
+/// the note itself keeps the exact text.
+#[test]
+fn u12_memgate_messages_show_user_text_escaped() {
+    use crate::memgate::{apply, decide, said};
+    let lib = Lib::empty();
+    let text = "Never use var in this project\u{1b}]0;pwned\u{7}\u{202e}.\n\nSigned-off-by: Mallory <m@x.invalid>";
+    let d = decide(&lib, &[said("remember", text)]);
+    assert!(!d[0]["message"].as_str().unwrap().contains(['\u{1b}', '\u{7}', '\u{202e}', '\n']), "{d:?}");
+    let r = apply(&lib, &d);
+    assert_eq!(r[0]["status"], "applied", "{r:?}");
+    assert_eq!(
+        r[0]["message"],
+        "Remembered: Never use var in this project\\u{1b}]0;pwned\\u{7}\\u{202e}. Signed-off-by: Mallory <m@x.invalid>"
+    );
+}

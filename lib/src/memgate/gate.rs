@@ -104,7 +104,14 @@ pub fn answers(action: Action) -> &'static [&'static str] {
 }
 
 /// The one sentence for the main conversation, in the user's language.
+/// It quotes the user's words, and an agent shows it or puts it into a
+/// commit message: control and direction characters come out escaped
+/// (`out::printable`), as the writer's commit topics do.
 pub fn message(action: Action, gated: bool, c: &Candidate, targets: &[String], user_text: &str) -> String {
+    crate::out::printable(&message_text(action, gated, c, targets, user_text), false).into_owned()
+}
+
+fn message_text(action: Action, gated: bool, c: &Candidate, targets: &[String], user_text: &str) -> String {
     let zh = text::mostly_cjk(user_text) || text::mostly_cjk(&c.one_liner);
     let t = targets.join(", ");
     let up = action.as_str().to_uppercase();
@@ -125,8 +132,13 @@ pub fn message(action: Action, gated: bool, c: &Candidate, targets: &[String], u
     }
 }
 
-/// The sentence after apply wrote (or chose not to write) a decision.
+/// The sentence after apply wrote (or chose not to write) a decision,
+/// escaped like [`message`].
 pub fn applied_message(action: Action, note_id: &str, c: &Candidate, targets: &[String], zh: bool) -> String {
+    crate::out::printable(&applied_text(action, note_id, c, targets, zh), false).into_owned()
+}
+
+fn applied_text(action: Action, note_id: &str, c: &Candidate, targets: &[String], zh: bool) -> String {
     let t = targets.join(", ");
     match (action, zh) {
         (Action::New, true) => format!("已记下：{}", c.one_liner),
