@@ -7,6 +7,7 @@
 use unicode_normalization::UnicodeNormalization;
 
 pub mod bm25;
+pub mod embed;
 pub mod segment;
 
 /// NFKC plus lower case: full-width letters, ligatures and case no longer
