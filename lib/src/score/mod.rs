@@ -14,6 +14,7 @@ pub mod formula;
 pub mod index;
 pub mod nearest;
 pub mod promote;
+pub mod proximity;
 pub mod query;
 pub mod rank;
 pub mod recommend;
