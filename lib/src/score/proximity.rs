@@ -16,6 +16,8 @@
 //! half the gain; 30–50: the same as 20).
 
 use super::bm25::{self, Params};
+use super::terms;
+use crate::text;
 
 /// How much proximity a ranking gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,30 +45,95 @@ impl Proximity {
     }
 }
 
-/// The ordered pairs of a query: each two neighbouring BM25 terms of its
-/// content words, in the query's order (stop words already out, so
-/// "effect of smoking" pairs `effect` with `smoke`), a word next to
-/// itself left out. As in the sequential dependence model, a pair the
-/// query says twice counts twice (on SciFact train, counting it once
-/// lost 0.0004 nDCG@10).
-pub fn pairs(stems: &[String]) -> Vec<(String, String)> {
-    stems.windows(2).filter(|w| w[0] != w[1]).map(|w| (w[0].clone(), w[1].clone())).collect()
+/// The ordered word pairs of a query, ready to look for in documents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pairs {
+    /// The distinct terms the pairs are made of.
+    terms: Vec<String>,
+    /// Each pair as indexes into `terms`.
+    pairs: Vec<(u16, u16)>,
 }
 
-/// The share in [0, 1) of a query's pairs that a document's terms (in
-/// order) hold adjacent: Σ over pairs of BM25's saturation of how often
-/// the pair occurs, ÷ (pairs × (k1 + 1)). `len` and `avg` are the
-/// document's BM25 length and the library's mean.
-pub fn share(pairs: &[(String, String)], doc: &[String], p: &Params, len: f64, avg: f64) -> f64 {
-    if pairs.is_empty() {
-        return 0.0;
+/// A word that stands for no pair term in a document's sequence.
+const OTHER: u16 = u16::MAX;
+
+impl Pairs {
+    /// The pairs of a query whose content words stem to `stems` (in the
+    /// query's order, stop words already out, so "effect of smoking"
+    /// pairs `effect` with `smoke`): each two neighbours, a word next to
+    /// itself left out. As in the sequential dependence model, a pair the
+    /// query says twice counts twice (on SciFact train, counting it once
+    /// lost 0.0004 nDCG@10).
+    pub fn of(stems: &[String]) -> Pairs {
+        let mut out = Pairs { terms: Vec::new(), pairs: Vec::new() };
+        for w in stems.windows(2).filter(|w| w[0] != w[1]).take(usize::from(OTHER) / 2) {
+            let a = out.id(&w[0]);
+            let b = out.id(&w[1]);
+            out.pairs.push((a, b));
+        }
+        out
     }
-    let mut sum = 0.0;
-    for (a, b) in pairs {
-        let tf = doc.windows(2).filter(|w| w[0] == *a && w[1] == *b).count() as f64;
-        sum += bm25::saturate(p, tf, len, avg);
+
+    fn id(&mut self, t: &str) -> u16 {
+        match self.terms.iter().position(|x| x == t) {
+            Some(i) => i as u16,
+            None => {
+                self.terms.push(t.to_string());
+                (self.terms.len() - 1) as u16
+            }
+        }
     }
-    sum / (pairs.len() as f64 * (p.k1 + 1.0))
+
+    /// Whether the query has no pair.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The pairs' terms as a document text says them, in order: the term
+    /// index of each content word, [`OTHER`] for a word that is none of
+    /// them. Stop words are skipped as in the index, so adjacency is
+    /// adjacency of content words; a word's letter and digit runs are not
+    /// added (the query's pairs have none either). Only words that can
+    /// stem to a pair term are stemmed — Snowball and the spelling folds
+    /// keep a word's first letter except for a British `ae`/`oe` start —
+    /// so re-ranking twenty abstracts stems a few dozen words, not
+    /// thousands.
+    pub fn sequence(&self, text: &str) -> Vec<u16> {
+        let firsts: Vec<u8> = self.terms.iter().filter_map(|t| t.bytes().next()).collect();
+        let mut seq: Vec<u16> = Vec::new();
+        text::each_token(text, |w| {
+            if terms::is_stop(w) {
+                return;
+            }
+            let b = w.as_bytes();
+            let may = firsts.contains(&b[0]) || (b.len() > 2 && (b[0] == b'a' || b[0] == b'o') && b[1] == b'e');
+            let id = if may {
+                let s = terms::stem(w);
+                self.terms.iter().position(|t| *t == s).map_or(OTHER, |i| i as u16)
+            } else {
+                OTHER
+            };
+            seq.push(id);
+        });
+        seq
+    }
+
+    /// The share in [0, 1) of the pairs that a document holds side by
+    /// side, `seq` being its [`Pairs::sequence`]: Σ over pairs of BM25's
+    /// saturation of how often the pair occurs, ÷ (pairs × (k1 + 1)).
+    /// `len` and `avg` are the document's BM25 length and the library's
+    /// mean.
+    pub fn share(&self, seq: &[u16], p: &Params, len: f64, avg: f64) -> f64 {
+        if self.pairs.is_empty() {
+            return 0.0;
+        }
+        let mut sum = 0.0;
+        for &(a, b) in &self.pairs {
+            let tf = seq.windows(2).filter(|w| w[0] == a && w[1] == b).count() as f64;
+            sum += bm25::saturate(p, tf, len, avg);
+        }
+        sum / (self.pairs.len() as f64 * (p.k1 + 1.0))
+    }
 }
 
 #[cfg(test)]
@@ -79,22 +146,26 @@ mod tests {
 
     #[test]
     fn pairs_are_neighbours_in_query_order() {
-        let p = pairs(&s(&["vitamin", "d", "vitamin", "d", "defici"]));
-        let want = [("vitamin", "d"), ("d", "vitamin"), ("vitamin", "d"), ("d", "defici")];
-        assert_eq!(p, want.map(|(a, b)| (a.to_string(), b.to_string())));
-        assert!(pairs(&s(&["one"])).is_empty());
-        assert!(pairs(&s(&["a", "a"])).is_empty());
+        let p = Pairs::of(&s(&["vitamin", "d", "vitamin", "d", "defici"]));
+        assert_eq!(p.terms, s(&["vitamin", "d", "defici"]));
+        assert_eq!(p.pairs, [(0, 1), (1, 0), (0, 1), (1, 2)]);
+        assert!(Pairs::of(&s(&["one"])).is_empty());
+        assert!(Pairs::of(&s(&["a", "a"])).is_empty());
     }
 
     #[test]
     fn share_counts_adjacent_ordered_pairs_only() {
         let p = bm25::PARAMS;
-        let q = pairs(&s(&["insulin", "resist"]));
-        let adjacent = share(&q, &s(&["insulin", "resist", "rise"]), &p, 3.0, 3.0);
-        let apart = share(&q, &s(&["insulin", "rise", "resist"]), &p, 3.0, 3.0);
-        let reversed = share(&q, &s(&["resist", "insulin"]), &p, 3.0, 3.0);
+        let q = Pairs::of(&s(&["insulin", "resist"]));
+        let share = |text: &str| q.share(&q.sequence(text), &p, 3.0, 3.0);
         // One occurrence at mean length saturates to 1 of k1 + 1 = 2.
-        assert_eq!((adjacent, apart, reversed), (0.5, 0.0, 0.0));
-        assert_eq!(share(&[], &s(&["x"]), &p, 1.0, 1.0), 0.0);
+        assert_eq!(share("Insulin resistance rises"), 0.5);
+        // Stop words between do not part them; other words do; order counts.
+        assert_eq!(share("insulin and the resistance"), 0.5);
+        assert_eq!(share("insulin rises; resistance"), 0.0);
+        assert_eq!(share("resistant to insulin"), 0.0);
+        // British starts are stemmed too.
+        let q = Pairs::of(&s(&["estrogen", "receptor"]));
+        assert_eq!(q.sequence("oestrogen receptors, IL-6"), [0, 1, OTHER, OTHER]);
     }
 }

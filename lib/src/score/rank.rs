@@ -24,7 +24,7 @@ use super::bm25;
 use super::feedback::{self, Feedback, FEEDBACK};
 use super::formula::{self, Match};
 use super::index::{Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
-use super::proximity::{self, Proximity, PROXIMITY};
+use super::proximity::{Pairs, Proximity, PROXIMITY};
 use super::query::Query;
 use super::terms;
 
@@ -176,9 +176,9 @@ impl Tuning {
     }
 }
 
-/// The BM25 terms of a document's title and body (what pseudo-relevance
-/// feedback reads), None when it cannot be read.
-pub type DocTerms<'a> = &'a dyn Fn(u32) -> Option<Vec<String>>;
+/// A document's title and body, a line apart (what pseudo-relevance
+/// feedback and proximity read), None when it cannot be read.
+pub type DocText<'a> = &'a dyn Fn(u32) -> Option<String>;
 
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
@@ -190,18 +190,18 @@ pub fn direct(
     now: i64,
     filters: &Filters,
     limit: usize,
-    doc_terms: DocTerms,
+    doc_text: DocText,
     t: &Tuning,
 ) -> (Vec<Scored>, usize) {
     let (p, g) = (&t.bm25, &t.grading);
     // Feedback and proximity may read the same documents: once each.
-    let read: RefCell<HashMap<u32, Option<Vec<String>>>> = RefCell::default();
-    let doc_terms = |d: u32| read.borrow_mut().entry(d).or_insert_with(|| doc_terms(d)).clone();
-    let doc_terms: DocTerms = &doc_terms;
+    let read: RefCell<HashMap<u32, Option<String>>> = RefCell::default();
+    let doc_text = |d: u32| read.borrow_mut().entry(d).or_insert_with(|| doc_text(d)).clone();
+    let doc_text: DocText = &doc_text;
     // Text evidence: BM25F over heading, keywords and body.
     let qtf: Vec<f64> = q.counts.iter().map(|&n| f64::from(n).powf(g.qtf)).collect();
     let first = bm25::search(v, &q.terms, &qtf, p);
-    let refined = if t.feedback.active() { refine(v, q, &qtf, &first, doc_terms, t) } else { None };
+    let refined = if t.feedback.active() { refine(v, q, &qtf, &first, doc_text, t) } else { None };
     let sc = refined.as_ref().unwrap_or(&first);
     let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
     if sc.ideal > 0.0 {
@@ -241,7 +241,7 @@ pub fn direct(
         .map(|(d, (base, kind, lex))| score(v, d, base, kind, lex, now))
         .collect();
     if t.proximity.active() && sc.ideal > 0.0 {
-        rerank_by_proximity(v, q, sc.ideal, &mut all, doc_terms, t, now);
+        rerank_by_proximity(v, q, sc.ideal, &mut all, doc_text, t, now);
     }
     if filters.is_empty() {
         let matched = all.len();
@@ -265,8 +265,8 @@ pub fn direct(
 /// `min(1, bm25f / ideal + weight × pair share)`, graded as before; the
 /// base stays the larger of that and the tier. Only raises, and only the
 /// best few, so recall below them is untouched.
-fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_terms: DocTerms, t: &Tuning, now: i64) {
-    let pairs = proximity::pairs(&q.stems());
+fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_text: DocText, t: &Tuning, now: i64) {
+    let pairs = Pairs::of(&q.stems());
     let depth = t.proximity.depth.min(all.len());
     if pairs.is_empty() || depth == 0 {
         return;
@@ -276,8 +276,8 @@ fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_
     }
     let g = &t.grading;
     for s in all.iter_mut().take(depth) {
-        let Some(doc) = doc_terms(s.doc) else { continue };
-        let near = proximity::share(&pairs, &doc, &t.bm25, f64::from(v.len(s.doc)), v.info.avg_len);
+        let Some(doc) = doc_text(s.doc) else { continue };
+        let near = pairs.share(&pairs.sequence(&doc), &t.bm25, f64::from(v.len(s.doc)), v.info.avg_len);
         if near <= 0.0 {
             continue;
         }
@@ -295,7 +295,7 @@ fn refine(
     q: &Query,
     qtf: &[f64],
     first: &bm25::Scores,
-    doc_terms: DocTerms,
+    doc_text: DocText,
     t: &Tuning,
 ) -> Option<bm25::Scores> {
     let mut top: Vec<(u32, f64)> = first.docs.clone();
@@ -309,7 +309,8 @@ fn refine(
         top.truncate(n);
     }
     top.sort_unstable_by(by_score);
-    let docs: Vec<(Vec<String>, f64)> = top.iter().filter_map(|&(d, s)| Some((doc_terms(d)?, s))).collect();
+    let docs: Vec<(Vec<String>, f64)> =
+        top.iter().filter_map(|&(d, s)| Some((terms::analyse(&doc_text(d)?), s))).collect();
     if docs.is_empty() {
         return None;
     }
