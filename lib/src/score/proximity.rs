@@ -99,14 +99,17 @@ impl Pairs {
     /// so re-ranking twenty abstracts stems a few dozen words, not
     /// thousands.
     pub fn sequence(&self, text: &str) -> Vec<u16> {
-        let firsts: Vec<u8> = self.terms.iter().filter_map(|t| t.bytes().next()).collect();
+        // Snowball keeps a word's first two letters, the spelling folds
+        // too except where they drop the `a`/`o` of an early `ae`/`oe`.
+        let heads: Vec<&[u8]> = self.terms.iter().map(|t| &t.as_bytes()[..t.len().min(2)]).collect();
         let mut seq: Vec<u16> = Vec::new();
         text::each_token(text, |w| {
             if terms::is_stop(w) {
                 return;
             }
             let b = w.as_bytes();
-            let may = firsts.contains(&b[0]) || (b.len() > 2 && (b[0] == b'a' || b[0] == b'o') && b[1] == b'e');
+            let may = heads.iter().any(|h| b.starts_with(h))
+                || b[..b.len().min(4)].windows(2).any(|p| p == b"ae" || p == b"oe");
             let id = if may {
                 let s = terms::stem(w);
                 self.terms.iter().position(|t| *t == s).map_or(OTHER, |i| i as u16)
@@ -167,5 +170,7 @@ mod tests {
         // British starts are stemmed too.
         let q = Pairs::of(&s(&["estrogen", "receptor"]));
         assert_eq!(q.sequence("oestrogen receptors, IL-6"), [0, 1, OTHER, OTHER]);
+        let q = Pairs::of(&s(&["celiac", "fetal", "pediatr"]));
+        assert_eq!(q.sequence("Coeliac foetal paediatric"), [0, 1, 2]);
     }
 }

@@ -12,6 +12,11 @@ pub mod segment;
 /// NFKC plus lower case: full-width letters, ligatures and case no longer
 /// separate two spellings of the same word.
 pub fn normalise(text: &str) -> String {
+    // Most text is NFKC already (the quick check says so without
+    // decomposing): then only the case changes.
+    if unicode_normalization::is_nfkc_quick(text.chars()) == unicode_normalization::IsNormalized::Yes {
+        return text.chars().flat_map(char::to_lowercase).collect();
+    }
     text.nfkc().flat_map(char::to_lowercase).collect()
 }
 
@@ -150,7 +155,7 @@ fn each_char_run(norm: &str, mut f: impl FnMut(Run)) {
 fn each_ascii_word(norm: &str, mut f: impl FnMut(&str)) {
     let b = norm.as_bytes();
     let mut start: Option<usize> = None;
-    let mut emit = |from: usize, to: usize, f: &mut dyn FnMut(&str)| {
+    let emit = |from: usize, to: usize, f: &mut dyn FnMut(&str)| {
         let w = norm[from..to].trim_end_matches(['\'', '_']);
         if !w.is_empty() {
             f(w);
@@ -225,6 +230,8 @@ mod tests {
         assert_eq!(tokens("Don't use VAR, use let/const!"), ["don't", "use", "var", "use", "let", "const"]);
         assert_eq!(tokens("不要用var"), ["不要", "要用", "var"]);
         assert_eq!(tokens("ＡＢＣ 好"), ["abc", "好"]);
+        assert_eq!(normalise("Ｘ ﬁ ½ µg Σβ"), "x fi 1⁄2 μg σβ");
+        assert_eq!(normalise("TNF-α ≥ 2 °C"), "tnf-α ≥ 2 °c");
         assert_eq!(grams("Go it"), [" go", "go ", " it", "it "]);
         assert_eq!(grams("打印语句"), ["打", "印", "语", "句", "打印", "印语", "语句"]);
         assert_eq!(grams("用pnpm"), ["用", " pn", "pnp", "npm", "pm "]);
