@@ -350,7 +350,9 @@ Normal text, 中文，保持不变。\nhidden\n"
     );
     let changes = records(&std::fs::read(lib.root().join("changes.jsonl")).unwrap());
     let rules: Vec<&str> = changes.iter().map(|c| c["rule"].as_str().unwrap()).collect();
-    assert_eq!(rules, ["pi-01", "pi-14", "pi-10", "pi-x01", "exf-x01", "invisible_chars"]);
+    // pi-03 (asks for the system prompt) and pi-14 (reveal your system
+    // prompt) match the same span; the lower id names it.
+    assert_eq!(rules, ["pi-01", "pi-03", "pi-10", "pi-x01", "exf-x01", "invisible_chars"]);
     // A second run changes nothing.
     write(lib.root(), "clean.md", clean.as_bytes());
     let again = lib.cmd("kb-guard").args(["sanitize", "clean.md", "--report", "again.jsonl"]).output().unwrap();
@@ -497,4 +499,94 @@ fn scanning_a_library_skips_the_tools_caches_but_not_its_documents() {
     let (recs, code) = guard(&lib, &["scan", ".library"]);
     assert!(verdicts(&recs).iter().any(|(t, v)| t.ends_with("notes/planted.md") && v == "dangerous"), "{recs:?}");
     assert_ne!(code, 0);
+}
+
+/// Scans `tests/fixtures/guard-agents/DIR`; per file (name only): its
+/// verdict and its findings' rules.
+fn agent_shapes(lib: &Lib, dir: &str) -> Vec<(String, String, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guard-agents").join(dir);
+    let (recs, _) = guard(lib, &["scan", root.to_str().unwrap()]);
+    let name = |r: &Value, key: &str| r[key].as_str().unwrap().rsplit('/').next().unwrap().to_string();
+    let mut out: Vec<(String, String, Vec<String>)> = recs
+        .iter()
+        .filter(|r| r["record"] == "verdict")
+        .map(|r| (name(r, "target"), r["verdict"].as_str().unwrap().to_string(), Vec::new()))
+        .collect();
+    for f in recs.iter().filter(|r| r["record"] == "finding") {
+        let file = name(f, "path");
+        if let Some(row) = out.iter_mut().find(|(n, _, _)| *n == file) {
+            row.2.push(f["rule"].as_str().unwrap().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
+    // Shapes of the false positives found by reading every flag kb-guard
+    // raised on 59 public AGENTS.md / CLAUDE.md files: an emoji's
+    // presentation selector before a space, "system prompt" as a noun,
+    // systemd named as what runs a service, Spring's `run.profiles`, a
+    // Greek letter in a formula.
+    let lib = Lib::empty();
+    let safe = agent_shapes(&lib, "safe");
+    assert_eq!(safe.len(), 5, "{safe:?}");
+    for (file, verdict, rules) in &safe {
+        assert_eq!((verdict.as_str(), rules.as_slice()), ("safe", &[][..]), "{file}");
+    }
+    let mut flagged = agent_shapes(&lib, "flagged");
+    flagged.sort();
+    let want: Vec<(&str, &str, Vec<&str>)> = vec![
+        ("credentials-read.py", "dangerous", vec!["exf-03"]),
+        ("emoji-split-word.sh", "dangerous", vec!["sc-01", "invisible_chars"]),
+        ("greek-path.md", "dangerous", vec!["exf-02", "homoglyph"]),
+        ("mode-lookalike.py", "dangerous", vec!["per-x04", "homoglyph"]),
+        ("profile-source.sh", "caution", vec!["per-05"]),
+        ("real-api-key.sh", "caution", vec!["exf-15"]),
+        ("real-password.yaml", "dangerous", vec!["ce-01"]),
+        ("remote-db-url.env", "caution", vec!["ce-x05"]),
+        ("system-prompt-ask.md", "dangerous", vec!["pi-03"]),
+        ("systemd-unit.sh", "caution", vec!["per-03"]),
+    ];
+    let got: Vec<(&str, &str, Vec<&str>)> =
+        flagged.iter().map(|(f, v, r)| (f.as_str(), v.as_str(), r.iter().map(String::as_str).collect())).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn real_agent_file_placeholders_and_examples_count_as_medium() {
+    // A sample config's `password: "password"`, a local database URL, a
+    // `YOUR_..._KEY` or `/path/to/your/` value, and a start-up file named
+    // after a Korean or Chinese "e.g.": each still a finding, but medium
+    // (the file is `caution`, not `dangerous`); the real values next to
+    // them (`flagged/`) keep their severity.
+    let lib = Lib::empty();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guard-agents/placeholder");
+    let (recs, _) = guard(&lib, &["scan", root.to_str().unwrap()]);
+    let mut got: Vec<(String, String, String, String)> = recs
+        .iter()
+        .filter(|r| r["record"] == "finding")
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+            (
+                s("path").rsplit('/').next().unwrap().to_string(),
+                s("rule"),
+                s("severity"),
+                f["lowered"]["why"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = [
+        ("api-key-env.md", "exf-15", "medium", "benign use"),
+        ("chinese-eg.md", "per-05", "medium", "quoted mention"),
+        ("credentials-path.md", "exf-03", "medium", "benign use"),
+        ("korean-eg.md", "per-05", "medium", "quoted mention"),
+        ("local-db-url.md", "ce-x05", "medium", "benign use"),
+        ("yaml-password.md", "ce-01", "medium", "benign use"),
+    ];
+    let want: Vec<(String, String, String, String)> =
+        want.iter().map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string())).collect();
+    assert_eq!(got, want);
+    assert!(verdicts(&recs).iter().all(|(_, v)| v == "caution"), "{recs:?}");
 }

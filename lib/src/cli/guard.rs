@@ -1,7 +1,5 @@
 //! `kb-guard`: the threat scanner (seed 002 guard, seed 000 sanitising).
 
-use serde_json::json;
-
 use super::args::{Args, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::guard::{self, policy::Policy};
@@ -65,7 +63,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     }
     let (engine, errors) = guard::load_engine(root.as_deref())?;
     for e in &errors {
-        out.error(&format!("{}: {}", e.source, e.message), json!({"rule_file": e.source}))?;
+        out.error_about(&format!("{}: {}", e.source, e.message), &e.about())?;
     }
     let policy = policy_path.as_deref().map(|p| Policy::load(p, &engine)).transpose()?;
     let now = crate::clock::now()?;

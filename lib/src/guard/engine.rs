@@ -142,6 +142,20 @@ pub struct LoadError {
     pub message: String,
 }
 
+/// What the `error` record of a [`LoadError`] is about.
+#[derive(Debug, serde::Serialize)]
+pub struct RuleFile<'a> {
+    /// The file (or `core`).
+    pub rule_file: &'a str,
+}
+
+impl LoadError {
+    /// The fields its `error` record carries after the message.
+    pub fn about(&self) -> RuleFile<'_> {
+        RuleFile { rule_file: &self.source }
+    }
+}
+
 /// An error in rule `r`, named by its file and id.
 fn rule_error(r: &Rule, e: Error) -> Error {
     Error::msg(format!("{}: rule {}: {e}", r.source, r.id))

@@ -7,20 +7,50 @@
 
 use jiff::Timestamp;
 use rayon::prelude::*;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::engine::Engine;
 use super::policy::Policy;
+use super::rules::Severity;
 use super::verdict::{self, Verdict};
+use crate::out::jsonl::ErrorRecord;
 
 /// What happened to one request line.
 pub enum Outcome {
     /// Passes on, with `verdict` added.
     Pass(Map<String, Value>),
     /// Dangerous: refused with a message and the findings behind it.
-    Refused(String, Value),
+    Refused(String, Refusal),
     /// Not a usable request (missing or wrong fields).
     Invalid(String),
+}
+
+/// What a refusal's `error` record carries after its message: the path,
+/// and for a dangerous verdict the verdict and the findings that count.
+#[derive(Debug, Serialize)]
+pub struct Refusal {
+    /// The request's path.
+    pub path: String,
+    /// `dangerous` (absent when the path itself was refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// The findings behind the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Vec<Cited>>,
+}
+
+/// One finding as a refusal cites it.
+#[derive(Debug, Serialize)]
+pub struct Cited {
+    /// The rule id.
+    pub rule: String,
+    /// Its severity (after policy and context).
+    pub severity: Severity,
+    /// 1-based line.
+    pub line: usize,
+    /// The matched text.
+    pub matched: String,
 }
 
 /// One input line: its number and the parsed object or why it did not parse.
@@ -50,7 +80,8 @@ fn one(engine: &Engine, policy: Option<&Policy>, now: Timestamp, mut obj: Map<St
     // The path rules kb-append applies (issue 21): a request for a name git
     // or kb-tools gives a meaning to is refused here too, never rated safe.
     if let Some(why) = crate::library::names::refusal(&path) {
-        return Outcome::Refused(format!("{}: {why}", crate::library::names::shown(&path)), json!({"path": path}));
+        let msg = format!("{}: {why}", crate::library::names::shown(&path));
+        return Outcome::Refused(msg, Refusal { path, verdict: None, findings: None });
     }
     let mut findings = engine.scan_text(&path, &content).findings;
     if let Some(p) = policy {
@@ -60,15 +91,15 @@ fn one(engine: &Engine, policy: Option<&Policy>, now: Timestamp, mut obj: Map<St
     let risky_ok = matches!(obj.get("allow_risky"), Some(Value::String(r)) if !r.trim().is_empty());
     if v == Verdict::Dangerous && !risky_ok {
         let report = super::scan::Report { verdict: v, findings: findings.clone() };
-        let rules: Vec<Value> = findings
+        let cited: Vec<Cited> = findings
             .iter()
             .filter(|f| f.counts())
-            .map(|f| json!({"rule": f.rule, "severity": f.severity, "line": f.line, "matched": f.matched}))
+            .map(|f| Cited { rule: f.rule.clone(), severity: f.severity, line: f.line, matched: f.matched.clone() })
             .collect();
         let msg = format!("{path}: refused, {}", report.reason());
-        return Outcome::Refused(msg, json!({"path": path, "verdict": v, "findings": rules}));
+        return Outcome::Refused(msg, Refusal { path, verdict: Some(v), findings: Some(cited) });
     }
-    obj.insert("verdict".into(), json!(v));
+    obj.insert("verdict".into(), Value::String(v.as_str().into()));
     Outcome::Pass(obj)
 }
 
@@ -79,11 +110,9 @@ pub fn print(outcomes: Vec<(usize, Outcome)>, out: &mut crate::out::jsonl::Out) 
         match outcome {
             Outcome::Pass(obj) => out.record(&obj)?,
             Outcome::Invalid(msg) => out.line_error(line, &msg, None)?,
-            Outcome::Refused(msg, extra) => {
+            Outcome::Refused(msg, refusal) => {
                 eprintln!("kb-guard: <stdin>:{line}: {msg}");
-                let mut rec = json!({"record": "error", "line": line, "message": msg});
-                rec.as_object_mut().into_iter().for_each(|m| m.extend(extra.as_object().cloned().unwrap_or_default()));
-                out.record(&rec)?;
+                out.record(&ErrorRecord { line: Some(line), message: &msg, about: refusal })?;
                 out.raise(crate::Exit::Negative);
             }
         }

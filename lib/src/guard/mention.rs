@@ -10,8 +10,10 @@ use regex_automata::meta::Regex;
 
 use super::finding::Context;
 
-/// Words that show a prose line talks about a phrase rather than says it.
-pub const WORDS: &str = r"(?i)\b(says?|said|phrases?|such\s+as|e\.g\.|flags?|flagged|detects?|detected|attempts?|examples?|patterns?|strings?|look\s+for|alerts?\s+on|blocks?|rejects?|filters?)\b";
+/// Words that show a prose line talks about a phrase rather than says it;
+/// "e.g." and "example" also in Korean, Chinese and Japanese, which agent
+/// files are written in too (`(예: \`~/.bashrc\`)`, `例如`).
+pub const WORDS: &str = r"(?i)\b(says?|said|phrases?|such\s+as|e\.g\.|flags?|flagged|detects?|detected|attempts?|examples?|patterns?|strings?|look\s+for|alerts?\s+on|blocks?|rejects?|filters?)\b|예시|예\s*(:|：)|例如|比如|示例|例えば|例\s*(:|：)";
 
 /// Calls that run what they are given: a quoted string on such a line is
 /// never a mention.

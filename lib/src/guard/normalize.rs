@@ -256,11 +256,18 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// Joiners and variation selectors between non-ASCII symbols are how emoji
-/// and several scripts are written: removed, but not worth a finding.
+/// and several scripts are written: removed, but not worth a finding. A
+/// variation selector after a symbol (`⚙️ Setup`, `❤️,`) picks that
+/// symbol's emoji or text look, whatever follows it; after a letter, a
+/// digit or ASCII it can only split a word, and stays a finding.
 fn ordinary_joiner(c: char, prev: Option<char>, next: Option<char>) -> bool {
-    matches!(c, '\u{200C}' | '\u{200D}' | '\u{FE0E}' | '\u{FE0F}')
-        && !prev.is_some_and(|p| p.is_ascii())
-        && !next.is_some_and(|n| n.is_ascii())
+    match c {
+        '\u{FE0E}' | '\u{FE0F}' if prev.is_some_and(|p| !p.is_ascii() && !p.is_alphanumeric()) => true,
+        '\u{200C}' | '\u{200D}' | '\u{FE0E}' | '\u{FE0F}' => {
+            !prev.is_some_and(|p| p.is_ascii()) && !next.is_some_and(|n| n.is_ascii())
+        }
+        _ => false,
+    }
 }
 
 fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
@@ -452,21 +459,30 @@ fn latin_mark(c: char) -> bool {
     c.is_ascii_alphanumeric() || "~/_$\\".contains(c)
 }
 
-/// For each character, how many [`latin_mark`]s its whitespace-delimited
-/// token holds. A short look-alike word in a token with marks besides its
-/// own (`~/.ѕѕһ/іd_rѕа`) is Latin in disguise, while a short Cyrillic or
-/// Greek word between spaces is left alone. One pass over the line (asking
+/// For each character, how many [`latin_mark`]s its token holds. A short
+/// look-alike word in a token with marks besides its own (`~/.ѕѕһ/іd_rѕа`)
+/// is Latin in disguise, while a short Cyrillic or Greek word between
+/// spaces is left alone, and so is a Greek letter in a formula: tokens end
+/// at whitespace and at mathematical operators (`ε[∇S` is `ε[` and `S`),
+/// which no command or path is spelt with. One pass over the line (asking
 /// per word would rescan a long token once for each of its words).
 fn latin_marks(chars: &[char]) -> Vec<usize> {
     work::add(Step::Fold, chars.len());
     let mut marks = vec![0; chars.len()];
     let mut start = 0;
-    for end in (0..=chars.len()).filter(|&i| i == chars.len() || chars[i].is_whitespace()) {
+    let ends = |i: &usize| *i == chars.len() || chars[*i].is_whitespace() || math_operator(chars[*i]);
+    for end in (0..=chars.len()).filter(ends) {
         let n = chars[start..end].iter().filter(|c| latin_mark(**c)).count();
         marks[start..end].fill(n);
         start = end + 1;
     }
     marks
+}
+
+/// The Unicode blocks of mathematical operators and arrows (`∇`, `∑`,
+/// `⊗`, `→`), and `±`, `×`, `÷`, `·`.
+fn math_operator(c: char) -> bool {
+    matches!(c, '\u{2190}'..='\u{22FF}' | '\u{27C0}'..='\u{27FF}' | '\u{2900}'..='\u{2AFF}' | '±' | '×' | '÷' | '·')
 }
 
 #[cfg(test)]

@@ -90,6 +90,20 @@ pub struct PathError {
     pub message: String,
 }
 
+/// What the `error` record of a [`PathError`] is about.
+#[derive(Debug, serde::Serialize)]
+pub struct PathAbout<'a> {
+    /// The path as given.
+    pub path: &'a str,
+}
+
+impl PathError {
+    /// The fields its `error` record carries after the message.
+    pub fn about(&self) -> PathAbout<'_> {
+        PathAbout { path: &self.path }
+    }
+}
+
 /// Turns the command-line paths into targets, in order.
 pub fn collect(paths: &[String]) -> Vec<Result<Target, PathError>> {
     let mut out = Vec::new();

@@ -10,13 +10,14 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::check::{self, TargetKey};
 use super::delta::{Entry, File, Op, Target};
 use super::edit::{Doc, Found};
 use super::home::Home;
 use super::journal::{self, Group};
+use super::records::{Applied, FileError, Key};
 use super::report::Reporter;
 use super::staging::{self, Staged};
 use super::{outline, queue};
@@ -244,14 +245,22 @@ fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) ->
     }
 }
 
+/// A record `apply` prints: about a queue file, or one of its entries.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Printed {
+    Error(FileError),
+    Result(Applied),
+}
+
 /// One record to print once the group is in place: the record, its
 /// failure message (None: not a failure) and the exit it raises.
-type Rec = (Value, Option<String>, Exit);
+type Rec = (Printed, Option<String>, Exit);
 
 fn emit(recs: Vec<Rec>, rep: &mut Reporter) -> Result<()> {
     for (r, failure, exit) in recs {
         match failure {
-            Some(m) => rep.failure(&m, r, exit)?,
+            Some(m) => rep.failure(&m, &r, exit)?,
             None => rep.record(&r)?,
         }
     }
@@ -275,9 +284,14 @@ fn decide(
             let (path, bytes) = staging::prepare(home, &st)?;
             group.replace(&path, &bytes)?;
             for p in q.problems.iter().chain(q.bad.iter().map(|b| &b.problem)) {
-                let rec = json!({"record": "error", "file": qshow, "entry": p.entry, "field": p.field,
-                    "message": p.message, "staging": home.show(&path)});
-                out.push((rec, Some(format!("{qshow}: {p}")), Exit::Failure));
+                let rec = FileError {
+                    file: qshow.clone(),
+                    entry: p.entry,
+                    field: p.field.clone(),
+                    message: p.message.clone(),
+                    staging: Some(home.show(&path)),
+                };
+                out.push((Printed::Error(rec), Some(format!("{qshow}: {p}")), Exit::Failure));
             }
         }
     }
@@ -360,37 +374,32 @@ fn decide(
             }
         }
     }
-    let mut all: Vec<(usize, Value, Option<String>)> =
+    let mut all: Vec<(usize, Applied, Option<String>)> =
         results.into_iter().map(|(i, s, note)| (i, record(&qshow, i, &entries[i], s), note)).collect();
     for (i, m) in staged {
         let mut r = record(&qshow, i, &entries[i], if opts.dry_run { "would-stage" } else { "staged" });
-        r["error"] = json!(m);
-        if let Some(p) = &staging {
-            r["staging"] = json!(home.show(p));
-        }
+        r.error = Some(m.clone());
+        r.staging = staging.as_ref().map(|p| home.show(p));
         all.push((i, r, Some(m)));
     }
     all.sort_by_key(|(i, _, _)| *i);
     for (_, mut r, note) in all {
-        let status = r["status"].as_str().unwrap_or_default().to_string();
-        if status.contains("stage") {
+        if r.status.contains("stage") {
             // A refused target is hostile input (issue 21), not a conflict.
             let exit =
                 if note.as_deref().is_some_and(|n| n.starts_with("refused:")) { Exit::Failure } else { Exit::Negative };
-            let msg = format!("{qshow}: entries[{}]: {}", r["entry"], note.unwrap_or_default());
+            let msg = format!("{qshow}: entries[{}]: {}", r.entry, note.unwrap_or_default());
             if opts.dry_run {
                 // The diff owns stdout in a dry run; problems go to stderr only.
                 eprintln!("kb-lastword: would stage {msg}");
                 rep.raise(exit);
             } else {
-                out.push((r, Some(msg), exit));
+                out.push((Printed::Result(r), Some(msg), exit));
             }
         } else {
-            if let Some(n) = note {
-                r["note"] = json!(n);
-            }
+            r.note = note;
             if !opts.dry_run {
-                out.push((r, None, Exit::Success));
+                out.push((Printed::Result(r), None, Exit::Success));
             }
         }
     }
@@ -427,7 +436,6 @@ fn target(
     Ok(outs)
 }
 
-fn record(queue: &str, i: usize, e: &Entry, status: &str) -> Value {
-    json!({"record": "result", "queue": queue, "entry": i, "path": e.target_text(), "heading": e.heading,
-        "level": e.level, "operation": e.op.name(), "status": status})
+fn record(queue: &str, i: usize, e: &Entry, status: &'static str) -> Applied {
+    Applied { queue: queue.into(), entry: i, key: Key::of(e), status, error: None, staging: None, note: None }
 }

@@ -26,7 +26,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::home::Home;
 use super::report::Reporter;
@@ -236,8 +235,18 @@ fn finish(home: &Home, j: &Journal, rep: &mut Reporter) -> Result<()> {
         landed.len(),
         rolled_back.len()
     );
-    rep.record(&json!({"record": "recovered", "started": j.started, "pid": j.pid, "landed": landed,
-        "rolled_back": rolled_back, "changelog_added": 0, "rebuilt": [], "committed": false}))
+    // kb-append's record: a lastword recovery appends no changelog line,
+    // rebuilds nothing and never commits.
+    rep.record(&crate::write::journal::Recovered {
+        started: j.started.clone(),
+        pid: j.pid,
+        landed,
+        rolled_back,
+        changelog_added: 0,
+        rebuilt: Vec::new(),
+        committed: false,
+        commit_error: None,
+    })
 }
 
 /// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose

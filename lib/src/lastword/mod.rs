@@ -12,6 +12,7 @@ pub mod journal;
 pub mod outline;
 pub mod plan;
 pub mod queue;
+pub mod records;
 pub mod report;
 pub mod resolve;
 pub mod staging;

@@ -7,13 +7,14 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::check::{self, TargetKey};
 use super::delta::{self, Entry, Op, Problem};
 use super::edit::Doc;
 use super::home::Home;
 use super::queue;
+use super::records::{Delta, InputError, Key};
 use super::report::Reporter;
 use super::staging::{self, Staged};
 use crate::error::{Exit, Result};
@@ -153,9 +154,14 @@ pub fn plan(home: &Home, input: &str, source: Option<String>, rep: &mut Reporter
         let path = staging::write(home, &st)?;
         for r in &bad {
             let msg = r.problem.to_string();
-            let rec = json!({"record": "error", "line": r.line, "origin": r.origin, "field": r.problem.field,
-                "message": msg, "staging": home.show(&path)});
-            rep.failure(&format!("{}: {msg}", r.origin), rec, Exit::Failure)?;
+            let rec = InputError {
+                line: r.line,
+                origin: &r.origin,
+                field: &r.problem.field,
+                message: &msg,
+                staging: home.show(&path),
+            };
+            rep.failure(&format!("{}: {msg}", r.origin), &rec, Exit::Failure)?;
         }
     }
     let mut groups: BTreeMap<TargetKey, Vec<usize>> = BTreeMap::new();
@@ -191,7 +197,7 @@ pub fn plan(home: &Home, input: &str, source: Option<String>, rep: &mut Reporter
             for (q, idx) in &ready {
                 for &i in idx {
                     let mut rec = record(&good[i], "pending");
-                    rec["queue"] = json!(home.show(q));
+                    rec.queue = Some(home.show(q));
                     rep.record(&rec)?;
                 }
             }
@@ -267,17 +273,15 @@ fn stage_group(
     for (&i, err) in idx.iter().zip(errors) {
         let msg = err.clone().unwrap_or_else(|| format!("staged with its file group: {summary}"));
         let mut rec = record(&good[i], "staged");
-        rec["error"] = json!(msg);
-        rec["staging"] = json!(home.show(&path));
+        rec.error = Some(msg.clone());
+        rec.staging = Some(home.show(&path));
         // A refused target is hostile input (issue 21), not a conflict.
         let exit = if msg.starts_with("refused:") { Exit::Failure } else { Exit::Negative };
-        rep.failure(&format!("{}: {msg}", good[i].origin), rec, exit)?;
+        rep.failure(&format!("{}: {msg}", good[i].origin), &rec, exit)?;
     }
     Ok(())
 }
 
-fn record(d: &Declared, status: &str) -> Value {
-    let e = &d.entry;
-    json!({"record": "delta", "origin": d.origin, "path": e.target_text(), "heading": e.heading, "level": e.level,
-        "operation": e.op.name(), "status": status})
+fn record<'a>(d: &'a Declared, status: &'static str) -> Delta<'a> {
+    Delta { origin: &d.origin, key: Key::of(&d.entry), status, queue: None, error: None, staging: None }
 }

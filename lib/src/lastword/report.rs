@@ -2,9 +2,11 @@
 //! JSON Lines, or the same rows as an aligned table on a terminal; every
 //! failure is also one `kb-lastword: …` line on stderr.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::error::{Exit, Result};
+use super::records::FileError;
+use crate::error::{Error, Exit, Result};
 use crate::out::jsonl::{self, Format, Out};
 
 /// Collects records and prints them in the chosen format.
@@ -33,10 +35,11 @@ impl Reporter {
     }
 
     /// Emits a record.
-    pub fn record(&mut self, rec: &Value) -> Result<()> {
+    pub fn record<T: Serialize>(&mut self, rec: &T) -> Result<()> {
         match self.format {
             Format::Jsonl => self.out.record(rec),
             Format::Table => {
+                let rec = serde_json::to_value(rec).map_err(|e| Error::msg(format!("cannot encode record: {e}")))?;
                 let cell = |k: &str| match rec.get(k) {
                     None | Some(Value::Null) => String::new(),
                     Some(Value::String(s)) => s.replace('\n', " "),
@@ -50,17 +53,17 @@ impl Reporter {
 
     /// Emits a record that reports a failure: also a stderr line, and the
     /// run's exit becomes at least `exit`.
-    pub fn failure(&mut self, message: &str, rec: Value, exit: Exit) -> Result<()> {
+    pub fn failure<T: Serialize>(&mut self, message: &str, rec: &T, exit: Exit) -> Result<()> {
         eprintln!("kb-lastword: {message}");
         self.out.raise(exit);
-        self.record(&rec)
+        self.record(rec)
     }
 
     /// Emits an `error` record for a problem in a file.
     pub fn problem(&mut self, file: &str, entry: Option<usize>, field: &str, message: &str, exit: Exit) -> Result<()> {
-        let rec = json!({"record": "error", "file": file, "entry": entry, "field": field, "message": message});
+        let rec = FileError { file: file.into(), entry, field: field.into(), message: message.into(), staging: None };
         let text = if field.is_empty() { format!("{file}: {message}") } else { format!("{file}: {field}: {message}") };
-        self.failure(&text, rec, exit)
+        self.failure(&text, &rec, exit)
     }
 
     /// Raises the exit status.

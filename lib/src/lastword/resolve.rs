@@ -5,13 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use super::check::{self, TargetKey};
 use super::delta::{self, Op};
 use super::edit::{Doc, Found};
 use super::home::Home;
 use super::queue;
+use super::records::{Conflict, Key, Resolved, Validation};
 use super::report::Reporter;
 use crate::error::{Context, Error, Exit, Result};
 
@@ -37,8 +36,7 @@ pub fn validate(home: &Home, path: &Path, rep: &mut Reporter) -> Result<bool> {
         rep.problem(&shown, Some(i), &format!("entries[{i}].key"), &msg, Exit::Negative)?;
         problems += 1;
     }
-    rep.record(&json!({"record": "validation", "file": shown, "entries": file.entries.len() + bad.len(),
-        "problems": problems, "valid": problems == 0}))?;
+    rep.record(&Validation { file: &shown, entries: file.entries.len() + bad.len(), problems, valid: problems == 0 })?;
     Ok(problems == 0)
 }
 
@@ -78,14 +76,14 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
         // A refused target is neither read nor moved back (issue 21).
         if let Err(m) = home.check_writable(&target) {
             conflicts += 1;
-            rep.failure(&format!("{shown}: entries[{i}]: {m}"), conflict(&shown, i, e, &m, None), Exit::Failure)?;
+            rep.failure(&format!("{shown}: entries[{i}]: {m}"), &conflict(&shown, i, e, &m, None), Exit::Failure)?;
             continue;
         }
         let doc = match check::read_target(&target, e.target_text()) {
             Ok(t) => Doc::new(t.unwrap_or_default(), true),
             Err(m) => {
                 conflicts += 1;
-                rep.failure(&format!("{shown}: entries[{i}]: {m}"), conflict(&shown, i, e, &m, None), Exit::Negative)?;
+                rep.failure(&format!("{shown}: entries[{i}]: {m}"), &conflict(&shown, i, e, &m, None), Exit::Negative)?;
                 continue;
             }
         };
@@ -99,7 +97,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
                 Found::One(h) => Some(doc.text[doc.body(h).0..doc.body(h).1].to_string()),
                 _ => None,
             };
-            rep.failure(&format!("{shown}: entries[{i}]: {m}"), conflict(&shown, i, e, &m, current), Exit::Negative)?;
+            rep.failure(&format!("{shown}: entries[{i}]: {m}"), &conflict(&shown, i, e, &m, current), Exit::Negative)?;
         }
     }
     let in_staging = path.parent().is_some_and(|d| d == home.staging());
@@ -118,13 +116,12 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
         }
         for (q, entries) in &by_queue {
             queue::append(home, q, file.source.as_deref(), entries)?;
-            rep.record(&json!({"record": "resolved", "file": shown, "queue": home.show(q), "entries": entries.len()}))?;
+            rep.record(&Resolved { file: &shown, queue: home.show(q), entries: entries.len() })?;
         }
         std::fs::remove_file(path).ctx(|| format!("removing {}", path.display()))
     })
 }
 
-fn conflict(file: &str, i: usize, e: &delta::Entry, msg: &str, current: Option<String>) -> serde_json::Value {
-    json!({"record": "conflict", "file": file, "entry": i, "path": e.target_text(), "heading": e.heading,
-        "level": e.level, "operation": e.op.name(), "message": msg, "current": current, "content": e.content})
+fn conflict<'a>(file: &'a str, i: usize, e: &'a delta::Entry, msg: &'a str, current: Option<String>) -> Conflict<'a> {
+    Conflict { file, entry: i, key: Key::of(e), message: msg, current, content: e.content.as_deref() }
 }

@@ -2,10 +2,8 @@
 //! with its entry counts by operation, the staging count, and which
 //! knowledge bases of `config.yaml` exist.
 
-use serde_json::{json, Map, Value};
-
-use super::delta::{Op, Target};
 use super::home::Home;
+use super::records::{Base, Pending, Status};
 use super::report::Reporter;
 use super::{queue, staging};
 use crate::error::{Exit, Result};
@@ -17,32 +15,25 @@ pub fn status(home: &Home, rep: &mut Reporter) -> Result<()> {
     for path in home.queues()? {
         let q = queue::read(&path)?;
         files += 1;
-        let mut m = Map::new();
-        m.insert("record".into(), json!("pending"));
-        m.insert("file".into(), json!(home.show(&path)));
-        m.insert("entries".into(), json!(q.file.entries.len()));
-        for op in Op::ALL {
-            m.insert(op.name().into(), json!(q.file.entries.iter().filter(|e| e.op == op).count()));
-        }
-        m.insert("url".into(), json!(q.file.entries.iter().filter(|e| matches!(e.target, Target::Url(_))).count()));
         let invalid = q.bad.len() + usize::from(!q.problems.is_empty());
-        m.insert("invalid".into(), json!(invalid));
         total += q.file.entries.len();
         if invalid > 0 {
             rep.raise(Exit::Negative);
         }
-        rep.record(&Value::Object(m))?;
+        rep.record(&Pending::of(home.show(&path), &q.file.entries, invalid))?;
     }
     let staged = staging::list(home)?.len();
-    let bases: Vec<Value> = home
-        .config
-        .bases
-        .iter()
-        .map(|(id, f, _)| json!({"id": id, "file": f, "exists": home.resolve(f).is_file()}))
-        .collect();
+    let knowledge_bases: Vec<Base> =
+        home.config.bases.iter().map(|(id, file, _)| Base { id, file, exists: home.resolve(file).is_file() }).collect();
     let project: Vec<&String> = home.config.auto_detect.iter().filter(|f| home.project_enabled_file(f)).collect();
-    rep.record(&json!({"record": "status", "file": "(total)", "pending_files": files, "entries": total,
-        "staging": staged, "knowledge_bases": bases, "project": project}))?;
+    rep.record(&Status {
+        file: "(total)",
+        pending_files: files,
+        entries: total,
+        staging: staged,
+        knowledge_bases,
+        project,
+    })?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use std::io::{self, BufRead, BufWriter, IsTerminal, Write};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{Context, Error, Exit, Result};
 
@@ -60,6 +60,29 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
+}
+
+/// An `error` record (`schemas/error.schema.json`): the input line it
+/// belongs to (if any), the message, then the fields that say what it is
+/// about (`path`, `rule_file`, a refusal's `verdict` and `findings`, ...).
+#[derive(Debug, Serialize)]
+#[serde(tag = "record", rename = "error")]
+pub struct ErrorRecord<'a, A: Serialize> {
+    /// 1-based input line, for a rejected input line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What went wrong.
+    pub message: &'a str,
+    /// What it is about.
+    #[serde(flatten)]
+    pub about: A,
+}
+
+/// The fields of an untyped `extra` object but those an error record
+/// already has (it never overrides them).
+fn about(extra: Option<&Value>, own: &[&str]) -> Map<String, Value> {
+    let Some(Value::Object(m)) = extra else { return Map::new() };
+    m.iter().filter(|(k, _)| !own.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// How records are printed: JSON Lines for programs, a table for people.
@@ -162,13 +185,7 @@ impl Out {
     pub fn line_error(&mut self, line: usize, message: &str, extra: Option<&Value>) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);
         eprintln!("{}: <stdin>:{line}: {message}", self.tool);
-        let mut rec = json!({"record": "error", "line": line, "message": message});
-        if let (Some(Value::Object(extra)), Value::Object(m)) = (extra, &mut rec) {
-            for (k, v) in extra {
-                m.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-        }
-        self.record(&rec)
+        self.record(&ErrorRecord { line: Some(line), message, about: about(extra, &["record", "line", "message"]) })
     }
 
     /// Passes a parsed input object through, or reports its line as an
@@ -186,15 +203,15 @@ impl Out {
 
     /// Reports an error that is not tied to an input line (a file, a rule).
     pub fn error(&mut self, message: &str, extra: Value) -> Result<()> {
+        self.error_about(message, &about(Some(&extra), &["record", "message"]))
+    }
+
+    /// [`Out::error`] with typed fields: `about` says what the error is
+    /// about (its fields follow `message`).
+    pub fn error_about<A: Serialize>(&mut self, message: &str, about: &A) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);
         eprintln!("{}: {message}", self.tool);
-        let mut rec = json!({"record": "error", "message": message});
-        if let (Value::Object(extra), Value::Object(m)) = (extra, &mut rec) {
-            for (k, v) in extra {
-                m.entry(k).or_insert(v);
-            }
-        }
-        self.record(&rec)
+        self.record(&ErrorRecord { line: None, message, about })
     }
 
     /// Raises the final exit status (never lowers it).
@@ -224,6 +241,19 @@ pub enum Rec {
     Table(String),
     /// Raise the run's exit status (1: a check found problems).
     Raise(Exit),
+}
+
+impl Rec {
+    /// A typed record (a serde-tagged struct) as a [`Rec::Record`].
+    pub fn of<T: Serialize>(rec: &T) -> Rec {
+        // Records are plain structs with string keys: encoding cannot fail.
+        Rec::Record(serde_json::to_value(rec).unwrap_or(Value::Null))
+    }
+
+    /// An [`Rec::Error`] whose typed `about` says what it is about.
+    pub fn error_about<A: Serialize>(message: String, about: &A) -> Rec {
+        Rec::Error(message, serde_json::to_value(about).unwrap_or(Value::Null))
+    }
 }
 
 /// Prints `recs` in order.

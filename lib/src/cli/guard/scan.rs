@@ -4,7 +4,6 @@
 use std::io::Read;
 
 use jiff::Timestamp;
-use serde_json::json;
 
 use crate::cli::args::Args;
 use crate::error::{Context, Error, Exit};
@@ -27,7 +26,7 @@ pub fn run(
     for t in target::collect(&paths) {
         match t {
             Ok(t) => targets.push(t),
-            Err(e) => out.error(&format!("{}: {}", e.path, e.message), json!({"path": e.path}))?,
+            Err(e) => out.error_about(&format!("{}: {}", e.path, e.message), &e.about())?,
         }
     }
     let mut stdin = Vec::new();

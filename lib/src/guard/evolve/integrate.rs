@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::audit::{self, Line};
 use super::proposal::{self, Integrated, Layer, Loaded, Status};
-use super::select::{self, Item, Selection};
+use super::select::{self, About, Item, Selection};
 use super::validate::into_rec;
 use super::{Rec, ACTIVE_DIR, CORE_FILE};
 use crate::clock;
@@ -154,7 +154,7 @@ pub fn integrate(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::
                         "approved",
                         json!({"error": e.to_string()}),
                     ));
-                    out.push(Rec::Error(e.to_string(), json!({"proposal": l.proposal.id})));
+                    out.push(Rec::error_about(e.to_string(), &About { proposal: &l.proposal.id }));
                 }
             }
         }

@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 
+use serde::Serialize;
 use serde_json::json;
 
 use super::audit::{self, Line};
@@ -94,9 +95,7 @@ pub fn propose(lib: &Library, lines: super::Lines, opts: &Options) -> Result<Vec
             if !run(layer) {
                 let next_due = last_scan(lib, layer).map(|t| t + interval(layer));
                 let next_due = next_due.and_then(|t| jiff::Timestamp::from_second(t).ok()).map(clock::format);
-                out.push(Rec::Record(
-                    json!({"record": "deferred", "source": intel.id, "layer": layer.as_str(), "next_due": next_due}),
-                ));
+                out.push(Rec::of(&Deferred { source: &intel.id, layer: layer.as_str(), next_due }));
                 audits.push(Line::new(
                     &ts,
                     "propose",
@@ -109,9 +108,7 @@ pub fn propose(lib: &Library, lines: super::Lines, opts: &Options) -> Result<Vec
             let all = existing.iter().chain(new.iter());
             if let Some(dups) = duplicate_of(&intel, all, &engine) {
                 let reason = dups.1;
-                out.push(Rec::Record(
-                    json!({"record": "duplicate", "source": intel.id, "duplicate_of": dups.0, "reason": reason}),
-                ));
+                out.push(Rec::of(&Duplicate { source: &intel.id, duplicate_of: &dups.0, reason: &reason }));
                 audits.push(Line::new(
                     &ts,
                     "propose",
@@ -195,6 +192,30 @@ fn from_intel(id: &str, i: &Intel, layer: Layer, ts: &str) -> Proposal {
 }
 
 /// `(ids, reason)` when the intel duplicates a proposal or a rule.
+/// `deferred`: intel whose layer is not due for a scheduled run.
+#[derive(Serialize)]
+#[serde(tag = "record", rename = "deferred")]
+struct Deferred<'a> {
+    /// The intel id.
+    source: &'a str,
+    /// `core` or `extended`.
+    layer: &'static str,
+    /// When its layer runs next (unknown before the first run).
+    next_due: Option<String>,
+}
+
+/// `duplicate`: intel that would add nothing to the rules.
+#[derive(Serialize)]
+#[serde(tag = "record", rename = "duplicate")]
+struct Duplicate<'a> {
+    /// The intel id.
+    source: &'a str,
+    /// The proposals or rules it duplicates.
+    duplicate_of: &'a [String],
+    /// How.
+    reason: &'a str,
+}
+
 fn duplicate_of<'a>(
     i: &Intel,
     proposals: impl Iterator<Item = &'a Loaded>,

@@ -2,6 +2,7 @@
 //! named by `proposal` records on stdin (`-`; any other record passes
 //! through untouched), or by default every proposal waiting for the step.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::proposal::{self, Loaded, Status};
@@ -30,6 +31,13 @@ impl Selection {
     }
 }
 
+/// What an `error` record about a proposal carries after its message.
+#[derive(Debug, Serialize)]
+pub struct About<'a> {
+    /// The proposal id.
+    pub proposal: &'a str,
+}
+
 /// One item of a step's input, in input order.
 #[derive(Debug)]
 pub enum Item {
@@ -54,14 +62,14 @@ pub fn resolve(lib: &Library, sel: Selection, wanted: &[Status]) -> Vec<Item> {
             .filter_map(|(id, r)| match r {
                 Ok(l) if wanted.contains(&l.proposal.status) => Some(Item::Work(Box::new(l))),
                 Ok(_) => None,
-                Err(e) => Some(Item::Pass(Rec::Error(e.to_string(), serde_json::json!({"proposal": id})))),
+                Err(e) => Some(Item::Pass(Rec::error_about(e.to_string(), &About { proposal: &id }))),
             })
             .collect(),
         Selection::Ids(ids) => ids
             .into_iter()
             .map(|id| match proposal::load(lib, &id) {
                 Ok(l) => pick(l),
-                Err(e) => Item::Pass(Rec::Error(e.to_string(), serde_json::json!({"proposal": id}))),
+                Err(e) => Item::Pass(Rec::error_about(e.to_string(), &About { proposal: &id })),
             })
             .collect(),
         Selection::Records(lines) => lines
