@@ -595,3 +595,39 @@ fn issue_18_batch_passes_upstream_refusals_through() {
     );
     assert_eq!(lib.read("notes/ok.md"), "# Ok\n");
 }
+
+/// A request file saved by an editor that starts files with a UTF-8 BOM
+/// and ends lines with CRLF: the first request is read like the others
+/// (it was "invalid JSON at line 1 column 1"), and a BOM anywhere else
+/// is still an error.
+#[test]
+fn a_batch_file_with_a_bom_and_crlf_lines_is_read() {
+    let lib = Lib::new();
+    let input = "\u{feff}{\"path\":\"notes/a.md\",\"content\":\"# A\\n\"}\r\n{\"path\":\"notes/b.md\",\"content\":\"# B\\n\"}\r\n\u{feff}{\"path\":\"notes/c.md\",\"content\":\"# C\\n\"}\r\n";
+    let out = lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(input).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let recs = records(&out.stdout);
+    let kinds: Vec<(&str, &str)> =
+        recs.iter().map(|r| (r["record"].as_str().unwrap(), r["path"].as_str().unwrap_or(""))).collect();
+    assert_eq!(kinds, [("write", "notes/a.md"), ("write", "notes/b.md"), ("error", "")]);
+    assert_eq!(recs[2]["line"], 3);
+    assert_eq!(lib.read("notes/a.md"), "# A\n");
+    assert!(!lib.path("notes/c.md").exists());
+}
+
+/// Durations beyond the calendar or beyond what a `Duration` holds are an
+/// answer, never a panic: `--older-than` past the start of time archives
+/// nothing, a timeout too large to represent is a usage error.
+#[test]
+fn huge_durations_are_answers_not_panics() {
+    let lib = Lib::new();
+    lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "# A\n"]).assert().success();
+    let recs = ok_records(lib.cmd("kb-append").args(["compact", "--older-than", "99999999999999d"]));
+    assert_eq!(recs[0]["archived"], 0);
+    let out = lib.cmd("kb-append").args(["compact", "--timeout", "999999999999999999999999d"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "kb-append: invalid duration '999999999999999999999999d'\nkb-append: try 'kb-append --help'\n"
+    );
+}

@@ -1192,3 +1192,234 @@ fn m26_sweep_leaves_a_lock_directory_of_a_live_process_alone() {
     s.lib.cmd("kb-lock").arg("sweep").assert().success();
     assert!(s.lib.path(".lock").is_dir(), "a live legacy lock was swept");
 }
+
+// ------------------------------------------- user play: text, specials, YAML
+
+/// A note whose frontmatter carries terminal escapes (colour, a window
+/// title set by OSC, a bell) and a right-to-left override: the tables a
+/// person reads and the generated indexes show them escaped, so opening
+/// the index or listing the library cannot drive the terminal.
+#[test]
+fn u01_escapes_in_frontmatter_reach_neither_the_terminal_nor_the_indexes() {
+    let s = Scene::new();
+    let doc = "---\ntopic: \"evil \\e[31mRED\\e[0m \\u202e\"\nkeywords: [\"a|b\", \"\\e]0;pwned\\a\"]\n---\n# T\n";
+    s.lib.cmd("kb-append").args(["write", "notes/evil.md", "--content", doc]).assert().success();
+    let row = "| evil.md | evil \\u{1b}[31mRED\\u{1b}[0m \\u{202e} |  |  | a\\|b, \\u{1b}]0;pwned\\u{7} |  |  |  |\n";
+    assert!(s.lib.read("notes/.index.md").contains(row), "{}", s.lib.read("notes/.index.md"));
+    let master = s.lib.read(".master-index.md");
+    assert!(master.contains("| notes/evil.md | user | evil \\u{1b}[31mRED\\u{1b}[0m \\u{202e} |"), "{master}");
+    // The incremental rows and a full rebuild agree, and check finds no problem.
+    s.lib.cmd("kb-index").args(["rebuild", "--incremental"]).assert().success();
+    s.lib.cmd("kb-index").arg("check").assert().success();
+    let out = s.lib.cmd("kb-index").args(["list", "--format", "table"]).output().unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("notes/evil.md  evil \\u{1b}[31mRED\\u{1b}[0m \\u{202e}"), "{table}");
+    for (name, text) in [("index", s.lib.read("notes/.index.md")), ("master", master), ("table", table)] {
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{name} carries a raw control character: {text:?}");
+    }
+    // JSON records keep the exact value: the escaping is for people only.
+    let recs = crate::util::ok_records(s.lib.cmd("kb-index").args([
+        "list",
+        "--topic",
+        "evil \u{1b}[31mRED\u{1b}[0m \u{202e}",
+    ]));
+    assert_eq!(recs[0]["keywords"], json!(["a|b", "\u{1b}]0;pwned\u{7}"]));
+    s.unharmed();
+}
+
+/// kb-mcp reads a document resource the way every reader does: a FIFO
+/// in a document's place is an error answer, and the server goes on.
+#[test]
+fn u02_mcp_reading_a_fifo_resource_is_an_error_not_a_hang() {
+    let s = Scene::new();
+    mkfifo(&s.lib.path("notes/fifo.md"));
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "kb://notes/fifo.md"}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "kb://notes/kept.md"}}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 20, &input);
+    assert_eq!(code, 0, "{err}");
+    let answers = records(&out);
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    let msg = answers[1]["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("not a regular file"), "{}", answers[1]);
+    assert_eq!(answers[2]["result"]["contents"][0]["text"], KEPT_TEXT);
+    std::fs::remove_file(s.lib.path("notes/fifo.md")).unwrap();
+    s.unharmed();
+}
+
+/// A skill's supporting file replaced by a FIFO, or by a link to an
+/// endless device: patch and write-file answer at once with an error
+/// naming the problem, never read through the link, never block.
+#[test]
+fn u03_skill_files_that_are_fifos_or_links_to_devices_are_errors_not_hangs() {
+    let s = Scene::new();
+    let skill = "---\nname: pdf-tools\ndescription: Extract text from PDF files.\n---\n# PDF\n";
+    s.lib.cmd("kb-append").args(["skill", "create", "pdf-tools", "--content", skill]).assert().success();
+    let dir = ".skills/.candidates/pdf-tools";
+    mkfifo(&s.lib.path(&format!("{dir}/references/fifo.md")));
+    symlink("/dev/zero", s.lib.path(&format!("{dir}/references/zero.md")));
+    let run = |args: &[&str]| {
+        let mut c = s.lib.std_cmd("kb-append");
+        c.args(["skill"]).args(args);
+        let (code, out, err) = bounded(c, 20, "");
+        assert_eq!(code, 2, "{args:?}: {err}");
+        records(&out)
+    };
+    let patch = ["patch", "pdf-tools", "--old-string", "a", "--new-string", "b", "--file-path"];
+    error_naming(&run(&[&patch[..], &["references/fifo.md"]].concat()), "not a regular file");
+    error_naming(
+        &run(&["write-file", "pdf-tools", "--file-path", "references/fifo.md", "--content", "x"]),
+        "not a regular file",
+    );
+    error_naming(&run(&[&patch[..], &["references/zero.md"]].concat()), "symlink");
+    assert_eq!(s.lib.read(&format!("{dir}/SKILL.md")), skill);
+    for f in ["fifo.md", "zero.md"] {
+        std::fs::remove_file(s.lib.path(&format!("{dir}/references/{f}"))).unwrap();
+    }
+    s.unharmed();
+}
+
+/// Frontmatter nested 200,000 flow levels deep (`[[[[…]]]]`, 400 kB): the
+/// YAML reader refuses it by its depth before parsing (the parser's time
+/// grows with the square of the depth: minutes for every reader), so the
+/// write and the listing answer at once and name the problem.
+#[test]
+fn u04_frontmatter_nested_beyond_the_depth_limit_is_refused_before_parsing() {
+    let s = Scene::new();
+    let deep = format!("---\ntopic: deep\nkeywords: {}{}\n---\n# Deep\n", "[".repeat(200_000), "]".repeat(200_000));
+    let file = s.lib.root().join("deep.md");
+    std::fs::write(&file, &deep).unwrap();
+    let mut c = s.lib.std_cmd("kb-append");
+    c.args(["write", "notes/deep.md", "--content-file", file.to_str().unwrap()]);
+    let (code, _, err) = bounded(c, 60, "");
+    assert_eq!(code, 0, "{err}");
+    let mut c = s.lib.std_cmd("kb-index");
+    c.args(["list", "--topic", "deep"]);
+    let (code, out, err) = bounded(c, 60, "");
+    assert_eq!(code, 2, "{err}");
+    let recs = records(&out);
+    let entry = recs.iter().find(|r| r["record"] == "entry").expect("the document is listed");
+    assert_eq!(entry["frontmatter_error"], "invalid YAML: nested deeper than 128 levels at line 2");
+    std::fs::remove_file(file).unwrap();
+    s.unharmed();
+}
+
+/// A peer that makes git ignore the library's documents: its commit is
+/// refused, whether it edits the library's own `.gitignore` or adds a
+/// line about the library to one outside it. Merged, every later write
+/// would leave its document out of the commit while the shared changelog
+/// and indexes named it, and no other clone would ever get it. A change
+/// to the workspace's `.gitignore` that does not speak of the library
+/// merges as before.
+#[test]
+fn u05_peer_gitignore_that_hides_documents_is_rejected() {
+    let mut p = Peers::new();
+    let a = p.attacker.root().to_path_buf();
+    std::fs::write(a.join(".gitignore"), "target/\n").unwrap();
+    git(&a, &["add", ".gitignore"]);
+    git(&a, &["commit", "-q", "-m", "ignore the build"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    let v = &p.victim.lib;
+    v.cmd("kb-append").arg("sync").assert().success();
+    assert_eq!(std::fs::read_to_string(v.root().join(".gitignore")).unwrap(), "target/\n");
+    p.victim.before = snapshot(v.root(), &[]);
+    let own = p.attacker.read(".gitignore");
+    std::fs::write(a.join(".library/.gitignore"), format!("{own}*.md\n")).unwrap();
+    git(&a, &["commit", "-q", "-am", "peer"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    p.rejected(".gitignore");
+    // The attacker undoes it and tries the workspace's file instead.
+    std::fs::write(a.join(".library/.gitignore"), &own).unwrap();
+    std::fs::write(a.join(".gitignore"), "target/\n.library/notes/\n").unwrap();
+    git(&a, &["add", ".gitignore", ".library/.gitignore"]);
+    git(&a, &["commit", "-q", "-m", "peer"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    p.rejected(".gitignore");
+}
+
+/// A note's topic goes into the commit message, a notebook name into the
+/// changelog, the relations and the cursors file. A topic with line breaks
+/// could append trailers to the commit (`Co-authored-by:`, `Signed-off-by:`)
+/// and escapes to what `git log` prints: the subject stays one line, shown
+/// escaped. A notebook name with control characters is refused like
+/// `kb-index changes --notebook` refuses it (before, a write took it and
+/// no reader could ever ask for it).
+#[test]
+fn u06_topics_and_notebooks_cannot_forge_commit_lines() {
+    let s = Scene::with_git();
+    let doc = "---\ntopic: \"t\\n\\nCo-authored-by: Mallory <m@example.invalid>\\e[2J\"\n---\n# T\n";
+    s.lib.cmd("kb-append").args(["write", "notes/msg.md", "--content", doc]).assert().success();
+    assert_eq!(
+        s.lib.git(&["log", "-1", "--format=%B"]),
+        "task-ai(library):user created t\\n\\nCo-authored-by: Mallory <m@example.invalid>\\u{1b}[2J\n\n"
+    );
+    let (code, recs) = s.batch(&[
+        json!({"path": "notes/nb1.md", "content": "# 1\n", "notebook": "nb\n\nSigned-off-by: x"}),
+        json!({"path": "notes/nb2.md", "content": "# 2\n", "notebook": "nb-ok"}),
+    ]);
+    assert_eq!(code, 2, "{recs:?}");
+    error_naming(&recs, "notebook");
+    assert_eq!(recs.iter().filter(|r| r["record"] == "write").count(), 1, "{recs:?}");
+    assert!(!s.lib.path("notes/nb1.md").exists());
+    let out = s
+        .lib
+        .cmd("kb-append")
+        .args(["write", "notes/nb3.md", "--notebook", "a\u{1b}[2J", "--content", "# 3\n"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!s.lib.path("notes/nb3.md").exists());
+    assert!(!s.lib.read(".changelog").contains("Signed-off-by"), "{}", s.lib.read(".changelog"));
+    s.unharmed();
+}
+
+/// `café` written precomposed (NFC) and decomposed (NFD) are two names
+/// on Linux and one file on macOS: like a case twin, the second is
+/// refused, whether a request writes it or a peer's commit brings it.
+#[test]
+fn u07_unicode_normalisation_twins_are_refused_like_case_twins() {
+    let s = Scene::new();
+    let (nfc, nfd) = ("notes/caf\u{e9}.md", "notes/cafe\u{301}.md");
+    assert_eq!(s.write(nfc, "# nfc\n").0, 0);
+    s.refused(nfd, "differs only in case");
+    assert!(!s.lib.path(nfd).exists());
+    assert_eq!(s.lib.read(nfc), "# nfc\n");
+    // Two new twins in one batch: the disk holds neither yet.
+    let (code, recs) = s.batch(&[
+        json!({"path": "notes/Twin.md", "content": "# a\n"}),
+        json!({"path": "notes/twin.md", "content": "# b\n"}),
+        json!({"path": "Team/a.md", "content": "# c\n"}),
+        json!({"path": "team/b.md", "content": "# d\n"}),
+        json!({"path": "notes/Twin.md", "content": "# a again\n"}),
+    ]);
+    assert_eq!(code, 2, "{recs:?}");
+    let kinds: Vec<&str> = recs.iter().map(|r| r["record"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["write", "error", "write", "error", "write"], "{recs:?}");
+    error_naming(&recs, "differs only in case or Unicode form from 'notes/Twin.md' earlier in this batch");
+    error_naming(&recs, "differs only in case or Unicode form from 'Team' earlier in this batch");
+    assert!(!s.lib.path("notes/twin.md").exists() && !s.lib.path("team").exists());
+    assert_eq!(s.lib.read("notes/Twin.md"), "# a again\n");
+    s.unharmed();
+    let p = Peers::new();
+    p.push(&[(".library/notes/caf\u{e9}.md", "# nfc\n"), (".library/notes/cafe\u{301}.md", "# nfd\n")], &[]);
+    p.rejected("notes/caf");
+}
+
+/// `kb-guard sanitize` prints a document to store, not a report: a CRLF
+/// file with tabs and no injection comes out byte for byte (the escaping
+/// of text for people must not reach data).
+#[test]
+fn u08_sanitize_output_is_the_documents_bytes() {
+    let s = Scene::new();
+    let page = "# Page\r\n\r\n| a\t| b |\r\nplain text\r\n";
+    std::fs::write(s.lib.root().join("page.md"), page).unwrap();
+    let out = s.lib.cmd("kb-guard").args(["sanitize", "page.md"]).current_dir(s.lib.root()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), page);
+    std::fs::remove_file(s.lib.root().join("page.md")).unwrap();
+    s.unharmed();
+}

@@ -111,3 +111,28 @@ fn help_lists_every_flag_the_parser_accepts() {
     }
     lib.cmd("kb-lock").arg("--version").assert().success().stdout(predicates::str::starts_with("kb-lock "));
 }
+
+/// The holder's command line is whatever the holder ran: a waiter's
+/// timeout message and `status` show its escapes as text, so a command
+/// line cannot retitle or clear the terminal of everyone who waits.
+#[test]
+fn a_holders_command_line_reaches_waiters_escaped() {
+    let lib = Lib::new();
+    let mut holder = lib
+        .std_cmd("kb-lock")
+        .args(["--", "sh", "-c", "sleep 30", "\u{1b}]0;pwned\u{7}\u{1b}[2J"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until_held(&lib);
+    let out = lib.cmd("kb-lock").args(["--timeout", "300ms", "--", "true"]).assert().code(2).get_output().clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("(sh -c sleep 30 \\u{1b}]0;pwned\\u{7}\\u{1b}[2J)\n"), "{err:?}");
+    let out = lib.cmd("kb-lock").args(["status", "--format", "table"]).assert().success().get_output().clone();
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.ends_with(": sh -c sleep 30 \\u{1b}]0;pwned\\u{7}\\u{1b}[2J\n"), "{table:?}");
+    // SIGTERM, which kb-lock forwards to the command's group.
+    std::process::Command::new("kill").args(["-TERM", &holder.id().to_string()]).status().unwrap();
+    holder.wait().unwrap();
+}

@@ -528,3 +528,32 @@ fn review_runs_the_reviewer_under_the_rules_and_reports_what_it_created() {
     assert_eq!(rc("create"), "0");
     assert!(lib.path(".skills/.candidates/new-one/SKILL.md").is_file());
 }
+
+/// A skill's supporting file is a library file like any other: the
+/// writer's name rules hold for it too. Before, `write-file` took a control
+/// character, a trailing dot or space and a case twin of an existing file,
+/// and every peer's `sync` then refused the commit that carried it.
+#[test]
+fn supporting_file_names_follow_the_library_name_rules() {
+    let lib = Lib::new();
+    ok(&lib, &["create", "pdf-tools", "--content", MD]);
+    ok(&lib, &["write-file", "pdf-tools", "--file-path", "references/camelot.md", "--content", "# C\n"]);
+    let before = changelog_lines(&lib);
+    for (path, rule) in [
+        ("references/a\u{1b}[2Jx.md", "control character"),
+        ("references/x.md.", "trailing dot or space"),
+        ("templates/x.md ", "trailing dot or space"),
+        ("references/a\u{202e}dm.txt", "direction-changing"),
+        ("references/CAMELOT.md", "differs only in case"),
+    ] {
+        let msg = err(&lib, &["write-file", "pdf-tools", "--file-path", path, "--content", "# x\n"]);
+        assert!(msg.contains(rule), "{path:?}: {msg}");
+    }
+    let names: Vec<String> = std::fs::read_dir(lib.path(&format!("{DIR}/references")))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["camelot.md"]);
+    assert!(!lib.path(&format!("{DIR}/templates")).exists());
+    assert_eq!(changelog_lines(&lib), before);
+}

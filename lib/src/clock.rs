@@ -1,7 +1,7 @@
 //! The one source of "now" (DESIGN.md "Time"): `KB_NOW` (RFC 3339) pins it
 //! so tests, fixtures and golden files are reproducible.
 
-use jiff::{Timestamp, ToSpan};
+use jiff::Timestamp;
 
 use crate::error::{Error, Result};
 
@@ -56,7 +56,12 @@ pub fn days_between(then: Timestamp, now: Timestamp) -> f64 {
 
 /// `now` minus a number of days.
 pub fn days_before(now: Timestamp, days: i64) -> Timestamp {
-    now.checked_sub(days.saturating_mul(24).hours()).unwrap_or(Timestamp::MIN)
+    // Checked twice: a span past jiff's range panics when built unchecked.
+    jiff::Span::new()
+        .try_hours(days.saturating_mul(24))
+        .ok()
+        .and_then(|span| now.checked_sub(span).ok())
+        .unwrap_or(Timestamp::MIN)
 }
 
 /// Parses a duration flag such as `30s`, `500ms`, `2m`, `90d`, `1h`.
@@ -73,10 +78,8 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration> {
         "d" => n * 86_400.0,
         _ => return Err(Error::usage(format!("invalid duration unit in '{s}' (use ms, s, m, h or d)"))),
     };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(Error::usage(format!("invalid duration '{s}'")));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    // `try_from`: a value past `Duration`'s range is an error, not a panic.
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| Error::usage(format!("invalid duration '{s}'")))
 }
 
 #[cfg(test)]

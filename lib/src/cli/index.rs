@@ -7,6 +7,7 @@ use crate::error::{Context, Error, Exit};
 use crate::library::scan;
 use crate::maintain::schedule;
 use crate::out::jsonl::Out;
+use crate::out::printable;
 use crate::report::{changes, listing, stale, status};
 use crate::{clock, lock, Library};
 
@@ -63,7 +64,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             };
             let r = rebuild_index::run(&lib, &opts)?;
             for p in &r.problems {
-                eprintln!("kb-index: {}: {} ({})", p.path, p.message, p.kind);
+                eprintln!("kb-index: {}", printable(&format!("{}: {} ({})", p.path, p.message, p.kind), false));
             }
             out.record(&r)?;
         }
@@ -75,7 +76,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             let problems = consistency::check(&lib, &scan::library(&lib))?;
             lock::with_lock(&lib, &lock_opts, || consistency::log(&lib, &problems))?;
             for p in &problems {
-                eprintln!("kb-index: {}: {}: {}", p.kind, p.path, p.message);
+                eprintln!("kb-index: {}", printable(&format!("{}: {}: {}", p.kind, p.path, p.message), false));
                 out.record(p)?;
             }
             out.raise(if problems.is_empty() { Exit::Success } else { Exit::Negative });

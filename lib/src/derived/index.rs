@@ -28,7 +28,17 @@ const MASTER_HEADER: &str = "| path | category | topic | type | keywords | sourc
 /// Rows of one index, keyed by their first cell.
 type Rows = BTreeMap<String, String>;
 
+/// A table cell: `|` escaped, line ends as spaces, and control or
+/// direction-changing characters shown escaped, so a title cannot drive
+/// the terminal or viewer that shows the index.
 fn cell(s: &str) -> String {
+    crate::out::printable(&path_cell(s), false).into_owned()
+}
+
+/// The first cell, a file's path, which readers match against the files:
+/// kept as it is (the writer's name rules refuse control characters, and
+/// sync refuses them from peers).
+fn path_cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
@@ -50,7 +60,7 @@ pub fn dir_row(e: &Entry) -> (String, String) {
     let key = dir_key(e);
     let row = format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-        cell(&key),
+        path_cell(&key),
         cell(&e.topic),
         e.version.map(|v| v.to_string()).unwrap_or_default(),
         opt(&e.doc_type),
@@ -66,7 +76,7 @@ pub fn dir_row(e: &Entry) -> (String, String) {
 pub fn master_row(e: &Entry) -> (String, String) {
     let row = format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-        cell(&e.path),
+        path_cell(&e.path),
         e.category.as_str(),
         cell(&e.topic),
         opt(&e.doc_type),

@@ -71,9 +71,9 @@ impl Reporter {
         self.out.raise(exit);
     }
 
-    /// Writes raw text (diffs).
+    /// Writes raw text (diffs: the file's own bytes, `\r` included).
     pub fn text(&mut self, s: &str) -> Result<()> {
-        self.out.text(s)
+        self.out.raw(s)
     }
 
     /// Prints the table (if any) and returns the exit status.

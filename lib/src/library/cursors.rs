@@ -13,6 +13,18 @@
 
 use std::collections::BTreeMap;
 
+/// The longest notebook name accepted.
+pub const MAX_NOTEBOOK: usize = 200;
+
+/// Why a notebook name is refused, or `None`: 1 to [`MAX_NOTEBOOK`] bytes
+/// without control characters. Writers and readers share the rule, so a
+/// notebook a write records can always be asked for (`kb-index changes`),
+/// and a name cannot break a changelog reader's terminal or a commit.
+pub fn notebook_refusal(nb: &str) -> Option<String> {
+    (nb.trim().is_empty() || nb.len() > MAX_NOTEBOOK || nb.chars().any(char::is_control))
+        .then(|| format!("a notebook must be a name of 1 to {MAX_NOTEBOOK} bytes without control characters"))
+}
+
 use serde::{Deserialize, Serialize};
 
 use crate::clock;

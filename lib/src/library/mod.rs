@@ -149,20 +149,21 @@ impl Library {
         }
     }
 
-    /// Fails when a new name differs only in case from an existing one: on
-    /// a case-insensitive file system (a peer's, or this one) the two are
-    /// the same file.
+    /// Fails when a new name differs only in case or Unicode form (`é`
+    /// precomposed or as `e` and an accent) from an existing one: on a
+    /// case-insensitive or normalising file system (a peer's macOS, or
+    /// this one) the two are the same file. Compared by [`names::fold`].
     fn check_case(&self, norm: &str) -> Result<()> {
         let mut dir = self.dir.clone();
         let mut shown = String::new();
         for part in norm.split('/') {
             let here = dir.join(part);
             if std::fs::symlink_metadata(&here).is_err() {
-                let want = part.to_lowercase();
+                let want = names::fold(part);
                 let clash = folded_names(&dir).and_then(|names| names.get(&want).filter(|n| *n != part).cloned());
                 if let Some(existing) = clash {
                     return Err(Error::msg(format!(
-                        "refused: '{norm}' differs only in case from the existing '{shown}{existing}' (the two collide on case-insensitive file systems)"
+                        "refused: '{norm}' differs only in case or Unicode form from the existing '{shown}{existing}' (the two collide on case-insensitive or normalising file systems)"
                     )));
                 }
                 return Ok(());
@@ -293,7 +294,7 @@ fn folded_names(dir: &std::path::Path) -> Option<std::sync::Arc<std::collections
         // An entry that vanished while listed is gone.
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .map(|n| (n.to_lowercase(), n))
+        .map(|n| (names::fold(&n), n))
         .collect();
     let names = Arc::new(names);
     CACHE.lock().ok()?.get_or_insert_with(HashMap::new).insert(dir.to_path_buf(), (mtime, names.clone()));

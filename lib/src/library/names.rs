@@ -108,10 +108,10 @@ pub fn invisible(c: char) -> bool {
         | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}')
 }
 
-/// A path as it may be shown in one line of a message: control characters
-/// escaped.
+/// A path as it may be shown in one line of a message: control and
+/// direction-changing characters escaped.
 pub fn shown(raw: &str) -> String {
-    raw.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+    crate::out::printable(raw, false).into_owned()
 }
 
 #[cfg(test)]

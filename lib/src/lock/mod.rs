@@ -202,7 +202,12 @@ fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u
     let elapsed = started.elapsed();
     if elapsed >= opts.timeout {
         let who = match status(lib) {
-            Ok(State::Held(Some(h))) => format!(" held by pid {} on {} since {} ({})", h.pid, h.host, h.since, h.cmd),
+            // The holder wrote its host and command line: shown escaped.
+            Ok(State::Held(Some(h))) => crate::out::printable(
+                &format!(" held by pid {} on {} since {} ({})", h.pid, h.host, h.since, h.cmd),
+                false,
+            )
+            .into_owned(),
             Ok(State::Legacy { pid, .. }) => {
                 format!(" held by a mkdir lock directory (pid {})", pid.map_or("unknown".into(), |p| p.to_string()))
             }

@@ -1,7 +1,7 @@
 //! The library's documents as MCP resources, `kb://<library-relative
 //! path>`: listed from the same scan `kb-index list` makes, read through
 //! the same path rules as every writer (no `..`, no absolute path, no
-//! symlink out of the library, documents only).
+//! symlink, no special file, documents only).
 
 use serde_json::{json, Value};
 
@@ -59,8 +59,12 @@ pub fn read(lib: &Library, uri_text: &str) -> Result<Value, RpcError> {
         return Err(RpcError::invalid(format!("'{rel}' is not a library document")));
     }
     lib.check_inside(&rel).map_err(|e| RpcError::invalid(e.to_string()))?;
-    let text = std::fs::read_to_string(lib.path(&rel))
+    // Opened as every reader opens a document: no link, no FIFO (a hang
+    // of the whole server), at most the size a scan reads.
+    let bytes = crate::fs::nofollow::read(&lib.path(&rel), scan::MAX_DOC_BYTES)
         .map_err(|e| RpcError::new(NOT_FOUND, format!("cannot read '{rel}': {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| RpcError::new(NOT_FOUND, format!("cannot read '{rel}': it is not UTF-8 text")))?;
     Ok(json!({"contents": [{"uri": uri(&rel), "mimeType": "text/markdown", "text": text}]}))
 }
 

@@ -18,8 +18,9 @@ pub struct LineError {
     pub message: String,
 }
 
-/// Reads JSON objects one per line; blank lines are skipped, a line that is
-/// not a JSON object is yielded as a `LineError` and reading goes on.
+/// Reads JSON objects one per line; blank lines and a leading BOM are
+/// skipped, a line that is not a JSON object is yielded as a `LineError`
+/// and reading goes on.
 pub fn read_objects<R: BufRead>(
     reader: R,
 ) -> impl Iterator<Item = (usize, std::result::Result<serde_json::Map<String, Value>, LineError>)> {
@@ -32,6 +33,8 @@ pub fn read_objects<R: BufRead>(
             }
         };
         let text = match std::str::from_utf8(&bytes) {
+            // A file saved by an editor that marks UTF-8 with a BOM.
+            Ok(t) if line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
             Ok(t) => t.trim(),
             Err(_) => {
                 return Some((line_no, Err(LineError { line: line_no, message: "line is not valid UTF-8".into() })));
@@ -176,7 +179,16 @@ impl Out {
     }
 
     /// Writes raw text (tables, reports).
+    /// Control characters from the library are shown escaped
+    /// ([`super::printable`]).
     pub fn text(&mut self, s: &str) -> Result<()> {
+        self.w.write_all(super::printable(s, true).as_bytes()).ctx(|| "writing to stdout")
+    }
+
+    /// Writes bytes that are data, not a report: a sanitised document, a
+    /// diff of a file's lines. They go out exactly as they are (a CRLF
+    /// file keeps its `\r`).
+    pub fn raw(&mut self, s: &str) -> Result<()> {
         self.w.write_all(s.as_bytes()).ctx(|| "writing to stdout")
     }
 
@@ -184,7 +196,7 @@ impl Out {
     /// `tool: <stdin>:N: message` line on stderr, and a failing exit.
     pub fn line_error(&mut self, line: usize, message: &str, extra: Option<&Value>) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);
-        eprintln!("{}: <stdin>:{line}: {message}", self.tool);
+        eprintln!("{}: <stdin>:{line}: {}", self.tool, super::printable(message, true));
         self.record(&ErrorRecord { line: Some(line), message, about: about(extra, &["record", "line", "message"]) })
     }
 
@@ -210,7 +222,7 @@ impl Out {
     /// about (its fields follow `message`).
     pub fn error_about<A: Serialize>(&mut self, message: &str, about: &A) -> Result<()> {
         self.exit = self.exit.max(Exit::Failure);
-        eprintln!("{}: {message}", self.tool);
+        eprintln!("{}: {}", self.tool, super::printable(message, true));
         self.record(&ErrorRecord { line: None, message, about })
     }
 

@@ -113,9 +113,6 @@ impl Read {
     }
 }
 
-/// The longest notebook name accepted.
-const MAX_NOTEBOOK: usize = 200;
-
 /// The log as the reader sees it: lines archived so far (the sum of the
 /// `# COMPACT ... archived N lines` markers) and the event lines in order
 /// with their 1-based line numbers.
@@ -163,12 +160,10 @@ fn resume(h: &History, c: &Cursor) -> std::result::Result<usize, Reason> {
 
 /// Validates a notebook name given on the command line.
 pub fn check_notebook(nb: &str) -> Result<()> {
-    if nb.trim().is_empty() || nb.len() > MAX_NOTEBOOK || nb.chars().any(char::is_control) {
-        return Err(Error::usage(format!(
-            "--notebook must be a name of 1 to {MAX_NOTEBOOK} bytes without control characters"
-        )));
+    match crate::library::cursors::notebook_refusal(nb) {
+        Some(why) => Err(Error::usage(format!("--notebook: {why}"))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Reads what changed since `notebook`'s cursor and moves the cursor to

@@ -193,7 +193,7 @@ pub fn print(lib: &crate::Library, filter: &Filter, table: bool, out: &mut jsonl
     for p in &scan.problems {
         let msg = format!("{}: {} ({})", p.path, p.message, p.kind);
         if table {
-            eprintln!("kb-index: {msg}");
+            eprintln!("kb-index: {}", crate::out::printable(&msg, false));
             out.raise(crate::Exit::Failure);
         } else {
             out.error(&msg, serde_json::to_value(p).unwrap_or_default())?;

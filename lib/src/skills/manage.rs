@@ -333,7 +333,8 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
                 Some(f) => validate::file_path(f).map_err(Error::msg)?,
             };
             let rel = in_skill(&f);
-            let text = match fs::read(lib.path(&rel)) {
+            lib.check_inside(&rel)?;
+            let text = match read_existing(&lib.path(&rel)) {
                 Ok(b) => String::from_utf8(b).map_err(|_| Error::msg(format!("patch: {f} is not UTF-8 text")))?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(Error::msg(format!("patch: skill '{}' has no file {f}", req.name)))
@@ -371,12 +372,19 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
         }
         Op::Delete => return Err(Error::msg("delete has no single file to plan")),
     };
-    lib.check_inside(&rel)?;
+    // What is written follows the writer's name rules (control and
+    // invisible characters, trailing dots, case twins): a name they refuse
+    // here would make every peer's sync refuse the commit.
+    if new.is_some() {
+        lib.writable(&rel)?;
+    } else {
+        lib.check_inside(&rel)?;
+    }
     let full = lib.path(&rel);
     if full.is_dir() {
         return Err(Error::msg(format!("'{rel}' is a directory")));
     }
-    let old = match fs::read(&full) {
+    let old = match read_existing(&full) {
         Ok(b) => Some(b),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(format!("reading {rel}"), e)),
@@ -394,6 +402,13 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
         p = d.parent();
     }
     Ok((Change { rel, new, old, created }, replaced))
+}
+
+/// A skill file's bytes as every library read takes them: never through a
+/// link (one to `/dev/zero` would never end), never blocking on a FIFO, at
+/// most a whole skill's size.
+fn read_existing(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::fs::nofollow::read(path, crate::guard::structure::LIMITS.max_total_size)
 }
 
 /// Files and bytes under a skill directory (links not followed). A walk

@@ -5,9 +5,10 @@
 //! refuses (`.git`, `HEAD`/`config`/`objects`/`refs` at the root, any
 //! `.gitattributes` or `.gitmodules`, `.lock`, control characters…), a tool
 //! file no peer shares (`.lock`, `.cache/`), a name that collides by case
-//! with another, or a library `.gitattributes` other than kb-tools' own;
-//! and, outside the library, a `.gitattributes` that speaks about the
-//! library or kb-tools' merge drivers. Nothing is merged then; the sync
+//! with another, or a library `.gitattributes` or `.gitignore` other than
+//! kb-tools' own; and, outside the library, a `.gitattributes` that speaks
+//! about the library or kb-tools' merge drivers, or `.gitignore` lines
+//! added about the library. Nothing is merged then; the sync
 //! record lists each path and why.
 
 use std::collections::BTreeMap;
@@ -38,17 +39,29 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
     let mut added = Vec::new();
     while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
         let meta: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        let [_, new_mode, _, new_sha, status] = meta.as_slice() else { continue };
+        let [_, new_mode, old_sha, new_sha, status] = meta.as_slice() else { continue };
         if status.starts_with('D') {
             continue;
         }
         let mut reject = |reason: String| out.push(Rejected { path: shown(repo, path), reason });
         let Some(rel) = repo.in_library(path) else {
-            if is_attributes(path) {
+            if is_named(path, ".gitattributes") {
                 // Unreadable is an error: read as empty, it would pass the check.
                 let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
                 if text.contains(crate::library::DIR_NAME) || text.contains("kb-") {
                     reject("a .gitattributes outside the library that changes how the library merges".into());
+                }
+            } else if is_named(path, ".gitignore") {
+                // Only the lines the peer adds: the workspace's own file
+                // may name the library already (its lock, its cache).
+                let old = if status.starts_with('A') {
+                    String::new()
+                } else {
+                    repo.run(&["cat-file", "blob", old_sha], "git cat-file")?
+                };
+                let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
+                if text.lines().any(|l| l.contains(crate::library::DIR_NAME) && !old.lines().any(|o| o == l)) {
+                    reject("a .gitignore outside the library that hides library files from git".into());
                 }
             }
             continue;
@@ -74,6 +87,16 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
             }
             continue;
         }
+        if rel == ".gitignore" {
+            let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
+            if !own_lines(&text, attributes::GITIGNORE) {
+                reject(
+                    "the library's .gitignore differs from the one kb-tools writes (it would hide documents from git)"
+                        .into(),
+                );
+            }
+            continue;
+        }
         if kind::kind(rel) == Kind::Refused {
             let why = names::refusal(rel).unwrap_or_else(|| format!("refused: '{rel}' is a refused name"));
             reject(why);
@@ -88,15 +111,15 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
         let existing = repo.list(&["ls-tree", "-r", "-z", "--name-only", to, "--", &spec], "git ls-tree")?;
         let mut by_fold: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for p in existing.iter().filter_map(|p| repo.in_library(p)) {
-            by_fold.entry(p.to_lowercase()).or_default().push(p.to_string());
+            by_fold.entry(names::fold(p)).or_default().push(p.to_string());
         }
         for a in &added {
-            if let Some(same) = by_fold.get(&a.to_lowercase()).filter(|v| v.len() > 1) {
+            if let Some(same) = by_fold.get(&names::fold(a)).filter(|v| v.len() > 1) {
                 let others: Vec<&str> = same.iter().filter(|p| *p != a).map(String::as_str).collect();
                 out.push(Rejected {
                     path: a.clone(),
                     reason: format!(
-                        "differs only in case from '{}' (the two collide on case-insensitive file systems)",
+                        "differs only in case or Unicode form from '{}' (the two collide on case-insensitive or normalising file systems)",
                         others.join("', '")
                     ),
                 });
@@ -112,13 +135,17 @@ fn shown(repo: &Repo, top_rel: &str) -> String {
     names::shown(repo.in_library(top_rel).unwrap_or(top_rel))
 }
 
-fn is_attributes(top_rel: &str) -> bool {
-    top_rel.rsplit('/').next().is_some_and(|n| names::fold(n) == ".gitattributes")
+fn is_named(top_rel: &str, name: &str) -> bool {
+    top_rel.rsplit('/').next().is_some_and(|n| names::fold(n) == name)
 }
 
 /// Whether a library `.gitattributes` holds only comments, blank lines and
 /// the lines kb-tools writes.
 fn own_attributes(text: &str) -> bool {
-    let ours = attributes::gitattributes();
+    own_lines(text, &attributes::gitattributes())
+}
+
+/// Whether `text` holds only comments, blank lines and lines of `ours`.
+fn own_lines(text: &str, ours: &str) -> bool {
     text.lines().map(str::trim).all(|l| l.is_empty() || l.starts_with('#') || ours.lines().any(|o| o.trim() == l))
 }

@@ -153,6 +153,32 @@ pub fn parse_request(
     request(lib, path, content, mode, notebook, allow_risky, max_bytes)
 }
 
+/// The names a batch has written so far (each path and its directories)
+/// by their folded form: `Library::writable` compares a new name with the
+/// disk, where the batch's own files are not yet, so two new twins
+/// (`Notes/a.md` and `notes/b.md`, `café` in two Unicode forms) in one
+/// batch are caught here.
+#[derive(Default)]
+struct BatchNames(std::collections::HashMap<String, String>);
+
+impl BatchNames {
+    fn prefixes(path: &str) -> impl Iterator<Item = &str> {
+        path.match_indices('/').map(|(i, _)| &path[..i]).chain(std::iter::once(path))
+    }
+
+    /// The earlier name `path` (or one of its directories) is a twin of.
+    fn twin(&self, path: &str) -> Option<String> {
+        Self::prefixes(path)
+            .find_map(|p| self.0.get(&crate::library::names::fold(p)).filter(|seen| *seen != p).cloned())
+    }
+
+    fn add(&mut self, path: &str) {
+        for p in Self::prefixes(path) {
+            self.0.entry(crate::library::names::fold(p)).or_insert_with(|| p.to_string());
+        }
+    }
+}
+
 /// Validates one request's parts (path rules, size) into a request.
 pub fn request(
     lib: &Library,
@@ -164,6 +190,9 @@ pub fn request(
     max_bytes: usize,
 ) -> std::result::Result<Request, String> {
     let path = lib.writable(path).map_err(|e| e.to_string())?;
+    if let Some(why) = notebook.as_deref().and_then(crate::library::cursors::notebook_refusal) {
+        return Err(why);
+    }
     if content.len() > max_bytes {
         return Err(format!("content of '{path}' is {} bytes, over the limit of {max_bytes}", content.len()));
     }
@@ -254,12 +283,21 @@ pub fn batch(
         result.recovered = recover(lib)?;
         let mut plan = Plan::default();
         let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
+        let mut names = BatchNames::default();
         for (line, req) in requests {
             progress.tick();
             let outcome = match req {
+                Ok((req, _)) if names.twin(&req.path).is_some() => {
+                    Err(format!(
+                        "refused: '{}' differs only in case or Unicode form from '{}' earlier in this batch (the two collide on case-insensitive or normalising file systems)",
+                        req.path,
+                        names.twin(&req.path).unwrap_or_default()
+                    ))
+                }
                 Ok((req, report)) => {
                     let old = plan.current(&req.path);
                     apply(lib, report, &req, old).map(|(written, event, text, entry)| {
+                        names.add(&req.path);
                         plan.add(&req.path, text, entry, event, result.outcomes.len());
                         written
                     })
@@ -555,13 +593,17 @@ fn file_stem(path: &str) -> String {
 
 /// The seed's commit message `task-ai(library):<category> <action> <topic>`;
 /// a batch of several writes gets a summary line and one such line each.
+/// The topic is the author's: shown on one line with its control
+/// characters escaped, so it cannot add trailers (`Signed-off-by:`) or
+/// escapes to the commit.
 pub fn commit_message(events: &[Event]) -> String {
     let line = |e: &Event| {
+        let topic = e.topic.as_deref().unwrap_or(&e.path);
         format!(
             "task-ai(library):{} {} {}",
             e.category.as_deref().unwrap_or("file"),
             e.action.as_deref().unwrap_or(&e.event),
-            e.topic.as_deref().unwrap_or(&e.path)
+            crate::out::printable(topic, false)
         )
     };
     match events {
@@ -589,8 +631,8 @@ pub fn event(lib: &Library, kind: &str, path: &str, notebook: &str, opts: &Optio
     if !fs::symlink_metadata(lib.path(&path)).is_ok_and(|m| m.is_file()) {
         return Err(Error::msg(format!("'{path}' is not a file in the library")));
     }
-    if notebook.trim().is_empty() {
-        return Err(Error::usage("--notebook must name the notebook"));
+    if let Some(why) = crate::library::cursors::notebook_refusal(notebook) {
+        return Err(Error::usage(format!("--notebook: {why}")));
     }
     let info = entry::classify(&path);
     // The text only names the topic: bytes that are not UTF-8 read lossily

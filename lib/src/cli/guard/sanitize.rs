@@ -19,7 +19,7 @@ pub fn run(report: Option<&std::path::Path>, file: Option<&str>, mut out: Out) -
     let engine = guard::Engine::core()?;
     let text = guard::normalize::decode_lossy(&bytes);
     let (clean, changes) = guard::sanitize::sanitize(engine, &text);
-    out.text(&clean)?;
+    out.raw(&clean)?;
     match report {
         Some(p) => {
             let lines: Vec<String> = changes.iter().filter_map(|c| serde_json::to_string(c).ok()).collect();
