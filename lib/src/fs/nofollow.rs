@@ -52,7 +52,10 @@ pub fn open_read(path: &Path) -> io::Result<File> {
 /// bytes: a longer file is an error naming the limit.
 pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let f = open_read(path)?;
-    let mut bytes = Vec::new();
+    // Sized to the file: one read call, not a doubling series from 32
+    // bytes (kb-score reads its best hits' text at query time).
+    let size = f.metadata().map_or(0, |m| m.len()).min(limit).saturating_add(1);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     f.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(io::Error::other(format!("{} is over the limit of {limit} bytes", path.display())));

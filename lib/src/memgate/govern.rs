@@ -16,9 +16,17 @@ use super::search::{Hit, View};
 use super::similarity::{self as sim, Features};
 use super::store::{self, Loaded, Paths};
 use crate::error::Result;
+use crate::text::embed;
 
 /// How many neighbours are judged (the seed's Top 5).
 pub const TOP_K: usize = 5;
+/// How many lexical hits a question re-ranks with the dense half
+/// (LoCoMo 1–5, Task B R@5: .775 from the top 10, .777 from the top 20
+/// or from every note, which a store-wide read would pay for).
+pub const RERANK: usize = 20;
+/// The dense half's weight in a question's ranking, `score + w · dense`
+/// (LoCoMo 1–5, Task B R@5: .777 at .2, .772 at .3, .773 at .5).
+pub const DENSE_WEIGHT: f64 = 0.2;
 /// Fused score from which two notes may share a scenario.
 pub const SCENARIO_MIN: f64 = 0.2;
 /// Pair similarity of two one-liners from which, with a shared subject
@@ -98,6 +106,16 @@ pub struct Neighbour {
     pub bm25: f64,
     /// Normalised character n-gram BM25 part.
     pub ngram: f64,
+    /// Cosine of the static embedding (`text::embed`) of the note's and
+    /// the user's words, only when the input is a question: a question
+    /// asks in other words than the note answers in ("What pets…" of "a
+    /// dog named Max"). Neighbours are then ranked by `score + w · dense`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<f64>,
+    /// Its place in the list, highest first: `score`, or for a question
+    /// `score + w · dense`, and the lexical first kept first.
+    #[serde(skip)]
+    pub rank: f64,
     /// Same canonical one-liner.
     pub duplicate: bool,
     /// Same scenario.
@@ -329,6 +347,8 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
         score: sim::round(hit.score),
         bm25: sim::round(hit.bm25),
         ngram: sim::round(hit.ngram),
+        dense: None,
+        rank: sim::round(hit.score),
         duplicate: hit.duplicate,
         same_scenario,
         same_conclusion,
@@ -337,6 +357,19 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
         digest: l.note.content_digest(),
         loaded: l,
     }
+}
+
+/// A neighbour's place in the list: its lexical score, plus the dense
+/// half's when the input is a question.
+fn rank(score: f64, dense: Option<f64>) -> f64 {
+    score + DENSE_WEIGHT * dense.unwrap_or(0.0)
+}
+
+/// The cosine of a question's vector with a note's own words.
+fn dense_to(asked: Option<&[f32]>, l: &Loaded) -> Option<f64> {
+    let asked = asked?;
+    let note = embed::embed(&l.note.body.search_text())?;
+    Some(f64::from(embed::cosine(asked, &note)))
 }
 
 /// Finds and judges the Top 5 neighbours of a candidate, then decides.
@@ -352,9 +385,16 @@ pub fn govern(
 ) -> Result<Governance> {
     let mut neighbours: Vec<Neighbour> = Vec::new();
     let replacing = cue::replacement(user_text).is_some();
-    // Ask for a few more than K: a note deleted since indexing is skipped.
-    for hit in view.search(q, TOP_K * 2) {
-        if neighbours.len() == TOP_K {
+    // Only a question gets the dense half: a statement restates its note
+    // in the note's own words, where the lexical ranking is surer (Task A
+    // R@1 fell with it), while a question names what it asks about in
+    // other words.
+    let asked = if cue::asks(user_text).is_some() { embed::embed(&c.search_text()) } else { None };
+    let want = if asked.is_some() { RERANK } else { TOP_K };
+    let mut found: Vec<(Hit, Loaded, Option<f64>)> = Vec::new();
+    // Ask for a few more than wanted: a note deleted since indexing is skipped.
+    for hit in view.search(q, want + TOP_K) {
+        if found.len() == want {
             break;
         }
         let (id, file) = view.name(hit.doc);
@@ -367,18 +407,35 @@ pub fn govern(
         } else {
             view.score_one(q, &l.entry().features)
         };
-        neighbours.push(judge(c, &hit, l, paths, replacing));
+        let dense = dense_to(asked.as_deref(), &l);
+        found.push((hit, l, dense));
+    }
+    // The lexical first stays first: a question that names its note's
+    // words is surer of it than any vector (LoCoMo 1–5: Task A R@1 .865
+    // → .868 and B R@1 .542 → .544 with it kept, B R@5 the same). The
+    // rest are re-ranked; a stable sort keeps the lexical order of ties.
+    if let Some(rest) = found.get_mut(1..) {
+        rest.sort_by(|a, b| rank(b.0.score, b.2).total_cmp(&rank(a.0.score, a.2)));
+    }
+    found.truncate(TOP_K);
+    for (i, (hit, l, dense)) in found.into_iter().enumerate() {
+        let mut n = judge(c, &hit, l, paths, replacing);
+        n.dense = dense.map(sim::round);
+        n.rank = if i == 0 && n.dense.is_some() { f64::INFINITY } else { rank(n.score, n.dense) };
+        neighbours.push(n);
     }
     if let Some(l) = claim_note {
         let hit = view.score_one(q, &l.entry().features);
         let mut n = judge(c, &hit, l.clone(), paths, replacing);
+        n.dense = dense_to(asked.as_deref(), l).map(sim::round);
+        n.rank = rank(n.score, n.dense);
         // The user names this note: it is in the scenario by definition.
         n.same_scenario = true;
         n.conflict = !n.same_conclusion;
         neighbours.insert(0, n);
         neighbours.truncate(TOP_K);
     }
-    neighbours.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+    neighbours.sort_by(|a, b| b.rank.total_cmp(&a.rank).then_with(|| a.id.cmp(&b.id)));
     let merge: Vec<String> =
         neighbours.iter().filter(|n| n.same_scenario && n.same_conclusion).map(|n| n.id.clone()).collect();
     if !merge.is_empty() {

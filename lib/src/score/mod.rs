@@ -14,6 +14,7 @@ pub mod formula;
 pub mod index;
 pub mod nearest;
 pub mod promote;
+pub mod proximity;
 pub mod query;
 pub mod rank;
 pub mod recommend;
@@ -217,13 +218,12 @@ fn search_source(
         None => &mut none,
     };
     cache::with_held(held, &src.lib, cache_path.as_deref(), opts.verify, |v| {
-        let doc_terms = |d: u32| {
+        let doc_text = |d: u32| {
             let text = tiers::content(&src.lib, v.path(d))?;
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
-            Some(terms::analyse(&format!("{}\n{body}", v.meta(d).title.unwrap_or_default())))
+            Some(format!("{}\n{body}", v.meta(d).title.unwrap_or_default()))
         };
-        let (direct, matched) =
-            rank::direct(v, q, now, &opts.filters, opts.limit, &doc_terms, &rank::Tuning::current());
+        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, &rank::Tuning::current());
         let mk = |d: u32,
                   (score, base, lexical): (f64, f64, f64),
                   kind: Match,

@@ -56,6 +56,15 @@ impl Query {
         Ok(Query { text: text.trim().to_string(), words, terms: out, counts })
     }
 
+    /// The BM25 terms of the query's words in the order it says them,
+    /// repeats kept and runs left out: what term proximity pairs
+    /// (kb::score::proximity).
+    pub fn stems(&self) -> Vec<String> {
+        let content: Vec<&String> = self.words.iter().filter(|w| !terms::is_stop(w)).collect();
+        let chosen: Vec<&String> = if content.is_empty() { self.words.iter().collect() } else { content };
+        chosen.iter().map(|w| terms::stem(w)).collect()
+    }
+
     /// The distinct words worth looking up in topic and keyword postings:
     /// non-stop words, or all words when the query has only stop words.
     pub fn lookup_words(&self) -> Vec<&str> {
@@ -90,5 +99,7 @@ mod tests {
         assert_eq!(q.lookup_words(), ["auth", "jwt", "work"]);
         let q = Query::parse("Does IL6 raise tumour growth?").unwrap();
         assert_eq!(q.terms, ["il6", "rais", "tumor", "growth", "il", "6"]);
+        assert_eq!(q.stems(), ["il6", "rais", "tumor", "growth"]);
+        assert_eq!(Query::parse("tumour growth, tumours").unwrap().stems(), ["tumor", "growth", "tumor"]);
     }
 }

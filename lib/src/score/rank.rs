@@ -9,10 +9,13 @@
 //! seed's formula multiplies the base by up to 2× for use and freshness:
 //! on a linear scale a note verified yesterday outranks one with 40 %
 //! more text evidence; on the squared scale it needs to be within 18 %.
-//! Then the seed's final score, ties broken by the BM25F score (never by
-//! path while the text evidence differs), and the filters (`--type`,
-//! `--topic`, `--notebook`).
+//! The best few text matches then earn a little more text evidence for
+//! each pair of neighbouring query words they also hold side by side
+//! (score::proximity). Then the seed's final score, ties broken by the
+//! text score (never by path while the text evidence differs), and the
+//! filters (`--type`, `--topic`, `--notebook`).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::text;
@@ -21,6 +24,7 @@ use super::bm25;
 use super::feedback::{self, Feedback, FEEDBACK};
 use super::formula::{self, Match};
 use super::index::{Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
+use super::proximity::{Pairs, Proximity, PROXIMITY};
 use super::query::Query;
 use super::terms;
 
@@ -74,8 +78,9 @@ pub struct Scored {
     pub kind: Match,
     /// Freshness used.
     pub freshness: f64,
-    /// Its BM25F score: breaks ties of the final score, so two documents
-    /// with different text evidence are never ordered by path.
+    /// Its text score (BM25F, plus the proximity bonus in the same units
+    /// when it was re-ranked): breaks ties of the final score, so two
+    /// documents with different text evidence are never ordered by path.
     pub lexical: f64,
 }
 
@@ -145,10 +150,12 @@ pub struct Tuning {
     pub grading: Grading,
     /// Pseudo-relevance feedback.
     pub feedback: Feedback,
+    /// Term proximity re-ranking of the best text matches.
+    pub proximity: Proximity,
 }
 
 /// The tuned constants.
-pub const TUNING: Tuning = Tuning { bm25: bm25::PARAMS, grading: GRADING, feedback: FEEDBACK };
+pub const TUNING: Tuning = Tuning { bm25: bm25::PARAMS, grading: GRADING, feedback: FEEDBACK, proximity: PROXIMITY };
 
 impl Tuning {
     /// The tuning in force: [`TUNING`], or the override of
@@ -160,13 +167,18 @@ impl Tuning {
 
     /// This tuning with the knobs a tuning spec names replaced.
     pub fn tuned(self, spec: &str) -> Tuning {
-        Tuning { bm25: self.bm25.tuned(spec), grading: self.grading.tuned(spec), feedback: self.feedback.tuned(spec) }
+        Tuning {
+            bm25: self.bm25.tuned(spec),
+            grading: self.grading.tuned(spec),
+            feedback: self.feedback.tuned(spec),
+            proximity: self.proximity.tuned(spec),
+        }
     }
 }
 
-/// The BM25 terms of a document's title and body (what pseudo-relevance
-/// feedback reads), None when it cannot be read.
-pub type DocTerms<'a> = &'a dyn Fn(u32) -> Option<Vec<String>>;
+/// A document's title and body, a line apart (what pseudo-relevance
+/// feedback and proximity read), None when it cannot be read.
+pub type DocText<'a> = &'a dyn Fn(u32) -> Option<String>;
 
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
@@ -178,14 +190,18 @@ pub fn direct(
     now: i64,
     filters: &Filters,
     limit: usize,
-    doc_terms: DocTerms,
+    doc_text: DocText,
     t: &Tuning,
 ) -> (Vec<Scored>, usize) {
     let (p, g) = (&t.bm25, &t.grading);
+    // Feedback and proximity may read the same documents: once each.
+    let read: RefCell<HashMap<u32, Option<String>>> = RefCell::default();
+    let doc_text = |d: u32| read.borrow_mut().entry(d).or_insert_with(|| doc_text(d)).clone();
+    let doc_text: DocText = &doc_text;
     // Text evidence: BM25F over heading, keywords and body.
     let qtf: Vec<f64> = q.counts.iter().map(|&n| f64::from(n).powf(g.qtf)).collect();
     let first = bm25::search(v, &q.terms, &qtf, p);
-    let refined = if t.feedback.active() { refine(v, q, &qtf, &first, doc_terms, t) } else { None };
+    let refined = if t.feedback.active() { refine(v, q, &qtf, &first, doc_text, t) } else { None };
     let sc = refined.as_ref().unwrap_or(&first);
     let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
     if sc.ideal > 0.0 {
@@ -224,6 +240,9 @@ pub fn direct(
         .filter(|(_, b)| b.0 > 0.0)
         .map(|(d, (base, kind, lex))| score(v, d, base, kind, lex, now))
         .collect();
+    if t.proximity.active() && sc.ideal > 0.0 {
+        rerank_by_proximity(v, q, sc.ideal, &mut all, doc_text, t, now);
+    }
     if filters.is_empty() {
         let matched = all.len();
         if limit < all.len() {
@@ -240,6 +259,34 @@ pub fn direct(
     (kept.into_iter().take(limit).collect(), matched)
 }
 
+/// Raises the text evidence of the `t.proximity.depth` best documents
+/// (by [`order`]) by the share of the query's neighbouring word pairs they
+/// hold side by side (kb::score::proximity): text share
+/// `min(1, bm25f / ideal + weight × pair share)`, graded as before; the
+/// base stays the larger of that and the tier. Only raises, and only the
+/// best few, so recall below them is untouched.
+fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_text: DocText, t: &Tuning, now: i64) {
+    let pairs = Pairs::of(&q.stems());
+    let depth = t.proximity.depth.min(all.len());
+    if pairs.is_empty() || depth == 0 {
+        return;
+    }
+    if depth < all.len() {
+        all.select_nth_unstable_by(depth, order);
+    }
+    let g = &t.grading;
+    for s in all.iter_mut().take(depth) {
+        let Some(doc) = doc_text(s.doc) else { continue };
+        let near = pairs.share(&pairs.sequence(&doc), &t.bm25, f64::from(v.len(s.doc)), v.info.avg_len);
+        if near <= 0.0 {
+            continue;
+        }
+        let bonus = t.proximity.weight * near;
+        let text = formula::FULLTEXT_MAX * ((s.lexical / ideal).min(1.0) + bonus).min(1.0).powf(g.gamma);
+        *s = score(v, s.doc, s.base.max(text), s.kind, s.lexical + bonus * ideal, now);
+    }
+}
+
 /// The text scores of the query expanded by pseudo-relevance feedback
 /// (kb::score::feedback) from the best first-pass text matches.
 /// None when there is nothing to learn from.
@@ -248,7 +295,7 @@ fn refine(
     q: &Query,
     qtf: &[f64],
     first: &bm25::Scores,
-    doc_terms: DocTerms,
+    doc_text: DocText,
     t: &Tuning,
 ) -> Option<bm25::Scores> {
     let mut top: Vec<(u32, f64)> = first.docs.clone();
@@ -262,7 +309,8 @@ fn refine(
         top.truncate(n);
     }
     top.sort_unstable_by(by_score);
-    let docs: Vec<(Vec<String>, f64)> = top.iter().filter_map(|&(d, s)| Some((doc_terms(d)?, s))).collect();
+    let docs: Vec<(Vec<String>, f64)> =
+        top.iter().filter_map(|&(d, s)| Some((terms::analyse(&doc_text(d)?), s))).collect();
     if docs.is_empty() {
         return None;
     }

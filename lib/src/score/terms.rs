@@ -27,8 +27,18 @@ pub const STOP_WORDS: &[&str] = &[
 
 /// Whether a folded token is a stop word.
 pub fn is_stop(word: &str) -> bool {
-    // No stop word is longer than six bytes: most words skip the search.
-    word.len() <= 6 && STOP_WORDS.binary_search(&word).is_ok()
+    // No stop word is longer than six bytes: most words skip the search,
+    // and the rest compare as one integer each, not byte strings (every
+    // term of every document passes here).
+    static KEYS: OnceLock<Vec<u64>> = OnceLock::new();
+    let keys = KEYS.get_or_init(|| STOP_WORDS.iter().map(|w| stop_key(w.as_bytes())).collect());
+    word.len() <= 6 && keys.binary_search(&stop_key(word.as_bytes())).is_ok()
+}
+
+/// A word of at most six bytes as an integer that sorts as the word does
+/// (bytes big-endian, then zeros; a stop word has no zero byte).
+fn stop_key(w: &[u8]) -> u64 {
+    w.iter().take(8).enumerate().fold(0, |k, (i, &b)| k | u64::from(b) << (8 * (7 - i)))
 }
 
 fn stemmer() -> &'static Stemmer {
@@ -147,7 +157,11 @@ mod tests {
     #[test]
     fn stop_words_are_sorted_for_binary_search() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
-        assert!(STOP_WORDS.iter().all(|w| w.len() <= 6));
+        assert!(STOP_WORDS.windows(2).all(|w| stop_key(w[0].as_bytes()) < stop_key(w[1].as_bytes())));
+        assert!(STOP_WORDS.iter().all(|w| w.len() <= 6 && is_stop(w)));
+        for w in ["", "x", "abo", "abouts", "thes", "thesee", "yours", "zz"] {
+            assert!(!is_stop(w), "{w:?}");
+        }
     }
 
     #[test]

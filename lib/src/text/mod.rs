@@ -7,11 +7,17 @@
 use unicode_normalization::UnicodeNormalization;
 
 pub mod bm25;
+pub mod embed;
 pub mod segment;
 
 /// NFKC plus lower case: full-width letters, ligatures and case no longer
 /// separate two spellings of the same word.
 pub fn normalise(text: &str) -> String {
+    // Most text is NFKC already (the quick check says so without
+    // decomposing): then only the case changes.
+    if unicode_normalization::is_nfkc_quick(text.chars()) == unicode_normalization::IsNormalized::Yes {
+        return text.chars().flat_map(char::to_lowercase).collect();
+    }
     text.nfkc().flat_map(char::to_lowercase).collect()
 }
 
@@ -105,6 +111,14 @@ enum Run<'a> {
 /// (`'` and `_` kept inside, trimmed at the ends) and CJK runs; anything
 /// else separates. The one place word boundaries are decided.
 fn each_run(norm: &str, mut f: impl FnMut(Run)) {
+    if norm.is_ascii() {
+        return each_ascii_word(norm, |w| f(Run::Word(w)));
+    }
+    each_char_run(norm, f)
+}
+
+/// [`each_run`] of any text, char by char.
+fn each_char_run(norm: &str, mut f: impl FnMut(Run)) {
     let mut word = String::new();
     let mut cjk: Vec<char> = Vec::new();
     let flush = |word: &mut String, cjk: &mut Vec<char>, f: &mut dyn FnMut(Run)| {
@@ -136,6 +150,33 @@ fn each_run(norm: &str, mut f: impl FnMut(Run)) {
     flush(&mut word, &mut cjk, &mut f);
 }
 
+/// [`each_run`] of an ASCII text (no CJK), on bytes and without copying:
+/// the same words, several times faster (kb-score tokenizes the best
+/// documents again at query time).
+fn each_ascii_word(norm: &str, mut f: impl FnMut(&str)) {
+    let b = norm.as_bytes();
+    let mut start: Option<usize> = None;
+    let emit = |from: usize, to: usize, f: &mut dyn FnMut(&str)| {
+        let w = norm[from..to].trim_end_matches(['\'', '_']);
+        if !w.is_empty() {
+            f(w);
+        }
+    };
+    for (i, &c) in b.iter().enumerate() {
+        if c.is_ascii_alphanumeric() {
+            start.get_or_insert(i);
+        } else if c != b'\'' && c != b'_' {
+            // `'` and `_` continue a word (and are trimmed from its end).
+            if let Some(s) = start.take() {
+                emit(s, i, &mut f);
+            }
+        }
+    }
+    if let Some(s) = start {
+        emit(s, b.len(), &mut f);
+    }
+}
+
 /// Calls `f` with each token [`tokens`] returns, in the same order,
 /// without allocating a string per token (kb-score indexes whole
 /// libraries with it). ASCII text skips NFKC, which leaves it unchanged.
@@ -165,10 +206,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ascii_words_are_those_of_the_char_scan() {
+        let words = |t: &str, ascii: bool| {
+            let mut out: Vec<String> = Vec::new();
+            let mut push = |r: Run| {
+                if let Run::Word(w) = r {
+                    out.push(w.to_string())
+                }
+            };
+            if ascii {
+                each_ascii_word(t, |w| push(Run::Word(w)))
+            } else {
+                each_char_run(t, &mut push)
+            }
+            out
+        };
+        for t in ["don't _x_ y__ 'q' a'b'' __ il-6 h2o. 9'", "", "'", "a", "x_y's end_", "  two  words  "] {
+            assert_eq!(words(t, true), words(t, false), "{t:?}");
+        }
+    }
+
+    #[test]
     fn english_and_chinese_tokens() {
         assert_eq!(tokens("Don't use VAR, use let/const!"), ["don't", "use", "var", "use", "let", "const"]);
         assert_eq!(tokens("不要用var"), ["不要", "要用", "var"]);
         assert_eq!(tokens("ＡＢＣ 好"), ["abc", "好"]);
+        assert_eq!(normalise("Ｘ ﬁ ½ µg Σβ"), "x fi 1⁄2 μg σβ");
+        assert_eq!(normalise("TNF-α ≥ 2 °C"), "tnf-α ≥ 2 °c");
         assert_eq!(grams("Go it"), [" go", "go ", " it", "it "]);
         assert_eq!(grams("打印语句"), ["打", "印", "语", "句", "打印", "印语", "语句"]);
         assert_eq!(grams("用pnpm"), ["用", " pn", "pnp", "npm", "pm "]);

@@ -1,0 +1,198 @@
+//! A static sentence embedding: meaning where the words differ. "What
+//! pets does she have?" shares no word with "adopted a dog named Max", so
+//! no lexical half can find the note; a vector per word can.
+//!
+//! The table is a static distillation of all-MiniLM-L6-v2 (Apache-2.0):
+//! each WordPiece token run alone through the model, PCA to 128
+//! dimensions, weighted by log(1 + frequency rank), stored as i8 with a
+//! scale per token (`lib/data/minilm-static-128.i8`, written by
+//! `bench/memgate_embed_probe.py --write-table`, which also says how to
+//! regenerate it). A text's vector is the sum of its tokens' rows,
+//! normalised. Tokens are found the way the model finds them: BERT's basic
+//! tokenizer (lower case, accents stripped, punctuation and CJK ideographs
+//! split off) and greedy longest-match WordPiece over the model's own
+//! vocabulary (`lib/data/minilm-vocab.txt`).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// The table: b"KBE1", u32 dims, u32 first token id, u32 rows (all
+/// little-endian), rows × f32 scale, rows × dims i8.
+static TABLE: &[u8] = include_bytes!("../../data/minilm-static-128.i8");
+/// The model's vocabulary, one token a line; the line number is its id.
+static VOCAB: &str = include_str!("../../data/minilm-vocab.txt");
+
+/// BERT leaves a longer word whole, as one unknown token.
+const MAX_WORD_CHARS: usize = 100;
+
+struct Model {
+    dims: usize,
+    first: usize,
+    scales: Vec<f32>,
+    rows: &'static [u8],
+    ids: HashMap<&'static str, usize>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<usize> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize)
+}
+
+/// The parsed table, once per process; `None` only if the compiled-in
+/// table is malformed (then no text has a vector and ranking stays lexical).
+fn model() -> Option<&'static Model> {
+    static M: OnceLock<Option<Model>> = OnceLock::new();
+    M.get_or_init(|| {
+        if TABLE.get(..4)? != b"KBE1" {
+            return None;
+        }
+        let (dims, first, n) = (u32_at(TABLE, 4)?, u32_at(TABLE, 8)?, u32_at(TABLE, 12)?);
+        let scales_end = 16 + 4 * n;
+        let scales = TABLE
+            .get(16..scales_end)?
+            .chunks_exact(4)
+            .map(|c| c.try_into().map(f32::from_le_bytes))
+            .collect::<Result<Vec<f32>, _>>()
+            .ok()?;
+        let rows = TABLE.get(scales_end..scales_end + n * dims)?;
+        let ids = VOCAB.lines().enumerate().map(|(i, t)| (t, i)).collect();
+        Some(Model { dims, first, scales, rows, ids })
+    })
+    .as_ref()
+}
+
+/// Whether BERT splits a character off as punctuation: every ASCII
+/// non-alphanumeric symbol, and Unicode's punctuation categories.
+fn punct_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"[\p{P}!-/:-@\[-`{-~]|[^\s\p{P}!-/:-@\[-`{-~]+").expect("a fixed pattern"))
+}
+
+/// BERT's CJK ideograph blocks: each ideograph is a word of its own.
+fn is_ideograph(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
+        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+/// BERT's basic tokenizer: control characters dropped, CJK ideographs
+/// spaced, accents stripped (NFD, marks removed), lower case, then words
+/// and single punctuation characters.
+fn basic(text: &str) -> Vec<String> {
+    let mut clean = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\0' || c == '\u{FFFD}' || (c.is_control() && !c.is_whitespace()) {
+            continue;
+        }
+        if is_ideograph(c) {
+            clean.extend([' ', c, ' ']);
+        } else {
+            clean.push(c);
+        }
+    }
+    let folded: String = clean.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase).collect();
+    punct_re().find_iter(&folded).map(|m| m.as_str().to_string()).collect()
+}
+
+/// The WordPiece ids of a text, in order: each word cut greedily into the
+/// longest vocabulary pieces ("##" marks a piece inside a word); a word
+/// that cannot be cut gives nothing (BERT's unknown token has no row).
+fn ids(m: &Model, text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut piece = String::new();
+    for word in basic(text) {
+        let chars: Vec<(usize, char)> = word.char_indices().collect();
+        if chars.len() > MAX_WORD_CHARS {
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut start = 0;
+        while start < chars.len() {
+            let from = chars[start].0;
+            let hit = (start + 1..=chars.len()).rev().find_map(|end| {
+                let to = chars.get(end).map_or(word.len(), |c| c.0);
+                piece.clear();
+                if start > 0 {
+                    piece.push_str("##");
+                }
+                piece.push_str(&word[from..to]);
+                m.ids.get(piece.as_str()).map(|&id| (id, end))
+            });
+            let Some((id, end)) = hit else {
+                found.clear();
+                break;
+            };
+            found.push(id);
+            start = end;
+        }
+        out.extend(found);
+    }
+    out
+}
+
+/// The WordPiece tokens of a text (for tests and for reading why two
+/// texts met).
+pub fn pieces(text: &str) -> Vec<String> {
+    let Some(m) = model() else { return Vec::new() };
+    let names: HashMap<usize, &str> = m.ids.iter().map(|(t, &i)| (i, *t)).collect();
+    ids(m, text).into_iter().filter_map(|i| names.get(&i).map(|t| t.to_string())).collect()
+}
+
+/// A text's unit vector; `None` when none of its tokens has a row (stop
+/// words only, or no table).
+pub fn embed(text: &str) -> Option<Vec<f32>> {
+    let m = model()?;
+    let mut v = vec![0f32; m.dims];
+    for id in ids(m, text) {
+        let Some(r) = id.checked_sub(m.first).filter(|r| *r < m.scales.len()) else { continue };
+        let s = m.scales[r];
+        if s == 0.0 {
+            continue;
+        }
+        for (x, &q) in v.iter_mut().zip(&m.rows[r * m.dims..(r + 1) * m.dims]) {
+            *x += s * f32::from(q as i8);
+        }
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (norm > 0.0).then(|| v.into_iter().map(|x| x / norm).collect())
+}
+
+/// The cosine of two unit vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wordpiece_as_bert_cuts() {
+        assert_eq!(
+            pieces("Caroline's café, unaffable!"),
+            ["caroline", "'", "s", "cafe", ",", "una", "##ffa", "##ble", "!"]
+        );
+        assert_eq!(pieces("What pets does she have?"), ["what", "pets", "does", "she", "have", "?"]);
+        // As the model's own tokenizer cuts them; a piece outside the
+        // vocabulary (most CJK ideographs) is BERT's unknown token, left out.
+        assert_eq!(pieces("用pnpm"), ["p", "##np", "##m"]);
+        assert_eq!(
+            pieces("Naïve résumé — 数据库 e-mail x\u{301}y"),
+            ["naive", "resume", "—", "e", "-", "mail", "x", "##y"]
+        );
+    }
+
+    #[test]
+    fn related_words_are_near() {
+        let (Some(q), Some(dog), Some(job)) =
+            (embed("What pets does she have?"), embed("She adopted a dog named Max."), embed("She works as a nurse."))
+        else {
+            panic!("the table gives these texts a vector");
+        };
+        assert!(cosine(&q, &dog) > cosine(&q, &job), "{} vs {}", cosine(&q, &dog), cosine(&q, &job));
+        assert!(embed("the and of").is_none());
+    }
+}
