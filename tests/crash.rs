@@ -412,7 +412,7 @@ fn an_unreadable_changelog_is_an_error_for_readers_and_writers() {
         &["kb-score", "hello"],
     ];
     for argv in runs {
-        refused(lib.cmd(argv[0]).args(&argv[1..]), ".changelog: Is a directory");
+        refused(lib.cmd(argv[0]).args(&argv[1..]), ".changelog is a directory");
     }
     assert!(!lib.path("notes/b.md").exists(), "the refused write landed");
     assert!(!lib.path(".journal").exists());

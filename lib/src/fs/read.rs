@@ -21,7 +21,9 @@ pub fn optional(path: &Path) -> Result<Option<Vec<u8>>> {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         // The no-follow reader's own errors name the file already.
-        Err(e) if e.kind() == std::io::ErrorKind::Other => Err(Error::msg(e.to_string())),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::Other | std::io::ErrorKind::IsADirectory) => {
+            Err(Error::msg(e.to_string()))
+        }
         Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
     }
 }
