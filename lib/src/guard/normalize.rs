@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use unicode_normalization::UnicodeNormalization;
 
 use super::work::{self, Step};
+use crate::out::is_bidi;
 
 /// A normalisation event worth a finding: the rule id, where it first
 /// happened (1-based line and character column), and what was seen.
@@ -231,10 +232,6 @@ fn fold(text: &str, notes: &mut Vec<Note>) -> Option<(String, Vec<usize>)> {
     } else {
         Some((out, changed))
     }
-}
-
-fn is_bidi(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
 fn is_invisible(c: char) -> bool {

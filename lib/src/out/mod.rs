@@ -14,7 +14,7 @@ use std::borrow::Cow;
 /// terminal or a Markdown viewer shows. Newlines and tabs stay when
 /// `lines` is set (a table, a report); records keep the exact text.
 pub fn printable(s: &str, lines: bool) -> Cow<'_, str> {
-    let bad = |c: char| (c.is_control() && !(lines && (c == '\n' || c == '\t'))) || direction(c);
+    let bad = |c: char| (c.is_control() && !(lines && (c == '\n' || c == '\t'))) || is_bidi(c);
     if !s.contains(bad) {
         return Cow::Borrowed(s);
     }
@@ -30,8 +30,9 @@ pub fn printable(s: &str, lines: bool) -> Cow<'_, str> {
 }
 
 /// Characters that reorder the text around them (bidi overrides, isolates
-/// and marks): `Trojan Source` shows one thing and means another.
-fn direction(c: char) -> bool {
+/// and marks): `Trojan Source` shows one thing and means another. The one
+/// list, for what people are shown here and for kb-guard's findings.
+pub fn is_bidi(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
