@@ -421,7 +421,7 @@ pub fn govern(
     for (i, (hit, l, dense)) in found.into_iter().enumerate() {
         let mut n = judge(c, &hit, l, paths, replacing);
         n.dense = dense.map(sim::round);
-        n.rank = if i == 0 && n.dense.is_some() { f64::INFINITY } else { rank(n.score, n.dense) };
+        n.rank = if i == 0 && asked.is_some() { f64::INFINITY } else { rank(n.score, n.dense) };
         neighbours.push(n);
     }
     if let Some(l) = claim_note {
