@@ -1546,3 +1546,123 @@ fn u12_memgate_messages_show_user_text_escaped() {
         "Remembered: Never use var in this project\\u{1b}]0;pwned\\u{7}\\u{202e}. Signed-off-by: Mallory <m@x.invalid>"
     );
 }
+
+/// Every binary's last word is the error that ended its run, printed by
+/// the one edge in `kb::cli`. It quotes what it was given (a command word,
+/// a file name a script took from a listing): an escape sequence or a
+/// bidi override there is shown escaped on the user's terminal, on one
+/// line, never run.
+#[test]
+fn u13_the_error_that_ends_a_run_shows_hostile_text_escaped() {
+    let s = Scene::new();
+    let evil = "x\u{1b}]0;pwned\u{7}\u{202e}\nkb-append: forged line";
+    let shown = "x\\u{1b}]0;pwned\\u{7}\\u{202e}\\nkb-append: forged line";
+    let out = s.lib.cmd("kb-append").arg(evil).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("kb-append: unknown command '{shown}'")), "{err:?}");
+    let name = format!("outside/{evil}.md");
+    let out = s.lib.cmd("kb-append").args(["write", "notes/n.md", "--content-file", &name]).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("kb-append: reading outside/{shown}.md: ")), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    for bin in ["kb-lock", "kb-index"] {
+        let out = s.lib.cmd(bin).args(["status", "--format", evil]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{bin}: {err:?}");
+        assert!(err.contains(shown), "{bin}: {err:?}");
+    }
+    s.unharmed();
+}
+
+/// A request line far over any request's size (here 17 MiB with no
+/// content limit near it; a 2 GB line without a newline is the attack) is
+/// refused by its length before it is read whole: an error naming the
+/// limit, and the next line is still read and written.
+#[test]
+fn u14_a_batch_line_over_the_line_limit_is_refused_and_the_next_is_written() {
+    let s = Scene::new();
+    let huge = format!("{{\"path\":\"notes/huge.md\",\"content\":\"{}\"}}\n", "a".repeat(17 << 20));
+    let good = json!({"path": "notes/after.md", "content": "# After\n"});
+    let mut c = s.lib.std_cmd("kb-append");
+    c.arg("batch");
+    let (code, out, err) = bounded(c, 120, &format!("{huge}{good}\n"));
+    assert_eq!(code, 2, "{err}");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    assert_eq!(recs[0]["line"], 1);
+    error_naming(&recs, "the line is longer than the 16777216-byte line limit");
+    assert_eq!((recs[1]["record"].as_str(), recs[1]["path"].as_str()), (Some("write"), Some("notes/after.md")));
+    assert!(!s.lib.path("notes/huge.md").exists());
+    assert_eq!(s.lib.read("notes/after.md"), "# After\n");
+    assert!(err.len() < 1000, "stderr repeats the line: {} bytes", err.len());
+    s.unharmed();
+}
+
+/// kb-mcp reads one message per line: a line over the limit is answered
+/// with a JSON-RPC error naming the limit (its id unread, so null), and
+/// the server goes on with the next request.
+#[test]
+fn u15_mcp_answers_an_over_long_line_with_an_error_and_keeps_serving() {
+    let s = Scene::new();
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"library_write\",\
+         \"arguments\":{{\"path\":\"notes/huge.md\",\"content\":\"{}\"}}}}}}\n",
+        "a".repeat(17 << 20)
+    );
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 120, &format!("{huge}{ping}\n"));
+    assert_eq!(code, 0, "{err}");
+    let answers = records(&out);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["id"], Value::Null);
+    assert_eq!(answers[0]["error"]["code"], -32600);
+    assert_eq!(
+        answers[0]["error"]["message"],
+        "request too large: the line is longer than the 16777216-byte line limit"
+    );
+    assert_eq!(answers[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    assert!(!s.lib.path("notes/huge.md").exists());
+    s.unharmed();
+}
+
+/// A mistyped key in a batch request (`"mdoe": "append"`) was ignored: the
+/// request ran with the default and overwrote the log it meant to append
+/// to. An unknown key is refused, naming the key and the known key it is
+/// nearest to, and the file keeps its bytes; kb-guard filter's `verdict`
+/// and an upstream `record` stay known.
+#[test]
+fn u16_a_batch_request_with_an_unknown_key_is_refused_with_a_suggestion() {
+    let s = Scene::new();
+    let (code, recs) = s.batch(&[
+        json!({"path": KEPT, "content": "- one more\n", "mdoe": "append"}),
+        json!({"path": "notes/b.md", "contnet": "# B\n", "content": "# B\n"}),
+        json!({"path": "notes/c.md", "content": "# C\n", "zzzzzzzz": 1}),
+        json!({"path": "notes/d.md", "content": "# D\n", "verdict": "safe", "notebook": "nb"}),
+    ]);
+    assert_eq!(code, 2, "{recs:?}");
+    let msgs: Vec<&str> = recs.iter().map(|r| r["message"].as_str().unwrap_or("")).collect();
+    assert_eq!(
+        msgs[..3],
+        [
+            "unknown key 'mdoe'; did you mean 'mode'? (keys: path, content, mode, notebook, allow_risky, verdict)",
+            "unknown key 'contnet'; did you mean 'content'? (keys: path, content, mode, notebook, allow_risky, verdict)",
+            "unknown key 'zzzzzzzz' (keys: path, content, mode, notebook, allow_risky, verdict)",
+        ],
+        "{recs:?}"
+    );
+    assert_eq!((recs[3]["record"].as_str(), recs[3]["path"].as_str()), (Some("write"), Some("notes/d.md")));
+    assert!(!s.lib.path("notes/b.md").exists() && !s.lib.path("notes/c.md").exists());
+    // kb-mcp's library_write refused the key already; now it says which one was meant.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "library_write",
+        "arguments": {"path": KEPT, "content": "- one more\n", "mdoe": "append"}}});
+    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 60, &format!("{call}\n"));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        records(&out)[0]["error"]["message"],
+        "library_write: unknown argument 'mdoe'; did you mean 'mode'? \
+         (expected one of: path, content, mode, notebook, allow_risky)"
+    );
+    s.unharmed();
+}

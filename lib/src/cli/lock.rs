@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use super::args::{self, Cmd, Parsed, Spec};
-use crate::error::{run_main, Exit};
+use super::run_main;
+use crate::error::Exit;
 use crate::lock;
 use crate::out::jsonl::{Format, Out};
 use crate::Library;

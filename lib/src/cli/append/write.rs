@@ -30,7 +30,8 @@ pub fn write(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(
 /// `batch`: the JSONL requests on stdin under one lock and one commit.
 pub fn batch(lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     let mut requests = Vec::new();
-    for (line, obj) in jsonl::read_objects(std::io::stdin().lock()) {
+    let limit = jsonl::line_limit_for(opts.max_bytes);
+    for (line, obj) in jsonl::read_objects_within(std::io::stdin().lock(), limit) {
         let req = match obj {
             // An upstream refusal (kb-guard filter's error record) stays a
             // refusal, with its own message.
