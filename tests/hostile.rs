@@ -1666,3 +1666,36 @@ fn u16_a_batch_request_with_an_unknown_key_is_refused_with_a_suggestion() {
     );
     s.unharmed();
 }
+
+/// A peer's top-level `.gitattributes` need not name the library to reach
+/// it: `*.md working-tree-encoding=UTF-16LE` re-encodes every document on
+/// checkout (no reader takes them after), `* merge=union` splices two
+/// edits of a note together instead of keeping the conflict, `filter=`
+/// hands the documents to a driver. A line the peer adds whose pattern
+/// matches a library file and sets such an attribute is refused; lines
+/// for the project's own files (`src/*.rs`, `*.png`) merge as before.
+#[test]
+fn u17_peer_top_level_gitattributes_reaching_library_files_is_rejected() {
+    let attributes = |p: &Peers, text: &str| {
+        let a = p.attacker.root();
+        std::fs::write(a.join(".gitattributes"), text).unwrap();
+        git(a, &["add", ".gitattributes"]);
+        git(a, &["commit", "-q", "-m", "peer"]);
+        git(a, &["push", "-q", "origin", "main"]);
+    };
+    let p = Peers::new();
+    attributes(&p, "# project\nsrc/*.rs text eol=lf\n*.png binary\n");
+    let v = &p.victim.lib;
+    v.cmd("kb-append").arg("sync").assert().success();
+    assert_eq!(
+        std::fs::read_to_string(v.root().join(".gitattributes")).unwrap(),
+        "# project\nsrc/*.rs text eol=lf\n*.png binary\n"
+    );
+    for line in ["*.md working-tree-encoding=UTF-16LE", "* merge=union", "**/notes/** filter=lfs", "*/*/*.md eol=crlf"]
+    {
+        let p = Peers::new();
+        attributes(&p, &format!("src/*.rs text\n{line}\n"));
+        p.rejected(".gitattributes");
+        assert_eq!(p.victim.lib.read(KEPT), KEPT_TEXT, "{line}");
+    }
+}

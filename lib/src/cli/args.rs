@@ -467,13 +467,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn distance_counts_edits() {
-        assert_eq!(distance("topic", "topic"), 0);
-        assert_eq!(distance("tpoic", "topic"), 2);
-        assert_eq!(distance("day", "days"), 1);
-    }
-
-    #[test]
     fn arity_reads_the_synopsis() {
         let a = |args| Cmd::new("x", args, &[], "").arity();
         assert_eq!(a(""), (0, 0));

@@ -411,6 +411,23 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 mod tests {
     use super::*;
 
+    /// A line of exactly `limit` bytes is read; one byte more is dropped
+    /// whole (the next line is read), with or without a final newline.
+    #[test]
+    fn read_line_keeps_at_most_the_limit() {
+        let mut r = io::BufReader::with_capacity(3, &b"abcd\nabcde\nxy\nabcdefgh"[..]);
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        loop {
+            match read_line(&mut r, &mut buf, 4).unwrap() {
+                Line::End => break,
+                l => got.push((l, String::from_utf8(buf.clone()).unwrap())),
+            }
+        }
+        let want = [(Line::Fits, "abcd"), (Line::TooLong, ""), (Line::Fits, "xy"), (Line::TooLong, "")];
+        assert_eq!(got, want.map(|(l, s)| (l, s.to_string())));
+    }
+
     /// Issue 18: Chinese cells take two columns each, so the next column
     /// starts at the same screen position on every row.
     #[test]

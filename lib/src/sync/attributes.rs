@@ -25,6 +25,71 @@ pub fn gitattributes() -> String {
     s
 }
 
+/// Attributes that change a file's bytes on checkout or how it merges:
+/// content filters, encodings, line endings, keyword expansion, merge
+/// drivers (`binary` is `-diff -merge -text`).
+const RISKY: &[&str] = &["filter", "merge", "text", "eol", "crlf", "working-tree-encoding", "ident", "binary"];
+
+/// The first line of a `.gitattributes` outside the library (`text`, that
+/// was `old` before a peer's commit) that the peer added and that sets a
+/// [`RISKY`] attribute on a path of `files` (library files relative to the
+/// attributes file's directory). A peer's `*.md working-tree-encoding=
+/// UTF-16LE` never names the library and still re-encodes every document.
+/// Patterns match as git's do (no `/`: any file's name; else the path from
+/// the file's directory; `**` across folders); a pattern the glob syntax
+/// cannot read counts as matching.
+pub fn reaching<'a>(text: &'a str, old: &str, files: &[&str]) -> Option<&'a str> {
+    let before: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
+    // Macros (`[attr]evil filter=x`) this file defines with a risky body.
+    let mut macros: Vec<&str> = Vec::new();
+    let names = |attrs: &[&'a str], macros: &[&str]| {
+        attrs.iter().any(|a| {
+            let name = a.trim_start_matches(['-', '!']).split('=').next().unwrap_or_default();
+            RISKY.contains(&name) || macros.contains(&name)
+        })
+    };
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let pattern = words.next().unwrap_or_default();
+        let attrs: Vec<&str> = words.collect();
+        if let Some(name) = pattern.strip_prefix("[attr]") {
+            if names(&attrs, &macros) {
+                macros.push(name);
+            }
+            continue;
+        }
+        if before.contains(line) || !names(&attrs, &macros) {
+            continue;
+        }
+        let pattern = pattern.trim_matches('"');
+        let (pattern, whole_path) = match pattern.strip_prefix('/') {
+            Some(p) => (p, true),
+            None => (pattern, pattern.trim_end_matches('/').contains('/')),
+        };
+        // A directory pattern reaches the files below it.
+        let pattern = if pattern.ends_with('/') { format!("{pattern}**") } else { pattern.to_string() };
+        let Ok(glob) = globset::GlobBuilder::new(&pattern).literal_separator(true).build() else {
+            return Some(line);
+        };
+        let glob = glob.compile_matcher();
+        let hit = files.iter().any(|f| {
+            let name = f.rsplit('/').next().unwrap_or(f);
+            if whole_path || pattern.ends_with("**") {
+                glob.is_match(f)
+            } else {
+                glob.is_match(name)
+            }
+        });
+        if hit {
+            return Some(line);
+        }
+    }
+    None
+}
+
 /// The library's `.gitignore`: the lock file and writers' temp files are
 /// never shared.
 pub const GITIGNORE: &str =
@@ -55,4 +120,24 @@ pub fn write(lib: &Library) -> Result<Vec<String>> {
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reaching;
+
+    #[test]
+    fn only_added_lines_that_reach_library_files_with_content_attributes_count() {
+        let files = [".library/notes/kept.md", ".library/.changelog", ".library/x.md"];
+        for line in ["*.md eol=crlf", "*.md -text", "**/notes/** filter=lfs", ".*/*.md ident", "* merge=union"] {
+            assert_eq!(reaching(&format!("{line}\n"), "", &files), Some(line), "{line}");
+        }
+        let macro_use = "[attr]evil filter=lfs\n*.md evil\n";
+        assert_eq!(reaching(macro_use, "", &files), Some("*.md evil"));
+        for benign in ["/*.md text\n", "src/*.rs text eol=lf\n", "*.md linguist-documentation\n", "*.png binary\n"] {
+            assert_eq!(reaching(benign, "", &files), None, "{benign}");
+        }
+        // A line that was there before the peer's commit is not the peer's.
+        assert_eq!(reaching("* text=auto\n", "* text=auto\n", &files), None);
+    }
 }

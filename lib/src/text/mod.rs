@@ -230,6 +230,12 @@ fn distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(distance("topic", "topic"), 0);
+        assert_eq!(distance("tpoic", "topic"), 2);
+        assert_eq!(distance("day", "days"), 1);
+    }
 
     #[test]
     fn ascii_words_are_those_of_the_char_scan() {
