@@ -1699,3 +1699,30 @@ fn u17_peer_top_level_gitattributes_reaching_library_files_is_rejected() {
         assert_eq!(p.victim.lib.read(KEPT), KEPT_TEXT, "{line}");
     }
 }
+
+/// A project's `.sdlc/libraries.json` comes with the repository a user
+/// clones: a source name or path there with terminal escapes reached the
+/// terminal raw in kb-score's and promote-answer's "source skipped"
+/// warnings. They are shown escaped, like every line for people.
+#[test]
+fn u18_source_registry_text_in_warnings_is_shown_escaped() {
+    let s = Scene::new();
+    std::fs::create_dir_all(s.lib.root().join(".sdlc")).unwrap();
+    let reg = json!({"version": 1, "active": [{"name": "evil\u{1b}]0;pwned\u{7}", "path": "missing\u{1b}[2J\u{202e}"},
+        "glob\u{1b}[31m"]});
+    std::fs::write(s.lib.root().join(".sdlc/libraries.json"), reg.to_string()).unwrap();
+    let runs: [&[&str]; 2] =
+        [&["kb-score", "anything"], &["kb-append", "promote-answer", "notes/answer.md", "--content", "# Answer\n"]];
+    for argv in runs {
+        let out = s.lib.cmd(argv[0]).args(&argv[1..]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains("source 'evil\\u{1b}]0;pwned\\u{7}' skipped: missing\\u{1b}[2J\\u{202e}: "),
+            "{argv:?}: {err:?}"
+        );
+        assert!(err.contains("source 'glob\\u{1b}[31m' skipped"), "{argv:?}: {err:?}");
+        assert!(!err.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{argv:?}: {err:?}");
+    }
+    std::fs::remove_dir_all(s.lib.root().join(".sdlc")).unwrap();
+    s.unharmed();
+}

@@ -67,11 +67,8 @@ pub fn main() -> ExitCode {
             _ => {
                 let swept = lock::sweep(&lib)?;
                 for s in &swept {
-                    eprintln!(
-                        "kb-lock: removed stale lock {} (pid {})",
-                        s.path,
-                        s.pid.map_or("unknown".into(), |p| p.to_string())
-                    );
+                    let pid = s.pid.map_or("unknown".into(), |p| p.to_string());
+                    crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
                     out.record(s)?;
                 }
                 if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) {

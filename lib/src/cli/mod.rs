@@ -17,7 +17,7 @@ pub mod score;
 use std::process::ExitCode;
 
 use crate::error::{Error, Exit, Result};
-use crate::out::printable;
+use crate::out::warn;
 use args::{Args, Parsed, Spec};
 
 /// Every binary's table, for completions.
@@ -56,7 +56,7 @@ pub fn run_main(name: &str, body: impl FnOnce() -> Result<Exit>) -> ExitCode {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{name}: {}", printable(&e.to_string(), false));
+            warn(name, &e.to_string());
             if matches!(e, Error::Usage(_)) {
                 eprintln!("{name}: try '{name} --help'");
             }
