@@ -1726,3 +1726,71 @@ fn u18_source_registry_text_in_warnings_is_shown_escaped() {
     std::fs::remove_dir_all(s.lib.root().join(".sdlc")).unwrap();
     s.unharmed();
 }
+
+/// `kb-lastword plan FILE` (and `validate FILE`) read its file whole
+/// with no check: a FIFO hung it, `/dev/zero` ate memory until the machine killed something. Input
+/// files and stdin are read like every other named input (a FIFO or
+/// device is an error) and up to the queue's size limit; the error names
+/// the file and the limit, and nothing is queued.
+#[test]
+fn u19_lastword_plan_input_is_bounded_and_never_a_special_file() {
+    use crate::lastword::{doc, entry, Lw};
+    let lw = Lw::new();
+    let fifo = lw.root().join("in.fifo");
+    mkfifo(&fifo);
+    for (cmd, input) in [("plan", fifo.to_str().unwrap()), ("validate", fifo.to_str().unwrap()), ("plan", "/dev/zero")]
+    {
+        let mut c = lw.std_cmd();
+        c.args([cmd, input]);
+        let (code, _, err) = bounded(c, 20, "");
+        assert_eq!(code, 2, "{input}: {err}");
+        assert!(err.contains(&format!("kb-lastword: reading {input}: ")), "{input}: {err}");
+        assert!(err.contains("not a regular file"), "{input}: {err}");
+    }
+    let big = lw.root().join("big.yaml");
+    let good = doc(&[entry("~/.config/agents/USER.md", "Projects", Some(2), "update", Some("A"))]);
+    std::fs::write(&big, format!("{good}\n#{}\n", " ".repeat(64 << 20))).unwrap();
+    let mut c = lw.std_cmd();
+    c.args(["plan", big.to_str().unwrap()]);
+    let (code, _, err) = bounded(c, 60, "");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{} is over the limit of 67108864 bytes", big.display())), "{err}");
+    let mut c = lw.std_cmd();
+    c.arg("plan");
+    let (code, _, err) = bounded(c, 60, &std::fs::read_to_string(&big).unwrap());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("kb-lastword: reading stdin: stdin is over the limit of 67108864 bytes"), "{err}");
+    std::fs::remove_file(&big).unwrap();
+    assert!(!lw.lastword().join("USER.md.yaml").exists(), "an entry was queued");
+}
+
+/// `kb-guard sanitize FILE` is the step before storing a fetched page: a
+/// FIFO in the file's place hung it and `/dev/zero` read without end.
+/// The file is opened like every named input (a special file is an
+/// error naming it) and read up to the document limit (8 MiB), like
+/// stdin for sanitize and `scan -`.
+#[test]
+fn u20_guard_sanitize_input_is_bounded_and_never_a_special_file() {
+    let s = Scene::new();
+    let fifo = s.lib.root().join("page.fifo");
+    mkfifo(&fifo);
+    for input in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let mut c = s.lib.std_cmd("kb-guard");
+        c.args(["sanitize", input]);
+        let (code, out, err) = bounded(c, 20, "");
+        assert_eq!(code, 2, "{input}: {err}");
+        assert!(out.is_empty(), "{input}: sanitize printed a document");
+        assert!(err.contains(&format!("kb-guard: reading {input}: ")) && err.contains("not a regular file"), "{err}");
+    }
+    std::fs::remove_file(&fifo).unwrap();
+    let page = format!("# Page\n{}", "x".repeat(8 << 20));
+    for argv in [&["sanitize"][..], &["sanitize", "-"], &["scan", "-"]] {
+        let mut c = s.lib.std_cmd("kb-guard");
+        c.args(argv);
+        let (code, out, err) = bounded(c, 60, &page);
+        assert_eq!(code, 2, "{argv:?}: {err}");
+        assert!(out.is_empty(), "{argv:?}: {}", String::from_utf8_lossy(&out[..out.len().min(200)]));
+        assert!(err.contains("reading stdin: stdin is over the limit of 8388608 bytes"), "{argv:?}: {err}");
+    }
+    s.unharmed();
+}

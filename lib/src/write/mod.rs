@@ -237,13 +237,15 @@ pub fn bytes_from_args(
         (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => (c.as_bytes().to_vec(), "--content".to_string()),
         (None, Some(f)) => {
+            // A FIFO or device is an error, never a hang (issue 21).
             let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             (bytes, f.display().to_string())
         }
         (None, None) => {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(|e| Error::io("reading stdin", e))?;
+            // At most the limit is read: a 2 GB pipe is refused, not held.
+            let bytes = crate::fs::nofollow::read_capped(std::io::stdin().lock(), max_bytes as u64, "stdin")
+                .map_err(|e| Error::io("reading stdin", e))?;
             (bytes, "stdin".to_string())
         }
     };

@@ -1,12 +1,10 @@
 //! `kb-append write`, `batch` and `event`: documents and changelog events
 //! through the one writer, and the records a batch result prints.
 
-use std::io::Read;
-
 use serde_json::json;
 
 use crate::cli::args::Args;
-use crate::error::{Context, Error, Exit};
+use crate::error::{Error, Exit};
 use crate::out::jsonl::{self, Out};
 use crate::write::{self, Mode, Options};
 use crate::Library;
@@ -65,21 +63,7 @@ pub fn event(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(
 /// The content of `write` and `promote-answer`: `--content`,
 /// `--content-file` or stdin.
 pub fn content_arg(a: &Args, max_bytes: usize) -> Result<String, Error> {
-    match (a.get("content"), a.get("content-file").map(std::path::PathBuf::from)) {
-        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
-        (Some(c), None) => Ok(c.to_string()),
-        (None, Some(f)) => {
-            // A FIFO or device is an error, never a hang (issue 21).
-            let bytes =
-                crate::fs::nofollow::read_input(&f, max_bytes as u64).ctx(|| format!("reading {}", f.display()))?;
-            write::content_from_bytes(bytes, &f.display().to_string(), max_bytes)
-        }
-        (None, None) => {
-            let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
-            write::content_from_bytes(bytes, "stdin", max_bytes)
-        }
-    }
+    write::content_from_args(a.get("content"), a.get("content-file").map(std::path::Path::new), max_bytes)
 }
 
 /// Prints one record per request; rejected ones as error records with
