@@ -25,10 +25,27 @@ pub fn gitattributes() -> String {
     s
 }
 
-/// Attributes that change a file's bytes on checkout or how it merges:
-/// content filters, encodings, line endings, keyword expansion, merge
-/// drivers (`binary` is `-diff -merge -text`).
-const RISKY: &[&str] = &["filter", "merge", "text", "eol", "crlf", "working-tree-encoding", "ident", "binary"];
+/// Attributes that, given a value, rewrite a file's bytes on checkout or
+/// splice its merges: content filters (a driver runs), encodings, merge
+/// drivers (`union` joins both sides' lines); with `ident` (keyword
+/// expansion) and `eol=crlf`, the ones [`risky`] counts. Unsetting one
+/// (`-text`, `-merge`, `binary`) and the common `text=auto` or `eol=lf`
+/// leave a Markdown file's bytes alone.
+const RISKY: &[&str] = &["filter", "merge", "working-tree-encoding"];
+
+/// Whether one attribute word (`filter=lfs`, `-text`, `!eol`) sets a
+/// [`RISKY`] attribute, `ident`, `eol=crlf` or one of `macros`.
+fn risky(word: &str, macros: &[&str]) -> bool {
+    if word.starts_with(['-', '!']) {
+        return false;
+    }
+    match word.split_once('=') {
+        // `merge=text` is git's own text merge, as `merge` alone.
+        Some(("merge", "text")) => false,
+        Some((name, value)) => RISKY.contains(&name) || (name == "eol" && value == "crlf"),
+        None => word == "ident" || macros.contains(&word),
+    }
+}
 
 /// The first line of a `.gitattributes` outside the library (`text`, that
 /// was `old` before a peer's commit) that the peer added and that sets a
@@ -42,12 +59,7 @@ pub fn reaching<'a>(text: &'a str, old: &str, files: &[&str]) -> Option<&'a str>
     let before: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
     // Macros (`[attr]evil filter=x`) this file defines with a risky body.
     let mut macros: Vec<&str> = Vec::new();
-    let names = |attrs: &[&'a str], macros: &[&str]| {
-        attrs.iter().any(|a| {
-            let name = a.trim_start_matches(['-', '!']).split('=').next().unwrap_or_default();
-            RISKY.contains(&name) || macros.contains(&name)
-        })
-    };
+    let names = |attrs: &[&'a str], macros: &[&str]| attrs.iter().any(|a| risky(a, macros));
     for line in text.lines().map(str::trim) {
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -129,12 +141,20 @@ mod tests {
     #[test]
     fn only_added_lines_that_reach_library_files_with_content_attributes_count() {
         let files = [".library/notes/kept.md", ".library/.changelog", ".library/x.md"];
-        for line in ["*.md eol=crlf", "*.md -text", "**/notes/** filter=lfs", ".*/*.md ident", "* merge=union"] {
+        for line in
+            ["*.md eol=crlf", "**/notes/** filter=lfs", ".*/*.md ident", "* merge=union", "*.md text merge=union"]
+        {
             assert_eq!(reaching(&format!("{line}\n"), "", &files), Some(line), "{line}");
         }
         let macro_use = "[attr]evil filter=lfs\n*.md evil\n";
         assert_eq!(reaching(macro_use, "", &files), Some("*.md evil"));
-        for benign in ["/*.md text\n", "src/*.rs text eol=lf\n", "*.md linguist-documentation\n", "*.png binary\n"] {
+        let benign = [
+            "/*.md filter=lfs\n",
+            "src/*.rs filter=x\n",
+            "*.md linguist-documentation\n",
+            "* text=auto eol=lf merge\n",
+        ];
+        for benign in benign.into_iter().chain(["*.md -text -merge binary\n", "*.png filter=lfs\n"]) {
             assert_eq!(reaching(benign, "", &files), None, "{benign}");
         }
         // A line that was there before the peer's commit is not the peer's.
