@@ -314,7 +314,8 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     let fill = slot::compare(&c.one_liner, &other.one_liner);
     let objects = fill == Slot::Objects;
     // Each side names something the other does not (pnpm vs yarn).
-    let differing = fill != Slot::Same || if chinese { own_a > 0 && own_b > 0 } else { differ(&ka, &kb) };
+    let differing =
+        matches!(fill, Slot::Objects | Slot::Choice) || if chinese { own_a > 0 && own_b > 0 } else { differ(&ka, &kb) };
     // A swap of one or two words in otherwise shared words: alternatives
     // for one slot. Two statements that differ in many words are about
     // different things, not in conflict, and two refusals of different
@@ -329,6 +330,9 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // A user who says they move to another name for the note's subject
     // ("数据库以后改用 Postgres"), or away from what the note names ("不用
     // pnpm 了", "instead of yarn"), puts it in the scenario themselves.
+    // A value in the scope ("under fifty lines" / "under thirty lines") is
+    // the rule's choice, not another scope.
+    let other_scope = other_scope && fill != Slot::Choice;
     let same_scenario = hit.duplicate
         || (!other_scope
             && !objects
@@ -348,7 +352,7 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
             && neg_c == neg_o
             && !differing
             && !moves
-            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
+            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT || fill == Slot::Reworded));
     let conflict =
         same_scenario && !same_conclusion && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
     Neighbour {

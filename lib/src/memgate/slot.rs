@@ -33,6 +33,10 @@ pub enum Slot {
     /// Each side keeps only what it chooses or a value: alternatives for
     /// one slot.
     Choice,
+    /// Chinese only: neither side keeps a word of its own, only function
+    /// or single characters outside any choice ("密钥别提交进仓库" /
+    /// "不要把密钥提交到仓库里"): the same statement in other particles.
+    Reworded,
 }
 
 /// English words after which a rule names its choice.
@@ -168,14 +172,15 @@ fn compare_en(a: &str, b: &str) -> Slot {
     if chosen(&own_a) && chosen(&own_b) {
         return Slot::Choice;
     }
-    // The word after a shared word, in its clause.
-    let next = |u: &[Unit], k: &str| -> Option<String> {
-        let i = u.iter().position(|x| x.key == k)?;
-        u.get(i + 1).filter(|n| n.clause == u[i].clause).map(|n| n.key.clone())
-    };
-    let governed = ua.iter().filter(|u| has(&ub, &u.key)).any(
-        |s| matches!((next(&ua, &s.key), next(&ub, &s.key)), (Some(x), Some(y)) if !has(&ub, &x) && !has(&ua, &y)),
-    );
+    // The words both rules open with (the verb: "never print", "back
+    // up"), then each its own word: what the shared verb acts on. Only at
+    // the opening: a shared word further on is as often a noun before a
+    // reworded verb ("a family and give / provide a home").
+    let first = |u: &[Unit]| -> Vec<String> { u.iter().filter(|x| x.clause == 0).map(|x| x.key.clone()).collect() };
+    let (fa, fb) = (first(&ua), first(&ub));
+    let lead = fa.iter().zip(&fb).take_while(|(x, y)| x == y).count();
+    let governed =
+        lead > 0 && matches!((fa.get(lead), fb.get(lead)), (Some(x), Some(y)) if !has(&ub, x) && !has(&ua, y));
     if governed {
         Slot::Objects
     } else {
@@ -264,6 +269,10 @@ fn own_zh(t: &str, other: &str) -> Vec<(Unit, bool)> {
 
 fn compare_zh(a: &str, b: &str) -> Slot {
     let (own_a, own_b) = (own_zh(a, b), own_zh(b, a));
+    let counted = |own: &[(Unit, bool)]| own.iter().any(|(_, n)| *n);
+    if !counted(&own_a) && !counted(&own_b) && !own_a.iter().chain(&own_b).any(|(u, _)| u.choice || u.value) {
+        return Slot::Reworded;
+    }
     if own_a.is_empty() || own_b.is_empty() {
         return Slot::Same;
     }
@@ -271,7 +280,6 @@ fn compare_zh(a: &str, b: &str) -> Slot {
     if chosen(&own_a) && chosen(&own_b) {
         return Slot::Choice;
     }
-    let counted = |own: &[(Unit, bool)]| own.iter().any(|(_, n)| *n);
     if counted(&own_a) && counted(&own_b) {
         Slot::Objects
     } else {
@@ -286,7 +294,7 @@ mod tests {
     #[test]
     fn objects_choices_and_rewordings() {
         assert_eq!(compare("不要把密钥提交到仓库里。", "打包产物不要提交到仓库。"), Slot::Objects);
-        assert_eq!(compare("不要把密钥提交到仓库里。", "密钥别提交进仓库。"), Slot::Same);
+        assert_eq!(compare("不要把密钥提交到仓库里。", "密钥别提交进仓库。"), Slot::Reworded);
         assert_eq!(compare("日志里不能出现用户手机号。", "日志中不能打印用户的手机号。"), Slot::Same);
         assert_eq!(compare("缩进用两个空格。", "缩进用四个空格。"), Slot::Choice);
         assert_eq!(compare("表单校验用 yup。", "表单校验用 zod。"), Slot::Choice);
