@@ -352,9 +352,14 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
             && neg_c == neg_o
             && !differing
             && !moves
+            && fill != Slot::Opposed
             && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT || fill == Slot::Reworded));
-    let conflict =
-        same_scenario && !same_conclusion && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
+    // Opposite actions on one thing ("关闭 / 打开调试日志") conflict as a
+    // refusal and a rule do; a refusal of the opposite action agrees.
+    let opposed = fill == Slot::Opposed;
+    let conflict = same_scenario
+        && !same_conclusion
+        && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT && !opposed } else { opposed || swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),

@@ -33,6 +33,10 @@ pub enum Slot {
     /// Each side keeps only what it chooses or a value: alternatives for
     /// one slot.
     Choice,
+    /// Each side keeps one of two opposite actions on the same thing
+    /// ("关闭调试日志" / "打开调试日志", "enable" / "disable"): a conflict
+    /// as a refusal is.
+    Opposed,
     /// Chinese only: neither side keeps a word of its own, only function
     /// or single characters outside any choice ("密钥别提交进仓库" /
     /// "不要把密钥提交到仓库里"): the same statement in other particles.
@@ -58,6 +62,52 @@ const FILLER_ZH: &str = "统所每必须需应可之得";
 /// English words that say how often or how firmly, not what: "nightly" /
 /// "every night".
 const FILLER_EN: &[&str] = &["every", "each", "always", "ever", "first"];
+/// Opposite actions: one side keeping the one and the other the other
+/// say opposite things, as a refusal and a rule do. Chinese entries match
+/// inside a run of own characters.
+const OPPOSITES_ZH: &[(&str, &str)] = &[
+    ("打开", "关闭"),
+    ("开启", "关闭"),
+    ("启用", "禁用"),
+    ("启用", "停用"),
+    ("开", "关"),
+    ("加", "去掉"),
+    ("加上", "去掉"),
+    ("添加", "删除"),
+    ("增加", "删除"),
+    ("增加", "减少"),
+    ("保留", "删除"),
+    ("允许", "禁止"),
+    ("显示", "隐藏"),
+];
+const OPPOSITES_EN: &[(&str, &str)] = &[
+    ("enable", "disable"),
+    ("add", "remove"),
+    ("allow", "forbid"),
+    ("allow", "block"),
+    ("allow", "deny"),
+    ("show", "hide"),
+    ("include", "exclude"),
+    ("keep", "drop"),
+    ("keep", "delete"),
+    ("increase", "decrease"),
+];
+
+/// Whether one side's own units hold one of two opposite actions and the
+/// other side's the other.
+fn opposed(own_a: &[String], own_b: &[String], zh: bool) -> bool {
+    let holds = |own: &[String], w: &str| {
+        if zh {
+            own.iter().any(|k| k.contains(w))
+        } else {
+            let w = terms::stem(w);
+            own.iter().any(|k| *k == w)
+        }
+    };
+    let list = if zh { OPPOSITES_ZH } else { OPPOSITES_EN };
+    list.iter().any(|(x, y)| (holds(own_a, x) && holds(own_b, y)) || (holds(own_a, y) && holds(own_b, x)))
+}
+
 /// Number words: a swap of them is a swap of values.
 /// Written out, they meet their digits ("ninety days" / "90 days").
 const NUMBER_EN: &[(&str, u32)] = &[
@@ -168,6 +218,10 @@ fn compare_en(a: &str, b: &str) -> Slot {
     if own_a.is_empty() || own_b.is_empty() {
         return Slot::Same;
     }
+    let keys = |own: &[&Unit]| -> Vec<String> { own.iter().map(|u| u.key.clone()).collect() };
+    if own_a.len() == 1 && own_b.len() == 1 && opposed(&keys(&own_a), &keys(&own_b), false) {
+        return Slot::Opposed;
+    }
     let chosen = |own: &[&Unit]| own.iter().all(|u| u.choice || u.value);
     if chosen(&own_a) && chosen(&own_b) {
         return Slot::Choice;
@@ -269,6 +323,14 @@ fn own_zh(t: &str, other: &str) -> Vec<(Unit, bool)> {
 
 fn compare_zh(a: &str, b: &str) -> Slot {
     let (own_a, own_b) = (own_zh(a, b), own_zh(b, a));
+    let keys = |own: &[(Unit, bool)]| -> Vec<String> { own.iter().map(|(u, _)| u.key.clone()).collect() };
+    // Opposite actions and nothing else of their own: "生产环境关闭调试日志"
+    // / "测试环境打开调试日志" are two environments' rules.
+    let action = |k: &str| OPPOSITES_ZH.iter().any(|(x, y)| k.contains(x) || k.contains(y));
+    let only_action = |own: &[(Unit, bool)]| own.iter().all(|(u, n)| !n || action(&u.key));
+    if opposed(&keys(&own_a), &keys(&own_b), true) && only_action(&own_a) && only_action(&own_b) {
+        return Slot::Opposed;
+    }
     let counted = |own: &[(Unit, bool)]| own.iter().any(|(_, n)| *n);
     if !counted(&own_a) && !counted(&own_b) && !own_a.iter().chain(&own_b).any(|(u, _)| u.choice || u.value) {
         return Slot::Reworded;
@@ -297,6 +359,8 @@ mod tests {
         assert_eq!(compare("不要把密钥提交到仓库里。", "密钥别提交进仓库。"), Slot::Reworded);
         assert_eq!(compare("日志里不能出现用户手机号。", "日志中不能打印用户的手机号。"), Slot::Same);
         assert_eq!(compare("缩进用两个空格。", "缩进用四个空格。"), Slot::Choice);
+        assert_eq!(compare("生产环境关闭调试日志。", "生产环境打开调试日志。"), Slot::Opposed);
+        assert_eq!(compare("Enable strict mode in CI.", "Disable strict mode in CI."), Slot::Opposed);
         assert_eq!(compare("表单校验用 yup。", "表单校验用 zod。"), Slot::Choice);
         assert_eq!(compare("搜索用 Meilisearch。", "搜索用 Elasticsearch。"), Slot::Choice);
         assert_eq!(compare("ORM 换成 Prisma。", "ORM 用 Sequelize。"), Slot::Choice);
