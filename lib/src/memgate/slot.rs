@@ -101,7 +101,7 @@ fn opposed(own_a: &[String], own_b: &[String], zh: bool) -> bool {
             own.iter().any(|k| k.contains(w))
         } else {
             let w = terms::stem(w);
-            own.iter().any(|k| *k == w)
+            own.contains(&w)
         }
     };
     let list = if zh { OPPOSITES_ZH } else { OPPOSITES_EN };
