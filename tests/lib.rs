@@ -21,6 +21,7 @@ mod layers;
 mod lock;
 mod mcp;
 mod memgate;
+mod memgate_crash;
 mod memgate_quality;
 mod out_of_scope;
 mod promote;
