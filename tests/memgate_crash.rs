@@ -10,6 +10,7 @@
 use std::io::Write;
 use std::process::Stdio;
 
+use kb::fs::crash::{Step, STEPS};
 use serde_json::{json, Value};
 
 use crate::memgate::{answered, decide, lines, mem, notes, read, remember, said, MEM};
@@ -54,6 +55,11 @@ impl Scene {
     }
 }
 
+/// The ids of the notes in notes/ (temp files are not notes).
+fn live(lib: &Lib) -> Vec<String> {
+    notes(lib).iter().filter(|f| f.starts_with("MEM-")).map(|f| f.trim_end_matches(".md").to_string()).collect()
+}
+
 fn sha(bytes: &[u8]) -> String {
     kb::doc::digest::sha256_hex(bytes)
 }
@@ -65,7 +71,12 @@ fn audit(lib: &Lib) -> Vec<Value> {
 
 fn archived(lib: &Lib) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(mem(lib, "archive"))
-        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("MEM-"))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -102,7 +113,7 @@ pub(crate) fn apply_ok(lib: &Lib, decisions: &[&Value]) -> Vec<Value> {
 #[track_caller]
 pub(crate) fn assert_agrees(lib: &Lib, what: &str) {
     assert!(!mem(lib, ".journal").exists(), "{what}: journal left");
-    let live: Vec<String> = notes(lib).iter().map(|f| f.trim_end_matches(".md").to_string()).collect();
+    let live = live(lib);
     // INDEX.md's rows are the notes'.
     let out = lib.cmd("kb-memgate").args(["reindex", "--check"]).output().unwrap();
     let r = records(&out.stdout);
@@ -156,14 +167,13 @@ pub(crate) fn assert_agrees(lib: &Lib, what: &str) {
 fn assert_end(s: &Scene, what: &str) {
     let mut want = vec![s.new.clone(), Scene::id(&s.extra), Scene::id(&s.next)];
     want.push(
-        notes(&s.lib).iter().map(|f| f.trim_end_matches(".md").to_string()).find(|id| {
-            read(&s.lib, &format!("notes/{id}.md")).contains("Write commit messages in English.")
-        })
-        .unwrap_or_else(|| panic!("{what}: the untouched note is gone")),
+        live(&s.lib)
+            .into_iter()
+            .find(|id| read(&s.lib, &format!("notes/{id}.md")).contains("Write commit messages in English."))
+            .unwrap_or_else(|| panic!("{what}: the untouched note is gone")),
     );
     want.sort();
-    let live: Vec<String> = notes(&s.lib).iter().map(|f| f.trim_end_matches(".md").to_string()).collect();
-    assert_eq!(live, want, "{what}: notes");
+    assert_eq!(live(&s.lib), want, "{what}: notes");
     let arch = archived(&s.lib);
     assert_eq!(arch.len(), 1, "{what}: archive {arch:?}");
     assert!(arch[0].starts_with(&format!("{}.", s.old)), "{what}: {arch:?}");
@@ -232,5 +242,94 @@ fn random_kill_nine_during_memgate_applies() {
         let st: Vec<&str> = recs.iter().filter_map(|r| r["status"].as_str()).collect();
         assert!(st.len() == 2 && st.iter().all(|x| matches!(*x, "applied" | "unchanged")), "{what}: {recs:?}");
         assert_end(&s, &what);
+    }
+}
+
+/// How many times applying `[replace, extra]` reaches a memgate step: the
+/// replace stages the new note and the old note's archive copy, the extra
+/// its note; the archive and the removal happen in the replace only.
+fn hits(step: Step) -> u32 {
+    match step {
+        Step::MemgateTemp => 3,
+        Step::MemgateArchive | Step::MemgateRemove => 1,
+        _ => 2,
+    }
+}
+
+/// Runs apply of `[replace, extra]` armed to abort at `step:n`; asserts
+/// that it did.
+#[track_caller]
+fn crash(s: &Scene, step: Step, n: u32) {
+    let armed = format!("{}:{n}", step.name());
+    let out = s
+        .lib
+        .cmd("kb-memgate")
+        .arg("apply")
+        .env(kb::fs::crash::VAR, &armed)
+        .write_stdin(lines(&[s.replace.clone(), s.extra.clone()]))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_none() && err.contains("aborting"), "{armed}: the kill did not land: {err}");
+}
+
+/// Killed at every step of both decisions' applies, the next writer
+/// finishes what the journal names (every change of the decision killed
+/// after its journal, none before) and prints one `recovered` record; the
+/// agent's retry then lands each decision once.
+#[test]
+fn apply_killed_at_every_step_is_finished_by_the_next_writer() {
+    for &step in STEPS.iter().filter(|s| s.pipeline() == "memgate") {
+        for n in 1..=hits(step) {
+            let what = format!("{}:{n}", step.name());
+            let s = Scene::new();
+            crash(&s, step, n);
+            // Which decision the kill hit, and whether its journal was durable.
+            let in_extra = n == hits(step) && (step == Step::MemgateTemp || hits(step) == 2);
+            let journaled = step != Step::MemgateTemp;
+            assert_eq!(mem(&s.lib, ".journal").exists(), journaled, "{what}: journal");
+            let replaced = journaled || in_extra;
+            let extra = journaled && in_extra;
+            let recs = apply_ok(&s.lib, &[&s.next]);
+            let rec: Vec<&Value> = recs.iter().filter(|r| r["record"] == "recovered").collect();
+            assert_eq!(rec.len(), usize::from(journaled), "{what}: {recs:?}");
+            if let Some(r) = rec.first() {
+                let want = if in_extra { 1 } else { 3 };
+                assert_eq!(r["landed"].as_array().unwrap().len(), want, "{what}: {r}");
+                assert_eq!(r["rolled_back"], json!([]), "{what}: {r}");
+            }
+            let exists = |id: &str| mem(&s.lib, &format!("notes/{id}.md")).exists();
+            assert_eq!((exists(&s.new), exists(&s.old)), (replaced, !replaced), "{what}: the replace");
+            assert_eq!(exists(&Scene::id(&s.extra)), extra, "{what}: the extra note");
+            assert_agrees(&s.lib, &format!("{what}, after the next writer"));
+            let recs = apply_ok(&s.lib, &[&s.replace, &s.extra]);
+            let st: Vec<&str> = recs.iter().filter_map(|r| r["status"].as_str()).collect();
+            let want = [if replaced { "unchanged" } else { "applied" }, if extra { "unchanged" } else { "applied" }];
+            assert_eq!(st, want, "{what}: the retry");
+            assert_end(&s, &what);
+        }
+    }
+}
+
+/// `reindex` is a next writer too: it finishes a killed apply, sweeps the
+/// temp files a kill before the journal left, and writes INDEX.md only
+/// when the notes call for it.
+#[test]
+fn reindex_finishes_a_killed_apply_and_sweeps_its_temps() {
+    for (step, n) in [(Step::MemgateTemp, 2), (Step::MemgateRemove, 1), (Step::MemgateAudit, 1)] {
+        let what = format!("{}:{n}", step.name());
+        let s = Scene::new();
+        crash(&s, step, n);
+        assert!(!temps(&s.lib).is_empty() || step != Step::MemgateTemp, "{what}: no temp left to sweep");
+        let recs = lib_ok(&s.lib, &["reindex"]);
+        let journaled = step != Step::MemgateTemp;
+        assert_eq!(recs[0]["record"] == "recovered", journaled, "{what}: {recs:?}");
+        let report = recs.last().unwrap();
+        assert_eq!((report["record"].as_str(), report["in_sync"].as_bool()), (Some("reindex"), Some(true)), "{what}");
+        assert!(temps(&s.lib).is_empty(), "{what}: {:?}", temps(&s.lib));
+        assert_agrees(&s.lib, &what);
+        // A second reindex has nothing to recover or write.
+        let recs = lib_ok(&s.lib, &["reindex"]);
+        assert_eq!((recs.len(), recs[0]["index_md"].as_bool()), (1, Some(false)), "{what}: {recs:?}");
     }
 }

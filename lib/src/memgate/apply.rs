@@ -244,8 +244,8 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
         let before = k.digest();
         (IndexChange::Append(index_md::render_row(&index_md::row(&p.note)), k), Some(before))
     } else {
-        let mut rows = index_md::parse(&index_text)
-            .map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?;
+        let mut rows =
+            index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?;
         index_md::update(&mut rows, &removed, &[&p.note]);
         let new_index = index_md::render(&rows);
         let before = (!index_text.is_empty()).then(|| file_digest(index_text.as_bytes()));
@@ -264,8 +264,11 @@ fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> 
     let staged = (|| -> Result<()> {
         if p.note_changes() {
             let bytes = p.note.render();
-            let (event, op) =
-                if p.existing.is_some() { ("memory_note_updated", "update") } else { ("memory_note_created", "create") };
+            let (event, op) = if p.existing.is_some() {
+                ("memory_note_updated", "update")
+            } else {
+                ("memory_note_created", "create")
+            };
             let mut l = line(event, op, paths.rel(&p.note.id));
             l.note_id = Some(p.note.id.clone());
             l.digest_before = p.existing.as_ref().map(|e| file_digest(&e.bytes));

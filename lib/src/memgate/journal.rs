@@ -299,7 +299,11 @@ pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
         Error::msg(format!("{} is not a kb-memgate journal ({e}); move it away to go on", jpath.display()))
     })?;
     if j.version != VERSION {
-        return Err(Error::msg(format!("{} has version {}, this kb-memgate reads {VERSION}", jpath.display(), j.version)));
+        return Err(Error::msg(format!(
+            "{} has version {}, this kb-memgate reads {VERSION}",
+            jpath.display(),
+            j.version
+        )));
     }
     let rec = finish(paths, &j)?;
     end(paths)?;
