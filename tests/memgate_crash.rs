@@ -135,7 +135,7 @@ pub(crate) fn assert_agrees(lib: &Lib, what: &str) {
     assert_eq!(index, json!(sha(read(lib, "INDEX.md").as_bytes())), "{what}: INDEX.md's last audit line");
     // ... every live note's last line names its bytes ...
     for id in &live {
-        let last = a.iter().filter(|l| l["note_id"] == id.as_str()).last();
+        let last = a.iter().rfind(|l| l["note_id"] == id.as_str());
         let last = last.unwrap_or_else(|| panic!("{what}: {id} has no audit line"));
         assert!(matches!(last["operation"].as_str(), Some("create" | "update")), "{what}: {last}");
         let bytes = std::fs::read(mem(lib, &format!("notes/{id}.md"))).unwrap();
@@ -152,7 +152,7 @@ pub(crate) fn assert_agrees(lib: &Lib, what: &str) {
     }
     for l in a.iter().filter(|l| l["note_id"].is_string()) {
         let id = l["note_id"].as_str().unwrap();
-        let last = a.iter().filter(|x| x["note_id"] == id).last().unwrap();
+        let last = a.iter().rfind(|x| x["note_id"] == id).unwrap();
         if last["operation"] == "delete" {
             assert!(!live.iter().any(|x| x == id), "{what}: {id} is deleted in the audit but live");
         } else {
