@@ -30,4 +30,5 @@ mod recipes;
 mod relate;
 mod score;
 mod skills;
+mod skills_crash;
 mod sync;
