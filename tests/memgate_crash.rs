@@ -207,7 +207,8 @@ fn random_kill_nine_during_memgate_applies() {
     let seed: u64 = std::env::var("KB_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5bd1_e995_2f1c_83a7);
     eprintln!("random_kill_nine_during_memgate_applies: KB_KILL_SEED={seed}");
     let mut rng = Rng(seed);
-    for round in 0..10 {
+    let (rounds, mut kills) = (10, 0);
+    for round in 0..rounds {
         let s = Scene::new();
         let index0 = read(&s.lib, "INDEX.md");
         let audit0 = audit(&s.lib).len();
@@ -233,7 +234,11 @@ fn random_kill_nine_during_memgate_applies() {
             _ => exists(&Scene::id(&s.extra)),
         };
         let status = kill_when(&mut child, || true, reached);
-        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9), "{what}: not killed: {status}");
+        // The last point comes just before the apply ends: on a loaded
+        // machine it may end within one slice. Then it ended well.
+        let killed = std::os::unix::process::ExitStatusExt::signal(&status) == Some(9);
+        assert!(killed || status.success(), "{what}: {status}");
+        kills += usize::from(killed);
         // The next writer, then the agent's retry of what was killed.
         let recs = apply_ok(&s.lib, &[&s.next]);
         assert!(recs.iter().any(|r| r["status"] == "applied"), "{what}: {recs:?}");
@@ -243,6 +248,8 @@ fn random_kill_nine_during_memgate_applies() {
         assert!(st.len() == 2 && st.iter().all(|x| matches!(*x, "applied" | "unchanged")), "{what}: {recs:?}");
         assert_end(&s, &what);
     }
+    eprintln!("random_kill_nine_during_memgate_applies: {kills} of {rounds} applies killed mid-way");
+    assert!(kills * 2 >= rounds, "only {kills} of {rounds} kills landed (seed {seed})");
 }
 
 /// How many times applying `[replace, extra]` reaches a memgate step: the
