@@ -4,6 +4,9 @@
 //! `archive/` (recoverable), update INDEX.md and the search index, and
 //! append one audit line per change with the file's digest before and
 //! after. A decision applied twice changes nothing (same content digest).
+//! The changes of one decision are one journaled group
+//! (kb::memgate::journal): a kill at any step is finished by the next
+//! apply or `reindex`, which prints a `recovered` record.
 
 use std::io::BufRead;
 
