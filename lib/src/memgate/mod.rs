@@ -14,11 +14,13 @@ pub mod govern;
 pub mod index_digest;
 pub mod index_md;
 pub mod input;
+pub mod journal;
 pub mod lemma;
 pub mod note;
 pub mod reindex;
 pub mod search;
 pub mod similarity;
+pub mod slot;
 pub mod store;
 
 pub use store::Paths;
