@@ -532,7 +532,7 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
     // a `/path/to/` credentials path, a loopback proxy address.
     let lib = Lib::empty();
     let safe = agent_shapes(&lib, "safe");
-    assert_eq!(safe.len(), 10, "{safe:?}");
+    assert_eq!(safe.len(), 11, "{safe:?}");
     for (file, verdict, rules) in &safe {
         assert_eq!((verdict.as_str(), rules.as_slice()), ("safe", &[][..]), "{file}");
     }
@@ -540,6 +540,9 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
     flagged.sort();
     let want: Vec<(&str, &str, Vec<&str>)> = vec![
         ("credentials-read.py", "dangerous", vec!["exf-03"]),
+        // Real file 023's shape: a standing order to deploy to production
+        // over ssh/rsync after every push (caution: the owner may mean it).
+        ("deploy-after-push.md", "caution", vec!["exe-x03"]),
         ("emoji-split-word.sh", "dangerous", vec!["sc-01", "invisible_chars"]),
         ("greek-path.md", "dangerous", vec!["exf-02", "homoglyph"]),
         ("mode-lookalike.py", "dangerous", vec!["per-x04", "homoglyph"]),
