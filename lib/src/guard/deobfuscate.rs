@@ -64,13 +64,18 @@ pub fn view(text: &str, markdown: bool) -> Vec<(usize, String)> {
             None => (i + 1, std::borrow::Cow::Borrowed(physical)),
         };
         let line: &str = &logical;
-        let decoded = if line.contains('&') { entities(line) } else { None };
-        // Most lines hold none of the characters any step acts on.
-        if !in_comment
-            && decoded.is_none()
-            && matches!(logical, std::borrow::Cow::Borrowed(_))
-            && !line.bytes().any(|b| TRIGGERS[b as usize])
-        {
+        // Most lines hold none of the characters any step acts on; one
+        // pass finds a trigger, or else whether an entity may start.
+        let (mut triggered, mut amp) = (false, false);
+        for b in line.bytes() {
+            if TRIGGERS[b as usize] {
+                triggered = true;
+                break;
+            }
+            amp |= b == b'&';
+        }
+        let decoded = if amp || (triggered && line.contains('&')) { entities(line) } else { None };
+        if !in_comment && !triggered && decoded.is_none() && matches!(logical, std::borrow::Cow::Borrowed(_)) {
             continue;
         }
         // Each step reads its line once (a handful of passes a line).
