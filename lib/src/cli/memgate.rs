@@ -28,7 +28,10 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         "decide" => decide::run(&paths, stdin, &mut out)?,
         "apply" => apply::run(&paths, stdin, &mut out)?,
         _ => {
-            let report = reindex::run(&paths, a.on("check"))?;
+            let (recovered, report) = reindex::run(&paths, a.on("check"))?;
+            if let Some(r) = recovered {
+                out.record(&r)?;
+            }
             out.record(&report)?;
             if a.on("check") && !report.in_sync {
                 out.raise(Exit::Negative);

@@ -1,7 +1,8 @@
 //! Fault injection for the crash tests (issue 22, after SQLite's crash
 //! tests): `KB_CRASH_AT=<step>:<n>` makes the process abort (as a kill -9
 //! would end it: no destructors, no flush) the n-th time it reaches the
-//! named step of the write, compaction, sync or kb-lastword apply pipeline. Every step is named
+//! named step of the write, compaction, sync, kb-lastword apply or
+//! kb-memgate apply pipeline. Every step is named
 //! here, once, so the tests iterate all of them. Without the variable a step
 //! costs one load of a cached `None`.
 
@@ -50,6 +51,23 @@ pub enum Step {
     LastwordRename,
     /// Every file of the apply is in place; the journal is still there.
     LastwordRenamed,
+    /// kb-memgate apply wrote (and synced) one temp file (the note or an
+    /// archive copy); nothing is in place.
+    MemgateTemp,
+    /// kb-memgate apply's journal (`<memory>/.journal`) is durable.
+    MemgateJournal,
+    /// The survivor note is in place in `notes/`.
+    MemgateNote,
+    /// One removed note's copy is in `archive/`; the note is still in `notes/`.
+    MemgateArchive,
+    /// One removed note left `notes/`.
+    MemgateRemove,
+    /// INDEX.md was updated.
+    MemgateIndex,
+    /// The search index (its side segment, or whole) was updated.
+    MemgateSearch,
+    /// The audit lines were appended; the journal is still there.
+    MemgateAudit,
 }
 
 /// Every step, in pipeline order, for tests that crash at each.
@@ -72,6 +90,14 @@ pub const STEPS: &[Step] = &[
     Step::LastwordJournal,
     Step::LastwordRename,
     Step::LastwordRenamed,
+    Step::MemgateTemp,
+    Step::MemgateJournal,
+    Step::MemgateNote,
+    Step::MemgateArchive,
+    Step::MemgateRemove,
+    Step::MemgateIndex,
+    Step::MemgateSearch,
+    Step::MemgateAudit,
 ];
 
 impl Step {
@@ -96,15 +122,31 @@ impl Step {
             Step::LastwordJournal => "lastword-journal",
             Step::LastwordRename => "lastword-rename",
             Step::LastwordRenamed => "lastword-renamed",
+            Step::MemgateTemp => "memgate-temp",
+            Step::MemgateJournal => "memgate-journal",
+            Step::MemgateNote => "memgate-note",
+            Step::MemgateArchive => "memgate-archive",
+            Step::MemgateRemove => "memgate-remove",
+            Step::MemgateIndex => "memgate-index",
+            Step::MemgateSearch => "memgate-search",
+            Step::MemgateAudit => "memgate-audit",
         }
     }
 
-    /// The pipeline a step belongs to: `write`, `compact`, `sync` or `lastword`.
+    /// The pipeline a step belongs to: `write`, `compact`, `sync`, `lastword` or `memgate`.
     pub fn pipeline(self) -> &'static str {
         match self {
             Step::CompactArchive | Step::CompactLog => "compact",
             Step::SyncFetched | Step::SyncMerging | Step::SyncMerged => "sync",
             Step::LastwordTemp | Step::LastwordJournal | Step::LastwordRename | Step::LastwordRenamed => "lastword",
+            Step::MemgateTemp
+            | Step::MemgateJournal
+            | Step::MemgateNote
+            | Step::MemgateArchive
+            | Step::MemgateRemove
+            | Step::MemgateIndex
+            | Step::MemgateSearch
+            | Step::MemgateAudit => "memgate",
             _ => "write",
         }
     }

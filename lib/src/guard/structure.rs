@@ -124,7 +124,8 @@ fn check_skill_md(engine: &Engine, t: &Target, out: &mut Vec<Finding>) {
     let shown = t.entries.iter().find(|e| e.rel == "SKILL.md").map(|e| e.display.clone());
     let shown = shown.unwrap_or_else(|| format!("{}/SKILL.md", t.display.trim_end_matches('/')));
     let at = |id: &str, line: usize, matched: &str| engine.builtin(id, &shown, line, 1, matched, Context::Frontmatter);
-    let path = t.root.join("SKILL.md");
+    // Its entry's file: a change judged before it lands reads the staged bytes.
+    let path = t.entries.iter().find(|e| e.rel == "SKILL.md").map_or_else(|| t.root.join("SKILL.md"), |e| e.fs.clone());
     let is_file = path.symlink_metadata().map(|m| m.is_file()).unwrap_or(false);
     let text = match std::fs::read(&path) {
         Ok(b) if is_file && b.len() as u64 <= LIMITS.max_file_size * 4 => String::from_utf8_lossy(&b).into_owned(),

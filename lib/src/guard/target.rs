@@ -246,6 +246,24 @@ fn skill(root: &Path, display: String) -> Target {
     Target { display, kind: TargetKind::Skill, root: root.to_path_buf(), entries: Vec::new() }
 }
 
+/// The skill at `root` as it will be once each change in `over` lands:
+/// a `(path inside the skill, Some(stand-in))` pair is read from its
+/// stand-in (the synced temp file a writer staged beside it, which is
+/// itself left out), a `(path, None)` is removed. So the guard judges a
+/// change before it is in place and a dangerous one never lands
+/// (kb-append skill).
+pub fn skill_overlaid(root: &Path, display: &str, over: &[(String, Option<PathBuf>)]) -> Target {
+    let mut entries = skill_entries(root, display);
+    entries.retain(|e| !over.iter().any(|(rel, fs)| e.rel == *rel || fs.as_ref() == Some(&e.fs)));
+    for (rel, fs) in over {
+        if let Some(fs) = fs {
+            entries.push(entry_for(fs, rel.clone(), join(display, rel), false));
+        }
+    }
+    entries.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Target { display: display.to_string(), kind: TargetKind::Skill, root: root.to_path_buf(), entries }
+}
+
 /// Every entry under a skill's `root`.
 fn skill_entries(root: &Path, display: &str) -> Vec<Entry> {
     let mut entries = Vec::new();

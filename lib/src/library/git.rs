@@ -57,6 +57,20 @@ pub fn commit(lib: &Library, paths: &[String], message: &str) -> Result<bool> {
     Ok(true)
 }
 
+/// Unstages `paths` (their index entries back to HEAD's), so a recovery
+/// commits them afresh: a deletion a killed commit staged is otherwise
+/// neither on disk nor in the index, and `git add` refuses to name it.
+/// Best effort: with no HEAD yet (the first commit) there is nothing to
+/// reset to, and the commit that follows reports any real trouble.
+pub fn unstage(lib: &Library, paths: &[String]) {
+    if paths.is_empty() || !is_repo(lib) {
+        return;
+    }
+    let mut c = git(&lib.dir);
+    c.args(["reset", "-q", "--"]).args(paths.iter().filter(|p| !p.starts_with(':')));
+    let _ = c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status();
+}
+
 /// The given paths that git tracks. A failing `git ls-files` is an error,
 /// not "nothing tracked": that would leave a deletion out of the commit.
 fn tracked(lib: &Library, paths: &[String]) -> Result<std::collections::BTreeSet<String>> {

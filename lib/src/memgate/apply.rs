@@ -4,6 +4,9 @@
 //! `archive/` (recoverable), update INDEX.md and the search index, and
 //! append one audit line per change with the file's digest before and
 //! after. A decision applied twice changes nothing (same content digest).
+//! The changes of one decision are one journaled group
+//! (kb::memgate::journal): a kill at any step is finished by the next
+//! apply or `reindex`, which prints a `recovered` record.
 
 use std::io::BufRead;
 
@@ -16,9 +19,9 @@ use super::gate;
 use super::govern::Action;
 use super::note::{file_digest, Note};
 use super::store::{self, Loaded, Paths};
-use super::{index_digest, index_md};
+use super::{index_digest, index_md, journal};
 use crate::error::{Context, Error, Exit, Result};
-use crate::fs::atomic;
+use crate::fs::{atomic, crash};
 use crate::out::jsonl::{read_objects, Out};
 use crate::text;
 use crate::{clock, lock};
@@ -216,91 +219,112 @@ fn audit_line(d: &Decision, event: &str, op: &str, source: &str, file: String, r
     }
 }
 
+/// How INDEX.md changes with a plan.
+enum IndexChange {
+    /// Append this row to the file whose digest state is `Known`.
+    Append(String, index_digest::Known),
+    /// Write the file whole with this text.
+    Rewrite(String),
+    /// Nothing to change.
+    Same,
+}
+
 /// Executes a plan under the lock: note, archive, INDEX.md, search index,
-/// audit. Returns the files written and whether anything changed. A note
-/// new to the store adds one INDEX.md row and one search-index log line,
-/// so its cost does not grow with the store (issue 16).
+/// audit, as one journaled group (kb::memgate::journal) that the next
+/// apply or `reindex` finishes when a kill interrupts it. Returns the
+/// files written and whether anything changed. A note new to the store
+/// adds one INDEX.md row and one side-segment entry, so its cost does not
+/// grow with the store (issue 16).
 fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> Result<(Vec<String>, bool)> {
     let fresh = p.existing.is_none() && p.archived.is_empty();
     // A new note and INDEX.md as apply left it: append its row without
     // reading or hashing the file (kb::memgate::index_digest).
     let known = if fresh { index_digest::load(paths).filter(|k| k.appendable) } else { None };
     let index_text = if known.is_some() { String::new() } else { store::read_index_md(paths)? };
-    let append = known.is_some() || (fresh && index_md::appendable(&index_text));
-    let mut rows = if append {
-        Vec::new()
+    let removed: Vec<String> = p.archived.iter().map(|a| a.note.id.clone()).collect();
+    let (change, index_before) = if known.is_some() || (fresh && index_md::appendable(&index_text)) {
+        let k = known.unwrap_or_else(|| index_digest::Known::of_text(&index_text, true));
+        let before = k.digest();
+        (IndexChange::Append(index_md::render_row(&index_md::row(&p.note)), k), Some(before))
     } else {
-        index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?
+        let mut rows =
+            index_md::parse(&index_text).map_err(|e| Error::msg(format!("{e}; run 'kb-memgate reindex'")))?;
+        index_md::update(&mut rows, &removed, &[&p.note]);
+        let new_index = index_md::render(&rows);
+        let before = (!index_text.is_empty()).then(|| file_digest(index_text.as_bytes()));
+        (if new_index != index_text { IndexChange::Rewrite(new_index) } else { IndexChange::Same }, before)
     };
     let m0 = store::mtime_ns(&paths.notes);
     let source = p.source.clone();
     let reason = format!("{} ({})", action.as_str(), d.reason);
-    let mut lines = Vec::new();
+    let line = |event: &str, op: &str, file: String| {
+        let mut l = audit_line(d, event, op, &source, file, reason.clone());
+        l.ts = now.to_string();
+        l
+    };
+    let mut group = journal::Group::default();
     let mut files = Vec::new();
-    if p.note_changes() {
-        let bytes = p.note.render();
-        let path = paths.note(&p.note.id);
-        atomic::write(&path, bytes.as_bytes())?;
-        let (event, op) =
-            if p.existing.is_some() { ("memory_note_updated", "update") } else { ("memory_note_created", "create") };
-        let mut l = audit_line(d, event, op, &source, paths.rel(&p.note.id), reason.clone());
-        l.note_id = Some(p.note.id.clone());
-        l.digest_before = p.existing.as_ref().map(|e| file_digest(&e.bytes));
-        l.digest_after = Some(file_digest(bytes.as_bytes()));
-        lines.push(l);
-        files.push(paths.rel(&p.note.id));
+    let staged = (|| -> Result<()> {
+        if p.note_changes() {
+            let bytes = p.note.render();
+            let (event, op) = if p.existing.is_some() {
+                ("memory_note_updated", "update")
+            } else {
+                ("memory_note_created", "create")
+            };
+            let mut l = line(event, op, paths.rel(&p.note.id));
+            l.note_id = Some(p.note.id.clone());
+            l.digest_before = p.existing.as_ref().map(|e| file_digest(&e.bytes));
+            l.digest_after = Some(file_digest(bytes.as_bytes()));
+            group.note(paths, &p.note.id, bytes.as_bytes(), l)?;
+            files.push(paths.rel(&p.note.id));
+        }
+        for a in &p.archived {
+            let digest = file_digest(&a.bytes);
+            let name = format!("{}.{}.md", a.note.id, &digest[..12]);
+            let mut l = line("memory_note_deleted", "delete", paths.rel(&a.note.id));
+            l.note_id = Some(a.note.id.clone());
+            l.digest_before = Some(digest);
+            l.archived_to = Some(format!("memory/archive/{name}"));
+            group.archive(paths, a, &name, l)?;
+            files.push(format!("memory/archive/{name}"));
+        }
+        Ok(())
+    })();
+    if let Err(e) = staged {
+        group.discard(paths);
+        return Err(e);
     }
-    for a in &p.archived {
-        let digest = file_digest(&a.bytes);
-        let name = format!("{}.{}.md", a.note.id, &digest[..12]);
-        atomic::write(&paths.archive.join(&name), &a.bytes)?;
-        let from = paths.note(&a.note.id);
-        std::fs::remove_file(&from).ctx(|| format!("removing {}", from.display()))?;
-        atomic::sync_dir(&paths.notes)?;
-        let mut l = audit_line(d, "memory_note_deleted", "delete", &source, paths.rel(&a.note.id), reason.clone());
-        l.note_id = Some(a.note.id.clone());
-        l.digest_before = Some(digest);
-        l.archived_to = Some(format!("memory/archive/{name}"));
-        lines.push(l);
-        files.push(format!("memory/archive/{name}"));
+    if group.is_empty() && matches!(change, IndexChange::Same) {
+        return Ok((files, false));
     }
-    let removed: Vec<String> = p.archived.iter().map(|a| a.note.id.clone()).collect();
-    let index_change = if append {
-        let row = index_md::render_row(&index_md::row(&p.note));
-        let mut k = known.unwrap_or_else(|| index_digest::Known::of_text(&index_text, true));
-        let before = k.digest();
-        atomic::append_lines(&paths.index_md, &row)?;
-        k.append(&row);
-        index_digest::save(paths, &k);
-        Some((Some(before), k.digest()))
-    } else {
-        index_md::update(&mut rows, &removed, &[&p.note]);
-        let new_index = index_md::render(&rows);
-        if new_index != index_text {
+    let index_line = line("memory_index_updated", "index", "memory/INDEX.md".into());
+    let j = group.commit(paths, now, Some(p.note.id.clone()), index_before.clone(), index_line)?;
+    let index_change = match change {
+        IndexChange::Append(row, mut k) => {
+            atomic::append_lines(&paths.index_md, &row)?;
+            k.append(&row);
+            index_digest::save(paths, &k);
+            Some((index_before, k.digest()))
+        }
+        IndexChange::Rewrite(new_index) => {
             atomic::write(&paths.index_md, new_index.as_bytes())?;
             let k = index_digest::Known::of_text(&new_index, index_md::appendable(&new_index));
             index_digest::save(paths, &k);
-            Some(((!index_text.is_empty()).then(|| file_digest(index_text.as_bytes())), k.digest()))
-        } else {
-            None
+            Some((index_before, k.digest()))
         }
+        IndexChange::Same => None,
     };
-    if let Some((before, after)) = index_change {
-        let mut l = audit_line(d, "memory_index_updated", "index", &source, "memory/INDEX.md".into(), reason);
-        l.digest_before = before;
-        l.digest_after = Some(after);
-        lines.push(l);
+    crash::at(crash::Step::MemgateIndex);
+    if index_change.is_some() {
         files.push("memory/INDEX.md".into());
-    }
-    if lines.is_empty() {
-        return Ok((files, false));
     }
     let put = store::read_note(paths, &super::note::file_name(&p.note.id))?.map(|l| l.entry());
     store::record_change(paths, m0, removed, put)?;
-    for l in &mut lines {
-        l.ts = now.to_string();
-    }
-    audit::append(paths, &lines)?;
+    crash::at(crash::Step::MemgateSearch);
+    audit::append(paths, &j.lines(index_change))?;
+    crash::at(crash::Step::MemgateAudit);
+    journal::end(paths)?;
     Ok((files, true))
 }
 
@@ -348,18 +372,24 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
         Step::Write(action) => {
             let confirmed = d.gate == "question";
             let lib = lockable(paths)?;
-            let (note_id, files, changed) = lock::with_lock(lib, &lock::Options::default(), || {
+            let (recovered, note_id, files, changed) = lock::with_lock(lib, &lock::Options::default(), || {
+                let recovered = journal::recover(paths)?;
                 let now = clock::format(clock::now()?);
                 let p = plan(paths, d, action, confirmed, &now)?;
                 let (files, changed) = execute(paths, d, action, &p, &now)?;
-                Ok((p.note.id.clone(), files, changed))
+                Ok((recovered, p.note.id.clone(), files, changed))
             })?;
             let msg = gate::applied_message(action, &note_id, &c, &d.targets, zh);
             let status = if changed { "applied" } else { "unchanged" };
-            Ok(vec![with(
+            let mut recs = Vec::new();
+            if let Some(r) = recovered {
+                recs.push(serde_json::to_value(r).map_err(|e| Error::msg(e.to_string()))?);
+            }
+            recs.push(with(
                 status,
                 json!({"applied_as": action.as_str(), "note_id": note_id, "files": files, "message": msg}),
-            )])
+            ));
+            Ok(recs)
         }
     }
 }

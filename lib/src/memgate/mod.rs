@@ -14,6 +14,7 @@ pub mod govern;
 pub mod index_digest;
 pub mod index_md;
 pub mod input;
+pub mod journal;
 pub mod lemma;
 pub mod note;
 pub mod reindex;

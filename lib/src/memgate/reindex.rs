@@ -8,9 +8,11 @@ use serde::Serialize;
 
 use super::audit::{self, Line};
 use super::index_md::{self, Row};
+use super::journal;
 use super::store::{self, Loaded, Paths};
 use crate::error::{Error, Result};
 use crate::fs::atomic;
+use crate::write::journal::Recovered;
 use crate::{clock, lock};
 
 /// The `reindex` record (schemas/reindex.schema.json).
@@ -58,7 +60,9 @@ fn desired(old: &[Row], notes: &[Loaded]) -> (Vec<Row>, Vec<String>, Vec<String>
 
 /// Compares INDEX.md with the notes and, unless `check`, rewrites it and
 /// the search index. Notes that cannot be read stop it before any write.
-pub fn run(paths: &Paths, check: bool) -> Result<Report> {
+/// Unless `check`, it first finishes an apply a kill interrupted (the
+/// `recovered` record) and sweeps dead writers' temp files.
+pub fn run(paths: &Paths, check: bool) -> Result<(Option<Recovered>, Report)> {
     let body = || -> Result<Report> {
         let (notes, problems) = store::scan(paths)?;
         if !problems.is_empty() {
@@ -113,8 +117,12 @@ pub fn run(paths: &Paths, check: bool) -> Result<Report> {
         Ok(report)
     };
     if check {
-        return body();
+        return Ok((None, body()?));
     }
     let lib = super::apply::lockable(paths)?;
-    lock::with_lock(lib, &lock::Options::default(), body)
+    lock::with_lock(lib, &lock::Options::default(), || {
+        let recovered = journal::recover(paths)?;
+        journal::sweep(paths)?;
+        Ok((recovered, body()?))
+    })
 }

@@ -30,6 +30,27 @@ pub fn skills(lib: &Library, engine: &Engine, dirs: &[String]) -> Result<Vec<Tar
     Ok(scan_targets(engine, &targets, &[], None, crate::clock::now()?))
 }
 
+/// Judges skill directory `dir` as it will be once each `(path inside the
+/// skill, staged temp or None for a removal)` of `over` lands
+/// (kb::guard::target::skill_overlaid).
+pub fn skill_as(
+    lib: &Library,
+    engine: &Engine,
+    dir: &str,
+    over: &[(String, Option<std::path::PathBuf>)],
+) -> Result<TargetResult> {
+    let base = format!("{}/", lib.dir.display());
+    let root = lib.path(dir);
+    let mut t = target::skill_overlaid(&root, &root.display().to_string(), over);
+    let rel = |s: &str| s.strip_prefix(&base).unwrap_or(s).to_string();
+    t.display = rel(&t.display);
+    for e in &mut t.entries {
+        e.display = rel(&e.display);
+    }
+    let mut r = scan_targets(engine, &[t], &[], None, crate::clock::now()?);
+    r.pop().ok_or_else(|| crate::Error::msg(format!("{dir}: nothing to scan")))
+}
+
 /// Judges one skill directory.
 pub fn skill(lib: &Library, engine: &Engine, dir: &str) -> Result<TargetResult> {
     let mut r = skills(lib, engine, &[dir.to_string()])?;

@@ -3,19 +3,26 @@
 //!
 //! 1. validate the request (name, frontmatter, limits, subdirectories)
 //!    before anything is written;
-//! 2. under the library lock, work out the one file the operation changes
-//!    and keep its previous bytes;
-//! 3. write it atomically (or remove it), then let the guard judge the
-//!    whole resulting skill (structure and content, core and evolved rules);
-//! 4. a `dangerous` verdict restores the exact previous bytes (or removes
-//!    what was created) and reports the findings; `caution` keeps the write
-//!    with the warning in the record and the changelog;
-//! 5. changelog line, index and relations of SKILL.md, and a git commit
-//!    `task-ai(library):skill <action> <name>`.
+//! 2. under the library lock, work out the one file the operation changes;
+//! 3. write its new bytes to a synced temp file beside it and let the
+//!    guard judge the whole skill as it will be (structure and content,
+//!    core and evolved rules: kb::guard::target::skill_overlaid);
+//! 4. a `dangerous` verdict drops the temp (and the directories it
+//!    needed) and reports the findings: nothing was ever in place, so no
+//!    kill can leave it there (the seed writes first and restores the
+//!    previous bytes after the scan; a kill between the two kept the
+//!    dangerous bytes). `caution` goes on with the warning in the record
+//!    and the changelog;
+//! 5. as a batch does (kb::write::journal): the journal, the rename (or
+//!    removal), the changelog line, index and relations of SKILL.md, and a
+//!    git commit `task-ai(library):skill <action> <name>`; a kill after
+//!    the journal is finished by the next writer, one before it changed
+//!    nothing.
 //!
 //! Removals (delete, remove-file) cannot add a threat, so they are never
-//! rolled back; delete renames the directory aside before removing it, so
-//! a crash never leaves half a skill under its name.
+//! refused; delete renames the directory aside before removing it, so a
+//! crash never leaves half a skill under its name, and its journal names
+//! the directory aside so recovery removes what is left of it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -28,6 +35,7 @@ use super::validate;
 use crate::clock;
 use crate::doc::digest;
 use crate::error::{Error, Result};
+use crate::fs::crash::{self, Step};
 use crate::fs::{atomic, walk};
 use crate::guard::{verdict, Finding, Verdict};
 use crate::library::changelog::Event;
@@ -186,14 +194,12 @@ impl Default for Options {
     }
 }
 
-/// The one file an operation changes and how to undo it.
+/// The one file an operation changes.
 struct Change {
     /// Library-relative path.
     rel: String,
     /// The new bytes (None: removal).
     new: Option<Vec<u8>>,
-    /// The bytes before (None: the file did not exist).
-    old: Option<Vec<u8>>,
     /// Directories the write creates, outermost first.
     created: Vec<PathBuf>,
 }
@@ -218,19 +224,29 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             (_, None) => return Err(Error::msg(format!("skill '{}' does not exist", req.name))),
         };
         let dir = stage::skill_dir(stage, &req.name);
-        let (mut change, replaced) = plan(lib, &dir, req)?;
-        apply(lib, &mut change)?;
-        let judged = guard_scan::skill(lib, &engine, &dir);
-        let judged = match judged {
+        let (change, replaced) = plan(lib, &dir, req)?;
+        // Step 3: the new bytes staged beside their file, and the skill
+        // judged as it will be, before anything is in place.
+        let staged = match &change.new {
+            Some(bytes) => {
+                let s = atomic::stage(&lib.path(&change.rel), bytes, true)?;
+                crash::at(Step::WriteTemp);
+                Some(s)
+            }
+            None => None,
+        };
+        let in_skill = change.rel.strip_prefix(&format!("{dir}/")).unwrap_or(&change.rel).to_string();
+        let over = [(in_skill, staged.as_ref().map(|s| s.tmp.clone()))];
+        let judged = match guard_scan::skill_as(lib, &engine, &dir, &over) {
             Ok(j) => j,
             Err(e) => {
-                undo(lib, &change)?;
+                discard(&change, staged.as_ref());
                 return Err(e);
             }
         };
         let v = &judged.verdict;
         if v.verdict == Verdict::Dangerous && change.new.is_some() {
-            undo(lib, &change)?;
+            discard(&change, staged.as_ref());
             let report = crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() };
             let message = format!(
                 "refused: {} {} of skill '{}' rolled back ({})",
@@ -259,6 +275,21 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             bytes: text.as_ref().map(|t| t.len() as u64),
             reason: warning.clone(),
         };
+        // Steps 4-5 as a batch's: the journal, then the file lands, then
+        // its changelog line, index, relations and commit; a kill anywhere
+        // after the journal is finished by the next writer.
+        let mut j = write::journal::new(lib, opts.commit)?;
+        j.files.push(write::journal::Planned {
+            path: change.rel.clone(),
+            tmp: staged.as_ref().map(|s| rel_to(lib, &s.tmp)).unwrap_or_default(),
+            sha256: sha.clone().unwrap_or_default(),
+        });
+        j.events.push(event.clone());
+        if let Err(e) = write::journal::begin(lib, &j) {
+            discard(&change, staged.as_ref());
+            return Err(e);
+        }
+        land(lib, &change, staged)?;
         let skill_md = format!("{dir}/SKILL.md");
         // Deleted with the skill: no SKILL.md is no entry; unreadable is an error.
         let md_text = crate::fs::read::optional_text(&lib.path(&skill_md))?.unwrap_or_default();
@@ -278,6 +309,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             vec![change.rel.clone()],
             opts.commit.then_some(message.as_str()),
         )?;
+        write::journal::end(lib)?;
         let written = Written {
             name: req.name.clone(),
             action: req.op.action(),
@@ -401,7 +433,7 @@ fn plan(lib: &Library, dir: &str, req: &Request) -> Result<(Change, Option<usize
         created.insert(0, d.to_path_buf());
         p = d.parent();
     }
-    Ok((Change { rel, new, old, created }, replaced))
+    Ok((Change { rel, new, created }, replaced))
 }
 
 /// A skill file's bytes as every library read takes them: never through a
@@ -439,41 +471,37 @@ pub(crate) fn files_under(dir: &Path) -> Result<Vec<walk::Item>> {
     Ok(all.into_iter().filter(|i| i.kind != walk::Kind::Dir).collect())
 }
 
-/// Step 3: the atomic write or the removal.
-fn apply(lib: &Library, c: &mut Change) -> Result<()> {
+/// A path under the library as the journal names it.
+fn rel_to(lib: &Library, p: &Path) -> String {
+    p.strip_prefix(&lib.dir).unwrap_or(p).to_string_lossy().replace('\\', "/")
+}
+
+/// Puts a judged, journaled change in place: the staged temp renamed onto
+/// its file, or the file removed.
+fn land(lib: &Library, c: &Change, staged: Option<atomic::Staged>) -> Result<()> {
     let full = lib.path(&c.rel);
-    match &c.new {
-        Some(bytes) => atomic::write(&full, bytes),
+    match staged {
+        Some(s) => atomic::put_in_place(std::slice::from_ref(&s), || crash::at(Step::Rename))?,
         None => {
             fs::remove_file(&full).map_err(|e| Error::io(format!("removing {}", c.rel), e))?;
+            crash::at(Step::Rename);
             if let Some(parent) = full.parent() {
                 atomic::sync_dir(parent)?;
             }
-            Ok(())
         }
     }
+    crash::at(Step::Renamed);
+    Ok(())
 }
 
-/// Step 4's rollback: the exact previous bytes, or the created file and
-/// directories removed.
-fn undo(lib: &Library, c: &Change) -> Result<()> {
-    let full = lib.path(&c.rel);
-    match &c.old {
-        Some(old) => atomic::write(&full, old),
-        None => {
-            match fs::remove_file(&full) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("rolling back {}", c.rel), e)),
-            }
-            for d in c.created.iter().rev() {
-                let _ = fs::remove_dir(d);
-            }
-            if let Some(parent) = c.created.first().and_then(|d| d.parent()).or(full.parent()) {
-                atomic::sync_dir(parent)?;
-            }
-            Ok(())
-        }
+/// Drops a change the guard refused (or could not judge) before it
+/// landed: the staged temp and the directories staging created.
+fn discard(c: &Change, staged: Option<&atomic::Staged>) {
+    if let Some(s) = staged {
+        let _ = fs::remove_file(&s.tmp);
+    }
+    for d in c.created.iter().rev() {
+        let _ = fs::remove_dir(d);
     }
 }
 
@@ -488,10 +516,8 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
         // Everything walked is under the library (lib.dir is its prefix).
         .filter_map(|e| e.path.strip_prefix(&lib.dir).ok().map(|p| p.to_string_lossy().replace('\\', "/")))
         .collect();
-    let aside = lib.path(&format!("{}/.{}.deleting.{}", stage.dir(), req.name, std::process::id()));
-    fs::rename(&full, &aside).map_err(|e| Error::io(format!("moving {dir} aside"), e))?;
-    atomic::sync_dir(&lib.path(&stage.dir()))?;
-    fs::remove_dir_all(&aside).map_err(|e| Error::io(format!("removing {}", aside.display()), e))?;
+    let aside_rel = format!("{}/.{}.deleting.{}", stage.dir(), req.name, std::process::id());
+    let aside = lib.path(&aside_rel);
     let ts = clock::format(clock::now()?);
     let skill_md = format!("{dir}/SKILL.md");
     let event = Event {
@@ -504,6 +530,22 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
         topic: Some(req.name.clone()),
         ..Event::default()
     };
+    // Journaled as a batch of removals whose first names the directory
+    // moved aside: a kill before the rename leaves the skill whole, one
+    // after it is finished by the next writer (the rest removed, the line,
+    // indexes and commit made).
+    let mut j = write::journal::new(lib, opts.commit)?;
+    for (i, f) in files.iter().enumerate() {
+        let tmp = if i == 0 { aside_rel.clone() } else { String::new() };
+        j.files.push(write::journal::Planned { path: f.clone(), tmp, sha256: String::new() });
+    }
+    j.events.push(event.clone());
+    write::journal::begin(lib, &j)?;
+    fs::rename(&full, &aside).map_err(|e| Error::io(format!("moving {dir} aside"), e))?;
+    crash::at(Step::Rename);
+    atomic::sync_dir(&lib.path(&stage.dir()))?;
+    fs::remove_dir_all(&aside).map_err(|e| Error::io(format!("removing {}", aside.display()), e))?;
+    crash::at(Step::Renamed);
     let message = format!("task-ai(library):skill delete {}", req.name);
     let (committed, commit_error) = write::record(
         lib,
@@ -513,6 +555,7 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
         files,
         opts.commit.then_some(message.as_str()),
     )?;
+    write::journal::end(lib)?;
     let written = Written {
         name: req.name.clone(),
         action: "delete",

@@ -51,14 +51,17 @@ pub struct Journal {
     pub events: Vec<Event>,
 }
 
-/// One file a batch is about to rename into place.
+/// One file a batch is about to rename into place (or remove).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Planned {
     /// Library-relative path of the target.
     pub path: String,
-    /// Library-relative path of the synced temp file renamed onto it.
+    /// Library-relative path of the synced temp file renamed onto it; for
+    /// a removal empty, or the directory its skill was moved aside into
+    /// (removed by recovery).
     pub tmp: String,
-    /// SHA-256 of the final bytes.
+    /// SHA-256 of the final bytes; empty for a removal (landed when the
+    /// file is gone).
     pub sha256: String,
 }
 
@@ -141,8 +144,14 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     let mut landed = BTreeSet::new();
     let mut rolled_back = Vec::new();
     for f in &j.files {
+        // A removal may name the directory it moved aside (a skill's delete).
         let tmp = lib.path(&f.tmp);
-        match fs::remove_file(&tmp) {
+        let gone = match fs::symlink_metadata(&tmp) {
+            _ if f.tmp.is_empty() => Ok(()),
+            Ok(m) if m.is_dir() => fs::remove_dir_all(&tmp),
+            _ => fs::remove_file(&tmp),
+        };
+        match gone {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
@@ -153,7 +162,7 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io(format!("reading {}", target.display()), e)),
         };
-        if now.as_deref() == Some(f.sha256.as_str()) {
+        if now.as_deref() == (!f.sha256.is_empty()).then_some(f.sha256.as_str()) {
             landed.insert(f.path.clone());
         } else {
             rolled_back.push(f.path.clone());
@@ -171,10 +180,23 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());
         paths.extend(crate::derived::index::generated_indexes(lib));
+        // An index removed with its directory's last document (by the
+        // killed writer or the rebuild) is gone from the list above; its
+        // deletion is committed too (git::commit skips untracked ones).
+        let mut gone: BTreeSet<String> = rebuilt.iter().cloned().collect();
+        for p in &landed {
+            let mut dir = p.as_str();
+            while let Some((parent, _)) = dir.rsplit_once('/') {
+                gone.insert(format!("{parent}/.index.md"));
+                dir = parent;
+            }
+        }
+        paths.extend(gone.into_iter().filter(|p| !paths.contains(p)).collect::<Vec<_>>());
         // Stale git state a killed commit left is cleared first; a live
         // git that outlasts the wait makes the commit fail, reported below.
         let commit = crate::library::git_state::clear(lib, crate::library::git_state::WAIT).and_then(|c| {
             crate::library::git_state::note(&c);
+            crate::library::git::unstage(lib, &paths);
             crate::library::git::commit(lib, &paths, &message(&kept))
         });
         match commit {

@@ -1,0 +1,423 @@
+//! One apply is one group of changes to the memory directory: the
+//! survivor note written, each note a merge or replace removes copied to
+//! `archive/` and dropped from `notes/`, its INDEX.md row, the search
+//! index and the audit lines. Done one by one, a kill -9 between them left
+//! a note with no INDEX.md row and no audit line, or an archived note
+//! whose row stayed and whose delete was never audited (a retried
+//! decision finds it archived and writes no line for it). So the group is
+//! journaled, as kb-lastword's apply is (`lastword::journal`, bound to its
+//! own home and records; the library's batch journal is bound to the
+//! changelog and git):
+//!
+//! 1. the note and the archive copies are written to synced temp files
+//!    beside their targets;
+//! 2. `<memory>/.journal` records each file change (path, temp, digest
+//!    before and after), the audit line each change owes, the note whose
+//!    INDEX.md row is upserted and INDEX.md's digest before, and is made
+//!    durable;
+//! 3. the temps are renamed into place and the removed notes unlinked, in
+//!    order (note, then each archive copy before its note's removal);
+//! 4. INDEX.md, the search index and the audit log are updated (apply's
+//!    fast paths: one appended row, the side segment);
+//! 5. the journal is removed.
+//!
+//! The next apply or `reindex`, under the memory lock, finishes a group a
+//! kill left: a file with its planned digest landed; one still with its
+//! old digest gets its temp renamed in (or is removed); the first that is
+//! neither (edited by hand since) stops the roll forward and it and every
+//! later change keep their bytes. Then INDEX.md's rows are brought in line
+//! with the notes on disk, the search index is written whole, and the
+//! audit lines of the changes that landed (and of INDEX.md, its digest
+//! before the group to its digest now) are appended unless the log
+//! already ends with them. Every step is idempotent, so a kill during
+//! recovery is finished by the next one. Temp files a kill left before the
+//! journal existed are named for no note (scans skip them); `reindex`
+//! sweeps them, and so does a recovery.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::audit::{self, Line};
+use super::index_digest::{self, Known};
+use super::index_md;
+use super::note::file_digest;
+use super::store::{self, Loaded, Paths};
+use crate::error::{Context, Error, Result};
+use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
+use crate::write::journal::Recovered;
+
+/// The journal's name in the memory directory.
+pub const FILE: &str = ".journal";
+
+/// The format version written and understood.
+pub const VERSION: u32 = 1;
+
+/// What one file change is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    /// The survivor note written.
+    Note,
+    /// A removed note's copy in `archive/`.
+    Archive,
+    /// A removed note unlinked from `notes/`.
+    Remove,
+}
+
+/// One file change as journaled.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Planned {
+    kind: Kind,
+    /// The file, relative to the memory directory (`notes/MEM-….md`).
+    path: String,
+    /// The synced temp file renamed onto it, relative too; `None` for a removal.
+    tmp: Option<String>,
+    /// SHA-256 of its bytes before, `None` when it did not exist.
+    before: Option<String>,
+    /// SHA-256 of its bytes after, `None` when it is removed.
+    after: Option<String>,
+    /// The audit line the change owes (the archive copy owes none: its
+    /// note's delete line names it).
+    line: Option<Line>,
+    /// The note whose INDEX.md row goes (a removal).
+    removes: Option<String>,
+}
+
+/// The intent record of one apply.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Journal {
+    version: u32,
+    pid: u32,
+    started: String,
+    files: Vec<Planned>,
+    /// The note whose INDEX.md row is upserted.
+    put: Option<String>,
+    /// INDEX.md's SHA-256 before the group (`None` when empty or missing).
+    index_before: Option<String>,
+    /// The INDEX.md audit line, its digests filled when written.
+    index_line: Line,
+}
+
+/// The digest of a file's bytes; `None` when it does not exist. Never
+/// through a link.
+fn digest(path: &std::path::Path) -> Result<Option<String>> {
+    match crate::fs::nofollow::read(path, crate::library::scan::MAX_DOC_BYTES) {
+        Ok(b) => Ok(Some(file_digest(&b))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// A path relative to the memory directory, for the journal.
+fn rel(paths: &Paths, p: &Path) -> String {
+    p.strip_prefix(&paths.dir).unwrap_or(p).to_string_lossy().replace('\\', "/")
+}
+
+/// A journaled path made absolute again. Only a relative path of normal
+/// parts is taken: the journal is ours, but a hand-made one must not
+/// make recovery rename or unlink outside the memory directory.
+fn abs(paths: &Paths, r: &str) -> Result<PathBuf> {
+    let p = Path::new(r);
+    if r.is_empty() || !p.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+        return Err(Error::msg(format!(
+            "{}: '{}' is not a path inside the memory directory; move the journal away to go on",
+            paths.dir.join(FILE).display(),
+            crate::library::names::shown(r)
+        )));
+    }
+    Ok(paths.dir.join(p))
+}
+
+/// The changes of one apply, staged as they are decided, then journaled
+/// and put in place by [`Group::commit`].
+#[derive(Debug, Default)]
+pub struct Group {
+    files: Vec<Planned>,
+}
+
+impl Group {
+    fn stage(&mut self, paths: &Paths, kind: Kind, target: &Path, bytes: &[u8], line: Option<Line>) -> Result<()> {
+        let before = digest(target)?;
+        let s = atomic::stage(target, bytes, true)?;
+        crash::at(Step::MemgateTemp);
+        self.files.push(Planned {
+            kind,
+            path: rel(paths, target),
+            tmp: Some(rel(paths, &s.tmp)),
+            before,
+            after: Some(file_digest(bytes)),
+            line,
+            removes: None,
+        });
+        Ok(())
+    }
+
+    /// Stages the survivor note's new bytes, with its audit line.
+    pub fn note(&mut self, paths: &Paths, id: &str, bytes: &[u8], line: Line) -> Result<()> {
+        self.stage(paths, Kind::Note, &paths.note(id), bytes, Some(line))
+    }
+
+    /// Stages a removed note's copy in `archive/` under `name`, then its
+    /// removal from `notes/` with its delete line.
+    pub fn archive(&mut self, paths: &Paths, old: &Loaded, name: &str, line: Line) -> Result<()> {
+        self.stage(paths, Kind::Archive, &paths.archive.join(name), &old.bytes, None)?;
+        self.files.push(Planned {
+            kind: Kind::Remove,
+            path: rel(paths, &paths.note(&old.note.id)),
+            tmp: None,
+            before: Some(file_digest(&old.bytes)),
+            after: None,
+            line: Some(line),
+            removes: Some(old.note.id.clone()),
+        });
+        Ok(())
+    }
+
+    /// Whether nothing is staged.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Drops the staged temp files (an error before commit).
+    pub fn discard(self, paths: &Paths) {
+        for t in self.files.iter().filter_map(|f| f.tmp.as_deref()) {
+            let _ = std::fs::remove_file(paths.dir.join(t));
+        }
+    }
+
+    /// Journals the group (durably), then puts its files in place in
+    /// order and syncs their directories. `put` is the note whose INDEX.md
+    /// row the group upserts, `index_before` INDEX.md's digest now, and
+    /// `index_line` the INDEX.md audit line to fill. Callers hold the
+    /// memory lock and finish with [`Journal::lines`], the audit append
+    /// and [`end`].
+    pub fn commit(
+        self,
+        paths: &Paths,
+        started: &str,
+        put: Option<String>,
+        index_before: Option<String>,
+        index_line: Line,
+    ) -> Result<Journal> {
+        let j = Journal {
+            version: VERSION,
+            pid: std::process::id(),
+            started: started.to_string(),
+            files: self.files,
+            put,
+            index_before,
+            index_line,
+        };
+        let text = serde_json::to_string(&j).map_err(|e| Error::msg(format!("cannot encode the journal: {e}")))?;
+        if let Err(e) = atomic::write(&paths.dir.join(FILE), format!("{text}\n").as_bytes()) {
+            Group { files: j.files }.discard(paths);
+            return Err(e);
+        }
+        crash::at(Step::MemgateJournal);
+        for f in &j.files {
+            place(paths, f)?;
+            crash::at(match f.kind {
+                Kind::Note => Step::MemgateNote,
+                Kind::Archive => Step::MemgateArchive,
+                Kind::Remove => Step::MemgateRemove,
+            });
+        }
+        sync_dirs(paths, &j.files)?;
+        Ok(j)
+    }
+}
+
+/// Syncs `notes/` and, when the group touched it, `archive/`.
+fn sync_dirs(paths: &Paths, files: &[Planned]) -> Result<()> {
+    if files.iter().any(|f| f.kind != Kind::Archive) {
+        atomic::sync_dir(&paths.notes)?;
+    }
+    if files.iter().any(|f| f.kind == Kind::Archive) {
+        atomic::sync_dir(&paths.archive)?;
+    }
+    Ok(())
+}
+
+/// Renames one planned temp into place, or removes the note.
+fn place(paths: &Paths, f: &Planned) -> Result<()> {
+    let target = abs(paths, &f.path)?;
+    match &f.tmp {
+        Some(tmp) => std::fs::rename(abs(paths, tmp)?, &target).ctx(|| format!("replacing {}", target.display())),
+        None => match std::fs::remove_file(&target) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(format!("removing {}", target.display()), e)),
+        },
+    }
+}
+
+impl Journal {
+    /// The audit lines the group owes when every change landed: each
+    /// change's, then INDEX.md's when it changed (`index`: its digest
+    /// before and after).
+    pub fn lines(&self, index: Option<(Option<String>, String)>) -> Vec<Line> {
+        let mut out: Vec<Line> = self.files.iter().filter_map(|f| f.line.clone()).collect();
+        out.extend(index.map(|(before, after)| self.index_line(before, after)));
+        out
+    }
+
+    fn index_line(&self, before: Option<String>, after: String) -> Line {
+        let mut l = self.index_line.clone();
+        l.digest_before = before;
+        l.digest_after = Some(after);
+        l
+    }
+}
+
+/// Removes the journal once the group is wholly recorded. Not synced on
+/// purpose (an fsync per apply): a journal that comes back after a power
+/// cut describes a group wholly in place, and finishing it again finds
+/// every file landed, INDEX.md in line and the audit log ending with its
+/// lines, and changes nothing.
+pub fn end(paths: &Paths) -> Result<()> {
+    let p = paths.dir.join(FILE);
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("removing {}", p.display()), e)),
+    }
+}
+
+/// Finishes the group a killed apply left (see the module doc) and sweeps
+/// the temp files of dead writers. Returns the `recovered` record when
+/// there was a journal. Callers hold the memory lock.
+pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
+    let jpath = paths.dir.join(FILE);
+    let bytes = match crate::fs::nofollow::read(&jpath, 64 << 20) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(format!("reading {}", jpath.display()), e)),
+    };
+    let j: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::msg(format!("{} is not a kb-memgate journal ({e}); move it away to go on", jpath.display()))
+    })?;
+    if j.version != VERSION {
+        return Err(Error::msg(format!(
+            "{} has version {}, this kb-memgate reads {VERSION}",
+            jpath.display(),
+            j.version
+        )));
+    }
+    let rec = finish(paths, &j)?;
+    end(paths)?;
+    sweep(paths)?;
+    eprintln!(
+        "kb-memgate: recovered an apply interrupted at {} (pid {}): {} changes in place, {} kept their bytes",
+        j.started,
+        j.pid,
+        rec.landed.len(),
+        rec.rolled_back.len()
+    );
+    Ok(Some(rec))
+}
+
+fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
+    let (mut landed, mut rolled_back, mut lines) = (Vec::new(), Vec::new(), Vec::new());
+    let mut removed = Vec::new();
+    let mut stopped = false;
+    for f in &j.files {
+        let target = abs(paths, &f.path)?;
+        let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
+        let now = digest(&target)?;
+        // The temp must hold the planned bytes (it was synced before the
+        // journal was written; this guards a hand-made journal).
+        let tmp_ok = match &tmp {
+            Some(t) => digest(t)? == f.after,
+            None => true,
+        };
+        let done = if now == f.after {
+            true
+        } else if !stopped && now == f.before && tmp_ok {
+            place(paths, f)?;
+            true
+        } else {
+            // Changed by someone else since: it and every later change keep their bytes.
+            stopped = true;
+            false
+        };
+        let shown = format!("memory/{}", f.path);
+        if done {
+            landed.push(shown);
+            lines.extend(f.line.clone());
+            removed.extend(f.removes.clone());
+        } else {
+            rolled_back.push(shown);
+        }
+        if let Some(t) = &tmp {
+            match std::fs::remove_file(t) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
+            }
+        }
+    }
+    sync_dirs(paths, &j.files)?;
+    let mut rebuilt = Vec::new();
+    // INDEX.md: the rows of the removed notes go, the survivor's row is
+    // its note's as on disk. A table that cannot be read is left to
+    // `reindex`, which rebuilds it whole (and audits that).
+    let text = store::read_index_md(paths)?;
+    if let Ok(mut rows) = index_md::parse(&text) {
+        let survivor = match &j.put {
+            Some(id) => store::read_note(paths, &super::note::file_name(id))?,
+            None => None,
+        };
+        index_md::update(&mut rows, &removed, &survivor.iter().map(|l| &l.note).collect::<Vec<_>>());
+        let new = index_md::render(&rows);
+        if new != text {
+            atomic::write(&paths.index_md, new.as_bytes())?;
+            index_digest::save(paths, &Known::of_text(&new, index_md::appendable(&new)));
+            rebuilt.push("memory/INDEX.md".to_string());
+        }
+    }
+    let cur = store::read_index_md(paths)?;
+    let after = (!cur.is_empty()).then(|| file_digest(cur.as_bytes()));
+    if let Some(after) = after.filter(|d| Some(d) != j.index_before.as_ref()) {
+        lines.push(j.index_line(j.index_before.clone(), after));
+    }
+    // The search index, whole (it is derived; recovery is rare).
+    let (notes, problems) = store::scan(paths)?;
+    if let Some(e) = problems.into_iter().next() {
+        return Err(e);
+    }
+    store::write_index(paths, &notes.iter().map(Loaded::entry).collect::<Vec<_>>())?;
+    rebuilt.push("memory/.search.idx".to_string());
+    // The audit lines, unless the killed apply appended them already.
+    let added = if audit::ends_with(paths, &lines)? { 0 } else { lines.len() };
+    if added > 0 {
+        audit::append(paths, &lines)?;
+    }
+    Ok(Recovered {
+        started: j.started.clone(),
+        pid: j.pid,
+        landed,
+        rolled_back,
+        changelog_added: added,
+        rebuilt,
+        committed: false,
+        commit_error: None,
+    })
+}
+
+/// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose
+/// writer died from the memory directory, `notes/` and `archive/`.
+pub fn sweep(paths: &Paths) -> Result<()> {
+    for dir in [&paths.dir, &paths.notes, &paths.archive] {
+        let Ok(rd) = std::fs::read_dir(dir) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dead = atomic::temp_owner(&name).is_some_and(|pid| !crate::lock::pid_alive(pid));
+            if dead && e.file_type().is_ok_and(|t| t.is_file()) {
+                std::fs::remove_file(e.path()).ctx(|| format!("removing {}", e.path().display()))?;
+            }
+        }
+    }
+    Ok(())
+}
