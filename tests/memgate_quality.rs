@@ -228,13 +228,13 @@ fn assert_floors(name: &str, table: &str, floor: &[(&str, usize, usize)]) {
 }
 
 /// The Chinese paraphrase / refine / conflict set (`fixtures/memgate/
-/// zh_pairs.tsv`, 129 pairs, the last 28 lexically close rules: same verb
+/// zh_pairs.tsv`, 132 pairs, the last 31 lexically close rules: same verb
 /// and place with another object, opposite actions). Lexical rules cannot tell a reworded object
 /// (打包产物 / 构建产物) or verb (清理 / 删) from another one, so each kind
 /// has a floor at what was measured, and every miss is printed.
 #[test]
 fn chinese_pairs_get_their_action() {
-    let floor = [("merge", 61, 63), ("new", 26, 26), ("replace", 25, 25), ("veto", 15, 15)];
+    let floor = [("merge", 64, 66), ("new", 26, 26), ("replace", 25, 25), ("veto", 15, 15)];
     assert_floors("Chinese pairs", include_str!("fixtures/memgate/zh_pairs.tsv"), &floor);
 }
 
@@ -242,9 +242,12 @@ fn chinese_pairs_get_their_action() {
 /// secrets to git" and "Never commit node_modules to git" are two rules
 /// (before issue 16's slot test, a veto), "Enable" / "Disable strict mode"
 /// conflict (it was a merge), "Use pnpm" / "Use yarn" for installs still do.
+/// A refusal without a negation word ("Keep secrets out of…", "Steer clear
+/// of…", "…is banned") agrees with a "never" (it was a veto) and opposes
+/// "Keep vendored code in the repository" (it was a merge).
 #[test]
 fn english_pairs_get_their_action() {
-    let floor = [("merge", 5, 7), ("new", 13, 15), ("replace", 2, 2), ("veto", 7, 7)];
+    let floor = [("merge", 10, 11), ("new", 14, 16), ("replace", 2, 2), ("veto", 8, 8)];
     assert_floors("English pairs", include_str!("fixtures/memgate/en_pairs.tsv"), &floor);
 }
 

@@ -158,8 +158,15 @@ const PROHIBIT_EN: &[&str] = &[
     "can't use",
     "cannot use",
     "not allowed",
+    "not permitted",
+    "disallowed",
     "forbidden",
     "prohibited",
+    "banned",
+    "avoided",
+    "stay away from",
+    "steer clear of",
+    "refrain from",
     "refuse",
     "instead of",
     "rather than",
@@ -178,12 +185,33 @@ const PROHIBIT_ZH: &[&str] = &[
     "避免",
     "勿",
     "不得",
+    "严禁",
+    "杜绝",
+    "切忌",
+    "不应",
+    "不该",
     "拒绝",
     "不再",
     "别",
     "而不是",
     "不使用",
 ];
+
+/// "Keep X out of Y", "leave X out of Y", "keep X away from Y": a refusal
+/// with no negation word. The verb and the particle are whole words with
+/// at most six words between them in one clause, so "keep outputs in
+/// dist" and "the checkout of submodules" refuse nothing.
+fn kept_out(norm: &str) -> Option<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?:^|[^\p{Alphabetic}\p{N}'_])(keep|keeps|keeping|leave|leaves|leaving)(?:\s+[^\s.;,:!?]+){0,6}?\s+(out\s+of|away\s+from)(?:$|[^\p{Alphabetic}\p{N}'_])",
+        )
+        .unwrap_or_else(|e| panic!("built-in keep-out pattern does not compile: {e}"))
+    })
+    .captures(norm)
+    .and_then(|c| Some(format!("{} … {}", c.get(1)?.as_str(), c.get(2)?.as_str())))
+}
 
 /// Characters before `别` that make it part of another word (区别, 特别, 分别…).
 const BIE_BEFORE: &str = "区特分识类级告性个派差离辨鉴甄";
@@ -211,7 +239,8 @@ const REPLACE_ZH: &[&str] =
 /// Cues for a hard requirement (strength `must`).
 const MUST_EN: &[&str] = &["must", "always", "never", "required", "mandatory", "have to", "need to", "do not", "don't"];
 /// Chinese hard-requirement cues.
-const MUST_ZH: &[&str] = &["必须", "一定", "务必", "总是", "始终", "永远", "禁止", "不准", "不许", "不得"];
+const MUST_ZH: &[&str] =
+    &["必须", "一定", "务必", "总是", "始终", "永远", "禁止", "严禁", "不准", "不许", "不得", "杜绝", "切勿", "切忌"];
 
 /// Cues for a global (cross-project) scope.
 const GLOBAL_EN: &[&str] = &["all projects", "every project", "any project", "everywhere", "globally", "in general"];
@@ -263,7 +292,7 @@ pub fn prohibition(text: &str) -> Option<String> {
     for meta in NO_RECORD_EN.iter().chain(NO_RECORD_ZH) {
         norm = norm.replace(meta, " ");
     }
-    if let Some(w) = first_word(PROHIBIT_EN, &RE, &norm) {
+    if let Some(w) = first_word(PROHIBIT_EN, &RE, &norm).or_else(|| kept_out(&norm)) {
         return Some(w);
     }
     let chars: Vec<char> = norm.chars().collect();
@@ -396,6 +425,16 @@ mod tests {
         assert_eq!(prohibition("这里不能用 Z"), Some("不能".into()));
         assert_eq!(prohibition("区别很大，别人也这么做"), None);
         assert_eq!(prohibition("先别记这个"), None);
+        assert_eq!(prohibition("Keep secrets out of container images."), Some("keep … out of".into()));
+        assert_eq!(prohibition("Leave the vendor folder out of code review."), Some("leave … out of".into()));
+        assert_eq!(prohibition("Steer clear of global singletons."), Some("steer clear of".into()));
+        assert_eq!(prohibition("Eval is banned here."), Some("banned".into()));
+        assert_eq!(prohibition("Keep outputs of the build in dist."), None);
+        assert_eq!(prohibition("Keep the checkout of submodules shallow."), None);
+        assert_eq!(prohibition("Keep an eye out for flaky tests."), None);
+        assert_eq!(prohibition("Document the avoidance of retries."), None);
+        assert_eq!(prohibition("严禁硬编码密钥"), Some("严禁".into()));
+        assert_eq!(prohibition("代码里不应该出现魔法数字"), Some("不应".into()));
         assert_eq!(replacement("From now on use pnpm"), Some("from now on".into()));
         assert_eq!(replacement("以后改用 pnpm"), Some("以后".into()));
         assert!(must("You must run tests"));
