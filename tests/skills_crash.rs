@@ -172,8 +172,7 @@ fn a_skill_promote_killed_at_every_step_is_finished_by_the_next_writer() {
     let promoted_md = reference.read(&format!("{TO}/SKILL.md"));
     assert!(promoted_md.contains("trust_tier: T2"), "{promoted_md}");
     let promoted_tree = tracked_skills(&reference);
-    let mut cases: Vec<(Step, u32)> =
-        STEPS.iter().filter(|s| s.pipeline() == "write").map(|&s| (s, 1)).collect();
+    let mut cases: Vec<(Step, u32)> = STEPS.iter().filter(|s| s.pipeline() == "write").map(|&s| (s, 1)).collect();
     // The tier lands in the old directory (rename 1), then the directory moves (rename 2).
     let at = cases.iter().position(|c| c.0 == Step::Rename).unwrap();
     cases.insert(at + 1, (Step::Rename, 2));
@@ -202,6 +201,9 @@ fn a_skill_promote_killed_at_every_step_is_finished_by_the_next_writer() {
         assert_eq!(tracked_skills(&lib), if landed { promoted_tree.clone() } else { before_tree }, "{what}: HEAD");
         let now = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
         assert_eq!(now, commits + 1 + usize::from(landed), "{what}: commits");
+        let subjects = lib.git(&["log", "--format=%s"]);
+        let promoted = subjects.lines().filter(|s| *s == "task-ai(library):skill promote pdf-tools candidates->drafts");
+        assert_eq!(promoted.count(), usize::from(landed), "{what}: {subjects}");
         // The skill is in one stage: the next promote goes on from there.
         let next = if landed { "active" } else { "drafts" };
         lib.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", next]).assert().success();
@@ -225,7 +227,9 @@ fn rerunning_a_killed_promote_finishes_it_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("kb: recovered a batch"), "{stderr}");
     assert!(stderr.contains("is in drafts"), "{stderr}");
-    let n = skill_events(&lib, ".skills/.drafts/pdf-tools/SKILL.md").into_iter().filter(|(a, _)| a == "promote").count();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let n =
+        skill_events(&lib, ".skills/.drafts/pdf-tools/SKILL.md").into_iter().filter(|(a, _)| a == "promote").count();
     assert_eq!(n, 1);
     assert_recovered(&lib, "rerun");
 }
