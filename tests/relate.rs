@@ -255,14 +255,11 @@ fn lifecycle_write_killed_at_every_step_is_recovered() {
         let what = format!("{}:{n}", step.name());
         let lib = setup();
         let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
-        let out = lib
-            .cmd("kb-relate")
-            .args(["lifecycle", "--write"])
-            .env(kb::fs::crash::VAR, &what)
-            .output()
-            .unwrap();
+        let out = lib.cmd("kb-relate").args(["lifecycle", "--write"]).env(kb::fs::crash::VAR, &what).output().unwrap();
         assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
         lib.cmd("kb-append").args(["write", "notes/after.md", "--content", "# after\n"]).assert().success();
+        // A kill before the journal leaves the dead writer's temps for the sweep.
+        lib.cmd("kb-lock").arg("sweep").assert().success();
         let landed = match step {
             Step::WriteTemp | Step::Journal => 0,
             Step::Rename => n as usize,

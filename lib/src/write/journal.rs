@@ -58,6 +58,10 @@ pub struct Journal {
     /// a journal without any, so older journals read the same).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moves: Vec<Move>,
+    /// The commit message, for a batch with no changelog line to build it
+    /// from (`kb-relate lifecycle --write` setting frontmatter fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// A directory a batch is about to rename. Recovery finishes it: every
@@ -199,7 +203,8 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     let added = append_missing(lib, j.changelog_offset, &kept)?;
     let rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
     let (mut committed, mut commit_error) = (false, None);
-    if j.commit && !kept.is_empty() {
+    // A batch with no changelog line commits what landed (set_fields).
+    if j.commit && (!kept.is_empty() || (j.events.is_empty() && !landed.is_empty())) {
         let mut paths: Vec<String> = landed.iter().cloned().collect();
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());
@@ -221,7 +226,8 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         let commit = crate::library::git_state::clear(lib, crate::library::git_state::WAIT).and_then(|c| {
             crate::library::git_state::note(&c);
             crate::library::git::unstage(lib, &paths);
-            crate::library::git::commit(lib, &paths, &message(&kept))
+            let text = j.message.clone().unwrap_or_else(|| message(&kept));
+            crate::library::git::commit(lib, &paths, &text)
         });
         match commit {
             Ok(c) => committed = c,
@@ -315,6 +321,7 @@ pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
         files: Vec::new(),
         events: Vec::new(),
         moves: Vec::new(),
+        message: None,
     })
 }
 
