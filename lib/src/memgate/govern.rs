@@ -14,6 +14,7 @@ use super::candidate::{keywords, Candidate};
 use super::cue;
 use super::search::{Hit, View};
 use super::similarity::{self as sim, Features};
+use super::slot::{self, Slot};
 use super::store::{self, Loaded, Paths};
 use crate::error::Result;
 use crate::text::embed;
@@ -307,12 +308,21 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     };
     let own_a = na.iter().filter(|k| !nb.contains(k)).count();
     let own_b = nb.iter().filter(|k| !na.contains(k)).count();
+    // Secrets / build output committed to the repo: each side keeps what
+    // it acts on of its own, two rules. Yup / zod, 蓝色 / 绿色: each keeps
+    // only what it chooses, alternatives.
+    let fill = slot::compare(&c.one_liner, &other.one_liner);
+    let objects = fill == Slot::Objects;
     // Each side names something the other does not (pnpm vs yarn).
-    let differing = if chinese { own_a > 0 && own_b > 0 } else { differ(&ka, &kb) };
+    let differing =
+        matches!(fill, Slot::Objects | Slot::Choice) || if chinese { own_a > 0 && own_b > 0 } else { differ(&ka, &kb) };
     // A swap of one or two words in otherwise shared words: alternatives
     // for one slot. Two statements that differ in many words are about
-    // different things, not in conflict.
+    // different things, not in conflict, and two refusals of different
+    // things never are ("never print passwords" / "never print tokens").
     let swap = differing
+        && !objects
+        && !(neg_c && neg_o)
         && overlap > 0.0
         && own_a <= SWAP_MAX
         && own_b <= SWAP_MAX
@@ -320,11 +330,16 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // A user who says they move to another name for the note's subject
     // ("数据库以后改用 Postgres"), or away from what the note names ("不用
     // pnpm 了", "instead of yarn"), puts it in the scenario themselves.
+    // A value in the scope ("under fifty lines" / "under thirty lines") is
+    // the rule's choice, not another scope.
+    let other_scope = other_scope && fill != Slot::Choice;
     let same_scenario = hit.duplicate
         || (!other_scope
+            && !objects
             && (hit.score >= SCENARIO_SURE
                 || (shared > 0 && (hit.score >= SCENARIO_MIN || conclusion >= SCENARIO_PAIR))
                 || (replacing && shared > 0 && swap)
+                || (fill == Slot::Choice && shared > 0 && swap)
                 || (replacing && rejected(&c.one_liner).iter().any(|r| subject(other).contains(r)))));
     // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
     // A cue the note itself holds ("而不是" in both) moves nowhere.
@@ -337,9 +352,14 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
             && neg_c == neg_o
             && !differing
             && !moves
-            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT));
-    let conflict =
-        same_scenario && !same_conclusion && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT } else { swap });
+            && fill != Slot::Opposed
+            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT || fill == Slot::Reworded));
+    // Opposite actions on one thing ("关闭 / 打开调试日志") conflict as a
+    // refusal and a rule do; a refusal of the opposite action agrees.
+    let opposed = fill == Slot::Opposed;
+    let conflict = same_scenario
+        && !same_conclusion
+        && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT && !opposed } else { opposed || swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),

@@ -20,6 +20,7 @@ pub mod note;
 pub mod reindex;
 pub mod search;
 pub mod similarity;
+pub mod slot;
 pub mod store;
 
 pub use store::Paths;
