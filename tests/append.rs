@@ -438,14 +438,18 @@ fn kill_nine_mid_batch_leaves_old_or_new_content() {
         child.stdin.take().unwrap().write_all(batch.as_bytes()).unwrap();
         // Kill once the writer holds the lock (round 0) or has replaced
         // 1, 50, 150 documents: a condition, not a guess at timing. The
-        // replacements come in one burst at the end, so the writer runs
-        // freely until it holds the lock and has replaced one (or, round
-        // 0, holds it), then in short slices between checks.
+        // replacements come in one burst after the journal is written, so
+        // the writer runs freely until it holds the lock and its journal
+        // exists or a document is replaced (or, round 0, holds the lock),
+        // then in short slices between checks. Watching for the journal
+        // too keeps a busy machine's slow scan from missing the burst.
         let progress = [0, 1, 50, 150][round as usize];
         let held = || std::fs::metadata(lib.path(".lock")).is_ok_and(|m| m.len() > 0);
+        let journaled = || lib.path(".journal").exists();
         let replaced =
             |k: usize| (0..n).filter(|i| lib.read(&format!("notes/d{i:03}.md")) == new(*i)).take(k).count() == k;
-        let status = kill_when(&mut child, || held() && replaced(progress.min(1)), || held() && replaced(progress));
+        let near = || held() && (progress == 0 || journaled() || replaced(1));
+        let status = kill_when(&mut child, near, || held() && replaced(progress));
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(9),

@@ -527,10 +527,12 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
     // raised on 59 public AGENTS.md / CLAUDE.md files: an emoji's
     // presentation selector before a space, "system prompt" as a noun,
     // systemd named as what runs a service, Spring's `run.profiles`, a
-    // Greek letter in a formula.
+    // Greek letter in a formula; then (second review) a start-up file
+    // named in prose, a sample config's placeholder or default password,
+    // a `/path/to/` credentials path, a loopback proxy address.
     let lib = Lib::empty();
     let safe = agent_shapes(&lib, "safe");
-    assert_eq!(safe.len(), 5, "{safe:?}");
+    assert_eq!(safe.len(), 11, "{safe:?}");
     for (file, verdict, rules) in &safe {
         assert_eq!((verdict.as_str(), rules.as_slice()), ("safe", &[][..]), "{file}");
     }
@@ -538,13 +540,18 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
     flagged.sort();
     let want: Vec<(&str, &str, Vec<&str>)> = vec![
         ("credentials-read.py", "dangerous", vec!["exf-03"]),
+        // Real file 023's shape: a standing order to deploy to production
+        // over ssh/rsync after every push (caution: the owner may mean it).
+        ("deploy-after-push.md", "caution", vec!["exe-x03"]),
         ("emoji-split-word.sh", "dangerous", vec!["sc-01", "invisible_chars"]),
         ("greek-path.md", "dangerous", vec!["exf-02", "homoglyph"]),
         ("mode-lookalike.py", "dangerous", vec!["per-x04", "homoglyph"]),
         ("profile-source.sh", "caution", vec!["per-05"]),
         ("real-api-key.sh", "caution", vec!["exf-15"]),
+        ("real-config.md", "caution", vec!["ce-x05", "net-06"]),
         ("real-password.yaml", "dangerous", vec!["ce-01"]),
         ("remote-db-url.env", "caution", vec!["ce-x05"]),
+        ("startup-append.md", "caution", vec!["per-05"]),
         ("system-prompt-ask.md", "dangerous", vec!["pi-03"]),
         ("systemd-unit.sh", "caution", vec!["per-03"]),
     ];
@@ -554,12 +561,12 @@ fn real_agent_file_shapes_are_not_findings_and_their_dangerous_twins_are() {
 }
 
 #[test]
-fn real_agent_file_placeholders_and_examples_count_as_medium() {
-    // A sample config's `password: "password"`, a local database URL, a
-    // `YOUR_..._KEY` or `/path/to/your/` value, and a start-up file named
-    // after a Korean or Chinese "e.g.": each still a finding, but medium
-    // (the file is `caution`, not `dangerous`); the real values next to
-    // them (`flagged/`) keep their severity.
+fn real_agent_file_start_up_edits_and_local_urls_count_below_dangerous() {
+    // A local database URL with a real-looking password is still a
+    // finding, lowered to medium; a Chinese or Korean instruction to write
+    // a variable into a start-up file is per-05 at its own severity, as
+    // the English "add ... to your ~/.zshrc" is. Placeholders (`"password"`,
+    // `YOUR_..._KEY`, `/path/to/your/`) are no finding at all (`safe/`).
     let lib = Lib::empty();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/guard-agents/placeholder");
     let (recs, _) = guard(&lib, &["scan", root.to_str().unwrap()]);
@@ -578,12 +585,9 @@ fn real_agent_file_placeholders_and_examples_count_as_medium() {
         .collect();
     got.sort();
     let want = [
-        ("api-key-env.md", "exf-15", "medium", "benign use"),
-        ("chinese-eg.md", "per-05", "medium", "quoted mention"),
-        ("credentials-path.md", "exf-03", "medium", "benign use"),
-        ("korean-eg.md", "per-05", "medium", "quoted mention"),
+        ("chinese-eg.md", "per-05", "high", ""),
+        ("korean-eg.md", "per-05", "high", ""),
         ("local-db-url.md", "ce-x05", "medium", "benign use"),
-        ("yaml-password.md", "ce-01", "medium", "benign use"),
     ];
     let want: Vec<(String, String, String, String)> =
         want.iter().map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string())).collect();

@@ -1546,3 +1546,251 @@ fn u12_memgate_messages_show_user_text_escaped() {
         "Remembered: Never use var in this project\\u{1b}]0;pwned\\u{7}\\u{202e}. Signed-off-by: Mallory <m@x.invalid>"
     );
 }
+
+/// Every binary's last word is the error that ended its run, printed by
+/// the one edge in `kb::cli`. It quotes what it was given (a command word,
+/// a file name a script took from a listing): an escape sequence or a
+/// bidi override there is shown escaped on the user's terminal, on one
+/// line, never run.
+#[test]
+fn u13_the_error_that_ends_a_run_shows_hostile_text_escaped() {
+    let s = Scene::new();
+    let evil = "x\u{1b}]0;pwned\u{7}\u{202e}\nkb-append: forged line";
+    let shown = "x\\u{1b}]0;pwned\\u{7}\\u{202e}\\nkb-append: forged line";
+    let out = s.lib.cmd("kb-append").arg(evil).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("kb-append: unknown command '{shown}'")), "{err:?}");
+    let name = format!("outside/{evil}.md");
+    let out = s.lib.cmd("kb-append").args(["write", "notes/n.md", "--content-file", &name]).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.starts_with(&format!("kb-append: reading outside/{shown}.md: ")), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    for bin in ["kb-lock", "kb-index"] {
+        let out = s.lib.cmd(bin).args(["status", "--format", evil]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{bin}: {err:?}");
+        assert!(err.contains(shown), "{bin}: {err:?}");
+    }
+    s.unharmed();
+}
+
+/// A request line far over any request's size (here 17 MiB with no
+/// content limit near it; a 2 GB line without a newline is the attack) is
+/// refused by its length before it is read whole: an error naming the
+/// limit, and the next line is still read and written.
+#[test]
+fn u14_a_batch_line_over_the_line_limit_is_refused_and_the_next_is_written() {
+    let s = Scene::new();
+    let huge = format!("{{\"path\":\"notes/huge.md\",\"content\":\"{}\"}}\n", "a".repeat(17 << 20));
+    let good = json!({"path": "notes/after.md", "content": "# After\n"});
+    let mut c = s.lib.std_cmd("kb-append");
+    c.arg("batch");
+    let (code, out, err) = bounded(c, 120, &format!("{huge}{good}\n"));
+    assert_eq!(code, 2, "{err}");
+    let recs = records(&out);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    assert_eq!(recs[0]["line"], 1);
+    error_naming(&recs, "the line is longer than the 16777216-byte line limit");
+    assert_eq!((recs[1]["record"].as_str(), recs[1]["path"].as_str()), (Some("write"), Some("notes/after.md")));
+    assert!(!s.lib.path("notes/huge.md").exists());
+    assert_eq!(s.lib.read("notes/after.md"), "# After\n");
+    assert!(err.len() < 1000, "stderr repeats the line: {} bytes", err.len());
+    s.unharmed();
+}
+
+/// kb-mcp reads one message per line: a line over the limit is answered
+/// with a JSON-RPC error naming the limit (its id unread, so null), and
+/// the server goes on with the next request.
+#[test]
+fn u15_mcp_answers_an_over_long_line_with_an_error_and_keeps_serving() {
+    let s = Scene::new();
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"library_write\",\
+         \"arguments\":{{\"path\":\"notes/huge.md\",\"content\":\"{}\"}}}}}}\n",
+        "a".repeat(17 << 20)
+    );
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 120, &format!("{huge}{ping}\n"));
+    assert_eq!(code, 0, "{err}");
+    let answers = records(&out);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["id"], Value::Null);
+    assert_eq!(answers[0]["error"]["code"], -32600);
+    assert_eq!(
+        answers[0]["error"]["message"],
+        "request too large: the line is longer than the 16777216-byte line limit"
+    );
+    assert_eq!(answers[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    assert!(!s.lib.path("notes/huge.md").exists());
+    s.unharmed();
+}
+
+/// A mistyped key in a batch request (`"mdoe": "append"`) was ignored: the
+/// request ran with the default and overwrote the log it meant to append
+/// to. An unknown key is refused, naming the key and the known key it is
+/// nearest to, and the file keeps its bytes; kb-guard filter's `verdict`
+/// and an upstream `record` stay known.
+#[test]
+fn u16_a_batch_request_with_an_unknown_key_is_refused_with_a_suggestion() {
+    let s = Scene::new();
+    let (code, recs) = s.batch(&[
+        json!({"path": KEPT, "content": "- one more\n", "mdoe": "append"}),
+        json!({"path": "notes/b.md", "contnet": "# B\n", "content": "# B\n"}),
+        json!({"path": "notes/c.md", "content": "# C\n", "zzzzzzzz": 1}),
+        json!({"path": "notes/d.md", "content": "# D\n", "verdict": "safe", "notebook": "nb"}),
+    ]);
+    assert_eq!(code, 2, "{recs:?}");
+    let msgs: Vec<&str> = recs.iter().map(|r| r["message"].as_str().unwrap_or("")).collect();
+    assert_eq!(
+        msgs[..3],
+        [
+            "unknown key 'mdoe'; did you mean 'mode'? (keys: path, content, mode, notebook, allow_risky, verdict)",
+            "unknown key 'contnet'; did you mean 'content'? (keys: path, content, mode, notebook, allow_risky, verdict)",
+            "unknown key 'zzzzzzzz' (keys: path, content, mode, notebook, allow_risky, verdict)",
+        ],
+        "{recs:?}"
+    );
+    assert_eq!((recs[3]["record"].as_str(), recs[3]["path"].as_str()), (Some("write"), Some("notes/d.md")));
+    assert!(!s.lib.path("notes/b.md").exists() && !s.lib.path("notes/c.md").exists());
+    // kb-mcp's library_write refused the key already; now it says which one was meant.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "library_write",
+        "arguments": {"path": KEPT, "content": "- one more\n", "mdoe": "append"}}});
+    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 60, &format!("{call}\n"));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        records(&out)[0]["error"]["message"],
+        "library_write: unknown argument 'mdoe'; did you mean 'mode'? \
+         (expected one of: path, content, mode, notebook, allow_risky)"
+    );
+    s.unharmed();
+}
+
+/// A peer's top-level `.gitattributes` need not name the library to reach
+/// it: `*.md working-tree-encoding=UTF-16LE` re-encodes every document on
+/// checkout (no reader takes them after), `* merge=union` splices two
+/// edits of a note together instead of keeping the conflict, `filter=`
+/// hands the documents to a driver. A line the peer adds whose pattern
+/// matches a library file and sets such an attribute is refused; lines
+/// for the project's own files (`src/*.rs`, `*.png`) merge as before.
+#[test]
+fn u17_peer_top_level_gitattributes_reaching_library_files_is_rejected() {
+    let attributes = |p: &Peers, text: &str| {
+        let a = p.attacker.root();
+        std::fs::write(a.join(".gitattributes"), text).unwrap();
+        git(a, &["add", ".gitattributes"]);
+        git(a, &["commit", "-q", "-m", "peer"]);
+        git(a, &["push", "-q", "origin", "main"]);
+    };
+    let p = Peers::new();
+    attributes(&p, "# project\nsrc/*.rs text eol=lf\n*.png binary\n");
+    let v = &p.victim.lib;
+    v.cmd("kb-append").arg("sync").assert().success();
+    assert_eq!(
+        std::fs::read_to_string(v.root().join(".gitattributes")).unwrap(),
+        "# project\nsrc/*.rs text eol=lf\n*.png binary\n"
+    );
+    for line in ["*.md working-tree-encoding=UTF-16LE", "* merge=union", "**/notes/** filter=lfs", "*/*/*.md eol=crlf"]
+    {
+        let p = Peers::new();
+        attributes(&p, &format!("src/*.rs text\n{line}\n"));
+        p.rejected(".gitattributes");
+        assert_eq!(p.victim.lib.read(KEPT), KEPT_TEXT, "{line}");
+    }
+}
+
+/// A project's `.sdlc/libraries.json` comes with the repository a user
+/// clones: a source name or path there with terminal escapes reached the
+/// terminal raw in kb-score's and promote-answer's "source skipped"
+/// warnings. They are shown escaped, like every line for people.
+#[test]
+fn u18_source_registry_text_in_warnings_is_shown_escaped() {
+    let s = Scene::new();
+    std::fs::create_dir_all(s.lib.root().join(".sdlc")).unwrap();
+    let reg = json!({"version": 1, "active": [{"name": "evil\u{1b}]0;pwned\u{7}", "path": "missing\u{1b}[2J\u{202e}"},
+        "glob\u{1b}[31m"]});
+    std::fs::write(s.lib.root().join(".sdlc/libraries.json"), reg.to_string()).unwrap();
+    let runs: [&[&str]; 2] =
+        [&["kb-score", "anything"], &["kb-append", "promote-answer", "notes/answer.md", "--content", "# Answer\n"]];
+    for argv in runs {
+        let out = s.lib.cmd(argv[0]).args(&argv[1..]).output().unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains("source 'evil\\u{1b}]0;pwned\\u{7}' skipped: missing\\u{1b}[2J\\u{202e}: "),
+            "{argv:?}: {err:?}"
+        );
+        assert!(err.contains("source 'glob\\u{1b}[31m' skipped"), "{argv:?}: {err:?}");
+        assert!(!err.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{argv:?}: {err:?}");
+    }
+    std::fs::remove_dir_all(s.lib.root().join(".sdlc")).unwrap();
+    s.unharmed();
+}
+
+/// `kb-lastword plan FILE` (and `validate FILE`) read its file whole
+/// with no check: a FIFO hung it, `/dev/zero` ate memory until the machine killed something. Input
+/// files and stdin are read like every other named input (a FIFO or
+/// device is an error) and up to the queue's size limit; the error names
+/// the file and the limit, and nothing is queued.
+#[test]
+fn u19_lastword_plan_input_is_bounded_and_never_a_special_file() {
+    use crate::lastword::{doc, entry, Lw};
+    let lw = Lw::new();
+    let fifo = lw.root().join("in.fifo");
+    mkfifo(&fifo);
+    for (cmd, input) in [("plan", fifo.to_str().unwrap()), ("validate", fifo.to_str().unwrap()), ("plan", "/dev/zero")]
+    {
+        let mut c = lw.std_cmd();
+        c.args([cmd, input]);
+        let (code, _, err) = bounded(c, 20, "");
+        assert_eq!(code, 2, "{input}: {err}");
+        assert!(err.contains(&format!("kb-lastword: reading {input}: ")), "{input}: {err}");
+        assert!(err.contains("not a regular file"), "{input}: {err}");
+    }
+    let big = lw.root().join("big.yaml");
+    let good = doc(&[entry("~/.config/agents/USER.md", "Projects", Some(2), "update", Some("A"))]);
+    std::fs::write(&big, format!("{good}\n#{}\n", " ".repeat(64 << 20))).unwrap();
+    let mut c = lw.std_cmd();
+    c.args(["plan", big.to_str().unwrap()]);
+    let (code, _, err) = bounded(c, 60, "");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{} is over the limit of 67108864 bytes", big.display())), "{err}");
+    let mut c = lw.std_cmd();
+    c.arg("plan");
+    let (code, _, err) = bounded(c, 60, &std::fs::read_to_string(&big).unwrap());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("kb-lastword: reading stdin: stdin is over the limit of 67108864 bytes"), "{err}");
+    std::fs::remove_file(&big).unwrap();
+    assert!(!lw.lastword().join("USER.md.yaml").exists(), "an entry was queued");
+}
+
+/// `kb-guard sanitize FILE` is the step before storing a fetched page: a
+/// FIFO in the file's place hung it and `/dev/zero` read without end.
+/// The file is opened like every named input (a special file is an
+/// error naming it) and read up to the document limit (8 MiB), like
+/// stdin for sanitize and `scan -`.
+#[test]
+fn u20_guard_sanitize_input_is_bounded_and_never_a_special_file() {
+    let s = Scene::new();
+    let fifo = s.lib.root().join("page.fifo");
+    mkfifo(&fifo);
+    for input in [fifo.to_str().unwrap(), "/dev/zero"] {
+        let mut c = s.lib.std_cmd("kb-guard");
+        c.args(["sanitize", input]);
+        let (code, out, err) = bounded(c, 20, "");
+        assert_eq!(code, 2, "{input}: {err}");
+        assert!(out.is_empty(), "{input}: sanitize printed a document");
+        assert!(err.contains(&format!("kb-guard: reading {input}: ")) && err.contains("not a regular file"), "{err}");
+    }
+    std::fs::remove_file(&fifo).unwrap();
+    let page = format!("# Page\n{}", "x".repeat(8 << 20));
+    for argv in [&["sanitize"][..], &["sanitize", "-"], &["scan", "-"]] {
+        let mut c = s.lib.std_cmd("kb-guard");
+        c.args(argv);
+        let (code, out, err) = bounded(c, 60, &page);
+        assert_eq!(code, 2, "{argv:?}: {err}");
+        assert!(out.is_empty(), "{argv:?}: {}", String::from_utf8_lossy(&out[..out.len().min(200)]));
+        assert!(err.contains("reading stdin: stdin is over the limit of 8388608 bytes"), "{argv:?}: {err}");
+    }
+    s.unharmed();
+}

@@ -96,6 +96,31 @@ fn irregular_forms_and_dates_find_their_note() {
     }
 }
 
+/// People say "pics" and "biz" of what a note calls "pictures" and
+/// "business" (`memgate::lemma`'s clipped words); without the full form
+/// the shorter note, which shares every other word, came first.
+#[test]
+fn clipped_words_find_their_note() {
+    for (target, other, query) in [
+        (
+            "Post the pictures of each release in the team channel.",
+            "Post the notes of each release in the channel.",
+            "post release pics in the channel",
+        ),
+        (
+            "Deploy the business dashboard to staging every Monday.",
+            "Deploy the dashboard to staging.",
+            "deploy the biz dashboard to staging",
+        ),
+    ] {
+        let lib = Lib::empty();
+        let target = kept(&lib, target);
+        kept(&lib, other);
+        let d = decide(&lib, &[said("remember", query)]);
+        assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
+    }
+}
+
 #[test]
 fn chinese_paraphrase_finds_its_neighbour() {
     let lib = Lib::empty();

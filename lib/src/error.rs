@@ -1,9 +1,10 @@
-//! Errors and exit codes: one enum, one edge that prints them (DESIGN.md
-//! "Exit codes": 0 success, 1 a clean negative answer, 2 usage or runtime).
+//! Errors and exit codes: one enum and the statuses (DESIGN.md "Exit
+//! codes": 0 success, 1 a clean negative answer, 2 usage or runtime). The
+//! one edge that prints an error is `cli::run_main`, up where the escape
+//! for people (`out::printable`) can be called.
 
 use std::fmt;
 use std::io;
-use std::process::ExitCode;
 
 /// What a whole run ended with; `main` turns it into the process status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,22 +110,5 @@ pub trait Context<T> {
 impl<T> Context<T> for std::result::Result<T, io::Error> {
     fn ctx<S: Into<String>>(self, f: impl FnOnce() -> S) -> Result<T> {
         self.map_err(|e| Error::io(f(), e))
-    }
-}
-
-/// The one edge every binary's `main` goes through: runs `body`, prints an
-/// error once as `name: message`, and maps the outcome to a status. A closed
-/// stdout pipe is a quiet success.
-pub fn run_main(name: &str, body: impl FnOnce() -> Result<Exit>) -> ExitCode {
-    match body() {
-        Ok(exit) => ExitCode::from(exit as u8),
-        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{name}: {e}");
-            if matches!(e, Error::Usage(_)) {
-                eprintln!("{name}: try '{name} --help'");
-            }
-            ExitCode::from(Exit::Failure as u8)
-        }
     }
 }

@@ -11,6 +11,7 @@ use lexopt::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::out::jsonl::Format;
+use crate::text::closest;
 
 /// One flag a binary accepts somewhere.
 pub struct Flag {
@@ -358,30 +359,6 @@ fn misplaced(spec: &Spec, cmd: &Cmd, name: &str) -> Error {
     Error::usage(format!("{full} does not take --{name} (it belongs to {}){near}", list(&owners)))
 }
 
-/// The candidate nearest to `word` by edit distance, when near enough.
-fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (distance(word, c), c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-/// Levenshtein distance over chars.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 /// `BIN CMD --help`: the subcommand's synopsis and its flags.
 pub fn cmd_help(spec: &Spec, cmd: &Cmd) -> String {
     let full = if cmd.name.is_empty() { spec.bin.to_string() } else { format!("{} {}", spec.bin, cmd.name) };
@@ -488,13 +465,6 @@ pub fn man_page(spec: &Spec) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn distance_counts_edits() {
-        assert_eq!(distance("topic", "topic"), 0);
-        assert_eq!(distance("tpoic", "topic"), 2);
-        assert_eq!(distance("day", "days"), 1);
-    }
 
     #[test]
     fn arity_reads_the_synopsis() {

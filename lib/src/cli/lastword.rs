@@ -1,11 +1,11 @@
 //! `kb-lastword`: end-of-session knowledge deltas for AGENTS.md, SOUL.md
 //! and USER.md (seed 004 "last-word").
 
-use std::io::Read;
+use std::path::Path;
 
 use super::args::{Args, Cmd, Spec};
-use crate::error::{Context, Error, Exit};
-use crate::lastword::{apply, home::Home, plan, report::Reporter, resolve, status};
+use crate::error::{Error, Exit};
+use crate::lastword::{apply, delta, home::Home, plan, report::Reporter, resolve, status};
 
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("lastword.txt");
@@ -36,12 +36,11 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     match a.cmd {
         "plan" => {
             if a.positional.is_empty() {
-                let mut input = String::new();
-                std::io::stdin().read_to_string(&mut input).ctx(|| "reading stdin")?;
+                let input = delta::read_input(None)?;
                 plan::plan(&home, &input, a.get("source").map(str::to_string), &mut rep)?;
             }
             for f in &a.positional {
-                let input = std::fs::read_to_string(f).ctx(|| format!("reading {f}"))?;
+                let input = delta::read_input(Some(Path::new(f)))?;
                 plan::plan(&home, &input, a.get("source").map(str::to_string), &mut rep)?;
             }
         }

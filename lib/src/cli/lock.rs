@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use super::args::{self, Cmd, Parsed, Spec};
-use crate::error::{run_main, Exit};
+use super::run_main;
+use crate::error::Exit;
 use crate::lock;
 use crate::out::jsonl::{Format, Out};
 use crate::Library;
@@ -66,11 +67,8 @@ pub fn main() -> ExitCode {
             _ => {
                 let swept = lock::sweep(&lib)?;
                 for s in &swept {
-                    eprintln!(
-                        "kb-lock: removed stale lock {} (pid {})",
-                        s.path,
-                        s.pid.map_or("unknown".into(), |p| p.to_string())
-                    );
+                    let pid = s.pid.map_or("unknown".into(), |p| p.to_string());
+                    crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
                     out.record(s)?;
                 }
                 if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) {

@@ -16,7 +16,8 @@ pub mod score;
 
 use std::process::ExitCode;
 
-use crate::error::{run_main, Exit, Result};
+use crate::error::{Error, Exit, Result};
+use crate::out::warn;
 use args::{Args, Parsed, Spec};
 
 /// Every binary's table, for completions.
@@ -42,6 +43,26 @@ pub fn main(spec: &Spec, run: fn(Args) -> Result<Exit>) -> ExitCode {
         }
         Parsed::Run(a) => run(a),
     })
+}
+
+/// The one edge every binary's `main` goes through: runs `body`, prints an
+/// error once as `name: message`, and maps the outcome to a status. A closed
+/// stdout pipe is a quiet success. The message quotes what the run was
+/// given (a command word, a file name, a note's text): its control and
+/// direction-changing characters are shown escaped and it stays one line,
+/// so an error cannot drive the terminal or forge a line of its own.
+pub fn run_main(name: &str, body: impl FnOnce() -> Result<Exit>) -> ExitCode {
+    match body() {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            warn(name, &e.to_string());
+            if matches!(e, Error::Usage(_)) {
+                eprintln!("{name}: try '{name} --help'");
+            }
+            ExitCode::from(Exit::Failure as u8)
+        }
+    }
 }
 
 #[cfg(test)]

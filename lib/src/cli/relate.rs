@@ -55,7 +55,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 reached.iter().try_for_each(|r| out.record(r))?;
             }
             if reached.is_empty() {
-                eprintln!("kb-relate: {path} has no neighbours within {hops} hops");
+                crate::out::warn("kb-relate", &format!("{path} has no neighbours within {hops} hops"));
                 out.raise(Exit::Negative);
             }
         }

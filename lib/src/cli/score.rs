@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use super::args::{Args as Cli, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::out::jsonl::{Format, Out};
+use crate::out::warn;
 use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
 
 /// The overview `--help` prints.
@@ -69,18 +70,18 @@ pub fn run(a: Cli) -> Result<Exit, Error> {
     let now = crate::clock::now()?;
     let resolved = sources::resolve(&args.spec)?;
     for e in &resolved.errors {
-        eprintln!("kb-score: warning: source '{}' skipped: {}: {}", e.source, e.path, e.message);
+        warn("kb-score", &format!("warning: source '{}' skipped: {}: {}", e.source, e.path, e.message));
     }
     let outcome = score::search(&resolved.sources, resolved.errors, &q, &args.opts, now.as_second())?;
     for w in &outcome.warnings {
-        eprintln!("kb-score: warning: {w}");
+        warn("kb-score", &format!("warning: {w}"));
     }
     // Search is read-only: only a query where a source failed leaves an
     // audit line (seed 001), one O_APPEND write without the lock.
     let event = score::audit_event(&outcome, crate::clock::format(now));
     if let Some(local) = resolved.sources.iter().find(|s| !s.external).filter(|_| score::audit::is_event(&event)) {
         if let Err(e) = score::audit::append(&local.lib, &event) {
-            eprintln!("kb-score: warning: audit log not written: {e}");
+            warn("kb-score", &format!("warning: audit log not written: {e}"));
         }
     }
     let mut out = Out::stdout("kb-score");

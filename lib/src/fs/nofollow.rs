@@ -125,10 +125,18 @@ pub fn read_input(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let f =
         OpenOptions::new().read(true).custom_flags((OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32).open(path)?;
     let f = regular(path, f)?;
+    read_capped(f, limit, &path.display().to_string())
+}
+
+/// Reads `r` (stdin, an opened input) to its end, or to `limit` bytes and
+/// an error naming `what` and the limit when there is more: an endless
+/// stream (`yes |`, a 2 GB pipe) costs `limit` bytes of memory, not its
+/// length.
+pub fn read_capped(r: impl Read, limit: u64, what: &str) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    f.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    r.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
-        return Err(io::Error::other(format!("{} is over the limit of {limit} bytes", path.display())));
+        return Err(io::Error::other(format!("{what} is over the limit of {limit} bytes")));
     }
     Ok(bytes)
 }

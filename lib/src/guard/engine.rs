@@ -112,6 +112,34 @@ struct Compiled {
     rule: usize,
     re: Regex,
     benign: Vec<Regex>,
+    harmless: Vec<Regex>,
+}
+
+/// Harmless matches (a rule's `harmless` shapes) passed over on one line
+/// before the next match is reported whatever it looks like: a line cannot
+/// hide a real secret behind a run of placeholders, and each line is
+/// searched at most this many times more.
+const MAX_HARMLESS: usize = 8;
+
+impl Compiled {
+    /// The first match in the candidate's span that no `harmless` shape
+    /// covers (after [`MAX_HARMLESS`] harmless ones, the next match).
+    fn first_threat(&self, hay: &[u8], cand: &Candidate, le: usize) -> Option<regex_automata::Match> {
+        let mut from = cand.from;
+        for passed in 0..=MAX_HARMLESS {
+            work::add(Step::RuleSearch, cand.to - from);
+            let m = self.re.search(&Input::new(hay).span(from..cand.to))?;
+            let harmless = self.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), le));
+            if !harmless || passed == MAX_HARMLESS {
+                return Some(m);
+            }
+            from = m.end().max(m.start() + 1);
+            if from >= cand.to {
+                return None;
+            }
+        }
+        None
+    }
 }
 
 /// The compiled rule set; build once, share across threads.
@@ -184,12 +212,16 @@ impl Engine {
             let r = &rules[i];
             let fail = |e: Error| rule_error(r, e);
             let re = pattern::single(hir).map_err(fail)?;
-            let mut benign = Vec::new();
-            for b in &r.benign {
-                let bh = pattern::parse(b).map_err(|e| fail(Error::msg(format!("benign: {e}"))))?;
-                benign.push(pattern::single(&bh).map_err(fail)?);
-            }
-            Ok(Compiled { rule: i, re, benign })
+            let shapes = |list: &[String], field: &str| -> Result<Vec<Regex>> {
+                let mut out = Vec::new();
+                for b in list {
+                    let bh = pattern::parse(b).map_err(|e| fail(Error::msg(format!("{field}: {e}"))))?;
+                    out.push(pattern::single(&bh).map_err(fail)?);
+                }
+                Ok(out)
+            };
+            let (benign, harmless) = (shapes(&r.benign, "benign")?, shapes(&r.harmless, "harmless")?);
+            Ok(Compiled { rule: i, re, benign, harmless })
         };
         let words = |w: &str| pattern::parse(w).and_then(|h| pattern::single(&h));
         let (set, (pats, extra)) = rayon::join(
@@ -448,8 +480,7 @@ impl Engine {
                     continue;
                 }
                 let (ls, le) = lines.span(cand.line);
-                work::add(Step::RuleSearch, cand.to - cand.from);
-                let Some(m) = c.re.search(&Input::new(hay).span(cand.from..cand.to)) else { continue };
+                let Some(m) = c.first_threat(hay, cand, le) else { continue };
                 matched.push((*pid, line));
                 if reported == PER_RULE {
                     out.omitted += 1;
@@ -577,6 +608,9 @@ impl Engine {
             let rule = &self.rules[c.rule];
             let Some(inject) = &rule.inject else { continue };
             for m in c.re.find_iter(hay) {
+                if c.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), hay.len())) {
+                    continue;
+                }
                 out.push((m.start(), m.end(), rule.id.clone(), inject.clone()));
             }
         }

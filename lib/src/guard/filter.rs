@@ -111,7 +111,7 @@ pub fn print(outcomes: Vec<(usize, Outcome)>, out: &mut crate::out::jsonl::Out) 
             Outcome::Pass(obj) => out.record(&obj)?,
             Outcome::Invalid(msg) => out.line_error(line, &msg, None)?,
             Outcome::Refused(msg, refusal) => {
-                eprintln!("kb-guard: <stdin>:{line}: {msg}");
+                crate::out::warn("kb-guard", &format!("<stdin>:{line}: {msg}"));
                 out.record(&ErrorRecord { line: Some(line), message: &msg, about: refusal })?;
                 out.raise(crate::Exit::Negative);
             }

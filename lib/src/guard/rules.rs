@@ -125,6 +125,12 @@ pub struct Rule {
     /// Shapes of ordinary use: a match at the same place lowers to medium.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub benign: Vec<String>,
+    /// Shapes that make a match no threat at all (a sample config's
+    /// placeholder, a loopback address): a match where one matches, at the
+    /// same start, is no finding. The look-ahead a pattern cannot hold
+    /// (the engine has none, to stay linear), kept beside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub harmless: Vec<String>,
     /// The injection category `sanitize` neutralises, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inject: Option<String>,

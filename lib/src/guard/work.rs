@@ -67,7 +67,8 @@ mod tests {
     /// Adversarial shapes, one per step's worst case: near matches of
     /// every rule (from its own examples, cut short), quotes and
     /// concatenations, variables, escapes, braces, look-alike words in one
-    /// long token, installs with squats, base64 payloads, comment bodies.
+    /// long token, installs with squats, base64 payloads, comment bodies,
+    /// entities, lines all continued, runs of harmless placeholders.
     fn shapes(engine: &Engine) -> Vec<(&'static str, Vec<String>)> {
         let near: Vec<String> = engine
             .rules()
@@ -91,6 +92,16 @@ mod tests {
             ("payloads", vec![payload.into(), format!("echo {payload} | base64 -d")]),
             ("windows", vec!["$env:USERPROFILE\\.ssh\\".into(), "%USERPROFILE%\\".into()]),
             ("comments", vec!["<!--".into(), "assistant:".into(), "-->".into()]),
+            (
+                "entities",
+                vec!["&#124;".into(), "&vert;&amp".into(), "&#x69;&".into(), "%7C%2".into(), "&#99999999;".into()],
+            ),
+            // Every line continued: the whole text is one joined line.
+            ("continuations", vec!["curl x \\".into(), "| s\\".into(), "&#124; \\".into()]),
+            (
+                "harmless shapes",
+                vec!["password: \"password\",".into(), "127.0.0.1:8080".into(), "api_key: \"YOUR_KEY_1234\"".into()],
+            ),
         ]
     }
 

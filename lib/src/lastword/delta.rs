@@ -379,6 +379,22 @@ impl File {
     }
 }
 
+/// A delta input's text: FILE (`None`: stdin), read like every named
+/// input (a FIFO or device is an error, never a hang) and up to the queue's
+/// size limit, so an endless stream is refused rather than held.
+pub fn read_input(file: Option<&std::path::Path>) -> crate::Result<String> {
+    use crate::error::Context;
+    let limit = super::queue::MAX_BYTES;
+    let (bytes, what) = match file {
+        None => (crate::fs::nofollow::read_capped(std::io::stdin().lock(), limit, "stdin"), "stdin".to_string()),
+        Some(f) => (crate::fs::nofollow::read_input(f, limit), f.display().to_string()),
+    };
+    let bytes = bytes.ctx(|| format!("reading {what}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        crate::Error::msg(format!("reading {what}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))
+    })
+}
+
 /// Parses YAML (or JSON) text into a delta file; a text that is not YAML is
 /// one file-level problem.
 pub fn parse_text(text: &str) -> (File, Vec<Bad>, Vec<Problem>) {

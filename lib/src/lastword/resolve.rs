@@ -17,7 +17,7 @@ use crate::error::{Context, Error, Exit, Result};
 /// Reports every problem of a delta file; `Ok(true)` when it is valid.
 pub fn validate(home: &Home, path: &Path, rep: &mut Reporter) -> Result<bool> {
     let shown = home.show(path);
-    let text = std::fs::read_to_string(path).ctx(|| format!("reading {}", path.display()))?;
+    let text = delta::read_input(Some(path))?;
     let (file, bad, top) = delta::parse_text(&text);
     let mut problems = 0;
     for p in &top {

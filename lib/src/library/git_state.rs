@@ -86,7 +86,7 @@ pub fn present(lib: &Library) -> bool {
 /// has no place for `cleared` records.
 pub fn note(cleared: &[Cleared]) {
     for c in cleared {
-        eprintln!("kb: removed {}: {}", c.path, c.reason);
+        crate::out::warn("kb", &format!("removed {}: {}", c.path, c.reason));
     }
 }
 

@@ -19,8 +19,11 @@ impl Args {
     /// Checks that only `known` names are present.
     pub fn new(tool: &'static str, map: Map<String, Value>, known: &[&str]) -> R<Args> {
         if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
+            let near = crate::text::closest(k, known.iter().copied())
+                .map(|s| format!("; did you mean '{s}'?"))
+                .unwrap_or_default();
             return Err(RpcError::invalid(format!(
-                "{tool}: unknown argument '{k}' (expected one of: {})",
+                "{tool}: unknown argument '{k}'{near} (expected one of: {})",
                 known.join(", ")
             )));
         }

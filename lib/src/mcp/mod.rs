@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use crate::error::{Context, Exit, Result};
 use crate::library::Library;
 use crate::lock;
+use crate::out::jsonl;
 use rpc::{Message, RpcError};
 use tools::{Ctx, Tool};
 
@@ -152,17 +153,26 @@ fn initialize(asked: Option<&str>) -> Value {
 }
 
 /// Serves one client until its input ends: one answer line per request.
+/// A line longer than [`jsonl::MAX_LINE`] is never held whole: it is
+/// answered with an invalid-request error (its id unread, so null) and the
+/// next line is served.
 pub fn serve(server: &Server, input: impl BufRead, mut output: impl Write) -> Result<()> {
     let mut input = input;
     let mut buf = Vec::new();
     loop {
-        buf.clear();
-        if input.read_until(b'\n', &mut buf).ctx(|| "reading stdin")? == 0 {
-            return Ok(());
-        }
-        // Invalid UTF-8 becomes a parse error for that line, not the end.
-        let line = String::from_utf8_lossy(&buf);
-        if let Some(answer) = server.handle_line(&line) {
+        let answer = match jsonl::read_line(&mut input, &mut buf, jsonl::MAX_LINE).ctx(|| "reading stdin")? {
+            jsonl::Line::End => return Ok(()),
+            jsonl::Line::TooLong => Some(rpc::error(
+                Value::Null,
+                &RpcError::new(
+                    rpc::INVALID_REQUEST,
+                    format!("request too large: {}", jsonl::too_long(jsonl::MAX_LINE)),
+                ),
+            )),
+            // Invalid UTF-8 becomes a parse error for that line, not the end.
+            jsonl::Line::Fits => server.handle_line(&String::from_utf8_lossy(&buf)),
+        };
+        if let Some(answer) = answer {
             let mut bytes = serde_json::to_vec(&answer).map_err(|e| crate::Error::msg(format!("encoding: {e}")))?;
             bytes.push(b'\n');
             output.write_all(&bytes).ctx(|| "writing to stdout")?;

@@ -18,39 +18,130 @@ pub struct LineError {
     pub message: String,
 }
 
+/// The longest input line read whole (16 MiB): far over any request a
+/// binary takes (a 1 MiB document escaped as `\u00XX` is 6 MiB), and what
+/// bounds the memory a line without a newline (a 2 GB stream) can take.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// The line limit for requests carrying up to `content_max` bytes of
+/// content (`kb-append batch --max-bytes`): room for every byte escaped
+/// as `\u00XX` and the other fields, never below [`MAX_LINE`].
+pub fn line_limit_for(content_max: usize) -> usize {
+    MAX_LINE.max(content_max.saturating_mul(6).saturating_add(64 << 10))
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    /// The input ended before another line.
+    End,
+    /// A line, in the buffer without its newline.
+    Fits,
+    /// A line longer than the limit: read up to its newline and dropped
+    /// (the buffer is empty).
+    TooLong,
+}
+
+/// Reads one line into `buf` (cleared first, newline dropped) keeping at
+/// most `limit` bytes of it: a longer line is read on to its newline and
+/// dropped, never held whole, so a stream without newlines costs `limit`
+/// bytes of memory, not its length.
+pub fn read_line<R: BufRead + ?Sized>(reader: &mut R, buf: &mut Vec<u8>, limit: usize) -> io::Result<Line> {
+    buf.clear();
+    let (mut any, mut over) = (false, false);
+    loop {
+        let avail = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(match (any, over) {
+                (false, _) => Line::End,
+                (true, false) => Line::Fits,
+                (true, true) => Line::TooLong,
+            });
+        }
+        any = true;
+        let newline = avail.iter().position(|&b| b == b'\n');
+        let chunk = &avail[..newline.unwrap_or(avail.len())];
+        if !over && buf.len() + chunk.len() > limit {
+            over = true;
+            buf.clear();
+            buf.shrink_to(0);
+        } else if !over {
+            buf.extend_from_slice(chunk);
+        }
+        let used = newline.map_or(avail.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(if over { Line::TooLong } else { Line::Fits });
+        }
+    }
+}
+
+/// Why a line over `limit` was not read, in every reader's words.
+pub fn too_long(limit: usize) -> String {
+    format!("the line is longer than the {limit}-byte line limit")
+}
+
 /// Reads JSON objects one per line; blank lines and a leading BOM are
-/// skipped, a line that is not a JSON object is yielded as a `LineError`
-/// and reading goes on.
+/// skipped, a line that is not a JSON object (or is longer than
+/// [`MAX_LINE`]) is yielded as a `LineError` and reading goes on.
 pub fn read_objects<R: BufRead>(
     reader: R,
 ) -> impl Iterator<Item = (usize, std::result::Result<serde_json::Map<String, Value>, LineError>)> {
-    reader.split(b'\n').enumerate().filter_map(|(i, line)| {
-        let line_no = i + 1;
-        let bytes = match line {
-            Ok(b) => b,
-            Err(e) => {
-                return Some((line_no, Err(LineError { line: line_no, message: format!("read error: {e}") })));
+    read_objects_within(reader, MAX_LINE)
+}
+
+/// [`read_objects`] with its own line limit (see [`line_limit_for`]).
+pub fn read_objects_within<R: BufRead>(
+    mut reader: R,
+    limit: usize,
+) -> impl Iterator<Item = (usize, std::result::Result<serde_json::Map<String, Value>, LineError>)> {
+    let mut line_no = 0;
+    let mut bytes = Vec::new();
+    let mut ended = false;
+    std::iter::from_fn(move || {
+        while !ended {
+            line_no += 1;
+            let err = |message: String| Some((line_no, Err(LineError { line: line_no, message })));
+            match read_line(&mut reader, &mut bytes, limit) {
+                Ok(Line::End) => ended = true,
+                Err(e) => {
+                    // A read error ends the input: it would repeat forever.
+                    ended = true;
+                    return err(format!("read error: {e}"));
+                }
+                Ok(Line::TooLong) => return err(too_long(limit)),
+                Ok(Line::Fits) => {
+                    if let Some(parsed) = object(&bytes, line_no) {
+                        return Some((line_no, parsed));
+                    }
+                }
             }
-        };
-        let text = match std::str::from_utf8(&bytes) {
-            // A file saved by an editor that marks UTF-8 with a BOM.
-            Ok(t) if line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
-            Ok(t) => t.trim(),
-            Err(_) => {
-                return Some((line_no, Err(LineError { line: line_no, message: "line is not valid UTF-8".into() })));
-            }
-        };
-        if text.is_empty() {
-            return None;
         }
-        let parsed = match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(m)) => Ok(m),
-            Ok(other) => {
-                Err(LineError { line: line_no, message: format!("expected a JSON object, found {}", kind_of(&other)) })
-            }
-            Err(e) => Err(LineError { line: line_no, message: format!("invalid JSON: {e}") }),
-        };
-        Some((line_no, parsed))
+        None
+    })
+}
+
+/// One line's JSON object, or why it is not one; `None` for a blank line.
+fn object(bytes: &[u8], line_no: usize) -> Option<std::result::Result<serde_json::Map<String, Value>, LineError>> {
+    let text = match std::str::from_utf8(bytes) {
+        // A file saved by an editor that marks UTF-8 with a BOM.
+        Ok(t) if line_no == 1 => t.strip_prefix('\u{feff}').unwrap_or(t).trim(),
+        Ok(t) => t.trim(),
+        Err(_) => return Some(Err(LineError { line: line_no, message: "line is not valid UTF-8".into() })),
+    };
+    if text.is_empty() {
+        return None;
+    }
+    Some(match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => {
+            Err(LineError { line: line_no, message: format!("expected a JSON object, found {}", kind_of(&other)) })
+        }
+        Err(e) => Err(LineError { line: line_no, message: format!("invalid JSON: {e}") }),
     })
 }
 
@@ -319,6 +410,23 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line of exactly `limit` bytes is read; one byte more is dropped
+    /// whole (the next line is read), with or without a final newline.
+    #[test]
+    fn read_line_keeps_at_most_the_limit() {
+        let mut r = io::BufReader::with_capacity(3, &b"abcd\nabcde\nxy\nabcdefgh"[..]);
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        loop {
+            match read_line(&mut r, &mut buf, 4).unwrap() {
+                Line::End => break,
+                l => got.push((l, String::from_utf8(buf.clone()).unwrap())),
+            }
+        }
+        let want = [(Line::Fits, "abcd"), (Line::TooLong, ""), (Line::Fits, "xy"), (Line::TooLong, "")];
+        assert_eq!(got, want.map(|(l, s)| (l, s.to_string())));
+    }
 
     /// Issue 18: Chinese cells take two columns each, so the next column
     /// starts at the same screen position on every row.

@@ -29,6 +29,13 @@ pub fn printable(s: &str, lines: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// One line for people on stderr, `tool: message`, the message shown as
+/// [`printable`] on one line: warnings and errors quote source names from a
+/// cloned project's registry, paths a peer chose, a document's text.
+pub fn warn(tool: &str, message: &str) {
+    eprintln!("{tool}: {}", printable(message, false));
+}
+
 /// Characters that reorder the text around them (bidi overrides, isolates
 /// and marks): `Trojan Source` shows one thing and means another. The one
 /// list, for what people are shown here and for kb-guard's findings.

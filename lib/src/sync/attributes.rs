@@ -25,6 +25,83 @@ pub fn gitattributes() -> String {
     s
 }
 
+/// Attributes that, given a value, rewrite a file's bytes on checkout or
+/// splice its merges: content filters (a driver runs), encodings, merge
+/// drivers (`union` joins both sides' lines); with `ident` (keyword
+/// expansion) and `eol=crlf`, the ones [`risky`] counts. Unsetting one
+/// (`-text`, `-merge`, `binary`) and the common `text=auto` or `eol=lf`
+/// leave a Markdown file's bytes alone.
+const RISKY: &[&str] = &["filter", "merge", "working-tree-encoding"];
+
+/// Whether one attribute word (`filter=lfs`, `-text`, `!eol`) sets a
+/// [`RISKY`] attribute, `ident`, `eol=crlf` or one of `macros`.
+fn risky(word: &str, macros: &[&str]) -> bool {
+    if word.starts_with(['-', '!']) {
+        return false;
+    }
+    match word.split_once('=') {
+        // `merge=text` is git's own text merge, as `merge` alone.
+        Some(("merge", "text")) => false,
+        Some((name, value)) => RISKY.contains(&name) || (name == "eol" && value == "crlf"),
+        None => word == "ident" || macros.contains(&word),
+    }
+}
+
+/// The first line of a `.gitattributes` outside the library (`text`, that
+/// was `old` before a peer's commit) that the peer added and that sets a
+/// [`RISKY`] attribute on a path of `files` (library files relative to the
+/// attributes file's directory). A peer's `*.md working-tree-encoding=
+/// UTF-16LE` never names the library and still re-encodes every document.
+/// Patterns match as git's do (no `/`: any file's name; else the path from
+/// the file's directory; `**` across folders); a pattern the glob syntax
+/// cannot read counts as matching.
+pub fn reaching<'a>(text: &'a str, old: &str, files: &[&str]) -> Option<&'a str> {
+    let before: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
+    // Macros (`[attr]evil filter=x`) this file defines with a risky body.
+    let mut macros: Vec<&str> = Vec::new();
+    let names = |attrs: &[&'a str], macros: &[&str]| attrs.iter().any(|a| risky(a, macros));
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let pattern = words.next().unwrap_or_default();
+        let attrs: Vec<&str> = words.collect();
+        if let Some(name) = pattern.strip_prefix("[attr]") {
+            if names(&attrs, &macros) {
+                macros.push(name);
+            }
+            continue;
+        }
+        if before.contains(line) || !names(&attrs, &macros) {
+            continue;
+        }
+        let pattern = pattern.trim_matches('"');
+        let (pattern, whole_path) = match pattern.strip_prefix('/') {
+            Some(p) => (p, true),
+            None => (pattern, pattern.trim_end_matches('/').contains('/')),
+        };
+        // A directory pattern reaches the files below it.
+        let pattern = if pattern.ends_with('/') { format!("{pattern}**") } else { pattern.to_string() };
+        let Ok(glob) = globset::GlobBuilder::new(&pattern).literal_separator(true).build() else {
+            return Some(line);
+        };
+        let glob = glob.compile_matcher();
+        let hit = files.iter().any(|f| {
+            let name = f.rsplit('/').next().unwrap_or(f);
+            if whole_path || pattern.ends_with("**") {
+                glob.is_match(f)
+            } else {
+                glob.is_match(name)
+            }
+        });
+        if hit {
+            return Some(line);
+        }
+    }
+    None
+}
+
 /// The library's `.gitignore`: the lock file and writers' temp files are
 /// never shared.
 pub const GITIGNORE: &str =
@@ -55,4 +132,32 @@ pub fn write(lib: &Library) -> Result<Vec<String>> {
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reaching;
+
+    #[test]
+    fn only_added_lines_that_reach_library_files_with_content_attributes_count() {
+        let files = [".library/notes/kept.md", ".library/.changelog", ".library/x.md"];
+        for line in
+            ["*.md eol=crlf", "**/notes/** filter=lfs", ".*/*.md ident", "* merge=union", "*.md text merge=union"]
+        {
+            assert_eq!(reaching(&format!("{line}\n"), "", &files), Some(line), "{line}");
+        }
+        let macro_use = "[attr]evil filter=lfs\n*.md evil\n";
+        assert_eq!(reaching(macro_use, "", &files), Some("*.md evil"));
+        let benign = [
+            "/*.md filter=lfs\n",
+            "src/*.rs filter=x\n",
+            "*.md linguist-documentation\n",
+            "* text=auto eol=lf merge\n",
+        ];
+        for benign in benign.into_iter().chain(["*.md -text -merge binary\n", "*.png filter=lfs\n"]) {
+            assert_eq!(reaching(benign, "", &files), None, "{benign}");
+        }
+        // A line that was there before the peer's commit is not the peer's.
+        assert_eq!(reaching("* text=auto\n", "* text=auto\n", &files), None);
+    }
 }

@@ -7,8 +7,9 @@
 //! file no peer shares (`.lock`, `.cache/`), a name that collides by case
 //! with another, or a library `.gitattributes` or `.gitignore` other than
 //! kb-tools' own; and, outside the library, a `.gitattributes` that speaks
-//! about the library or kb-tools' merge drivers, or `.gitignore` lines
-//! added about the library. Nothing is merged then; the sync
+//! about the library or kb-tools' merge drivers or adds a line that sets a
+//! content or merge attribute on library files (`attributes::reaching`),
+//! or `.gitignore` lines added about the library. Nothing is merged then; the sync
 //! record lists each path and why.
 
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
     let mut fields = raw.split('\0');
     let mut out = Vec::new();
     let mut added = Vec::new();
+    let mut library_files: Option<Vec<String>> = None;
     while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
         let meta: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
         let [_, new_mode, old_sha, new_sha, status] = meta.as_slice() else { continue };
@@ -50,6 +52,40 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
                 let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
                 if text.contains(crate::library::DIR_NAME) || text.contains("kb-") {
                     reject("a .gitattributes outside the library that changes how the library merges".into());
+                } else {
+                    let old = if status.starts_with('A') {
+                        String::new()
+                    } else {
+                        repo.run(&["cat-file", "blob", old_sha], "git cat-file")?
+                    };
+                    // Only a directory above the library reaches it; its
+                    // patterns are matched against library files' paths
+                    // relative to it.
+                    let dir = path.rfind('/').map_or("", |i| &path[..=i]);
+                    let mut under = Vec::new();
+                    if repo.prefix.starts_with(dir) {
+                        if library_files.is_none() {
+                            let spec = repo.library_pathspec();
+                            library_files = Some(
+                                repo.list(&["ls-tree", "-r", "-z", "--name-only", to, "--", &spec], "git ls-tree")?,
+                            );
+                        }
+                        under.extend(
+                            library_files.iter().flatten().filter_map(|f| f.strip_prefix(dir)).map(str::to_string),
+                        );
+                        // Documents a later write adds count too.
+                        let lib_rel = &repo.prefix[dir.len()..];
+                        under.extend([format!("{lib_rel}x.md"), format!("{lib_rel}notes/x.md")]);
+                    }
+                    if let Some(line) =
+                        attributes::reaching(&text, &old, &under.iter().map(String::as_str).collect::<Vec<_>>())
+                    {
+                        reject(format!(
+                            "a .gitattributes outside the library whose line '{}' changes how library files are \
+                             checked out or merged",
+                            names::shown(line)
+                        ));
+                    }
                 }
             } else if is_named(path, ".gitignore") {
                 // Only the lines the peer adds: the workspace's own file

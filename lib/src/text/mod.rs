@@ -201,9 +201,41 @@ pub fn each_token(text: &str, mut f: impl FnMut(&str)) {
     });
 }
 
+/// The candidate nearest to `word` by edit distance, when near enough:
+/// the "did you mean" of every name a person or a program can mistype
+/// (a flag, a command, a request's key).
+pub fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (distance(word, c), c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over chars.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(distance("topic", "topic"), 0);
+        assert_eq!(distance("tpoic", "topic"), 2);
+        assert_eq!(distance("day", "days"), 1);
+    }
 
     #[test]
     fn ascii_words_are_those_of_the_char_scan() {

@@ -118,12 +118,24 @@ pub struct BatchResult {
     pub cleared: Vec<git_state::Cleared>,
 }
 
+/// The keys of a request line (`schemas/write-request.schema.json`):
+/// its own, and the `verdict` kb-guard filter adds on its way here.
+pub const REQUEST_KEYS: &[&str] = &["path", "content", "mode", "notebook", "allow_risky", "verdict"];
+
 /// Turns a JSONL request object into a request, or says what is wrong.
+/// An unknown key is refused, not ignored: `"mdoe": "append"` would
+/// otherwise overwrite the file it meant to append to.
 pub fn parse_request(
     lib: &Library,
     obj: &Map<String, Value>,
     max_bytes: usize,
 ) -> std::result::Result<Request, String> {
+    if let Some(k) = obj.keys().find(|k| !REQUEST_KEYS.contains(&k.as_str())) {
+        let near = crate::text::closest(k, REQUEST_KEYS.iter().copied())
+            .map(|s| format!("; did you mean '{s}'?"))
+            .unwrap_or_default();
+        return Err(format!("unknown key '{k}'{near} (keys: {})", REQUEST_KEYS.join(", ")));
+    }
     let path = match obj.get("path") {
         Some(Value::String(p)) => p.as_str(),
         Some(_) => return Err("'path' must be a string".into()),
@@ -225,13 +237,15 @@ pub fn bytes_from_args(
         (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => (c.as_bytes().to_vec(), "--content".to_string()),
         (None, Some(f)) => {
+            // A FIFO or device is an error, never a hang (issue 21).
             let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             (bytes, f.display().to_string())
         }
         (None, None) => {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(|e| Error::io("reading stdin", e))?;
+            // At most the limit is read: a 2 GB pipe is refused, not held.
+            let bytes = crate::fs::nofollow::read_capped(std::io::stdin().lock(), max_bytes as u64, "stdin")
+                .map_err(|e| Error::io("reading stdin", e))?;
             (bytes, "stdin".to_string())
         }
     };

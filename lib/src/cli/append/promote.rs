@@ -24,7 +24,7 @@ pub fn run(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(),
     }
     let resolved = sources::resolve(&spec)?;
     for e in &resolved.errors {
-        eprintln!("kb-append: warning: source '{}' skipped: {}: {}", e.source, e.path, e.message);
+        crate::out::warn("kb-append", &format!("warning: source '{}' skipped: {}: {}", e.source, e.path, e.message));
     }
     promote::check_target(&resolved.sources, path)?;
     let cites = promote::check_cites(&resolved.sources, &a.all("cites"))?;

@@ -32,7 +32,7 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         // A peer's commit was refused (issue 21): reported, exit 2.
         Ok(report) if !report.rejected.is_empty() => {
             for r in &report.rejected {
-                eprintln!("kb-append: sync rejected {}: {}", r.path, r.reason);
+                crate::out::warn("kb-append", &format!("sync rejected {}: {}", r.path, r.reason));
             }
             out.record(&report)?;
             out.raise(Exit::Failure);

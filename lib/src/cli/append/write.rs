@@ -1,12 +1,10 @@
 //! `kb-append write`, `batch` and `event`: documents and changelog events
 //! through the one writer, and the records a batch result prints.
 
-use std::io::Read;
-
 use serde_json::json;
 
 use crate::cli::args::Args;
-use crate::error::{Context, Error, Exit};
+use crate::error::{Error, Exit};
 use crate::out::jsonl::{self, Out};
 use crate::write::{self, Mode, Options};
 use crate::Library;
@@ -30,7 +28,8 @@ pub fn write(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(
 /// `batch`: the JSONL requests on stdin under one lock and one commit.
 pub fn batch(lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     let mut requests = Vec::new();
-    for (line, obj) in jsonl::read_objects(std::io::stdin().lock()) {
+    let limit = jsonl::line_limit_for(opts.max_bytes);
+    for (line, obj) in jsonl::read_objects_within(std::io::stdin().lock(), limit) {
         let req = match obj {
             // An upstream refusal (kb-guard filter's error record) stays a
             // refusal, with its own message.
@@ -64,21 +63,7 @@ pub fn event(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(
 /// The content of `write` and `promote-answer`: `--content`,
 /// `--content-file` or stdin.
 pub fn content_arg(a: &Args, max_bytes: usize) -> Result<String, Error> {
-    match (a.get("content"), a.get("content-file").map(std::path::PathBuf::from)) {
-        (Some(_), Some(_)) => Err(Error::usage("give --content or --content-file, not both")),
-        (Some(c), None) => Ok(c.to_string()),
-        (None, Some(f)) => {
-            // A FIFO or device is an error, never a hang (issue 21).
-            let bytes =
-                crate::fs::nofollow::read_input(&f, max_bytes as u64).ctx(|| format!("reading {}", f.display()))?;
-            write::content_from_bytes(bytes, &f.display().to_string(), max_bytes)
-        }
-        (None, None) => {
-            let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes).ctx(|| "reading stdin")?;
-            write::content_from_bytes(bytes, "stdin", max_bytes)
-        }
-    }
+    write::content_from_args(a.get("content"), a.get("content-file").map(std::path::Path::new), max_bytes)
 }
 
 /// Prints one record per request; rejected ones as error records with

@@ -1,20 +1,18 @@
 //! `kb-guard sanitize`: neutralise injected instructions in external text.
 
-use std::io::Read;
-
 use crate::error::{Context, Error, Exit};
+use crate::fs::nofollow;
 use crate::guard;
 use crate::out::jsonl::Out;
 
 /// `kb-guard sanitize`: the sanitised text on stdout, changes to --report.
 pub fn run(report: Option<&std::path::Path>, file: Option<&str>, mut out: Out) -> Result<Exit, Error> {
+    // Read like every named input: a FIFO or device is an error, never a
+    // hang, and no more than a document can be.
+    let limit = crate::library::scan::MAX_DOC_BYTES;
     let bytes = match file {
-        None | Some("-") => {
-            let mut b = Vec::new();
-            std::io::stdin().read_to_end(&mut b).ctx(|| "reading stdin")?;
-            b
-        }
-        Some(f) => std::fs::read(f).ctx(|| format!("reading {f}"))?,
+        None | Some("-") => nofollow::read_capped(std::io::stdin().lock(), limit, "stdin").ctx(|| "reading stdin")?,
+        Some(f) => nofollow::read_input(std::path::Path::new(f), limit).ctx(|| format!("reading {f}"))?,
     };
     let engine = guard::Engine::core()?;
     let text = guard::normalize::decode_lossy(&bytes);

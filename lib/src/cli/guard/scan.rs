@@ -1,8 +1,6 @@
 //! `kb-guard scan PATH...`: files, skills or stdin through the engine;
 //! records, a table or SARIF.
 
-use std::io::Read;
-
 use jiff::Timestamp;
 
 use crate::cli::args::Args;
@@ -31,7 +29,9 @@ pub fn run(
     }
     let mut stdin = Vec::new();
     if targets.iter().any(|t| t.kind == target::TargetKind::Stdin) {
-        std::io::stdin().read_to_end(&mut stdin).ctx(|| "reading stdin")?;
+        // No verdict on bytes never read: more than a document is refused.
+        let limit = crate::library::scan::MAX_DOC_BYTES;
+        stdin = crate::fs::nofollow::read_capped(std::io::stdin().lock(), limit, "stdin").ctx(|| "reading stdin")?;
     }
     let results = scan::scan_targets(engine, &targets, &stdin, policy, now);
     if results.iter().any(|r| r.verdict.verdict >= fail_on && r.verdict.verdict > Verdict::Safe) {

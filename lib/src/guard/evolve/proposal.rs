@@ -246,6 +246,7 @@ impl Proposal {
             pattern: Some(self.pattern.clone()?),
             builtin: false,
             benign: Vec::new(),
+            harmless: Vec::new(),
             inject: None,
             seed: None,
             matches: self.matches.clone(),

@@ -147,13 +147,13 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
         let outcome =
             score::search_with(&mut cx.warm().score, &resolved.sources, resolved.errors, &q, &opts, now.as_second())?;
         for w in &outcome.warnings {
-            eprintln!("kb-mcp: library_search: warning: {w}");
+            crate::out::warn("kb-mcp", &format!("library_search: warning: {w}"));
         }
         let event = score::audit_event(&outcome, crate::clock::format(now));
         // As the CLI: only a query where a source failed is an audit event.
         if let Some(local) = resolved.sources.iter().find(|s| !s.external).filter(|_| score::audit::is_event(&event)) {
             if let Err(e) = score::audit::append(&local.lib, &event) {
-                eprintln!("kb-mcp: library_search: warning: audit log not written: {e}");
+                crate::out::warn("kb-mcp", &format!("library_search: warning: audit log not written: {e}"));
             }
         }
         let mut r = Reply::default();
