@@ -219,3 +219,68 @@ fn every_record_has_a_schema_naming_its_required_fields() {
     }
     assert_eq!(seen.len(), 13, "{seen:?}");
 }
+
+/// `kb-relate lifecycle --write` killed at every step: the states it sets
+/// are journaled like a batch, so each pattern keeps its old or its new
+/// bytes, the ones that landed are indexed and committed by the next
+/// writer (once), and a rerun sets the rest. Before, the documents were
+/// written one by one with no journal: a kill left some written,
+/// unindexed and uncommitted.
+#[test]
+fn lifecycle_write_killed_at_every_step_is_recovered() {
+    use kb::fs::crash::Step;
+    const PATTERNS: [&str; 3] = [
+        ".memory/.thinking/patterns/divide.md",
+        ".memory/.thinking/patterns/guess.md",
+        ".memory/.thinking/patterns/old.md",
+    ];
+    let setup = || {
+        let lib = fixture();
+        lib.git_init();
+        kb::derived::rebuild_all::rebuild(&kb::Library { dir: lib.dir() }).unwrap();
+        lib.git(&["add", "-A"]);
+        lib.git(&["commit", "-q", "-m", "seed"]);
+        lib
+    };
+    let reference = setup();
+    let old: Vec<String> = PATTERNS.iter().map(|p| reference.read(p)).collect();
+    reference.cmd("kb-relate").args(["lifecycle", "--write"]).assert().success();
+    let new: Vec<String> = PATTERNS.iter().map(|p| reference.read(p)).collect();
+    let changed = old.iter().zip(&new).filter(|(o, n)| o != n).count();
+    assert!(changed >= 2, "the fixture must change several patterns: {changed}");
+    let mut cases = vec![(Step::WriteTemp, 1), (Step::Journal, 1)];
+    cases.extend((1..=changed as u32).map(|n| (Step::Rename, n)));
+    cases.extend([Step::Renamed, Step::Index, Step::GitAdd, Step::Committed].map(|s| (s, 1)));
+    for (step, n) in cases {
+        let what = format!("{}:{n}", step.name());
+        let lib = setup();
+        let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
+        let out = lib.cmd("kb-relate").args(["lifecycle", "--write"]).env(kb::fs::crash::VAR, &what).output().unwrap();
+        assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
+        lib.cmd("kb-append").args(["write", "notes/after.md", "--content", "# after\n"]).assert().success();
+        // A kill before the journal leaves the dead writer's temps for the sweep.
+        lib.cmd("kb-lock").arg("sweep").assert().success();
+        let landed = match step {
+            Step::WriteTemp | Step::Journal => 0,
+            Step::Rename => n as usize,
+            _ => changed,
+        };
+        let now: Vec<String> = PATTERNS.iter().map(|p| lib.read(p)).collect();
+        for (i, p) in PATTERNS.iter().enumerate() {
+            assert!(now[i] == old[i] || now[i] == new[i], "{what}: {p} torn");
+        }
+        let got = now.iter().zip(&old).filter(|(a, o)| a != o).count();
+        assert_eq!(got, landed, "{what}: patterns landed");
+        crate::util::assert_recovered(&lib, &what);
+        let after = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
+        assert_eq!(after, commits + 1 + usize::from(landed > 0), "{what}: commits");
+        let subjects = lib.git(&["log", "--format=%s"]);
+        let n_life = subjects.lines().filter(|s| *s == "task-ai(library):thinking-pattern lifecycle").count();
+        assert_eq!(n_life, usize::from(landed > 0), "{what}: {subjects}");
+        // A rerun sets what had not landed.
+        lib.cmd("kb-relate").args(["lifecycle", "--write"]).assert().success();
+        let now: Vec<String> = PATTERNS.iter().map(|p| lib.read(p)).collect();
+        assert_eq!(now, new, "{what}: after a rerun");
+        crate::util::assert_recovered(&lib, &format!("{what}, rerun"));
+    }
+}

@@ -151,3 +151,85 @@ fn a_skill_delete_or_file_removal_killed_at_every_step_is_recovered() {
         }
     }
 }
+
+/// The paths git's HEAD holds under `.skills/`.
+fn tracked_skills(lib: &Lib) -> Vec<String> {
+    lib.git(&["ls-tree", "-r", "--name-only", "HEAD", ".skills"]).lines().map(str::to_string).collect()
+}
+
+/// `skill promote` killed at every step: before its journal nothing
+/// happened; from the journal on the next writer finishes the move (tier
+/// written, directory in the new stage, none left in the old), with
+/// exactly one changelog line and one commit, and indexes equal to a
+/// rebuild. Before, a kill after the rename left the skill moved with no
+/// line or commit, and a rerun was refused.
+#[test]
+fn a_skill_promote_killed_at_every_step_is_finished_by_the_next_writer() {
+    const TO: &str = ".skills/.drafts/pdf-tools";
+    // What an uninterrupted promote leaves, to compare against.
+    let reference = with_skill();
+    reference.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).assert().success();
+    let promoted_md = reference.read(&format!("{TO}/SKILL.md"));
+    assert!(promoted_md.contains("trust_tier: T2"), "{promoted_md}");
+    let promoted_tree = tracked_skills(&reference);
+    let mut cases: Vec<(Step, u32)> = STEPS.iter().filter(|s| s.pipeline() == "write").map(|&s| (s, 1)).collect();
+    // The tier lands in the old directory (rename 1), then the directory moves (rename 2).
+    let at = cases.iter().position(|c| c.0 == Step::Rename).unwrap();
+    cases.insert(at + 1, (Step::Rename, 2));
+    for (step, n) in cases {
+        let what = format!("{}:{n}", step.name());
+        let lib = with_skill();
+        let before_tree = tracked_skills(&lib);
+        let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
+        let out = lib
+            .cmd("kb-append")
+            .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
+            .env(kb::fs::crash::VAR, &what)
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
+        next_writer(&lib, &what);
+        let landed = step != Step::WriteTemp;
+        let (here, gone) = if landed { (TO, DIR) } else { (DIR, TO) };
+        assert!(!lib.path(gone).exists(), "{what}: {gone} left");
+        assert_eq!(lib.read(&format!("{here}/SKILL.md")), if landed { promoted_md.as_str() } else { MD }, "{what}");
+        assert_eq!(lib.read(&format!("{here}/references/a.md")), "# a\n", "{what}");
+        let promotes: Vec<_> =
+            skill_events(&lib, &format!("{TO}/SKILL.md")).into_iter().filter(|(a, _)| a == "promote").collect();
+        assert_eq!(promotes.len(), usize::from(landed), "{what}: changelog lines");
+        assert_recovered(&lib, &what);
+        assert_eq!(tracked_skills(&lib), if landed { promoted_tree.clone() } else { before_tree }, "{what}: HEAD");
+        let now = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
+        assert_eq!(now, commits + 1 + usize::from(landed), "{what}: commits");
+        let subjects = lib.git(&["log", "--format=%s"]);
+        let promoted = subjects.lines().filter(|s| *s == "task-ai(library):skill promote pdf-tools candidates->drafts");
+        assert_eq!(promoted.count(), usize::from(landed), "{what}: {subjects}");
+        // The skill is in one stage: the next promote goes on from there.
+        let next = if landed { "active" } else { "drafts" };
+        lib.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", next]).assert().success();
+        assert_recovered(&lib, &format!("{what}, then promoted to {next}"));
+    }
+}
+
+/// Rerunning the killed promote itself finishes it first (the rerun is
+/// the next writer), then says where the skill is.
+#[test]
+fn rerunning_a_killed_promote_finishes_it_once() {
+    let lib = with_skill();
+    let out = lib
+        .cmd("kb-append")
+        .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
+        .env(kb::fs::crash::VAR, "rename:2")
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "not aborted: {}", String::from_utf8_lossy(&out.stderr));
+    let out = lib.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("kb: recovered a batch"), "{stderr}");
+    assert!(stderr.contains("is in drafts"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let n =
+        skill_events(&lib, ".skills/.drafts/pdf-tools/SKILL.md").into_iter().filter(|(a, _)| a == "promote").count();
+    assert_eq!(n, 1);
+    assert_recovered(&lib, "rerun");
+}

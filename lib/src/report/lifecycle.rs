@@ -11,15 +11,17 @@ use std::fs;
 use serde::Serialize;
 
 use crate::derived::index;
-use crate::doc::frontmatter;
+use crate::doc::{digest, frontmatter};
 use crate::error::{Context, Result};
 use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
 use crate::library::entry::{Category, Entry};
 use crate::library::git;
 use crate::library::scan;
 use crate::library::Library;
 use crate::lock;
 use crate::report::usage::{self, Usage};
+use crate::write::journal;
 
 /// Seed: validated after this many accepted tasks.
 pub const VALIDATED_MIN_ACCEPTED: usize = 3;
@@ -136,7 +138,12 @@ pub fn write(lib: &Library, patterns: &[Pattern], commit: bool, opts: &lock::Opt
 
 /// Sets one frontmatter field in several documents under the lock, keeps
 /// the indexes in step and commits them. Shared by lifecycle `--write`,
-/// skill promotion and effectiveness_mark clearing.
+/// skill promotion and effectiveness_mark clearing. Journaled like a batch
+/// (kb::write::journal): every new text is staged and synced, the journal
+/// (with the commit message, as there is no changelog line) made durable,
+/// then the files renamed in, indexed and committed; a kill from the
+/// journal on leaves each document old or new, and the next writer indexes
+/// and commits those that landed (a rerun sets the rest).
 pub fn set_fields(
     lib: &Library,
     changes: &[(&str, &str)],
@@ -149,22 +156,54 @@ pub fn set_fields(
         return Ok(Vec::new());
     }
     lock::with_lock(lib, opts, || {
-        let mut written = Vec::new();
-        let mut updated = Vec::new();
-        for (path, value) in changes {
-            let full = lib.path(path);
-            let text = fs::read_to_string(&full).ctx(|| format!("reading {path}"))?;
-            if let Some(new) = frontmatter::set_field(&text, key, value) {
-                atomic::write(&full, new.as_bytes())?;
-                updated.push((path.to_string(), Entry::from_text(path, &new)));
-                written.push(path.to_string());
+        journal::note(crate::write::recover(lib)?);
+        let mut staged: Vec<atomic::Staged> = Vec::new();
+        let mut planned = Vec::new();
+        let staging = (|| {
+            for (path, value) in changes {
+                let full = lib.path(path);
+                let text = fs::read_to_string(&full).ctx(|| format!("reading {path}"))?;
+                if let Some(new) = frontmatter::set_field(&text, key, value) {
+                    staged.push(atomic::stage(&full, new.as_bytes(), true)?);
+                    crash::at(Step::WriteTemp);
+                    planned.push((path.to_string(), new));
+                }
             }
+            if staged.is_empty() {
+                return Ok(());
+            }
+            let mut j = journal::new(lib, commit)?;
+            j.message = Some(message.to_string());
+            for ((path, new), s) in planned.iter().zip(&staged) {
+                let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
+                j.files.push(journal::Planned { path: path.clone(), tmp, sha256: digest::sha256_hex(new.as_bytes()) });
+            }
+            journal::begin(lib, &j)
+        })();
+        if let Err(e) = staging {
+            for s in &staged {
+                let _ = fs::remove_file(&s.tmp);
+            }
+            return Err(e);
         }
+        if staged.is_empty() {
+            return Ok(Vec::new());
+        }
+        // From here a failure leaves the journal for the next writer.
+        atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+        crash::at(Step::Renamed);
+        let written: Vec<String> = planned.iter().map(|(p, _)| p.clone()).collect();
+        let updated: Vec<(String, Option<Entry>)> =
+            planned.iter().map(|(p, new)| (p.clone(), Entry::from_text(p, new))).collect();
         let mut paths = written.clone();
         paths.extend(index::update(lib, &updated)?);
-        if commit {
-            git::commit(lib, &paths, message)?;
+        crash::at(Step::Index);
+        let committed = if commit { git::commit(lib, &paths, message).map(drop) } else { Ok(()) };
+        if committed.is_ok() && commit {
+            crash::at(Step::Committed);
         }
+        journal::end(lib)?;
+        committed?;
         Ok(written)
     })
 }

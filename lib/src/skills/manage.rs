@@ -472,7 +472,7 @@ pub(crate) fn files_under(dir: &Path) -> Result<Vec<walk::Item>> {
 }
 
 /// A path under the library as the journal names it.
-fn rel_to(lib: &Library, p: &Path) -> String {
+pub(crate) fn rel_to(lib: &Library, p: &Path) -> String {
     p.strip_prefix(&lib.dir).unwrap_or(p).to_string_lossy().replace('\\', "/")
 }
 

@@ -1,9 +1,13 @@
 //! Seed 000's skill pipeline moves: `kb-append skill promote NAME --to
 //! drafts|active` moves a skill forward (candidates → drafts → active),
 //! sets its trust tier to the stage's (T2, T3) unless it already holds a
-//! higher one, and refuses a skill the guard judges dangerous. The tier is
-//! written first and the directory renamed second (both atomic), so a crash
-//! leaves the skill whole in one stage and a rerun finishes the move.
+//! higher one, and refuses a skill the guard judges dangerous. Journaled
+//! like a batch (kb::write::journal): the new SKILL.md is staged, the
+//! journal names the directory move and every file, then the tier lands
+//! and the directory is renamed (both atomic), then the changelog line,
+//! indexes and commit. A kill before the journal changed nothing; one
+//! after it is finished by the next writer (the move completed, its line,
+//! indexes and commit made once).
 
 use std::fs;
 
@@ -11,9 +15,10 @@ use super::guard_scan;
 use super::manage::{Options, Written};
 use super::stage::{self, Stage};
 use crate::clock;
-use crate::doc::frontmatter;
+use crate::doc::{digest, frontmatter};
 use crate::error::{Error, Result};
 use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
 use crate::guard::Verdict;
 use crate::library::changelog::Event;
 use crate::library::entry::Entry;
@@ -60,19 +65,19 @@ pub fn promote(
             Some(t) if super::validate::TIERS.contains(&t) && t > to.tier() => t.to_string(),
             _ => to.tier().to_string(),
         };
-        let text = match frontmatter::set_field(&text, "trust_tier", &tier) {
-            Some(new) => {
-                atomic::write(&lib.path(&old_md), new.as_bytes())?;
-                new
-            }
-            None => text,
-        };
+        let new_text = frontmatter::set_field(&text, "trust_tier", &tier);
         let files: Vec<String> = super::manage::files_under(&lib.path(&old_dir))?.into_iter().map(|e| e.rel).collect();
-        fs::create_dir_all(lib.path(&to.dir())).map_err(|e| Error::io(format!("creating {}", to.dir()), e))?;
-        fs::rename(lib.path(&old_dir), lib.path(&new_dir))
-            .map_err(|e| Error::io(format!("moving {old_dir} to {new_dir}"), e))?;
-        atomic::sync_dir(&lib.path(&from.dir()))?;
-        atomic::sync_dir(&lib.path(&to.dir()))?;
+        // Step 1: the new SKILL.md staged beside the old one (it moves
+        // with the directory if recovery has to finish the move).
+        let staged = match &new_text {
+            Some(new) => {
+                let s = atomic::stage(&lib.path(&old_md), new.as_bytes(), true)?;
+                crash::at(Step::WriteTemp);
+                Some(s)
+            }
+            None => None,
+        };
+        let text = new_text.unwrap_or(text);
         let new_md = format!("{new_dir}/SKILL.md");
         let ts = clock::format(clock::now()?);
         let event = Event {
@@ -86,6 +91,50 @@ pub fn promote(
             reason: Some(format!("{from} -> {to}")),
             ..Event::default()
         };
+        // Step 2: the journal names the move and every file: each leaves
+        // the old stage (a removal) and arrives in the new one with its
+        // bytes (SKILL.md with the tier), so a kill from here on is
+        // finished by the next writer (see kb::write::journal::Move).
+        let staged_rel = staged.as_ref().map(|s| super::manage::rel_to(lib, &s.tmp));
+        let journaled = (|| {
+            let mut j = write::journal::new(lib, opts.commit)?;
+            for f in &files {
+                let sha = if f == "SKILL.md" {
+                    digest::sha256_hex(text.as_bytes())
+                } else {
+                    let p = format!("{old_dir}/{f}");
+                    digest::sha256_hex(&fs::read(lib.path(&p)).map_err(|e| Error::io(format!("reading {p}"), e))?)
+                };
+                let tmp = if f == "SKILL.md" { staged_rel.clone().unwrap_or_default() } else { String::new() };
+                j.files.push(write::journal::Planned { path: format!("{new_dir}/{f}"), tmp, sha256: sha });
+                j.files.push(write::journal::Planned {
+                    path: format!("{old_dir}/{f}"),
+                    tmp: String::new(),
+                    sha256: String::new(),
+                });
+            }
+            j.events.push(event.clone());
+            j.moves.push(write::journal::Move { from: old_dir.clone(), to: new_dir.clone() });
+            fs::create_dir_all(lib.path(&to.dir())).map_err(|e| Error::io(format!("creating {}", to.dir()), e))?;
+            write::journal::begin(lib, &j)
+        })();
+        if let Err(e) = journaled {
+            if let Some(s) = &staged {
+                let _ = fs::remove_file(&s.tmp);
+            }
+            return Err(e);
+        }
+        // Step 3: the tier lands in the old place, then the directory moves.
+        if let Some(s) = staged {
+            atomic::put_in_place(std::slice::from_ref(&s), || crash::at(Step::Rename))?;
+        }
+        fs::rename(lib.path(&old_dir), lib.path(&new_dir))
+            .map_err(|e| Error::io(format!("moving {old_dir} to {new_dir}"), e))?;
+        crash::at(Step::Rename);
+        atomic::sync_dir(&lib.path(&from.dir()))?;
+        atomic::sync_dir(&lib.path(&to.dir()))?;
+        crash::at(Step::Renamed);
+        // Step 4: as a batch's, the changelog line, indexes, relations and commit.
         let entry = Entry::from_text(&new_md, &text);
         let edges = entry.as_ref().map(|e| relations::doc_edges(e, &text)).unwrap_or_default();
         let touched: Vec<String> =
@@ -94,11 +143,12 @@ pub fn promote(
         let (committed, commit_error) = write::record(
             lib,
             std::slice::from_ref(&event),
-            &[(old_md.clone(), None), (new_md.clone(), entry)],
-            vec![(old_md, Vec::new()), (new_md.clone(), edges)],
+            &[(old_md, None), (new_md.clone(), entry)],
+            vec![(format!("{old_dir}/SKILL.md"), Vec::new()), (new_md.clone(), edges)],
             touched,
             opts.commit.then_some(message.as_str()),
         )?;
+        write::journal::end(lib)?;
         let v = &judged.verdict;
         let warning = (v.verdict != Verdict::Safe)
             .then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());

@@ -9,6 +9,11 @@
 //! changelog lines are appended if missing); any other file kept its old
 //! bytes and its lines are dropped (rolled back); then every derived file
 //! is rebuilt and, when the batch was committing, one commit holds it all.
+//! A directory move (`kb-append skill promote`) is the one thing recovery
+//! finishes rather than rolls back: a move is a unit (half a skill in each
+//! stage is no state to leave), so a journaled move is completed — its
+//! staged files renamed in at the old place, then the directory renamed —
+//! and its files then count as landed like any other.
 //! Schema: `schemas/journal.schema.json`.
 
 use std::collections::{BTreeSet, HashMap};
@@ -49,6 +54,26 @@ pub struct Journal {
     pub files: Vec<Planned>,
     /// The changelog lines it is about to append, in order.
     pub events: Vec<Event>,
+    /// Directories it is about to rename, finished by recovery (absent in
+    /// a journal without any, so older journals read the same).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<Move>,
+    /// The commit message, for a batch with no changelog line to build it
+    /// from (`kb-relate lifecycle --write` setting frontmatter fields).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A directory a batch is about to rename. Recovery finishes it: every
+/// planned file under `to` whose synced temp (`tmp`, under `from`) is still
+/// there and holds the planned bytes is renamed onto its place under
+/// `from`, then `from` is renamed to `to`, so the files land as planned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Move {
+    /// Library-relative directory as it is before the move.
+    pub from: String,
+    /// Library-relative directory it becomes.
+    pub to: String,
 }
 
 /// One file a batch is about to rename into place (or remove).
@@ -141,6 +166,9 @@ pub fn read(lib: &Library) -> Result<Option<Journal>> {
 /// recover.
 pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Option<Recovered>> {
     let Some(j) = read(lib)? else { return Ok(None) };
+    for m in &j.moves {
+        finish_move(lib, m, &j.files)?;
+    }
     let mut landed = BTreeSet::new();
     let mut rolled_back = Vec::new();
     for f in &j.files {
@@ -175,7 +203,8 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     let added = append_missing(lib, j.changelog_offset, &kept)?;
     let rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
     let (mut committed, mut commit_error) = (false, None);
-    if j.commit && !kept.is_empty() {
+    // A batch with no changelog line commits what landed (set_fields).
+    if j.commit && (!kept.is_empty() || (j.events.is_empty() && !landed.is_empty())) {
         let mut paths: Vec<String> = landed.iter().cloned().collect();
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());
@@ -197,7 +226,8 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         let commit = crate::library::git_state::clear(lib, crate::library::git_state::WAIT).and_then(|c| {
             crate::library::git_state::note(&c);
             crate::library::git::unstage(lib, &paths);
-            crate::library::git::commit(lib, &paths, &message(&kept))
+            let text = j.message.clone().unwrap_or_else(|| message(&kept));
+            crate::library::git::commit(lib, &paths, &text)
         });
         match commit {
             Ok(c) => committed = c,
@@ -215,6 +245,42 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         committed,
         commit_error,
     }))
+}
+
+/// Finishes a journaled directory move (see [`Move`]). A move already
+/// made, or whose source is gone, is left as it is; a target that exists
+/// beside its source (made by hand meanwhile) is not overwritten, so the
+/// move's files count as rolled back and the stray copy is the person's.
+fn finish_move(lib: &Library, m: &Move, files: &[Planned]) -> Result<()> {
+    let (from, to) = (lib.path(&m.from), lib.path(&m.to));
+    if !from.is_dir() || fs::symlink_metadata(&to).is_ok() {
+        return Ok(());
+    }
+    let (under_from, under_to) = (format!("{}/", m.from), format!("{}/", m.to));
+    for f in files.iter().filter(|f| !f.sha256.is_empty() && f.tmp.starts_with(&under_from)) {
+        let Some(inner) = f.path.strip_prefix(&under_to) else { continue };
+        let tmp = lib.path(&f.tmp);
+        // Only a temp with the planned bytes lands (it was synced before the journal).
+        match fs::read(&tmp) {
+            Ok(b) if digest::sha256_hex(&b) == f.sha256 => {}
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(format!("reading {}", tmp.display()), e)),
+        }
+        let dest = from.join(inner);
+        fs::rename(&tmp, &dest).map_err(|e| Error::io(format!("renaming {} into place", tmp.display()), e))?;
+        if let Some(parent) = dest.parent() {
+            atomic::sync_dir(parent)?;
+        }
+    }
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent).map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
+    }
+    fs::rename(&from, &to).map_err(|e| Error::io(format!("moving {} to {}", m.from, m.to), e))?;
+    for dir in [from.parent(), to.parent()].into_iter().flatten() {
+        atomic::sync_dir(dir)?;
+    }
+    Ok(())
 }
 
 /// Appends the events whose exact line is not among the changelog's
@@ -254,6 +320,8 @@ pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
         commit,
         files: Vec::new(),
         events: Vec::new(),
+        moves: Vec::new(),
+        message: None,
     })
 }
 

@@ -613,12 +613,17 @@ fn file_stem(path: &str) -> String {
 pub fn commit_message(events: &[Event]) -> String {
     let line = |e: &Event| {
         let topic = e.topic.as_deref().unwrap_or(&e.path);
-        format!(
+        let mut l = format!(
             "task-ai(library):{} {} {}",
             e.category.as_deref().unwrap_or("file"),
             e.action.as_deref().unwrap_or(&e.event),
             crate::out::printable(topic, false)
-        )
+        );
+        // A recovered skill promote says its stages, as the promote's own commit does.
+        if let (Some("skill"), Some("promote"), Some(r)) = (e.category.as_deref(), e.action.as_deref(), &e.reason) {
+            l = format!("{l} {}", crate::out::printable(&r.replace(" -> ", "->"), false));
+        }
+        l
     };
     match events {
         [one] => line(one),
