@@ -6,7 +6,8 @@
 //! section changed since the entry was planned" and staged entries that
 //! had in fact applied. So the group is journaled, as the library's batch
 //! is (`write::journal`, which is bound to the library's changelog,
-//! indexes and git and so is not reused here):
+//! indexes and git and so is not reused here; the file primitives all three
+//! journals share are `fs::journal`):
 //!
 //! 1. every new file is written to a synced temp file beside its target;
 //! 2. `last-word/.journal` records each change (target, temp, digest
@@ -30,9 +31,10 @@ use serde::{Deserialize, Serialize};
 use super::home::Home;
 use super::report::Reporter;
 use crate::doc::digest::sha256_hex;
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
+use crate::fs::journal::{self, Fate, RollForward};
 
 /// The journal's name in `last-word/`.
 pub const FILE: &str = ".journal";
@@ -63,14 +65,9 @@ struct Planned {
 }
 
 /// The digest of a file's bytes; `None` when it does not exist. Never
-/// through a link (the caller checked the path; a link planted since is
-/// "neither old nor new").
+/// through a link.
 fn digest(path: &Path) -> Result<Option<String>> {
-    match crate::fs::nofollow::read(path, u64::MAX) {
-        Ok(b) => Ok(Some(sha256_hex(&b))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
-    }
+    journal::digest(path, u64::MAX, sha256_hex)
 }
 
 /// The changes of one apply, staged as they are decided and put in place
@@ -112,8 +109,7 @@ impl Group {
             started: crate::clock::format(crate::clock::now()?),
             files: self.files,
         };
-        let text = serde_json::to_string(&j).map_err(|e| Error::msg(format!("cannot encode the journal: {e}")))?;
-        if let Err(e) = atomic::write(&home.lastword.join(FILE), format!("{text}\n").as_bytes()) {
+        if let Err(e) = journal::write(&home.lastword.join(FILE), &j) {
             for t in j.files.iter().filter_map(|f| f.tmp.as_ref()) {
                 let _ = std::fs::remove_file(t);
             }
@@ -145,26 +141,14 @@ impl Group {
 
 /// Renames one planned temp into place, or removes the file.
 fn put(f: &Planned) -> Result<()> {
-    match &f.tmp {
-        Some(tmp) => std::fs::rename(tmp, &f.path).ctx(|| format!("replacing {}", f.path.display())),
-        None => match std::fs::remove_file(&f.path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(format!("removing {}", f.path.display()), e)),
-        },
-    }
+    journal::put(&f.path, f.tmp.as_deref())
 }
 
 /// Removes the journal. Not synced on purpose: a journal that comes back
 /// after a power cut describes a group that is wholly in place, and
 /// finishing it again finds every file landed and changes nothing.
 fn end(home: &Home) -> Result<()> {
-    let p = home.lastword.join(FILE);
-    match std::fs::remove_file(&p) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("removing {}", p.display()), e)),
-    }
+    journal::remove(&home.lastword.join(FILE)).map(|_| ())
 }
 
 /// Finishes the group a killed apply left (see the module doc) and sweeps
@@ -173,23 +157,8 @@ fn end(home: &Home) -> Result<()> {
 /// Prints a `recovered` record when there was a journal. Callers hold the
 /// last-word lock.
 pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
-    let jpath = home.lastword.join(FILE);
-    let bytes = match crate::fs::nofollow::read(&jpath, 64 << 20) {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::io(format!("reading {}", jpath.display()), e)),
-    };
-    if let Some(bytes) = bytes {
-        let j: Journal = serde_json::from_slice(&bytes).map_err(|e| {
-            Error::msg(format!("{} is not a kb-lastword journal ({e}); move it away to go on", jpath.display()))
-        })?;
-        if j.version != VERSION {
-            return Err(Error::msg(format!(
-                "{} has version {}, this kb-lastword reads {VERSION}",
-                jpath.display(),
-                j.version
-            )));
-        }
+    let read = journal::read(&home.lastword.join(FILE), "kb-lastword", |j: &Journal| j.version, VERSION)?;
+    if let Some(j) = read {
         finish(home, &j, rep)?;
         end(home)?;
     }
@@ -198,31 +167,26 @@ pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
 
 fn finish(home: &Home, j: &Journal, rep: &mut Reporter) -> Result<()> {
     let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
-    let mut stopped = false;
+    let mut roll = RollForward::default();
     let mut dirs: Vec<PathBuf> = Vec::new();
     for f in &j.files {
         let now = digest(&f.path)?;
         let tmp_there = f.tmp.as_ref().is_some_and(|t| std::fs::symlink_metadata(t).is_ok_and(|m| m.is_file()));
-        if now == f.after {
-            landed.push(home.show(&f.path));
-        } else if !stopped && now == f.before && (f.tmp.is_none() || tmp_there) {
-            put(f)?;
-            landed.push(home.show(&f.path));
-            if let Some(d) = f.path.parent() {
-                dirs.push(d.to_path_buf());
+        match roll.next(&now, &f.before, &f.after, f.tmp.is_none() || tmp_there) {
+            Fate::Landed => landed.push(home.show(&f.path)),
+            Fate::Put => {
+                put(f)?;
+                landed.push(home.show(&f.path));
+                if let Some(d) = f.path.parent() {
+                    dirs.push(d.to_path_buf());
+                }
             }
-        } else {
             // Changed by someone else since: it and everything after it
             // keep their bytes; their entries are still pending.
-            stopped = true;
-            rolled_back.push(home.show(&f.path));
+            Fate::Kept => rolled_back.push(home.show(&f.path)),
         }
         if let Some(t) = &f.tmp {
-            match std::fs::remove_file(t) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
-            }
+            journal::remove(t)?;
         }
     }
     dirs.sort();

@@ -7,7 +7,7 @@
 //! decision finds it archived and writes no line for it). So the group is
 //! journaled, as kb-lastword's apply is (`lastword::journal`, bound to its
 //! own home and records; the library's batch journal is bound to the
-//! changelog and git):
+//! changelog and git; the file primitives all three share are `fs::journal`):
 //!
 //! 1. the note and the archive copies are written to synced temp files
 //!    beside their targets;
@@ -46,6 +46,7 @@ use super::store::{self, Loaded, Paths};
 use crate::error::{Context, Error, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
+use crate::fs::journal::{self, Fate, RollForward};
 use crate::write::journal::Recovered;
 
 /// The journal's name in the memory directory.
@@ -102,12 +103,8 @@ pub struct Journal {
 
 /// The digest of a file's bytes; `None` when it does not exist. Never
 /// through a link.
-fn digest(path: &std::path::Path) -> Result<Option<String>> {
-    match crate::fs::nofollow::read(path, crate::library::scan::MAX_DOC_BYTES) {
-        Ok(b) => Ok(Some(file_digest(&b))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
-    }
+fn digest(path: &Path) -> Result<Option<String>> {
+    journal::digest(path, crate::library::scan::MAX_DOC_BYTES, file_digest)
 }
 
 /// A path relative to the memory directory, for the journal.
@@ -210,8 +207,7 @@ impl Group {
             index_before,
             index_line,
         };
-        let text = serde_json::to_string(&j).map_err(|e| Error::msg(format!("cannot encode the journal: {e}")))?;
-        if let Err(e) = atomic::write(&paths.dir.join(FILE), format!("{text}\n").as_bytes()) {
+        if let Err(e) = journal::write(&paths.dir.join(FILE), &j) {
             Group { files: j.files }.discard(paths);
             return Err(e);
         }
@@ -243,14 +239,8 @@ fn sync_dirs(paths: &Paths, files: &[Planned]) -> Result<()> {
 /// Renames one planned temp into place, or removes the note.
 fn place(paths: &Paths, f: &Planned) -> Result<()> {
     let target = abs(paths, &f.path)?;
-    match &f.tmp {
-        Some(tmp) => std::fs::rename(abs(paths, tmp)?, &target).ctx(|| format!("replacing {}", target.display())),
-        None => match std::fs::remove_file(&target) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io(format!("removing {}", target.display()), e)),
-        },
-    }
+    let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
+    journal::put(&target, tmp.as_deref())
 }
 
 impl Journal {
@@ -277,34 +267,15 @@ impl Journal {
 /// every file landed, INDEX.md in line and the audit log ending with its
 /// lines, and changes nothing.
 pub fn end(paths: &Paths) -> Result<()> {
-    let p = paths.dir.join(FILE);
-    match std::fs::remove_file(&p) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("removing {}", p.display()), e)),
-    }
+    journal::remove(&paths.dir.join(FILE)).map(|_| ())
 }
 
 /// Finishes the group a killed apply left (see the module doc) and sweeps
 /// the temp files of dead writers. Returns the `recovered` record when
 /// there was a journal. Callers hold the memory lock.
 pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
-    let jpath = paths.dir.join(FILE);
-    let bytes = match crate::fs::nofollow::read(&jpath, 64 << 20) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(format!("reading {}", jpath.display()), e)),
-    };
-    let j: Journal = serde_json::from_slice(&bytes).map_err(|e| {
-        Error::msg(format!("{} is not a kb-memgate journal ({e}); move it away to go on", jpath.display()))
-    })?;
-    if j.version != VERSION {
-        return Err(Error::msg(format!(
-            "{} has version {}, this kb-memgate reads {VERSION}",
-            jpath.display(),
-            j.version
-        )));
-    }
+    let read = journal::read(&paths.dir.join(FILE), "kb-memgate", |j: &Journal| j.version, VERSION)?;
+    let Some(j) = read else { return Ok(None) };
     let rec = finish(paths, &j)?;
     end(paths)?;
     sweep(paths)?;
@@ -321,7 +292,7 @@ pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
 fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
     let (mut landed, mut rolled_back, mut lines) = (Vec::new(), Vec::new(), Vec::new());
     let mut removed = Vec::new();
-    let mut stopped = false;
+    let mut roll = RollForward::default();
     for f in &j.files {
         let target = abs(paths, &f.path)?;
         let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
@@ -332,15 +303,14 @@ fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
             Some(t) => digest(t)? == f.after,
             None => true,
         };
-        let done = if now == f.after {
-            true
-        } else if !stopped && now == f.before && tmp_ok {
-            place(paths, f)?;
-            true
-        } else {
+        let done = match roll.next(&now, &f.before, &f.after, tmp_ok) {
+            Fate::Landed => true,
+            Fate::Put => {
+                place(paths, f)?;
+                true
+            }
             // Changed by someone else since: it and every later change keep their bytes.
-            stopped = true;
-            false
+            Fate::Kept => false,
         };
         let shown = format!("memory/{}", f.path);
         if done {
@@ -351,11 +321,7 @@ fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
             rolled_back.push(shown);
         }
         if let Some(t) = &tmp {
-            match std::fs::remove_file(t) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("removing {}", t.display()), e)),
-            }
+            journal::remove(t)?;
         }
     }
     sync_dirs(paths, &j.files)?;

@@ -26,6 +26,7 @@ use crate::doc::digest;
 use crate::error::{Error, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
+use crate::fs::journal as on_disk;
 use crate::library::changelog::{self, Event};
 use crate::library::Library;
 
@@ -130,34 +131,29 @@ pub fn pending(lib: &Library) -> bool {
 /// Makes the intent record durable (atomic write: temp, fsync, rename,
 /// fsync the directory). Callers hold the library lock.
 pub fn begin(lib: &Library, journal: &Journal) -> Result<()> {
-    let text = serde_json::to_string(journal).map_err(|e| Error::msg(format!("cannot encode the journal: {e}")))?;
-    atomic::write(&lib.path(FILE), format!("{text}\n").as_bytes())?;
+    on_disk::write(&lib.path(FILE), journal)?;
     crash::at(Step::Journal);
     Ok(())
 }
 
 /// Removes the journal once the batch is wholly recorded.
 pub fn end(lib: &Library) -> Result<()> {
-    let p = lib.path(FILE);
-    match fs::remove_file(&p) {
-        Ok(()) => atomic::sync_dir(&lib.dir),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("removing {}", p.display()), e)),
+    if on_disk::remove(&lib.path(FILE))? {
+        atomic::sync_dir(&lib.dir)?;
     }
+    Ok(())
 }
 
 /// Reads the journal, if any. A journal that does not parse is an error:
 /// it is written atomically, so it is never torn, and guessing would lose
 /// or invent changelog lines.
 pub fn read(lib: &Library) -> Result<Option<Journal>> {
-    let p = lib.path(FILE);
-    let Some(bytes) = crate::fs::read::optional(&p)? else { return Ok(None) };
-    let j: Journal = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::msg(format!("{} is not a kb-tools journal ({e}); move it away to go on", p.display())))?;
-    if j.version != VERSION {
-        return Err(Error::msg(format!("{} has version {}, this kb-tools reads {VERSION}", p.display(), j.version)));
-    }
-    Ok(Some(j))
+    on_disk::read(&lib.path(FILE), "kb-tools", |j: &Journal| j.version, VERSION)
+}
+
+/// The SHA-256 of a file's bytes, `None` when it does not exist.
+fn sha256_of(path: &std::path::Path) -> Result<Option<String>> {
+    on_disk::digest(path, crate::fs::read::LIMIT, digest::sha256_hex)
 }
 
 /// Finishes or rolls back a batch a killed writer left (see the module
@@ -184,12 +180,7 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
         }
-        let target = lib.path(&f.path);
-        let now = match fs::read(&target) {
-            Ok(b) => Some(digest::sha256_hex(&b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io(format!("reading {}", target.display()), e)),
-        };
+        let now = sha256_of(&lib.path(&f.path))?;
         if now.as_deref() == (!f.sha256.is_empty()).then_some(f.sha256.as_str()) {
             landed.insert(f.path.clone());
         } else {
@@ -261,11 +252,8 @@ fn finish_move(lib: &Library, m: &Move, files: &[Planned]) -> Result<()> {
         let Some(inner) = f.path.strip_prefix(&under_to) else { continue };
         let tmp = lib.path(&f.tmp);
         // Only a temp with the planned bytes lands (it was synced before the journal).
-        match fs::read(&tmp) {
-            Ok(b) if digest::sha256_hex(&b) == f.sha256 => {}
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(format!("reading {}", tmp.display()), e)),
+        if sha256_of(&tmp)?.as_deref() != Some(f.sha256.as_str()) {
+            continue;
         }
         let dest = from.join(inner);
         fs::rename(&tmp, &dest).map_err(|e| Error::io(format!("renaming {} into place", tmp.display()), e))?;
