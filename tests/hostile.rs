@@ -1341,6 +1341,34 @@ fn u05_peer_gitignore_that_hides_documents_is_rejected() {
     p.rejected(".gitignore");
 }
 
+/// A peer's line in the workspace's `.gitignore` that hides library
+/// documents without naming the library (`*.md`, `notes/`) is refused as
+/// one that names it is: git matches it against the library's files all
+/// the same. A line that reaches no library file (`*.log`, `target/`), or
+/// re-includes (`!`), merges as before.
+#[test]
+fn u21_peer_gitignore_pattern_reaching_library_files_is_rejected() {
+    let mut p = Peers::new();
+    let a = p.attacker.root().to_path_buf();
+    std::fs::write(a.join(".gitignore"), "target/\n*.log\n!keep.md\n").unwrap();
+    git(&a, &["add", ".gitignore"]);
+    git(&a, &["commit", "-q", "-m", "ignore the build"]);
+    git(&a, &["push", "-q", "origin", "main"]);
+    let v = &p.victim.lib;
+    v.cmd("kb-append").arg("sync").assert().success();
+    assert_eq!(std::fs::read_to_string(v.root().join(".gitignore")).unwrap(), "target/\n*.log\n!keep.md\n");
+    for hide in ["*.md", "notes/", "**/*.md"] {
+        p.victim.before = snapshot(v.root(), &[]);
+        std::fs::write(a.join(".gitignore"), format!("target/\n*.log\n!keep.md\n{hide}\n")).unwrap();
+        git(&a, &["commit", "-q", "-am", "peer"]);
+        git(&a, &["push", "-q", "origin", "main"]);
+        p.rejected(".gitignore");
+        std::fs::write(a.join(".gitignore"), "target/\n*.log\n!keep.md\n").unwrap();
+        git(&a, &["commit", "-q", "-am", "undo"]);
+        git(&a, &["push", "-q", "origin", "main"]);
+    }
+}
+
 /// A note's topic goes into the commit message, a notebook name into the
 /// changelog, the relations and the cursors file. A topic with line breaks
 /// could append trailers to the commit (`Co-authored-by:`, `Signed-off-by:`)

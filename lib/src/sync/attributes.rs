@@ -52,9 +52,7 @@ fn risky(word: &str, macros: &[&str]) -> bool {
 /// [`RISKY`] attribute on a path of `files` (library files relative to the
 /// attributes file's directory). A peer's `*.md working-tree-encoding=
 /// UTF-16LE` never names the library and still re-encodes every document.
-/// Patterns match as git's do (no `/`: any file's name; else the path from
-/// the file's directory; `**` across folders); a pattern the glob syntax
-/// cannot read counts as matching.
+/// Patterns match as git's do ([`reaches`]).
 pub fn reaching<'a>(text: &'a str, old: &str, files: &[&str]) -> Option<&'a str> {
     let before: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
     // Macros (`[attr]evil filter=x`) this file defines with a risky body.
@@ -76,30 +74,32 @@ pub fn reaching<'a>(text: &'a str, old: &str, files: &[&str]) -> Option<&'a str>
         if before.contains(line) || !names(&attrs, &macros) {
             continue;
         }
-        let pattern = pattern.trim_matches('"');
-        let (pattern, whole_path) = match pattern.strip_prefix('/') {
-            Some(p) => (p, true),
-            None => (pattern, pattern.trim_end_matches('/').contains('/')),
-        };
-        // A directory pattern reaches the files below it.
-        let pattern = if pattern.ends_with('/') { format!("{pattern}**") } else { pattern.to_string() };
-        let Ok(glob) = globset::GlobBuilder::new(&pattern).literal_separator(true).build() else {
-            return Some(line);
-        };
-        let glob = glob.compile_matcher();
-        let hit = files.iter().any(|f| {
-            let name = f.rsplit('/').next().unwrap_or(f);
-            if whole_path || pattern.ends_with("**") {
-                glob.is_match(f)
-            } else {
-                glob.is_match(name)
-            }
-        });
-        if hit {
+        if reaches(pattern, files) {
             return Some(line);
         }
     }
     None
+}
+
+/// Whether a git path pattern (the first word of a `.gitattributes` or
+/// `.gitignore` line) matches one of `files` (paths relative to that
+/// file's directory), as git matches it: a pattern with no `/` but a
+/// trailing one matches at any depth, else the path from the directory; a
+/// directory pattern reaches the files below it; `**` spans folders. A
+/// pattern the glob syntax cannot read counts as matching.
+pub fn reaches(pattern: &str, files: &[&str]) -> bool {
+    let pattern = pattern.trim_matches('"');
+    let pattern = match pattern.strip_prefix('/') {
+        Some(p) => p.to_string(),
+        None if pattern.trim_end_matches('/').contains('/') => pattern.to_string(),
+        None => format!("**/{pattern}"),
+    };
+    let pattern = if pattern.ends_with('/') { format!("{pattern}**") } else { pattern };
+    let Ok(glob) = globset::GlobBuilder::new(&pattern).literal_separator(true).build() else {
+        return true;
+    };
+    let glob = glob.compile_matcher();
+    files.iter().any(|f| glob.is_match(f))
 }
 
 /// The library's `.gitignore`: the lock file and writers' temp files are

@@ -32,6 +32,26 @@ pub struct Rejected {
     pub reason: String,
 }
 
+/// The library's files as paths relative to the directory of `path` (a
+/// `.gitattributes` or `.gitignore` outside the library) when that
+/// directory holds the library, else none: only a file above the library
+/// reaches it. Documents a later write adds (`x.md`, `notes/x.md`) count
+/// too. The library's listing at `to` is read once per inspection.
+fn under(repo: &Repo, to: &str, path: &str, library_files: &mut Option<Vec<String>>) -> Result<Vec<String>> {
+    let dir = path.rfind('/').map_or("", |i| &path[..=i]);
+    let mut under = Vec::new();
+    if repo.prefix.starts_with(dir) {
+        if library_files.is_none() {
+            let spec = repo.library_pathspec();
+            *library_files = Some(repo.list(&["ls-tree", "-r", "-z", "--name-only", to, "--", &spec], "git ls-tree")?);
+        }
+        under.extend(library_files.iter().flatten().filter_map(|f| f.strip_prefix(dir)).map(str::to_string));
+        let lib_rel = &repo.prefix[dir.len()..];
+        under.extend([format!("{lib_rel}x.md"), format!("{lib_rel}notes/x.md")]);
+    }
+    Ok(under)
+}
+
 /// The refused paths among what `to` adds or changes since `from`.
 pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
     let raw = repo.run(&["diff-tree", "-r", "-z", "--no-renames", "--raw", from, to, "--"], "git diff-tree")?;
@@ -58,25 +78,7 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
                     } else {
                         repo.run(&["cat-file", "blob", old_sha], "git cat-file")?
                     };
-                    // Only a directory above the library reaches it; its
-                    // patterns are matched against library files' paths
-                    // relative to it.
-                    let dir = path.rfind('/').map_or("", |i| &path[..=i]);
-                    let mut under = Vec::new();
-                    if repo.prefix.starts_with(dir) {
-                        if library_files.is_none() {
-                            let spec = repo.library_pathspec();
-                            library_files = Some(
-                                repo.list(&["ls-tree", "-r", "-z", "--name-only", to, "--", &spec], "git ls-tree")?,
-                            );
-                        }
-                        under.extend(
-                            library_files.iter().flatten().filter_map(|f| f.strip_prefix(dir)).map(str::to_string),
-                        );
-                        // Documents a later write adds count too.
-                        let lib_rel = &repo.prefix[dir.len()..];
-                        under.extend([format!("{lib_rel}x.md"), format!("{lib_rel}notes/x.md")]);
-                    }
+                    let under = under(repo, to, path, &mut library_files)?;
                     if let Some(line) =
                         attributes::reaching(&text, &old, &under.iter().map(String::as_str).collect::<Vec<_>>())
                     {
@@ -96,7 +98,16 @@ pub fn inspect(repo: &Repo, from: &str, to: &str) -> Result<Vec<Rejected>> {
                     repo.run(&["cat-file", "blob", old_sha], "git cat-file")?
                 };
                 let text = repo.run(&["cat-file", "blob", new_sha], "git cat-file")?;
-                if text.lines().any(|l| l.contains(crate::library::DIR_NAME) && !old.lines().any(|o| o == l)) {
+                let files = under(repo, to, path, &mut library_files)?;
+                let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                // A line about the library, or a pattern git matches
+                // against its files (`*.md`, `notes/`); `!` re-includes.
+                let hides = |l: &str| {
+                    let l = l.trim();
+                    l.contains(crate::library::DIR_NAME)
+                        || (!l.is_empty() && !l.starts_with(['#', '!']) && attributes::reaches(l, &files))
+                };
+                if text.lines().any(|l| hides(l) && !old.lines().any(|o| o == l)) {
                     reject("a .gitignore outside the library that hides library files from git".into());
                 }
             }
