@@ -438,6 +438,24 @@ fn topk_is_five_nearest() {
 }
 
 #[test]
+fn a_note_about_whom_the_user_addresses_ranks_below_the_speakers() {
+    let lib = Lib::empty();
+    let nates = remember(&lib, "Nate says Joanna's support means a lot to him.");
+    let joannas = remember(&lib, "Joanna thanks Nate for his support.");
+    let d = decide(&lib, &[said("remember", "Thanks, Nate! Your support means a lot.")]);
+    let nb = d[0]["neighbours"].as_array().unwrap();
+    let got: Vec<(&str, Option<&str>)> =
+        nb.iter().map(|n| (n["id"].as_str().unwrap(), n["addressee"].as_str())).collect();
+    // Nate's note scores higher on words alone; it is about the one thanked.
+    assert!(nb[1]["score"].as_f64() > nb[0]["score"].as_f64(), "{nb:?}");
+    assert_eq!(got, [(joannas.as_str(), None), (nates.as_str(), Some("Nate"))]);
+    // Without a name addressed, the words decide.
+    let d = decide(&lib, &[said("remember", "Your support means a lot to Nate.")]);
+    assert_eq!(d[0]["neighbours"][0]["id"], nates.as_str());
+    assert!(d[0]["neighbours"][0].get("addressee").is_none());
+}
+
+#[test]
 fn bad_input_is_an_error_record_and_writes_nothing() {
     let lib = Lib::empty();
     let good = said("remember", "Use tabs for indentation.");

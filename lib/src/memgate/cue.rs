@@ -409,6 +409,45 @@ pub fn is_function_word(token: &str) -> bool {
     STOP.contains(&token)
 }
 
+/// The names a text addresses: "Thanks, Nate!", "Hey Mel,", "Way to go,
+/// John!". Whoever is addressed is not the one speaking, so a note whose
+/// subject is that name is about someone else (`govern` ranks it lower).
+/// Only a capitalised word after a greeting or thanks, or set off by a
+/// comma after a lower-case word at a sentence's end, counts: a
+/// sentence-initial "Never, ever …" names nobody.
+pub fn addressed(text: &str) -> Vec<String> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"(?x)
+            (?:\b(?i:hey|hi|hiya|hello|thanks|thank\ you|thx|wow|whoa|yeah|yes|yep|yup|sure|oh|congrats|congratulations|cheers|sorry|aw+|ah|haha|ok|okay|dear|bye|good\ luck|no\ worries|welcome|morning|night|yo)[,!]?\s+
+              | \b[a-z][a-z']*,\s+)
+            ([A-Z][a-z]+)\s*(?:[,!?.;:]|$)",
+        )
+        .expect("addressee pattern")
+    });
+    let text = text.replace(['\u{2019}', '\u{2018}'], "'");
+    let mut names: Vec<String> = Vec::new();
+    for c in re.captures_iter(&text) {
+        let name = c[1].to_string();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Whether a note's one-liner is about `name`: its first word, a
+/// possessive's "'s" dropped, is the name or a longer form of it
+/// ("Mel" / "Melanie").
+pub fn about(one_liner: &str, name: &str) -> bool {
+    let first = one_liner.split_whitespace().next().unwrap_or("");
+    let first = first.trim_end_matches(|c: char| !c.is_alphanumeric());
+    let first = first.strip_suffix("'s").or_else(|| first.strip_suffix("\u{2019}s")).unwrap_or(first);
+    let (short, long) = if first.len() <= name.len() { (first, name) } else { (name, first) };
+    short == long || (short.len() >= 3 && long.starts_with(short))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,5 +478,24 @@ mod tests {
         assert_eq!(replacement("以后改用 pnpm"), Some("以后".into()));
         assert!(must("You must run tests"));
         assert!(global("in all projects"));
+    }
+
+    #[test]
+    fn addressed_names_are_greeted_or_set_off_by_a_comma() {
+        assert_eq!(addressed("Thanks, Nate! Your support really means a lot."), ["Nate"]);
+        assert_eq!(addressed("Hey Mel, long time no chat!"), ["Mel"]);
+        assert_eq!(addressed("Way to go, John! Let's help those in need."), ["John"]);
+        assert_eq!(addressed("Wow, John, that sounds like the perfect job."), ["John"]);
+        assert!(addressed("Never, ever commit secrets to Git.").is_empty());
+        assert!(addressed("I moved to Paris, France. It rains.").is_empty());
+        assert!(addressed("Use pnpm in this repo.").is_empty());
+    }
+
+    #[test]
+    fn a_note_is_about_its_first_word() {
+        assert!(about("Nate supports Joanna in her journey.", "Nate"));
+        assert!(about("Melanie's kids love nature.", "Mel"));
+        assert!(!about("Joanna values Nate's support.", "Nate"));
+        assert!(!about("Jo likes tea.", "Joanna"));
     }
 }
