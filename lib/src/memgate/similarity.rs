@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use super::cue;
 use super::lemma;
 use crate::score::terms;
 use crate::text;
@@ -167,13 +168,13 @@ pub fn features(text_: &str, one_liner: &str) -> Features {
 
 /// Features of a query: [`features`] without the words that only make it
 /// a question ("what kind of", "would … likely", "his", "her") or praise
-/// ("wow", "awesome") and, when
+/// (`cue::INTERJECTIONS`, `cue::PRAISE`) and, when
 /// the user `asks`, without a calendar date ("When did Nate … on 25 May,
 /// 2022?": a note holds what happened, rarely the day it was said; in a
 /// statement to remember, a date is what it says).
 pub fn query_features(text_: &str, one_liner: &str, asks: bool) -> Features {
     let mut skip = if asks { date_words(text_) } else { Vec::new() };
-    skip.extend(PHATIC.iter().map(|w| w.to_string()));
+    skip.extend(cue::INTERJECTIONS.iter().chain(cue::PRAISE).map(|w| w.to_string()));
     let mut f = features_skipping(text_, one_liner, &skip);
     if params().q_stop {
         let drop: Vec<u64> = QUESTION_WORDS.iter().chain(PRONOUNS).map(|w| term_key(&terms::stem(w), false)).collect();
@@ -183,17 +184,6 @@ pub fn query_features(text_: &str, one_liner: &str, asks: bool) -> Features {
     }
     f
 }
-
-/// Interjections and praise ("Wow, sounds awesome!"): they say how the
-/// speaker feels about what they say, while a note keeps what it is, so
-/// they only match notes that use the same praise in passing ("… her
-/// store is doing great"). Left out of both halves and out of word
-/// pairs, like a question's date. LoCoMo 1–5: Task A .883 / .958 → .888
-/// / .959 (.886 / .959 out of the word half only), Task B unchanged.
-const PHATIC: &[&str] = &[
-    "wow", "hey", "hi", "yeah", "yep", "yup", "oh", "awesome", "cool", "great", "amazing", "nice", "sounds", "totally",
-    "super",
-];
 
 /// Words that make a text a question without saying what it is about.
 const QUESTION_WORDS: &[&str] = &["kind", "type", "likely", "many", "much", "ever", "think", "way", "thing", "things"];
