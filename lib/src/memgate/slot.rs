@@ -209,7 +209,12 @@ fn units_en(t: &str) -> Vec<Unit> {
             }
             let number = NUMBER_EN.iter().find(|(n, _)| *n == w).map(|(_, v)| v.to_string());
             let value = digits || number.is_some();
-            out.push(Unit { key: number.unwrap_or_else(|| terms::stem(&w)), clause: i, choice, value });
+            out.push(Unit {
+                key: number.unwrap_or_else(|| terms::stem(super::lemma::base(&w))),
+                clause: i,
+                choice,
+                value,
+            });
         }
     }
     out
