@@ -13,6 +13,7 @@ mod guard;
 mod guard_evasions;
 mod hostile;
 mod index;
+mod index_crash;
 mod lastword;
 mod lastword_crash;
 mod lastword_paths;
