@@ -106,6 +106,9 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());
         paths.extend(crate::derived::index::generated_indexes(lib));
+        // The master index too: a killed writer may have updated it
+        // already, so the rebuild leaves it as it is and names it nowhere.
+        paths.push(crate::derived::index::MASTER.to_string());
         // An index removed with its directory's last document (by the
         // killed writer or the rebuild) is gone from the list above; its
         // deletion is committed too (git::commit skips untracked ones).
