@@ -9,6 +9,7 @@ mod changes;
 mod cli;
 mod crash;
 mod evolve;
+mod evolve_crash;
 mod guard;
 mod guard_evasions;
 mod hostile;
