@@ -27,6 +27,10 @@ fn marked() -> Lib {
             format!("---\ntopic: jwt-auth\nlast_verified_at: 2026-01-{day}\neffectiveness_mark: true\n---\n# v{v}\n");
         ok_records(lib.cmd("kb-append").args(["write", &format!("{REFS}/jwt-auth-v{v}.md"), "--content", &text]));
     }
+    // A committed inconsistency log, which the rebuild clears.
+    lib.put(".inconsistency.log", "2026-01-01T00:00:00Z | missing-file | gone.md\n");
+    lib.git(&["add", "-A"]);
+    lib.git(&["commit", "-q", "-m", "log"]);
     assert_eq!(lib.git(&["status", "--porcelain", "--untracked-files=all"]), "");
     lib
 }

@@ -310,10 +310,17 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     let outputs = index_files.into_iter().filter_map(|f| stat(lib, &f).map(|s| (f, s))).collect();
     let state =
         State { version: CACHE_VERSION, outputs, problems: problems.clone(), documents, ioc_domains: domains.len() };
-    let mut commit_paths = touched.clone();
-    if log_cleared {
-        commit_paths.push(consistency::LOG.into());
+    // The log and `.ioc.md` always: a rebuild killed inside its commit
+    // (after `git add`) left them changed on disk, and its rerun finds
+    // nothing to clear or rewrite; unchanged, git commits nothing of them.
+    // A deletion that killed commit staged is in neither the work tree nor
+    // git's index, so it is unstaged first (git::commit would skip it).
+    let always = [consistency::LOG.to_string(), ioc::FILE.to_string()];
+    if opts.commit {
+        git::unstage(lib, &always);
     }
+    let mut commit_paths = touched.clone();
+    commit_paths.extend(always);
     let committed = opts.commit && git::commit(lib, &commit_paths, COMMIT_MESSAGE)?;
     if committed {
         crash::at(Step::Committed);
