@@ -162,3 +162,19 @@ fn an_integrate_killed_after_its_first_rule_file_is_finished_by_the_rerun() {
     lib.cmd("kb-lock").arg("sweep").assert().success();
     assert_done(&lib, &want, "killed");
 }
+
+/// `kb-lock sweep` finishes a killed integrate too (and sync does, before
+/// its `git add --all` could commit the journal).
+#[test]
+fn kb_lock_sweep_finishes_a_killed_integrate() {
+    let want = uninterrupted();
+    let lib = approved();
+    let out =
+        lib.cmd("kb-guard").args(["rules", "integrate"]).env(kb::fs::crash::VAR, "evolve-rename:2").output().unwrap();
+    assert!(out.status.code().is_none(), "not aborted: {}", String::from_utf8_lossy(&out.stderr));
+    let out = lib.cmd("kb-lock").arg("sweep").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("kb-guard: recovered an integrate"), "{err}");
+    assert_done(&lib, &want, "swept");
+}

@@ -11,19 +11,22 @@
 //!
 //! 1. every new text is checked as the loader will see it (before a byte
 //!    is written, see `Engine::load_with`) and written to a synced temp;
-//! 2. the journal records each file (path, temp, digest before and after),
+//! 2. the journal records each file (path, temp, digest before and after,
+//!    the bytes after),
 //!    the audit lines owed (each with the files that must land for it),
 //!    where the audit log ended and the commit message, made durable;
 //! 3. the temps are renamed in, rule files first, then the proposals;
 //! 4. the audit lines are appended, the commit is made, the journal goes.
 //!
-//! The next `kb-guard rules integrate` (or sync), under the library lock,
-//! finishes a run a kill left: a file with its planned digest landed; one
-//! still with its old digest gets its temp renamed in; the first that is
-//! neither (edited by hand since) stops the roll forward, and it and every
-//! later file keep their bytes. Then the audit lines whose files all
-//! landed are appended unless the log already has them after the recorded
-//! end, and what landed is committed. Every step is idempotent, so a kill
+//! The next `kb-guard rules integrate` (or sync, or `kb-lock sweep`),
+//! under the library lock, finishes a run a kill left: a file with its
+//! planned digest landed; one still with its old digest gets its planned
+//! bytes (kept in the journal, as `kb-lock sweep` may have removed the
+//! dead run's temps); the first that is neither (edited by hand since)
+//! stops the roll forward, and it and every later file keep their bytes.
+//! Then the audit lines whose files all landed are appended unless the
+//! log already has them after the recorded end, and what landed is
+//! committed. Every step is idempotent, so a kill
 //! during recovery is finished by the next one.
 
 use std::collections::HashMap;
@@ -57,6 +60,10 @@ struct Planned {
     before: Option<String>,
     /// SHA-256 of its bytes after.
     after: String,
+    /// The bytes after (a rule file or a proposal: a few KB). Recovery
+    /// writes them when the temp is gone: `kb-lock sweep` removes a dead
+    /// writer's temps, and a roll forward must not depend on them.
+    text: String,
 }
 
 /// An audit line the run owes, and the files that must land for it (none
@@ -137,7 +144,8 @@ impl Group {
         let s = atomic::stage(&target, text.as_bytes(), true)?;
         crash::at(Step::EvolveTemp);
         let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
-        let planned = Planned { path: rel.to_string(), tmp, before, after: sha256_hex(text.as_bytes()) };
+        let after = sha256_hex(text.as_bytes());
+        let planned = Planned { path: rel.to_string(), tmp, before, after, text: text.to_string() };
         self.files.push((planned, s));
         Ok(())
     }
@@ -253,23 +261,16 @@ pub fn recover(lib: &Library) -> Result<Option<Recovered>> {
         let (path, tmp) = (abs(lib, &f.path)?, abs(lib, &f.tmp)?);
         let now = digest(&path)?;
         let after = Some(f.after.clone());
-        let tmp_ok = digest(&tmp)? == after;
-        match roll.next(&now, &f.before, &after, tmp_ok) {
-            Fate::Put => {
-                on_disk::put(&path, Some(&tmp))?;
-                if let Some(dir) = path.parent() {
-                    atomic::sync_dir(dir)?;
-                }
-                landed.push(f.path.clone());
-            }
-            fate => {
-                on_disk::remove(&tmp)?;
-                if fate == Fate::Landed {
-                    landed.push(f.path.clone());
-                } else {
-                    rolled_back.push(f.path.clone());
-                }
-            }
+        // The journal carries the bytes, checked against their digest.
+        let bytes_ok = sha256_hex(f.text.as_bytes()) == f.after;
+        let fate = roll.next(&now, &f.before, &after, bytes_ok);
+        if fate == Fate::Put {
+            atomic::write(&path, f.text.as_bytes())?;
+        }
+        on_disk::remove(&tmp)?;
+        match fate {
+            Fate::Kept => rolled_back.push(f.path.clone()),
+            _ => landed.push(f.path.clone()),
         }
     }
     let (audit_added, committed) = finish(lib, &j, &landed)?;
