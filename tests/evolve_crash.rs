@@ -178,3 +178,49 @@ fn kb_lock_sweep_finishes_a_killed_integrate() {
     assert!(err.contains("kb-guard: recovered an integrate"), "{err}");
     assert_done(&lib, &want, "swept");
 }
+
+/// Seeded kill -9s at a random one of five points (the journal there, the
+/// first rule file in place, the first proposal `integrated`, an integrate
+/// audit line written, the core rule file in place), checked while
+/// integrate is stopped (`kill_when`); the rerun must always end where an
+/// uninterrupted run does. `KB_KILL_SEED` replays a run.
+#[test]
+fn random_kill_nine_during_integrate() {
+    let seed: u64 = std::env::var("KB_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2545_f491_4f6c_dd1d);
+    eprintln!("random_kill_nine_during_integrate: KB_KILL_SEED={seed}");
+    let mut rng = crate::util::Rng(seed);
+    let want = uninterrupted();
+    let (rounds, mut kills) = (8, 0);
+    for round in 0..rounds {
+        let lib = approved();
+        let target = rng.below(5);
+        let what = format!("round {round} (point {target})");
+        let mut child = lib
+            .std_cmd("kb-guard")
+            .args(["rules", "integrate"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let reached = || match target {
+            0 => lib.path(".core-rule-proposals/.journal").exists(),
+            1 => lib.path(".evolving-rules/security/active/core-001.yaml").exists(),
+            2 => std::fs::read_to_string(lib.path(".core-rule-proposals/CORE-001.md"))
+                .is_ok_and(|t| t.contains("\nstatus: integrated\n")),
+            3 => std::fs::read_to_string(lib.path(".core-rule-proposals/.audit.log"))
+                .is_ok_and(|t| t.contains("\"step\":\"integrate\"")),
+            _ => lib.path(".evolving-rules/security/core.yaml").exists(),
+        };
+        let status = kill_when(&mut child, || true, reached);
+        let killed = std::os::unix::process::ExitStatusExt::signal(&status) == Some(9);
+        assert!(killed || status.success(), "{what}: {status}");
+        kills += usize::from(killed);
+        let (recs, code, err) = guard(&lib, &["rules", "integrate"]);
+        assert_eq!(code, Some(0), "{what}: {recs:?} {err}");
+        lib.cmd("kb-lock").arg("sweep").assert().success();
+        assert!(!lib.path(".core-rule-proposals/.journal").exists(), "{what}: journal left");
+        assert_done(&lib, &want, &what);
+    }
+    eprintln!("random_kill_nine_during_integrate: {kills} of {rounds} runs killed mid-way");
+    assert!(kills * 2 >= rounds, "only {kills} of {rounds} kills landed (seed {seed})");
+}
