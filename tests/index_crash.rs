@@ -135,7 +135,7 @@ fn a_rebuild_killed_after_its_first_cleared_mark_leaves_nothing_uncommitted() {
 }
 
 /// Seeded kill -9s at a random one of five points (the journal there, one,
-/// two or three marks cleared on disk, the master index rewritten),
+/// two or three marks cleared on disk, the inconsistency log cleared),
 /// checked while the rebuild is stopped (`kill_when`); the rerun must
 /// always end where an uninterrupted rebuild does. `KB_KILL_SEED` replays.
 #[test]
@@ -147,7 +147,6 @@ fn random_kill_nine_during_mark_clearing_rebuilds() {
     let (rounds, mut kills) = (8, 0);
     for round in 0..rounds {
         let lib = marked();
-        let master0 = lib.read(".master-index.md");
         let target = rng.below(5);
         let what = format!("round {round} (point {target})");
         let mut child =
@@ -156,7 +155,7 @@ fn random_kill_nine_during_mark_clearing_rebuilds() {
         let reached = || match target {
             0 => lib.path(".journal").exists(),
             1..=3 => n_cleared() >= target,
-            _ => std::fs::read_to_string(lib.path(".master-index.md")).is_ok_and(|t| t != master0),
+            _ => !lib.path(".inconsistency.log").exists(),
         };
         let status = kill_when(&mut child, || true, reached);
         let killed = std::os::unix::process::ExitStatusExt::signal(&status) == Some(9);
