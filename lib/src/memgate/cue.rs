@@ -422,6 +422,9 @@ pub const INTERJECTIONS: &[&str] = &["wow", "hey", "hi", "yeah", "yep", "yup", "
 /// unchanged.
 pub const PRAISE: &[&str] = &["awesome", "cool", "great", "amazing", "nice", "sounds", "totally", "super"];
 
+/// How many names [`addressed`] returns at most.
+const MAX_ADDRESSED: usize = 8;
+
 /// The names a text addresses: "Thanks, Nate!", "Hey Mel,", "Way to go,
 /// John!". Whoever is addressed is not the one speaking, so a note whose
 /// subject is that name is about someone else (`govern` ranks it lower).
@@ -448,6 +451,12 @@ pub fn addressed(text: &str) -> Vec<String> {
         let name = name.as_str().to_string();
         if !names.contains(&name) {
             names.push(name);
+        }
+        // A conversation turn names one or two people; a hostile text of
+        // a million greetings must not make this, or the ranking that
+        // checks each name against each neighbour, quadratic.
+        if names.len() == MAX_ADDRESSED {
+            break;
         }
     }
     names
@@ -506,6 +515,13 @@ mod tests {
         assert_eq!(addressed("Thanks, Gina - really appreciate it."), ["Gina"]);
         assert_eq!(addressed("Great job. Maria, your support means a lot!"), ["Maria"]);
         assert!(addressed("Yesterday, I moved to Berlin.").is_empty());
+        // Twenty thousand different names, each greeted.
+        let name = |i: u32| -> String {
+            let letters: String = (0..4).map(|k| char::from(b'a' + ((i / 26u32.pow(k)) % 26) as u8)).collect();
+            format!("N{letters}")
+        };
+        let many: String = (0..20_000).map(|i| format!("Hi {}! ", name(i))).collect();
+        assert_eq!(addressed(&many).len(), MAX_ADDRESSED);
         assert!(addressed("Never, ever commit secrets to Git.").is_empty());
         assert!(addressed("I moved to Paris, France. It rains.").is_empty());
         assert!(addressed("Use pnpm in this repo.").is_empty());
