@@ -32,8 +32,7 @@ use crate::derived::consistency;
 use crate::derived::index;
 use crate::derived::ioc;
 use crate::derived::marks::{self, Violation};
-use crate::doc::{digest, frontmatter};
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
 use crate::fs::stat::{self, Stat};
@@ -353,41 +352,8 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
 /// which commits the cleared documents with their index rows. Returns the
 /// documents changed; with any, the journal is in place.
 fn clear_marks(lib: &Library, cleared: &[Violation], commit: bool) -> Result<Vec<String>> {
-    let mut staged: Vec<atomic::Staged> = Vec::new();
-    let mut planned = Vec::new();
-    let staging = (|| {
-        for v in cleared {
-            let full = lib.path(&v.path);
-            let text = fs::read_to_string(&full).ctx(|| format!("reading {}", v.path))?;
-            if let Some(new) = frontmatter::set_field(&text, "effectiveness_mark", "false") {
-                staged.push(atomic::stage(&full, new.as_bytes(), true)?);
-                crash::at(Step::WriteTemp);
-                planned.push((v.path.clone(), digest::sha256_hex(new.as_bytes())));
-            }
-        }
-        if staged.is_empty() {
-            return Ok(());
-        }
-        let mut j = journal::new(lib, commit)?;
-        j.message = Some(COMMIT_MESSAGE.to_string());
-        for ((path, sha256), s) in planned.iter().zip(&staged) {
-            let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
-            j.files.push(journal::Planned { path: path.clone(), tmp, sha256: sha256.clone() });
-        }
-        journal::begin(lib, &j)
-    })();
-    if let Err(e) = staging {
-        for s in &staged {
-            let _ = fs::remove_file(&s.tmp);
-        }
-        return Err(e);
-    }
-    if staged.is_empty() {
-        return Ok(Vec::new());
-    }
-    // From here a failure leaves the journal for the next writer.
-    atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
-    crash::at(Step::Renamed);
+    let changes: Vec<(&str, &str)> = cleared.iter().map(|v| (v.path.as_str(), "false")).collect();
+    let planned = journal::set_field(lib, &changes, "effectiveness_mark", commit, COMMIT_MESSAGE)?;
     Ok(planned.into_iter().map(|(p, _)| p).collect())
 }
 

@@ -8,7 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
-use crate::error::Result;
+use crate::doc::{digest, frontmatter};
+use crate::error::{Context, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
 use crate::fs::journal as on_disk;
@@ -126,4 +127,58 @@ pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
         moves: Vec::new(),
         message: None,
     })
+}
+
+/// Sets frontmatter field `key` of each document to its value as one
+/// journaled group, the way a batch lands: every new text staged and
+/// synced, the journal (carrying `message`, as there is no changelog line)
+/// made durable, then the documents renamed in. A document that already
+/// holds the value is left out. Returns each changed path with its new
+/// text; with any, the journal is in place and the caller ends it after
+/// indexing and committing (a kill from the journal on is finished by the
+/// next writer). Shared by `kb-relate lifecycle --write`, skill promotion
+/// and a rebuild's effectiveness-mark clearing.
+pub fn set_field(
+    lib: &Library,
+    changes: &[(&str, &str)],
+    key: &str,
+    commit: bool,
+    message: &str,
+) -> Result<Vec<(String, String)>> {
+    let mut staged: Vec<atomic::Staged> = Vec::new();
+    let mut planned: Vec<(String, String)> = Vec::new();
+    let staging = (|| {
+        for (path, value) in changes {
+            let full = lib.path(path);
+            let text = std::fs::read_to_string(&full).ctx(|| format!("reading {path}"))?;
+            if let Some(new) = frontmatter::set_field(&text, key, value) {
+                staged.push(atomic::stage(&full, new.as_bytes(), true)?);
+                crash::at(Step::WriteTemp);
+                planned.push((path.to_string(), new));
+            }
+        }
+        if staged.is_empty() {
+            return Ok(());
+        }
+        let mut j = new(lib, commit)?;
+        j.message = Some(message.to_string());
+        for ((path, new), s) in planned.iter().zip(&staged) {
+            let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
+            j.files.push(Planned { path: path.clone(), tmp, sha256: digest::sha256_hex(new.as_bytes()) });
+        }
+        begin(lib, &j)
+    })();
+    if let Err(e) = staging {
+        for s in &staged {
+            let _ = std::fs::remove_file(&s.tmp);
+        }
+        return Err(e);
+    }
+    if staged.is_empty() {
+        return Ok(Vec::new());
+    }
+    // From here a failure leaves the journal for the next writer.
+    atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+    crash::at(Step::Renamed);
+    Ok(planned)
 }

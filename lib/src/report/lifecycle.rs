@@ -6,14 +6,11 @@
 //! are computed from the changelog; `--write` records them in frontmatter.
 
 use std::collections::BTreeMap;
-use std::fs;
 
 use serde::Serialize;
 
 use crate::derived::index;
-use crate::doc::{digest, frontmatter};
-use crate::error::{Context, Result};
-use crate::fs::atomic;
+use crate::error::Result;
 use crate::fs::crash::{self, Step};
 use crate::library::entry::{Category, Entry};
 use crate::library::git;
@@ -138,11 +135,9 @@ pub fn write(lib: &Library, patterns: &[Pattern], commit: bool, opts: &lock::Opt
 
 /// Sets one frontmatter field in several documents under the lock, keeps
 /// the indexes in step and commits them. Shared by lifecycle `--write`
-/// and skill promotion (a rebuild's effectiveness_mark clearing journals
-/// the same way, in kb::derived::rebuild_index). Journaled like a batch
-/// (kb::write::journal): every new text is staged and synced, the journal
-/// (with the commit message, as there is no changelog line) made durable,
-/// then the files renamed in, indexed and committed; a kill from the
+/// and skill promotion. Journaled like a batch (`journal::set_field`, which
+/// a rebuild's effectiveness_mark clearing uses too): the documents land,
+/// then are indexed and committed; a kill from the
 /// journal on leaves each document old or new, and the next writer indexes
 /// and commits those that landed (a rerun sets the rest).
 pub fn set_fields(
@@ -158,41 +153,10 @@ pub fn set_fields(
     }
     lock::with_lock(lib, opts, || {
         journal::note(crate::write::recover(lib)?);
-        let mut staged: Vec<atomic::Staged> = Vec::new();
-        let mut planned = Vec::new();
-        let staging = (|| {
-            for (path, value) in changes {
-                let full = lib.path(path);
-                let text = fs::read_to_string(&full).ctx(|| format!("reading {path}"))?;
-                if let Some(new) = frontmatter::set_field(&text, key, value) {
-                    staged.push(atomic::stage(&full, new.as_bytes(), true)?);
-                    crash::at(Step::WriteTemp);
-                    planned.push((path.to_string(), new));
-                }
-            }
-            if staged.is_empty() {
-                return Ok(());
-            }
-            let mut j = journal::new(lib, commit)?;
-            j.message = Some(message.to_string());
-            for ((path, new), s) in planned.iter().zip(&staged) {
-                let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
-                j.files.push(journal::Planned { path: path.clone(), tmp, sha256: digest::sha256_hex(new.as_bytes()) });
-            }
-            journal::begin(lib, &j)
-        })();
-        if let Err(e) = staging {
-            for s in &staged {
-                let _ = fs::remove_file(&s.tmp);
-            }
-            return Err(e);
-        }
-        if staged.is_empty() {
+        let planned = journal::set_field(lib, changes, key, commit, message)?;
+        if planned.is_empty() {
             return Ok(Vec::new());
         }
-        // From here a failure leaves the journal for the next writer.
-        atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
-        crash::at(Step::Renamed);
         let written: Vec<String> = planned.iter().map(|(p, _)| p.clone()).collect();
         let updated: Vec<(String, Option<Entry>)> =
             planned.iter().map(|(p, new)| (p.clone(), Entry::from_text(p, new))).collect();

@@ -31,7 +31,7 @@ use crate::library::Library;
 // The record and how it is started, read and ended live one layer down
 // (a rebuild's mark clearing writes one too); recovery lives here.
 pub use crate::library::journal::{
-    begin, changelog_offset, end, new, pending, read, Journal, Move, Planned, FILE, VERSION,
+    begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, FILE, VERSION,
 };
 
 /// What recovering an interrupted batch did (the `recovered` record).
