@@ -261,13 +261,15 @@ impl Engine {
         let mut all = rules::core()?;
         let mut errors = Vec::new();
         if let Some(dir) = dir {
-            let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE)).filter(|p| p.is_file());
-            let files = library_core.map(|p| {
+            let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE));
+            let files = library_core.and_then(|p| {
                 let name = p.display().to_string();
-                let parsed = std::fs::read_to_string(&p)
-                    .map_err(|e| Error::io(format!("reading {name}"), e))
-                    .and_then(|t| rules::parse(&t, &name));
-                (name, parsed)
+                let parsed = match rules::read_library(&p) {
+                    Ok(Some(t)) => rules::parse(&t, &name),
+                    Ok(None) => return None,
+                    Err(e) => Err(e),
+                };
+                Some((name, parsed))
             });
             for (source, parsed) in files.into_iter().chain(rules::extended_files(dir)) {
                 match parsed.and_then(|rs| validate_extended(&all, rs)) {
@@ -658,7 +660,9 @@ fn rule_files_digest(dir: Option<&Path>) -> String {
     for f in files {
         all.extend(f.display().to_string().as_bytes());
         all.push(0);
-        match std::fs::read(&f) {
+        // As the rules are read: a FIFO or a link to a device is an error
+        // kept in the digest, never a hang of a long-lived server.
+        match crate::fs::nofollow::read(&f, crate::fs::read::LIMIT) {
             Ok(b) => all.extend(format!("{}:", b.len()).as_bytes().iter().chain(&b)),
             Err(e) => all.extend(format!("error {:?}", e.kind()).as_bytes()),
         }
