@@ -23,6 +23,7 @@ use super::pattern::{self, Candidate, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
 use super::svg;
+use super::table;
 use super::typosquat;
 use super::work::{self, Step};
 use crate::error::{Error, Result};
@@ -396,8 +397,17 @@ impl Engine {
         // Windows paths, comment bodies), matched as well: they can only
         // add findings, never hide one.
         let view = if depth == 0 { deobfuscate::view(text, kind == DocKind::Markdown) } else { Vec::new() };
+        // Markdown tables read row by row and column by column (a phrase
+        // cut by cell borders), and those readings deobfuscated.
+        let tables = if depth == 0 && kind == DocKind::Markdown { table::readings(text) } else { Default::default() };
         let squats = typosquat::find(text);
-        if ids.is_empty() && notes.is_empty() && payloads.is_empty() && view.is_empty() && squats.is_empty() {
+        if ids.is_empty()
+            && notes.is_empty()
+            && payloads.is_empty()
+            && view.is_empty()
+            && tables.texts.is_empty()
+            && squats.is_empty()
+        {
             return;
         }
         let contexts = line_contexts(kind, text);
@@ -425,7 +435,12 @@ impl Engine {
             &mut matched,
             out,
         );
-        if !view.is_empty() {
+        // A table's readings may give a line several texts: one finding
+        // per line and rule is taken from them.
+        for (view, once) in [(&view, false), (&tables.texts, true)] {
+            if view.is_empty() {
+                continue;
+            }
             let vtext: Vec<&str> = view.iter().map(|(_, l)| l.as_str()).collect();
             let vtext = vtext.join("\n");
             let vhay = vtext.as_bytes();
@@ -440,9 +455,25 @@ impl Engine {
             let known = |pid: usize, line: usize| matched.binary_search(&(pid, line)).is_ok();
             let scan: LineMap = (&line_of, &known);
             self.match_rules(path, (vhay, &vlines), &vids, scan, &ctx, &|_| true, &mut vhits, &mut Vec::new(), out);
-            let seen: std::collections::HashSet<(usize, String)> =
+            let mut seen: std::collections::HashSet<(usize, String)> =
                 hits.iter().map(|h: &Hit| (h.finding.line, h.finding.rule.clone())).collect();
-            hits.extend(vhits.into_iter().filter(|h| !seen.contains(&(h.finding.line, h.finding.rule.clone()))));
+            if once {
+                // A reading that runs on into the next row also holds what
+                // that row says alone: a rule found at the next row is
+                // that row's finding, not this one's.
+                let found: std::collections::HashSet<(usize, String)> = seen
+                    .iter()
+                    .cloned()
+                    .chain(vhits.iter().map(|h| (h.finding.line, h.finding.rule.clone())))
+                    .collect();
+                vhits.retain(|h| {
+                    tables.next_row(h.finding.line).is_none_or(|n| !found.contains(&(n, h.finding.rule.clone())))
+                });
+            }
+            hits.extend(vhits.into_iter().filter(|h| {
+                let key = (h.finding.line, h.finding.rule.clone());
+                !seen.contains(&key) && (!once || seen.insert(key))
+            }));
         }
         if one_per_match {
             dedupe(&mut hits);
