@@ -121,6 +121,18 @@ fn clipped_words_find_their_note() {
     }
 }
 
+/// Praise and interjections say how the speaker feels, not what a note is
+/// about: "great" pulled the note that says "great" in passing first.
+#[test]
+fn praise_does_not_pull_a_note() {
+    let lib = Lib::empty();
+    let target = kept(&lib, "Gina's online shop got its first big order.");
+    kept(&lib, "Jon thinks the new studio logo looks great and super cool.");
+    let query = "Wow, super cool, the shop is doing great!";
+    let d = decide(&lib, &[said("remember", query)]);
+    assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
+}
+
 #[test]
 fn chinese_paraphrase_finds_its_neighbour() {
     let lib = Lib::empty();

@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 
+use super::cue;
 use super::lemma;
 use crate::score::terms;
 use crate::text;
@@ -166,13 +167,15 @@ pub fn features(text_: &str, one_liner: &str) -> Features {
 }
 
 /// Features of a query: [`features`] without the words that only make it
-/// a question ("what kind of", "would … likely", "his", "her") and, when
+/// a question ("what kind of", "would … likely", "his", "her") or praise
+/// (`cue::INTERJECTIONS`, `cue::PRAISE`) and, when
 /// the user `asks`, without a calendar date ("When did Nate … on 25 May,
 /// 2022?": a note holds what happened, rarely the day it was said; in a
 /// statement to remember, a date is what it says).
 pub fn query_features(text_: &str, one_liner: &str, asks: bool) -> Features {
-    let dates = if asks { date_words(text_) } else { Vec::new() };
-    let mut f = features_skipping(text_, one_liner, &dates);
+    let mut skip = if asks { date_words(text_) } else { Vec::new() };
+    skip.extend(cue::INTERJECTIONS.iter().chain(cue::PRAISE).map(|w| w.to_string()));
+    let mut f = features_skipping(text_, one_liner, &skip);
     if params().q_stop {
         let drop: Vec<u64> = QUESTION_WORDS.iter().chain(PRONOUNS).map(|w| term_key(&terms::stem(w), false)).collect();
         let gone: u32 = f.words.iter().filter(|(k, _)| drop.contains(k)).map(|(_, n)| n).sum();
