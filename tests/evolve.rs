@@ -329,7 +329,7 @@ fn a_failed_integration_never_weakens_the_rules_in_force() {
     let (recs, code, _) = guard(&lib, &["rules", "integrate"], "");
     assert_eq!(code, 2);
     let msg = recs[0]["message"].as_str().unwrap();
-    assert!(msg.starts_with("CORE-001: integration rolled back:"), "{msg}");
+    assert!(msg.starts_with("CORE-001: not integrated:"), "{msg}");
     assert!(!lib.path(".evolving-rules/security/active/core-001.yaml").exists());
     assert_eq!(lib.read(".evolving-rules/security/active/zz.yaml"), zz);
     assert_eq!(proposal(&lib, "CORE-001")["status"], "approved");

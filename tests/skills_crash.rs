@@ -212,24 +212,57 @@ fn a_skill_promote_killed_at_every_step_is_finished_by_the_next_writer() {
 }
 
 /// Rerunning the killed promote itself finishes it first (the rerun is
-/// the next writer), then says where the skill is.
+/// the next writer), then reports the promote as an uninterrupted one
+/// does: its `skill_write` record, exit 0, one changelog line and one
+/// commit. Before, the rerun finished the move and then refused it ("is
+/// in drafts", exit 2), so a script retrying a killed promote failed.
 #[test]
-fn rerunning_a_killed_promote_finishes_it_once() {
-    let lib = with_skill();
-    let out = lib
-        .cmd("kb-append")
-        .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
-        .env(kb::fs::crash::VAR, "rename:2")
-        .output()
-        .unwrap();
-    assert!(out.status.code().is_none(), "not aborted: {}", String::from_utf8_lossy(&out.stderr));
-    let out = lib.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("kb: recovered a batch"), "{stderr}");
-    assert!(stderr.contains("is in drafts"), "{stderr}");
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    let n =
-        skill_events(&lib, ".skills/.drafts/pdf-tools/SKILL.md").into_iter().filter(|(a, _)| a == "promote").count();
-    assert_eq!(n, 1);
-    assert_recovered(&lib, "rerun");
+fn rerunning_a_killed_promote_finishes_it_once_and_succeeds() {
+    let reference = with_skill();
+    let want = ok_records(reference.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]));
+    let without_ts = |recs: &[Value]| -> Vec<Value> {
+        recs.iter()
+            .cloned()
+            .map(|mut r| {
+                r.as_object_mut().map(|o| o.remove("ts"));
+                r
+            })
+            .collect()
+    };
+    let cases: Vec<(Step, u32)> = STEPS
+        .iter()
+        .filter(|s| s.pipeline() == "write" && **s != Step::WriteTemp)
+        .map(|&s| (s, 1))
+        .chain([(Step::Rename, 2)])
+        .collect();
+    for (step, n) in cases {
+        let what = format!("{}:{n}", step.name());
+        let lib = with_skill();
+        let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
+        let out = lib
+            .cmd("kb-append")
+            .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
+            .env(kb::fs::crash::VAR, &what)
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
+        let out = lib.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("kb: recovered a batch"), "{what}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{what}: {stderr}");
+        let got = crate::util::records(&out.stdout);
+        assert_eq!(without_ts(&got), without_ts(&want), "{what}");
+        let n = skill_events(&lib, ".skills/.drafts/pdf-tools/SKILL.md")
+            .into_iter()
+            .filter(|(a, _)| a == "promote")
+            .count();
+        assert_eq!(n, 1, "{what}");
+        let now = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
+        assert_eq!(now, commits + 1, "{what}: commits");
+        assert_recovered(&lib, &what);
+        // The record's instant is the killed promote's, as its changelog line's.
+        let log = kb::library::changelog::parse(&lib.read(".changelog"));
+        let line = log.events.iter().map(|(_, e)| e).find(|e| e.action.as_deref() == Some("promote")).unwrap();
+        assert_eq!(got[0]["ts"].as_str(), Some(line.ts.as_str()), "{what}");
+    }
 }

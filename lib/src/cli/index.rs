@@ -61,6 +61,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 incremental: a.on("incremental"),
                 commit: !a.on("no-commit"),
                 lock: lock_opts,
+                recover: crate::write::recover_noted,
             };
             let r = rebuild_index::run(&lib, &opts)?;
             for p in &r.problems {

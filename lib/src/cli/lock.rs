@@ -71,10 +71,14 @@ pub fn main() -> ExitCode {
                     crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
                     out.record(s)?;
                 }
-                if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) {
+                let evolve = lib.path(crate::guard::evolve::journal::FILE).exists();
+                if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) || evolve {
                     let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
                     let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
                         let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;
+                        if let Some(r) = crate::guard::evolve::journal::recover(&lib)? {
+                            crate::guard::evolve::journal::note(&r);
+                        }
                         Ok((cleared, crate::write::recover(&lib)?))
                     })?;
                     for c in &cleared {

@@ -2,6 +2,10 @@
 //! the documents' frontmatter (frontmatter wins over stale rows), `.ioc.md`,
 //! effectiveness_mark uniqueness, a cleared `.inconsistency.log`, and the
 //! commit `task-ai(library):maintain rebuild index`, all under the lock.
+//! Clearing marks rewrites documents, so it is journaled like a batch
+//! (the library's `.journal`, recovered by the next writer or rerun): a
+//! kill never leaves a cleared document uncommitted or its index row
+//! stale.
 //!
 //! `--incremental` keeps a cache under `.cache/kb-index/` (internal, never
 //! committed): the size and mtime of every document, the mtime of every
@@ -28,12 +32,14 @@ use crate::derived::consistency;
 use crate::derived::index;
 use crate::derived::ioc;
 use crate::derived::marks::{self, Violation};
-use crate::doc::frontmatter;
+use crate::doc::{digest, frontmatter};
 use crate::error::{Context, Error, Result};
 use crate::fs::atomic;
+use crate::fs::crash::{self, Step};
 use crate::fs::stat::{self, Stat};
 use crate::library::entry::{self, Category, Entry};
 use crate::library::git;
+use crate::library::journal;
 use crate::library::scan::{self, Problem};
 use crate::library::Library;
 use crate::lock;
@@ -58,6 +64,10 @@ pub struct Options {
     pub commit: bool,
     /// Lock waiting.
     pub lock: lock::Options,
+    /// Run first under the lock: the writer's recovery of a batch a
+    /// killed writer left (`kb::write::recover`, a layer above this one),
+    /// so that a journal this rebuild is about to write never meets one.
+    pub recover: fn(&Library) -> Result<()>,
 }
 
 /// What a rebuild did (the `rebuild` record).
@@ -149,6 +159,7 @@ pub fn run(lib: &Library, opts: &Options) -> Result<Report> {
 }
 
 fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
+    (opts.recover)(lib)?;
     let cache = if opts.incremental { Cache::load(lib) } else { None };
     let probe = cache.as_ref().map(|c| c.probe(lib));
     if let (Some(c), Some(Probe::NoOp)) = (&cache, &probe) {
@@ -234,14 +245,9 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         apply(&mut summary, &mut known, r);
     }
     let cleared = marks::violations(summary.values());
-    let mut touched = Vec::new();
+    let mut touched = clear_marks(lib, &cleared, opts.commit)?;
+    let journaled = !touched.is_empty();
     for v in &cleared {
-        let full = lib.path(&v.path);
-        let text = fs::read_to_string(&full).ctx(|| format!("reading {}", v.path))?;
-        if let Some(new) = frontmatter::set_field(&text, "effectiveness_mark", "false") {
-            atomic::write(&full, new.as_bytes())?;
-            touched.push(v.path.clone());
-        }
         let again = read(lib, &v.path);
         apply(&mut summary, &mut known, &again);
         match reads.iter_mut().find(|r| r.path == v.path) {
@@ -261,6 +267,7 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         let refs: Vec<&Entry> = reads.iter().filter_map(|r| r.entry.as_ref()).collect();
         touched.extend(index::rebuild(lib, &refs)?);
     }
+    crash::at(Step::Index);
     // Full entries are no longer needed; the summary carries the rest.
     reads.iter_mut().for_each(|r| r.entry = None);
     let domains = ioc::tally(summary.values());
@@ -303,13 +310,26 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     let outputs = index_files.into_iter().filter_map(|f| stat(lib, &f).map(|s| (f, s))).collect();
     let state =
         State { version: CACHE_VERSION, outputs, problems: problems.clone(), documents, ioc_domains: domains.len() };
-    Cache::save(lib, &state, &known, &dirs, &summary)?;
-
-    let mut commit_paths = touched.clone();
-    if log_cleared {
-        commit_paths.push(consistency::LOG.into());
+    // The log and `.ioc.md` always: a rebuild killed inside its commit
+    // (after `git add`) left them changed on disk, and its rerun finds
+    // nothing to clear or rewrite; unchanged, git commits nothing of them.
+    // A deletion that killed commit staged is in neither the work tree nor
+    // git's index, so it is unstaged first (git::commit would skip it).
+    let always = [consistency::LOG.to_string(), ioc::FILE.to_string()];
+    if opts.commit {
+        git::unstage(lib, &always);
     }
+    let mut commit_paths = touched.clone();
+    commit_paths.extend(always);
     let committed = opts.commit && git::commit(lib, &commit_paths, COMMIT_MESSAGE)?;
+    if committed {
+        crash::at(Step::Committed);
+    }
+    if journaled {
+        journal::end(lib)?;
+    }
+    // Last: the journal's removal changed the root directory's mtime.
+    Cache::save(lib, &state, &known, &dirs, &summary)?;
     touched.sort();
     touched.dedup();
     Ok(Report {
@@ -323,6 +343,52 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         committed,
         problems,
     })
+}
+
+/// Clears the marks of `cleared` as one journaled batch (like
+/// `kb-relate lifecycle --write`): every new text staged and synced, the
+/// journal (carrying this rebuild's commit message) made durable, then the
+/// documents renamed in. The caller ends the journal after its commit; a
+/// kill from the journal on is finished by the next writer (or rerun),
+/// which commits the cleared documents with their index rows. Returns the
+/// documents changed; with any, the journal is in place.
+fn clear_marks(lib: &Library, cleared: &[Violation], commit: bool) -> Result<Vec<String>> {
+    let mut staged: Vec<atomic::Staged> = Vec::new();
+    let mut planned = Vec::new();
+    let staging = (|| {
+        for v in cleared {
+            let full = lib.path(&v.path);
+            let text = fs::read_to_string(&full).ctx(|| format!("reading {}", v.path))?;
+            if let Some(new) = frontmatter::set_field(&text, "effectiveness_mark", "false") {
+                staged.push(atomic::stage(&full, new.as_bytes(), true)?);
+                crash::at(Step::WriteTemp);
+                planned.push((v.path.clone(), digest::sha256_hex(new.as_bytes())));
+            }
+        }
+        if staged.is_empty() {
+            return Ok(());
+        }
+        let mut j = journal::new(lib, commit)?;
+        j.message = Some(COMMIT_MESSAGE.to_string());
+        for ((path, sha256), s) in planned.iter().zip(&staged) {
+            let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
+            j.files.push(journal::Planned { path: path.clone(), tmp, sha256: sha256.clone() });
+        }
+        journal::begin(lib, &j)
+    })();
+    if let Err(e) = staging {
+        for s in &staged {
+            let _ = fs::remove_file(&s.tmp);
+        }
+        return Err(e);
+    }
+    if staged.is_empty() {
+        return Ok(Vec::new());
+    }
+    // From here a failure leaves the journal for the next writer.
+    atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+    crash::at(Step::Renamed);
+    Ok(planned.into_iter().map(|(p, _)| p).collect())
 }
 
 /// What [`Cache::probe`] found.

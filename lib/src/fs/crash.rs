@@ -1,8 +1,8 @@
 //! Fault injection for the crash tests (issue 22, after SQLite's crash
 //! tests): `KB_CRASH_AT=<step>:<n>` makes the process abort (as a kill -9
 //! would end it: no destructors, no flush) the n-th time it reaches the
-//! named step of the write, compaction, sync, kb-lastword apply or
-//! kb-memgate apply pipeline. Every step is named
+//! named step of the write, compaction, sync, kb-lastword apply,
+//! kb-memgate apply or kb-guard rules integrate pipeline. Every step is named
 //! here, once, so the tests iterate all of them. Without the variable a step
 //! costs one load of a cached `None`.
 
@@ -68,6 +68,17 @@ pub enum Step {
     MemgateSearch,
     /// The audit lines were appended; the journal is still there.
     MemgateAudit,
+    /// kb-guard rules integrate wrote (and synced) one temp file (a rule
+    /// file or a proposal); nothing is in place.
+    EvolveTemp,
+    /// integrate's journal (`.core-rule-proposals/.journal`) is durable.
+    EvolveJournal,
+    /// integrate put one file in place (the rule files first, then the proposals).
+    EvolveRename,
+    /// Every file of the integrate is in place; no audit line yet.
+    EvolveRenamed,
+    /// The audit lines were appended; the commit and the journal's removal are to come.
+    EvolveAudit,
 }
 
 /// Every step, in pipeline order, for tests that crash at each.
@@ -98,6 +109,11 @@ pub const STEPS: &[Step] = &[
     Step::MemgateIndex,
     Step::MemgateSearch,
     Step::MemgateAudit,
+    Step::EvolveTemp,
+    Step::EvolveJournal,
+    Step::EvolveRename,
+    Step::EvolveRenamed,
+    Step::EvolveAudit,
 ];
 
 impl Step {
@@ -130,10 +146,15 @@ impl Step {
             Step::MemgateIndex => "memgate-index",
             Step::MemgateSearch => "memgate-search",
             Step::MemgateAudit => "memgate-audit",
+            Step::EvolveTemp => "evolve-temp",
+            Step::EvolveJournal => "evolve-journal",
+            Step::EvolveRename => "evolve-rename",
+            Step::EvolveRenamed => "evolve-renamed",
+            Step::EvolveAudit => "evolve-audit",
         }
     }
 
-    /// The pipeline a step belongs to: `write`, `compact`, `sync`, `lastword` or `memgate`.
+    /// The pipeline a step belongs to: `write`, `compact`, `sync`, `lastword`, `memgate` or `evolve`.
     pub fn pipeline(self) -> &'static str {
         match self {
             Step::CompactArchive | Step::CompactLog => "compact",
@@ -147,6 +168,9 @@ impl Step {
             | Step::MemgateIndex
             | Step::MemgateSearch
             | Step::MemgateAudit => "memgate",
+            Step::EvolveTemp | Step::EvolveJournal | Step::EvolveRename | Step::EvolveRenamed | Step::EvolveAudit => {
+                "evolve"
+            }
             _ => "write",
         }
     }

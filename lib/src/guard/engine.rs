@@ -259,20 +259,51 @@ impl Engine {
     /// own examples); a broken file is left out and returned as an error so
     /// the caller reports it: the scan is never silently weaker.
     pub fn load(dir: Option<&Path>) -> Result<(Engine, Vec<LoadError>)> {
+        Engine::load_with(dir, &HashMap::new())
+    }
+
+    /// [`Engine::load`] as if each file of `planned` (the library core
+    /// file, or a `*.yaml` file in `dir`) held the given text: how
+    /// `kb-guard rules integrate` checks a rule set before a byte of it is
+    /// written, so a kill can never leave a rule file that was to be
+    /// taken back.
+    pub fn load_with(dir: Option<&Path>, planned: &HashMap<PathBuf, String>) -> Result<(Engine, Vec<LoadError>)> {
         let mut all = rules::core()?;
         let mut errors = Vec::new();
+        // A rule file as planned, else as on disk (`None`: not there),
+        // never read through a link nor from a FIFO or device.
+        let parse = |p: &Path, name: &str| match planned.get(p) {
+            Some(t) => Some(rules::parse(t, name)),
+            None => match rules::read_library(p) {
+                Ok(Some(t)) => Some(rules::parse(&t, name)),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            },
+        };
         if let Some(dir) = dir {
             let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE));
             let files = library_core.and_then(|p| {
                 let name = p.display().to_string();
-                let parsed = match rules::read_library(&p) {
-                    Ok(Some(t)) => rules::parse(&t, &name),
-                    Ok(None) => return None,
-                    Err(e) => Err(e),
-                };
-                Some((name, parsed))
+                parse(&p, &name).map(|parsed| (name, parsed))
             });
-            for (source, parsed) in files.into_iter().chain(rules::extended_files(dir)) {
+            let mut extended = rules::extended_files(dir);
+            if !planned.is_empty() {
+                for (name, parsed) in extended.iter_mut() {
+                    if planned.contains_key(Path::new(name.as_str())) {
+                        if let Some(p) = parse(Path::new(name.as_str()), name) {
+                            *parsed = p;
+                        }
+                    }
+                }
+                for p in planned.keys().filter(|p| p.parent() == Some(dir)) {
+                    let name = p.display().to_string();
+                    if !extended.iter().any(|(n, _)| *n == name) {
+                        extended.extend(parse(p, &name).map(|parsed| (name.clone(), parsed)));
+                    }
+                }
+                extended.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            for (source, parsed) in files.into_iter().chain(extended) {
                 match parsed.and_then(|rs| validate_extended(&all, rs)) {
                     Ok(rs) => all.extend(rs),
                     Err(e) => errors.push(LoadError { source, message: e.to_string() }),

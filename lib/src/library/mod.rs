@@ -12,6 +12,7 @@ pub mod entry;
 pub mod git;
 pub mod git_state;
 pub mod graph;
+pub mod journal;
 pub mod kind;
 pub mod names;
 pub mod relations;

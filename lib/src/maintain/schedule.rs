@@ -176,7 +176,15 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     } else {
         steps.push(json!({"step": 4, "name": "compact", "ran": false}));
     }
-    let r = rebuild_index::run(lib, &rebuild_index::Options { incremental: false, commit: false, lock: opts.clone() })?;
+    let r = rebuild_index::run(
+        lib,
+        &rebuild_index::Options {
+            incremental: false,
+            commit: false,
+            lock: opts.clone(),
+            recover: crate::write::recover_noted,
+        },
+    )?;
     steps.push(json!({"step": 5, "name": "rebuild-index", "documents": r.documents, "touched": r.touched}));
     let rel = rebuild_all::rebuild_relations(lib, opts)?;
     steps.push(json!({"step": 6, "name": "rebuild-relations", "edges": rel.edges, "changed": rel.changed}));

@@ -171,7 +171,7 @@ fn subject(c: &Candidate) -> Vec<String> {
 fn stems(words: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in words {
-        let s = crate::score::terms::stem(&w);
+        let s = crate::score::terms::stem(super::lemma::base(&w));
         if !out.contains(&s) {
             out.push(s);
         }
@@ -201,8 +201,8 @@ fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
     for time in ["from now on", "from here on", "going forward"] {
         norm = norm.replace(time, " ");
     }
-    let clause = norm.split([';', ',']).find(|c| !c.trim().is_empty()).unwrap_or("");
-    let toks = crate::text::tokens(clause);
+    let first = slot::clauses(&norm).into_iter().next().unwrap_or_default();
+    let toks = crate::text::tokens(&first);
     let at = toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map_or(toks.len(), |i| i + 1);
     (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
 }
@@ -218,8 +218,7 @@ fn names(words: &[String]) -> Vec<String> {
 /// a statement of one clause). "缓存过期时间设为十分钟，避免数据太旧"
 /// does not refuse the cache rule; "以后改用 yarn，不用 pnpm 了" refuses pnpm.
 fn negated(one_liner: &str, other: &[String]) -> bool {
-    let clauses: Vec<&str> =
-        one_liner.split(['，', ',', ';', '；', '：', ':']).filter(|c| !c.trim().is_empty()).collect();
+    let clauses = slot::clauses(one_liner);
     if clauses.len() <= 1 {
         return cue::prohibition(one_liner).is_some();
     }

@@ -29,10 +29,11 @@ use crate::text::segment::{self, Corrupt, Dict, Forward, Sections, SideOf, Write
 
 /// The segment kind of a memgate index.
 pub const KIND: &[u8; 8] = b"memgate\0";
-/// Version 6: the shared segment format (version 03 had its own layout;
+/// Version 7: the shared segment format (version 03 had its own layout;
 /// 4 stored the terms before lemmas and possessives were reduced, 5 before
-/// clipped words were expanded, so their keys no longer meet a query's).
-pub const FORMAT_VERSION: u32 = 6;
+/// clipped words were expanded, 6 before a project's clippings — repo,
+/// config, db — were, so their keys no longer meet a query's).
+pub const FORMAT_VERSION: u32 = 7;
 const NAME_OFF: usize = 0;
 const NAMES: usize = 1;
 const SIZES: usize = 2;
@@ -529,6 +530,6 @@ mod tests {
         assert!(View::open(&bytes[..bytes.len() - 3]).is_err());
         let mut v3 = bytes.clone();
         v3[16..20].copy_from_slice(&3u32.to_le_bytes());
-        assert!(View::open(&v3).err().is_some_and(|e| e.contains("memgate index format 3, expected 6")));
+        assert!(View::open(&v3).err().is_some_and(|e| e.contains("memgate index format 3, expected 7")));
     }
 }

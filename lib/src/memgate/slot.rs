@@ -167,7 +167,11 @@ fn ends_clause(t: &str, i: usize, c: char) -> bool {
     }
 }
 
-fn clauses(t: &str) -> Vec<String> {
+/// The clauses of a statement, normalised: split at commas, semicolons,
+/// colons, enumeration commas and sentence ends, in either script. The
+/// one splitter of kb-memgate's judgements (`govern` asks which clause a
+/// refusal or a scope is in).
+pub fn clauses(t: &str) -> Vec<String> {
     let t = text::normalise(t);
     let mut out = Vec::new();
     let mut from = 0;
@@ -205,7 +209,12 @@ fn units_en(t: &str) -> Vec<Unit> {
             }
             let number = NUMBER_EN.iter().find(|(n, _)| *n == w).map(|(_, v)| v.to_string());
             let value = digits || number.is_some();
-            out.push(Unit { key: number.unwrap_or_else(|| terms::stem(&w)), clause: i, choice, value });
+            out.push(Unit {
+                key: number.unwrap_or_else(|| terms::stem(super::lemma::base(&w))),
+                clause: i,
+                choice,
+                value,
+            });
         }
     }
     out

@@ -137,8 +137,9 @@ pub fn write(lib: &Library, patterns: &[Pattern], commit: bool, opts: &lock::Opt
 }
 
 /// Sets one frontmatter field in several documents under the lock, keeps
-/// the indexes in step and commits them. Shared by lifecycle `--write`,
-/// skill promotion and effectiveness_mark clearing. Journaled like a batch
+/// the indexes in step and commits them. Shared by lifecycle `--write`
+/// and skill promotion (a rebuild's effectiveness_mark clearing journals
+/// the same way, in kb::derived::rebuild_index). Journaled like a batch
 /// (kb::write::journal): every new text is staged and synced, the journal
 /// (with the commit message, as there is no changelog line) made durable,
 /// then the files renamed in, indexed and committed; a kill from the

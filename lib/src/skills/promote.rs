@@ -42,8 +42,19 @@ pub fn promote(
     }
     let (engine, guard_errors) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
-        crate::write::journal::note(crate::write::recover(lib)?);
+        // A killed promote of this skill to this stage, which the recovery
+        // finishes: rerunning it reports that promote (exit 0), not "is in".
+        let killed = write::journal::read(lib)?.filter(|j| {
+            j.moves.iter().any(|m| m.to == stage::skill_dir(to, name))
+                && j.events.iter().any(|e| e.action.as_deref() == Some("promote"))
+        });
+        let recovered = crate::write::recover(lib)?;
+        let finished = killed.zip(recovered.clone());
+        crate::write::journal::note(recovered);
         let from = stage::require(lib, name)?;
+        if let Some((j, r)) = finished.filter(|_| from == to) {
+            return finished_promote(lib, &engine, name, to, &j, &r).map(|(w, e)| (w, guard_errors.clone(), e));
+        }
         if from >= to {
             return Err(Error::msg(format!(
                 "skill '{name}' is in {from}; promotion moves forward only (candidates -> drafts -> active)"
@@ -149,25 +160,68 @@ pub fn promote(
             opts.commit.then_some(message.as_str()),
         )?;
         write::journal::end(lib)?;
-        let v = &judged.verdict;
-        let warning = (v.verdict != Verdict::Safe)
-            .then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
-        let written = Written {
-            name: name.to_string(),
-            action: "promote",
-            stage: to.as_str(),
-            path: new_md,
-            bytes: None,
-            sha256: None,
-            replaced: None,
-            from: Some(from.as_str()),
-            trust_tier: Some(tier),
-            verdict: v.verdict,
-            warning,
-            findings: v.findings,
-            committed,
-            ts,
-        };
+        let written = written(name, from, to, new_md, tier, &judged, committed, ts);
         Ok((written, guard_errors.clone(), commit_error))
     })
+}
+
+/// The `skill_write` record of a promote.
+#[allow(clippy::too_many_arguments)]
+fn written(
+    name: &str,
+    from: Stage,
+    to: Stage,
+    path: String,
+    tier: String,
+    judged: &crate::guard::scan::TargetResult,
+    committed: bool,
+    ts: String,
+) -> Written {
+    let v = &judged.verdict;
+    let warning = (v.verdict != Verdict::Safe)
+        .then(|| crate::guard::Report { verdict: v.verdict, findings: judged.findings.clone() }.reason());
+    Written {
+        name: name.to_string(),
+        action: "promote",
+        stage: to.as_str(),
+        path,
+        bytes: None,
+        sha256: None,
+        replaced: None,
+        from: Some(from.as_str()),
+        trust_tier: Some(tier),
+        verdict: v.verdict,
+        warning,
+        findings: v.findings,
+        committed,
+        ts,
+    }
+}
+
+/// The record of a killed promote the recovery `r` of its journal `j` just
+/// finished: the stage it left (the move's source), its changelog line's
+/// instant, the tier and verdict of the skill as it now is, and whether a
+/// commit holds it (made by the recovery, or already by the killed promote).
+fn finished_promote(
+    lib: &Library,
+    engine: &crate::guard::Engine,
+    name: &str,
+    to: Stage,
+    j: &write::journal::Journal,
+    r: &write::journal::Recovered,
+) -> Result<(Written, Option<String>)> {
+    let new_dir = stage::skill_dir(to, name);
+    let from = j
+        .moves
+        .iter()
+        .filter(|m| m.to == new_dir)
+        .find_map(|m| stage::ALL.into_iter().find(|s| stage::skill_dir(*s, name) == m.from))
+        .ok_or_else(|| Error::msg(format!("the recovered journal moved {new_dir} from no stage")))?;
+    let new_md = format!("{new_dir}/SKILL.md");
+    let text = fs::read_to_string(lib.path(&new_md)).map_err(|e| Error::io(format!("reading {new_md}"), e))?;
+    let tier = frontmatter::text(&frontmatter::parse(&text).fields, "trust_tier").unwrap_or_default();
+    let judged = guard_scan::skill(lib, engine, &new_dir)?;
+    let ts = j.events.iter().find(|e| e.action.as_deref() == Some("promote")).map(|e| e.ts.clone()).unwrap_or_default();
+    let committed = j.commit && r.commit_error.is_none() && crate::library::git::is_repo(lib);
+    Ok((written(name, from, to, new_md, tier, &judged, committed, ts), r.commit_error.clone()))
 }

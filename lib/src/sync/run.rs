@@ -125,6 +125,10 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
         drivers::register(&repo)?;
         crate::library::git_state::note(&crate::library::git_state::clear(lib, Duration::from_secs(10))?);
         crate::write::journal::note(crate::write::recover(lib)?);
+        // A killed integrate's journal, before `git add --all` could commit it.
+        if let Some(r) = crate::guard::evolve::journal::recover(lib)? {
+            crate::guard::evolve::journal::note(&r);
+        }
         recover(&repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;

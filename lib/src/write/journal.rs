@@ -19,77 +19,20 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::clock;
 use crate::doc::digest;
 use crate::error::{Error, Result};
 use crate::fs::atomic;
-use crate::fs::crash::{self, Step};
 use crate::fs::journal as on_disk;
 use crate::library::changelog::{self, Event};
 use crate::library::Library;
 
-/// The journal's file name under the library.
-pub const FILE: &str = ".journal";
-
-/// The format version written and understood.
-pub const VERSION: u32 = 1;
-
-/// The intent record of one batch.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "record", rename = "journal")]
-pub struct Journal {
-    /// Format version ([`VERSION`]).
-    pub version: u32,
-    /// The writer's process id.
-    pub pid: u32,
-    /// When the batch started.
-    pub started: String,
-    /// Length of `.changelog`'s complete lines before the batch: its lines
-    /// are looked for after this offset only.
-    pub changelog_offset: u64,
-    /// Whether the batch commits to git.
-    pub commit: bool,
-    /// The files it is about to put in place.
-    pub files: Vec<Planned>,
-    /// The changelog lines it is about to append, in order.
-    pub events: Vec<Event>,
-    /// Directories it is about to rename, finished by recovery (absent in
-    /// a journal without any, so older journals read the same).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub moves: Vec<Move>,
-    /// The commit message, for a batch with no changelog line to build it
-    /// from (`kb-relate lifecycle --write` setting frontmatter fields).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-/// A directory a batch is about to rename. Recovery finishes it: every
-/// planned file under `to` whose synced temp (`tmp`, under `from`) is still
-/// there and holds the planned bytes is renamed onto its place under
-/// `from`, then `from` is renamed to `to`, so the files land as planned.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Move {
-    /// Library-relative directory as it is before the move.
-    pub from: String,
-    /// Library-relative directory it becomes.
-    pub to: String,
-}
-
-/// One file a batch is about to rename into place (or remove).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Planned {
-    /// Library-relative path of the target.
-    pub path: String,
-    /// Library-relative path of the synced temp file renamed onto it; for
-    /// a removal empty, or the directory its skill was moved aside into
-    /// (removed by recovery).
-    pub tmp: String,
-    /// SHA-256 of the final bytes; empty for a removal (landed when the
-    /// file is gone).
-    pub sha256: String,
-}
+// The record and how it is started, read and ended live one layer down
+// (a rebuild's mark clearing writes one too); recovery lives here.
+pub use crate::library::journal::{
+    begin, changelog_offset, end, new, pending, read, Journal, Move, Planned, FILE, VERSION,
+};
 
 /// What recovering an interrupted batch did (the `recovered` record).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -112,43 +55,6 @@ pub struct Recovered {
     /// Why a commit failed (the files stay; the next sync commits them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit_error: Option<String>,
-}
-
-/// The length of `.changelog` up to its last newline: where this batch's
-/// lines will start.
-pub fn changelog_offset(lib: &Library) -> Result<u64> {
-    let p = lib.path(changelog::FILE);
-    let b = crate::fs::read::optional(&p)?.unwrap_or_default();
-    Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1))
-}
-
-/// Whether a batch left a journal (only then does `kb-lock sweep` take the
-/// lock to recover it).
-pub fn pending(lib: &Library) -> bool {
-    lib.path(FILE).exists()
-}
-
-/// Makes the intent record durable (atomic write: temp, fsync, rename,
-/// fsync the directory). Callers hold the library lock.
-pub fn begin(lib: &Library, journal: &Journal) -> Result<()> {
-    on_disk::write(&lib.path(FILE), journal)?;
-    crash::at(Step::Journal);
-    Ok(())
-}
-
-/// Removes the journal once the batch is wholly recorded.
-pub fn end(lib: &Library) -> Result<()> {
-    if on_disk::remove(&lib.path(FILE))? {
-        atomic::sync_dir(&lib.dir)?;
-    }
-    Ok(())
-}
-
-/// Reads the journal, if any. A journal that does not parse is an error:
-/// it is written atomically, so it is never torn, and guessing would lose
-/// or invent changelog lines.
-pub fn read(lib: &Library) -> Result<Option<Journal>> {
-    on_disk::read(&lib.path(FILE), "kb-tools", |j: &Journal| j.version, VERSION)
 }
 
 /// The SHA-256 of a file's bytes, `None` when it does not exist.
@@ -200,6 +106,9 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         paths.push(changelog::FILE.to_string());
         paths.push(crate::library::relations::FILE.to_string());
         paths.extend(crate::derived::index::generated_indexes(lib));
+        // The master index too: a killed writer may have updated it
+        // already, so the rebuild leaves it as it is and names it nowhere.
+        paths.push(crate::derived::index::MASTER.to_string());
         // An index removed with its directory's last document (by the
         // killed writer or the rebuild) is gone from the list above; its
         // deletion is committed too (git::commit skips untracked ones).
@@ -296,21 +205,6 @@ fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize>
     }
     changelog::append(lib, &missing)?;
     Ok(missing.len())
-}
-
-/// A new journal for a batch started now.
-pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
-    Ok(Journal {
-        version: VERSION,
-        pid: std::process::id(),
-        started: clock::format(clock::now()?),
-        changelog_offset: changelog_offset(lib)?,
-        commit,
-        files: Vec::new(),
-        events: Vec::new(),
-        moves: Vec::new(),
-        message: None,
-    })
 }
 
 /// Tells the user on stderr that a writer recovered a killed batch, for

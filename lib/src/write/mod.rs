@@ -348,6 +348,13 @@ pub fn recover(lib: &Library) -> Result<Option<journal::Recovered>> {
     journal::recover(lib, commit_message)
 }
 
+/// [`recover`], told on stderr: the hook `kb::derived::rebuild_index`
+/// runs under its lock (it sits below this layer and cannot call it).
+pub fn recover_noted(lib: &Library) -> Result<()> {
+    journal::note(recover(lib)?);
+    Ok(())
+}
+
 /// The files a batch will put in place: the final bytes of each path (a
 /// path written twice keeps its last bytes) and the events of each write.
 #[derive(Default)]

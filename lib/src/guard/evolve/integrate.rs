@@ -2,18 +2,22 @@
 //! its own hot-loaded file `.evolving-rules/security/active/<rule-id>.yaml`;
 //! an approved Core proposal is appended to the library's core rule file
 //! `.evolving-rules/security/core.yaml`, which every scanner of the library
-//! loads after the compiled-in core. The new file is checked as the hot
-//! loader checks it before it is written; after the atomic write the rule
-//! set is loaded again and must hold every rule it held before plus the
-//! new one with no new load error — otherwise the previous bytes come
-//! back, so a failed integration never weakens the rules in force.
+//! loads after the compiled-in core. Each new file is checked as the hot
+//! loader checks it, then the rule set is loaded as it will be with it
+//! (`Engine::load_with`, before anything is written) and must hold every
+//! rule it held before plus the new one with no new load error — otherwise
+//! the proposal is not integrated, so a failed integration never weakens
+//! the rules in force. The files and the proposals marked `integrated`
+//! then land as one journaled group (`super::journal`), which the next run
+//! finishes if a kill stops this one.
 
-use std::collections::BTreeSet;
-use std::fs;
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::audit::{self, Line};
+use super::audit::Line;
+use super::journal::{self, Group};
 use super::proposal::{self, Integrated, Layer, Loaded, Status};
 use super::select::{self, About, Item, Selection};
 use super::validate::into_rec;
@@ -21,9 +25,8 @@ use super::{Rec, ACTIVE_DIR, CORE_FILE};
 use crate::clock;
 use crate::doc::yaml;
 use crate::error::{Error, Result};
-use crate::fs::atomic;
+use crate::guard::engine::Engine;
 use crate::guard::rules::{self, Rule};
-use crate::library::git;
 use crate::library::Library;
 use crate::lock;
 
@@ -43,13 +46,17 @@ pub fn render(rules: &[Rule], header: &str) -> Result<String> {
     Ok(format!("{header}{}", body.trim_start_matches("---\n")))
 }
 
-/// Where proposal `p`'s rule goes, and the file's text with it.
-fn target(lib: &Library, l: &Loaded, rule: Rule) -> Result<(String, String)> {
+/// The rule files this run has planned so far: their texts by path.
+type Planned = HashMap<PathBuf, String>;
+
+/// Where proposal `p`'s rule goes, and the file's text with it (on top of
+/// what this run already planned for that file).
+fn target(lib: &Library, l: &Loaded, rule: Rule, planned: &Planned) -> Result<(String, String)> {
     let p = &l.proposal;
     match p.layer {
         Layer::Extended => {
             let rel = format!("{ACTIVE_DIR}/{}.yaml", p.rule_id);
-            if lib.path(&rel).exists() {
+            if lib.path(&rel).exists() || planned.contains_key(&lib.path(&rel)) {
                 return Err(Error::msg(format!("{rel} already exists")));
             }
             let header =
@@ -58,11 +65,15 @@ fn target(lib: &Library, l: &Loaded, rule: Rule) -> Result<(String, String)> {
         }
         Layer::Core => {
             let path = lib.path(CORE_FILE);
-            let mut current = match fs::read_to_string(&path) {
-                Ok(t) => rules::parse(&t, CORE_FILE)
+            // Never through a link, never blocking on a FIFO.
+            let text = match planned.get(&path) {
+                Some(t) => Some(t.clone()),
+                None => rules::read_library(&path)?,
+            };
+            let mut current = match text {
+                Some(t) => rules::parse(&t, CORE_FILE)
                     .map_err(|e| Error::msg(format!("the library core rule file is broken; fix it first: {e}")))?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(Error::io(format!("reading {CORE_FILE}"), e)),
+                None => Vec::new(),
             };
             current.push(rule);
             let header =
@@ -72,23 +83,22 @@ fn target(lib: &Library, l: &Loaded, rule: Rule) -> Result<(String, String)> {
     }
 }
 
-/// Writes one proposal's rule; on any doubt the previous bytes come back.
-fn integrate_one(lib: &Library, l: &Loaded) -> Result<String> {
+/// Plans one proposal's rule: the rule file and its text, checked as the
+/// rule set will load with it (on top of `planned`); nothing is written.
+fn plan_one(lib: &Library, l: &Loaded, planned: &Planned) -> Result<(String, String)> {
     let rule = l.proposal.rule().ok_or_else(|| Error::msg(format!("{} has no pattern or category", l.proposal.id)))?;
     let id = rule.id.clone();
-    let (rel, text) = target(lib, l, rule)?;
+    let (rel, text) = target(lib, l, rule, planned)?;
     let check = crate::guard::engine::validate(&text, &rel);
     if !check.valid {
         return Err(Error::msg(format!("{rel} would not load: {}", check.problems.join("; "))));
     }
-    let (before, before_errors) = super::engine(lib)?;
+    let dir = lib.path(crate::library::GUARD_RULES);
+    let (before, before_errors) = Engine::load_with(Some(&dir), planned)?;
     let had: BTreeSet<String> = before.rules().iter().map(|r| r.id.clone()).collect();
-    let full = lib.path(&rel);
-    // The bytes to restore on a failed check; unreadable is an error (a
-    // rollback would delete the file instead of restoring it).
-    let old = crate::fs::read::optional(&full)?;
-    atomic::write(&full, text.as_bytes())?;
-    let verdict = super::engine(lib).map(|(after, errors)| {
+    let mut with = planned.clone();
+    with.insert(lib.path(&rel), text.clone());
+    let verdict = Engine::load_with(Some(&dir), &with).map(|(after, errors)| {
         let has: BTreeSet<String> = after.rules().iter().map(|r| r.id.clone()).collect();
         let lost: Vec<&String> = had.difference(&has).collect();
         let new_errors: Vec<String> = errors
@@ -97,7 +107,7 @@ fn integrate_one(lib: &Library, l: &Loaded) -> Result<String> {
             .map(|e| format!("{}: {}", e.source, e.message))
             .collect();
         if !has.contains(&id) {
-            Err(format!("rule {id} is not in force after the write"))
+            Err(format!("rule {id} would not be in force after the write"))
         } else if !lost.is_empty() {
             Err(format!("the write would drop rules in force: {lost:?}"))
         } else if !new_errors.is_empty() {
@@ -111,60 +121,73 @@ fn integrate_one(lib: &Library, l: &Loaded) -> Result<String> {
         Ok(Err(e)) => Some(e),
         Err(e) => Some(e.to_string()),
     };
-    if let Some(e) = problem {
-        match old {
-            Some(b) => atomic::write(&full, &b)?,
-            None => {
-                fs::remove_file(&full).map_err(|err| Error::io(format!("rolling back {rel}"), err))?;
-            }
-        }
-        return Err(Error::msg(format!("{}: integration rolled back: {e}", l.proposal.id)));
+    match problem {
+        Some(e) => Err(Error::msg(format!("{}: not integrated: {e}", l.proposal.id))),
+        None => Ok((rel, text)),
     }
-    Ok(rel)
 }
 
-/// INTEGRATE over a selection (default: every approved proposal).
+/// INTEGRATE over a selection (default: every approved proposal). A run
+/// a kill left is finished first (see `super::journal`).
 pub fn integrate(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Options) -> Result<Vec<Rec>> {
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, lock_opts, || {
+        if let Some(r) = journal::recover(lib)? {
+            journal::note(&r);
+        }
         let items = select::resolve(lib, sel, &[Status::Approved]);
         let mut out = Vec::new();
-        let mut audits = Vec::new();
-        let mut paths = Vec::new();
+        let mut planned = Planned::new();
+        let mut rule_files: Vec<String> = Vec::new();
+        let mut proposals: Vec<(String, String)> = Vec::new();
+        let mut audits: Vec<(Line, Vec<String>)> = Vec::new();
         for item in items {
             let Item::Work(mut l) = item else {
                 out.push(into_rec(item));
                 continue;
             };
-            match integrate_one(lib, &l) {
-                Ok(rel) => {
+            match plan_one(lib, &l, &planned) {
+                Ok((rel, text)) => {
+                    planned.insert(lib.path(&rel), text);
+                    if !rule_files.contains(&rel) {
+                        rule_files.push(rel.clone());
+                    }
                     l.proposal.status = Status::Integrated;
                     l.proposal.integrated = Some(Integrated { ts: ts.clone(), file: rel.clone() });
-                    proposal::save(lib, &l)?;
-                    audits.push(Line::new(&ts, "integrate", Some(&l.proposal.id), "integrated", json!({"file": rel})));
-                    paths.push(l.path.clone());
-                    paths.push(rel);
+                    proposals.push((l.path.clone(), proposal::render(&l)?));
+                    let line = Line::new(&ts, "integrate", Some(&l.proposal.id), "integrated", json!({"file": rel}));
+                    audits.push((line, vec![rel, l.path.clone()]));
                     out.push(into_rec(Item::Work(l)));
                 }
                 Err(e) => {
-                    audits.push(Line::new(
-                        &ts,
-                        "integrate",
-                        Some(&l.proposal.id),
-                        "approved",
-                        json!({"error": e.to_string()}),
-                    ));
+                    let detail = json!({"error": e.to_string()});
+                    audits.push((Line::new(&ts, "integrate", Some(&l.proposal.id), "approved", detail), Vec::new()));
                     out.push(Rec::error_about(e.to_string(), &About { proposal: &l.proposal.id }));
                 }
             }
         }
-        audit::append(lib, &audits)?;
-        if commit && !paths.is_empty() {
-            paths.push(audit::FILE.into());
-            paths.sort();
-            paths.dedup();
-            git::commit(lib, &paths, &format!("task-ai(library):evolve integrate {} rules", audits.len()))?;
+        // The rule files first, then the proposals that say they are in force.
+        let mut group = Group::default();
+        let staged = (|| {
+            for rel in &rule_files {
+                group.stage(lib, rel, &planned[&lib.path(rel)])?;
+            }
+            for (rel, text) in &proposals {
+                group.stage(lib, rel, text)?;
+            }
+            for (line, files) in &audits {
+                group.owe(line, files.clone())?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = staged {
+            group.discard();
+            return Err(e);
         }
+        let integrated = proposals.len();
+        let message =
+            (commit && integrated > 0).then(|| format!("task-ai(library):evolve integrate {} rules", audits.len()));
+        group.land(lib, message)?;
         Ok(out)
     })
 }

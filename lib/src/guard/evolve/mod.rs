@@ -19,6 +19,7 @@ pub mod backtest;
 pub mod cli;
 pub mod integrate;
 pub mod intel;
+pub mod journal;
 pub mod proposal;
 pub mod propose;
 pub mod review;
