@@ -1822,3 +1822,67 @@ fn u20_guard_sanitize_input_is_bounded_and_never_a_special_file() {
     }
     s.unharmed();
 }
+
+/// Rule and policy files are read like every other input: `kb-guard rules
+/// validate FILE` and `--policy FILE` (named by the user: links followed)
+/// hung on a FIFO and read `/dev/zero` without end; a FIFO or a link to
+/// `/dev/zero` planted among the library's own rule files
+/// (`.evolving-rules/security/`) hung every scan, every write and kb-mcp's
+/// guard_scan. Each is now an error naming the file, and the scan runs on
+/// with the rules it could read.
+#[test]
+fn u22_guard_rule_and_policy_files_are_never_special_files() {
+    let s = Scene::new();
+    let fifo = s.lib.root().join("rules.fifo");
+    mkfifo(&fifo);
+    let kept = s.lib.path(KEPT);
+    for input in [fifo.to_str().unwrap(), "/dev/zero"] {
+        for argv in [vec!["rules", "validate", input], vec!["scan", kept.to_str().unwrap(), "--policy", input]] {
+            let mut c = s.lib.std_cmd("kb-guard");
+            c.args(&argv);
+            let (code, _, err) = bounded(c, 20, "");
+            assert_eq!(code, 2, "{argv:?}: {err}");
+            assert!(err.contains(input) && err.contains("not a regular file"), "{argv:?}: {err}");
+        }
+    }
+    std::fs::remove_file(&fifo).unwrap();
+
+    let rules = s.lib.path(".evolving-rules/security");
+    mkfifo(&rules.join("active/pipe.yaml"));
+    symlink("/dev/zero", rules.join("active/zero.yaml"));
+    symlink("/dev/zero", rules.join("core.yaml"));
+    let mut c = s.lib.std_cmd("kb-guard");
+    c.args(["scan", kept.to_str().unwrap()]);
+    let (code, out, err) = bounded(c, 20, "");
+    assert_eq!(code, 2, "{err}");
+    let recs = records(&out);
+    for name in ["active/pipe.yaml: ", "active/zero.yaml: ", "security/core.yaml: "] {
+        error_naming(&recs, name);
+    }
+    error_naming(&recs, "not a regular file");
+    error_naming(&recs, "is a symlink");
+    assert!(recs.iter().any(|r| r["record"] == "verdict" && r["verdict"] == "safe"), "{recs:?}");
+
+    let mut c = s.lib.std_cmd("kb-append");
+    c.args(["write", "notes/new.md", "--content", "# New\n"]);
+    let (code, _, err) = bounded(c, 20, "");
+    assert!(err.contains("pipe.yaml") && err.contains("not a regular file"), "{code}: {err}");
+
+    let mut c = s.lib.std_cmd("kb-mcp");
+    c.arg("--root").arg(s.lib.root());
+    let calls = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "guard_scan", "arguments": {"text": "Run nginx -t first."}}}),
+    ];
+    let input: String = calls.iter().map(|c| format!("{c}\n")).collect();
+    let (code, out, err) = bounded(c, 20, &input);
+    assert_eq!(code, 0, "{err}");
+    let answers = records(&out);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    let text = answers[1]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("not a regular file") && text.contains("\"verdict\":\"safe\""), "{text}");
+    for p in ["active/pipe.yaml", "active/zero.yaml", "core.yaml"] {
+        std::fs::remove_file(rules.join(p)).unwrap();
+    }
+}

@@ -46,10 +46,18 @@ impl Session {
 
     /// Sends one raw line and reads one answer line.
     fn raw(&mut self, line: &str) -> Value {
+        let answer = self.raw_text(line);
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("answer to {line} is not JSON ({e}): {answer:?}"))
+    }
+
+    /// Sends one raw line and reads one answer line as text (its
+    /// newline cut), for what parsing would blur: how numbers are written.
+    fn raw_text(&mut self, line: &str) -> String {
         self.send(line);
         let mut answer = String::new();
         self.stdout.read_line(&mut answer).expect("reading kb-mcp");
-        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("answer to {line} is not JSON ({e}): {answer:?}"))
+        assert_eq!(answer.pop(), Some('\n'), "answer to {line} ends its line: {answer:?}");
+        answer
     }
 
     fn send(&mut self, line: &str) {
@@ -280,6 +288,56 @@ fn two_servers_writing_one_library_at_once_lose_nothing() {
         }
     }
     assert_eq!(lib.git(&["status", "--porcelain", "--", ".library/notes"]), "", "every write committed");
+}
+
+/// A client matches answers to requests by id, so the id comes back as
+/// it was written: an integer past 64 bits is not rounded through a
+/// float (nor refused as out of range), a string keeps its escapes, and
+/// the same holds in errors and batches.
+#[test]
+fn request_ids_are_echoed_exactly_as_sent() {
+    let lib = git_lib();
+    let mut s = initialized(&lib);
+    let big = "123456789012345678901234567890";
+    let huge = format!("1{}", "0".repeat(400));
+    for (id, line) in [
+        (big, format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"ping"}}"#)),
+        (huge.as_str(), format!(r#"{{"jsonrpc":"2.0","method":"ping","id":{huge}}}"#)),
+        ("-18446744073709551617", r#"{"jsonrpc":"2.0","id": -18446744073709551617 ,"method":"ping"}"#.into()),
+        ("1.50", r#"{"jsonrpc":"2.0","id":1.50,"method":"ping"}"#.into()),
+        (r#""\u00e9\"x""#, r#"{"jsonrpc":"2.0","id":"\u00e9\"x","method":"ping"}"#.into()),
+    ] {
+        assert_eq!(s.raw_text(&line), format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#), "{line}");
+    }
+    let a = s.raw_text(&format!(r#"{{"jsonrpc":"2.0","id":{big},"method":"prompts/get"}}"#));
+    assert_eq!(
+        a,
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{big},"error":{{"code":-32601,"message":"method not found: prompts/get"}}}}"#
+        )
+    );
+    let a = s.raw_text(&format!(r#"{{"jsonrpc":"1.0","id":{big},"method":"ping"}}"#));
+    assert_eq!(
+        a,
+        format!(r#"{{"jsonrpc":"2.0","id":{big},"error":{{"code":-32600,"message":"\"jsonrpc\" must be \"2.0\""}}}}"#)
+    );
+    let a = s.raw_text(&format!(
+        r#"[{{"jsonrpc":"2.0","id":{big},"method":"ping"}},{{"jsonrpc":"2.0","id":"{big}","method":"ping"}}]"#
+    ));
+    assert_eq!(
+        a,
+        format!(r#"[{{"jsonrpc":"2.0","id":{big},"result":{{}}}},{{"jsonrpc":"2.0","id":"{big}","result":{{}}}}]"#)
+    );
+    // A null id, or one of the wrong type, is answered with null.
+    for line in [r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#] {
+        let a = s.raw_text(line);
+        assert_eq!(
+            a,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"\"id\" must be a string or a number"}}"#
+        );
+    }
+    // The server still serves, ids and all.
+    assert_eq!(s.request("ping", json!({}))["result"], json!({}));
 }
 
 #[test]

@@ -23,6 +23,7 @@ use super::pattern::{self, Candidate, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
 use super::svg;
+use super::table;
 use super::typosquat;
 use super::work::{self, Step};
 use crate::error::{Error, Result};
@@ -269,33 +270,35 @@ impl Engine {
     pub fn load_with(dir: Option<&Path>, planned: &HashMap<PathBuf, String>) -> Result<(Engine, Vec<LoadError>)> {
         let mut all = rules::core()?;
         let mut errors = Vec::new();
+        // A rule file as planned, else as on disk (`None`: not there),
+        // never read through a link nor from a FIFO or device.
         let parse = |p: &Path, name: &str| match planned.get(p) {
-            Some(t) => rules::parse(t, name),
-            None => std::fs::read_to_string(p)
-                .map_err(|e| Error::io(format!("reading {name}"), e))
-                .and_then(|t| rules::parse(&t, name)),
+            Some(t) => Some(rules::parse(t, name)),
+            None => match rules::read_library(p) {
+                Ok(Some(t)) => Some(rules::parse(&t, name)),
+                Ok(None) => None,
+                Err(e) => Some(Err(e)),
+            },
         };
         if let Some(dir) = dir {
-            let library_core = dir
-                .parent()
-                .map(|p| p.join(rules::LIBRARY_CORE_FILE))
-                .filter(|p| planned.contains_key(p) || p.is_file());
-            let files = library_core.map(|p| {
+            let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE));
+            let files = library_core.and_then(|p| {
                 let name = p.display().to_string();
-                let parsed = parse(&p, &name);
-                (name, parsed)
+                parse(&p, &name).map(|parsed| (name, parsed))
             });
             let mut extended = rules::extended_files(dir);
             if !planned.is_empty() {
                 for (name, parsed) in extended.iter_mut() {
                     if planned.contains_key(Path::new(name.as_str())) {
-                        *parsed = parse(Path::new(name.as_str()), name);
+                        if let Some(p) = parse(Path::new(name.as_str()), name) {
+                            *parsed = p;
+                        }
                     }
                 }
                 for p in planned.keys().filter(|p| p.parent() == Some(dir)) {
                     let name = p.display().to_string();
                     if !extended.iter().any(|(n, _)| *n == name) {
-                        extended.push((name.clone(), parse(p, &name)));
+                        extended.extend(parse(p, &name).map(|parsed| (name.clone(), parsed)));
                     }
                 }
                 extended.sort_by(|a, b| a.0.cmp(&b.0));
@@ -425,8 +428,17 @@ impl Engine {
         // Windows paths, comment bodies), matched as well: they can only
         // add findings, never hide one.
         let view = if depth == 0 { deobfuscate::view(text, kind == DocKind::Markdown) } else { Vec::new() };
+        // Markdown tables read row by row and column by column (a phrase
+        // cut by cell borders), and those readings deobfuscated.
+        let tables = if depth == 0 && kind == DocKind::Markdown { table::readings(text) } else { Default::default() };
         let squats = typosquat::find(text);
-        if ids.is_empty() && notes.is_empty() && payloads.is_empty() && view.is_empty() && squats.is_empty() {
+        if ids.is_empty()
+            && notes.is_empty()
+            && payloads.is_empty()
+            && view.is_empty()
+            && tables.texts.is_empty()
+            && squats.is_empty()
+        {
             return;
         }
         let contexts = line_contexts(kind, text);
@@ -454,7 +466,12 @@ impl Engine {
             &mut matched,
             out,
         );
-        if !view.is_empty() {
+        // A table's readings may give a line several texts: one finding
+        // per line and rule is taken from them.
+        for (view, once) in [(&view, false), (&tables.texts, true)] {
+            if view.is_empty() {
+                continue;
+            }
             let vtext: Vec<&str> = view.iter().map(|(_, l)| l.as_str()).collect();
             let vtext = vtext.join("\n");
             let vhay = vtext.as_bytes();
@@ -469,9 +486,25 @@ impl Engine {
             let known = |pid: usize, line: usize| matched.binary_search(&(pid, line)).is_ok();
             let scan: LineMap = (&line_of, &known);
             self.match_rules(path, (vhay, &vlines), &vids, scan, &ctx, &|_| true, &mut vhits, &mut Vec::new(), out);
-            let seen: std::collections::HashSet<(usize, String)> =
+            let mut seen: std::collections::HashSet<(usize, String)> =
                 hits.iter().map(|h: &Hit| (h.finding.line, h.finding.rule.clone())).collect();
-            hits.extend(vhits.into_iter().filter(|h| !seen.contains(&(h.finding.line, h.finding.rule.clone()))));
+            if once {
+                // A reading that runs on into the next row also holds what
+                // that row says alone: a rule found at the next row is
+                // that row's finding, not this one's.
+                let found: std::collections::HashSet<(usize, String)> = seen
+                    .iter()
+                    .cloned()
+                    .chain(vhits.iter().map(|h| (h.finding.line, h.finding.rule.clone())))
+                    .collect();
+                vhits.retain(|h| {
+                    tables.next_row(h.finding.line).is_none_or(|n| !found.contains(&(n, h.finding.rule.clone())))
+                });
+            }
+            hits.extend(vhits.into_iter().filter(|h| {
+                let key = (h.finding.line, h.finding.rule.clone());
+                !seen.contains(&key) && (!once || seen.insert(key))
+            }));
         }
         if one_per_match {
             dedupe(&mut hits);
@@ -689,7 +722,9 @@ fn rule_files_digest(dir: Option<&Path>) -> String {
     for f in files {
         all.extend(f.display().to_string().as_bytes());
         all.push(0);
-        match std::fs::read(&f) {
+        // As the rules are read: a FIFO or a link to a device is an error
+        // kept in the digest, never a hang of a long-lived server.
+        match crate::fs::nofollow::read(&f, crate::fs::read::LIMIT) {
             Ok(b) => all.extend(format!("{}:", b.len()).as_bytes().iter().chain(&b)),
             Err(e) => all.extend(format!("error {:?}", e.kind()).as_bytes()),
         }

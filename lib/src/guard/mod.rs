@@ -20,6 +20,7 @@ pub mod scan;
 pub mod sniff;
 pub mod structure;
 pub mod svg;
+pub mod table;
 pub mod target;
 pub mod typosquat;
 pub mod verdict;

@@ -65,8 +65,7 @@ impl Policy {
     /// allowed in suppressions), globs must compile, reasons must be given,
     /// expiry dates must parse.
     pub fn load(path: &Path, engine: &Engine) -> Result<Policy> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading policy {}", path.display()), e))?;
+        let text = super::rules::read_named(path)?;
         Policy::parse(&text, engine).map_err(|e| Error::msg(format!("policy {}: {e}", path.display())))
     }
 

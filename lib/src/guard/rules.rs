@@ -238,6 +238,27 @@ pub fn core() -> Result<Vec<Rule>> {
     parse(CORE_YAML, "core")
 }
 
+/// The most bytes of a rule or policy file a user names: the document
+/// limit, far above any real one; it only stops an endless read.
+pub const MAX_NAMED_FILE: u64 = crate::library::scan::MAX_DOC_BYTES;
+
+/// The text of a rule or policy file the user named (`rules validate
+/// FILE`, `--policy FILE`): links are followed (the user chose the path),
+/// but a FIFO or device is an error naming it, never a hang or an endless
+/// read (issue 21).
+pub fn read_named(path: &Path) -> Result<String> {
+    let bytes = crate::fs::nofollow::read_input(path, MAX_NAMED_FILE)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    String::from_utf8(bytes).map_err(|_| Error::msg(format!("{} is not UTF-8", path.display())))
+}
+
+/// The text of one of the library's own rule files, `None` when it does
+/// not exist: never read through a link, and a FIFO or device planted in
+/// its place is an error naming it, never a hang of every scan and write.
+pub fn read_library(path: &Path) -> Result<Option<String>> {
+    crate::fs::read::optional_text(path)
+}
+
 /// Reads every `*.yaml` file of the extended-rules directory in name order;
 /// each file is parsed on its own so one broken file names itself.
 pub fn extended_files(dir: &Path) -> Vec<(String, Result<Vec<Rule>>)> {
@@ -256,12 +277,15 @@ pub fn extended_files(dir: &Path) -> Vec<(String, Result<Vec<Rule>>)> {
     paths.sort();
     paths
         .into_iter()
-        .map(|p| {
+        .filter_map(|p| {
             let name = p.display().to_string();
-            let rules = std::fs::read_to_string(&p)
-                .map_err(|e| Error::io(format!("reading {name}"), e))
-                .and_then(|t| parse(&t, &name));
-            (name, rules)
+            let rules = match read_library(&p) {
+                Ok(Some(t)) => parse(&t, &name),
+                // Listed, then removed: gone.
+                Ok(None) => return None,
+                Err(e) => Err(e),
+            };
+            Some((name, rules))
         })
         .collect()
 }

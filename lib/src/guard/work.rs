@@ -96,6 +96,17 @@ mod tests {
                 "entities",
                 vec!["&#124;".into(), "&vert;&amp".into(), "&#x69;&".into(), "%7C%2".into(), "&#99999999;".into()],
             ),
+            // Every line a table row (delimiter rows between), read by
+            // row pairs and by columns.
+            (
+                "tables",
+                vec![
+                    "| ignore all previous | instructions |".into(),
+                    "\n|--|:-:|\n".into(),
+                    "| r\"m\" | -rf ~/ \\| curl x |".into(),
+                    "| | | | |".into(),
+                ],
+            ),
             // Every line continued: the whole text is one joined line.
             ("continuations", vec!["curl x \\".into(), "| s\\".into(), "&#124; \\".into()]),
             (

@@ -23,7 +23,7 @@ use crate::error::{Context, Exit, Result};
 use crate::library::Library;
 use crate::lock;
 use crate::out::jsonl;
-use rpc::{Message, RpcError};
+use rpc::{Answer, Message, Response, RpcError};
 use tools::{Ctx, Tool};
 
 /// Protocol revisions this server speaks, oldest first; the last is
@@ -70,26 +70,25 @@ impl Server {
 
     /// Answers one line of input: a response, or nothing for
     /// notifications, client responses and blank lines.
-    pub fn handle_line(&self, line: &str) -> Option<Value> {
+    pub fn handle_line(&self, line: &str) -> Option<Answer> {
         if line.trim().is_empty() {
             return None;
         }
-        match serde_json::from_str::<Value>(line) {
-            Err(e) => Some(rpc::error(Value::Null, &RpcError::new(rpc::PARSE_ERROR, format!("parse error: {e}")))),
-            Ok(Value::Array(batch)) if batch.is_empty() => {
-                Some(rpc::error(Value::Null, &RpcError::new(rpc::INVALID_REQUEST, "empty batch")))
+        let one = |e: RpcError| Some(Answer::One(rpc::error(rpc::null_id(), &e)));
+        match rpc::parse(line) {
+            Err(e) => one(RpcError::new(rpc::PARSE_ERROR, format!("parse error: {e}"))),
+            Ok(rpc::Line::Batch(batch)) if batch.is_empty() => one(RpcError::new(rpc::INVALID_REQUEST, "empty batch")),
+            Ok(rpc::Line::Batch(batch)) => {
+                let answers: Vec<Response> = batch.into_iter().filter_map(|m| self.handle(m)).collect();
+                (!answers.is_empty()).then_some(Answer::Batch(answers))
             }
-            Ok(Value::Array(batch)) => {
-                let answers: Vec<Value> = batch.into_iter().filter_map(|m| self.handle(m)).collect();
-                (!answers.is_empty()).then_some(Value::Array(answers))
-            }
-            Ok(v) => self.handle(v),
+            Ok(rpc::Line::One(m)) => self.handle(m).map(Answer::One),
         }
     }
 
     /// Answers one message.
-    pub fn handle(&self, v: Value) -> Option<Value> {
-        match rpc::classify(v) {
+    pub fn handle(&self, m: rpc::Incoming) -> Option<Response> {
+        match rpc::classify(m) {
             Message::Request { id, method, params } => {
                 let answer = catch_unwind(AssertUnwindSafe(|| self.dispatch(&method, params)))
                     .unwrap_or_else(|_| Err(RpcError::new(rpc::INTERNAL_ERROR, format!("internal error in {method}"))));
@@ -162,13 +161,13 @@ pub fn serve(server: &Server, input: impl BufRead, mut output: impl Write) -> Re
     loop {
         let answer = match jsonl::read_line(&mut input, &mut buf, jsonl::MAX_LINE).ctx(|| "reading stdin")? {
             jsonl::Line::End => return Ok(()),
-            jsonl::Line::TooLong => Some(rpc::error(
-                Value::Null,
+            jsonl::Line::TooLong => Some(Answer::One(rpc::error(
+                rpc::null_id(),
                 &RpcError::new(
                     rpc::INVALID_REQUEST,
                     format!("request too large: {}", jsonl::too_long(jsonl::MAX_LINE)),
                 ),
-            )),
+            ))),
             // Invalid UTF-8 becomes a parse error for that line, not the end.
             jsonl::Line::Fits => server.handle_line(&String::from_utf8_lossy(&buf)),
         };

@@ -52,7 +52,7 @@ pub fn run(root: Option<&Path>, step: &str, words: &[&str], flags: &Flags, forma
         let lib = Library::resolve(root).ok();
         let mut out = Vec::new();
         for f in words {
-            let text = std::fs::read_to_string(f).ctx(|| format!("reading {f}"))?;
+            let text = crate::guard::rules::read_named(Path::new(f))?;
             out.extend(validate::file(&text, f, lib.as_ref(), &flags.corpus)?);
         }
         return Ok(out);

@@ -12,7 +12,6 @@
 //! finishes if a kill stops this one.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
@@ -66,15 +65,15 @@ fn target(lib: &Library, l: &Loaded, rule: Rule, planned: &Planned) -> Result<(S
         }
         Layer::Core => {
             let path = lib.path(CORE_FILE);
+            // Never through a link, never blocking on a FIFO.
             let text = match planned.get(&path) {
-                Some(t) => Ok(t.clone()),
-                None => fs::read_to_string(&path),
+                Some(t) => Some(t.clone()),
+                None => rules::read_library(&path)?,
             };
             let mut current = match text {
-                Ok(t) => rules::parse(&t, CORE_FILE)
+                Some(t) => rules::parse(&t, CORE_FILE)
                     .map_err(|e| Error::msg(format!("the library core rule file is broken; fix it first: {e}")))?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(Error::io(format!("reading {CORE_FILE}"), e)),
+                None => Vec::new(),
             };
             current.push(rule);
             let header =
