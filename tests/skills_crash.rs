@@ -181,13 +181,7 @@ fn a_skill_promote_killed_at_every_step_is_finished_by_the_next_writer() {
         let lib = with_skill();
         let before_tree = tracked_skills(&lib);
         let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
-        let out = lib
-            .cmd("kb-append")
-            .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
-            .env(kb::fs::crash::VAR, &what)
-            .output()
-            .unwrap();
-        assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
+        promote_killed_at(&lib, &what);
         next_writer(&lib, &what);
         let landed = step != Step::WriteTemp;
         let (here, gone) = if landed { (TO, DIR) } else { (DIR, TO) };
@@ -239,13 +233,7 @@ fn rerunning_a_killed_promote_finishes_it_once_and_succeeds() {
         let what = format!("{}:{n}", step.name());
         let lib = with_skill();
         let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
-        let out = lib
-            .cmd("kb-append")
-            .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
-            .env(kb::fs::crash::VAR, &what)
-            .output()
-            .unwrap();
-        assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
+        promote_killed_at(&lib, &what);
         let out = lib.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("kb: recovered a batch"), "{what}: {stderr}");
@@ -265,4 +253,17 @@ fn rerunning_a_killed_promote_finishes_it_once_and_succeeds() {
         let line = log.events.iter().map(|(_, e)| e).find(|e| e.action.as_deref() == Some("promote")).unwrap();
         assert_eq!(got[0]["ts"].as_str(), Some(line.ts.as_str()), "{what}");
     }
+}
+
+/// Promotes pdf-tools to drafts with a crash injected at `what`
+/// ("step:n"); the process must die there.
+#[track_caller]
+fn promote_killed_at(lib: &Lib, what: &str) {
+    let out = lib
+        .cmd("kb-append")
+        .args(["skill", "promote", "pdf-tools", "--to", "drafts"])
+        .env(kb::fs::crash::VAR, what)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "{what}: not aborted: {}", String::from_utf8_lossy(&out.stderr));
 }
