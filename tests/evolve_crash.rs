@@ -179,6 +179,37 @@ fn kb_lock_sweep_finishes_a_killed_integrate() {
     assert_done(&lib, &want, "swept");
 }
 
+/// Every other command that writes proposals finishes a killed integrate
+/// first: before, `review` or `validate` could rewrite a proposal the
+/// journal still owed, and the integration was then rolled back.
+#[test]
+fn propose_validate_and_review_finish_a_killed_integrate_first() {
+    let want = uninterrupted();
+    for step in [vec!["rules", "validate"], vec!["rules", "review"], vec!["rules", "propose", "empty.jsonl"]] {
+        let lib = approved();
+        std::fs::write(lib.root().join("empty.jsonl"), "").unwrap();
+        let out = lib
+            .cmd("kb-guard")
+            .args(["rules", "integrate"])
+            .env(kb::fs::crash::VAR, "evolve-rename:2")
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_none(), "not aborted: {}", String::from_utf8_lossy(&out.stderr));
+        let (recs, code, err) = guard(&lib, &step);
+        assert_eq!(code, Some(0), "{step:?}: {recs:?} {err}");
+        assert!(err.contains("kb-guard: recovered an integrate"), "{step:?}: {err}");
+        if step[1] == "propose" {
+            // propose then scans, which appends its own audit lines.
+            assert_eq!(want.1.iter().filter(|(p, _)| p.ends_with(".yaml")).count(), 3);
+            for (path, text) in want.1.iter().filter(|(p, _)| !p.ends_with(".audit.log")) {
+                assert_eq!(&std::fs::read_to_string(lib.root().join(path)).unwrap(), text, "propose: {path}");
+            }
+        } else {
+            assert_done(&lib, &want, &step.join(" "));
+        }
+    }
+}
+
 /// Seeded kill -9s at a random one of five points (the journal there, the
 /// first rule file in place, the first proposal `integrated`, an integrate
 /// audit line written, the core rule file in place), checked while

@@ -132,9 +132,7 @@ fn plan_one(lib: &Library, l: &Loaded, planned: &Planned) -> Result<(String, Str
 pub fn integrate(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Options) -> Result<Vec<Rec>> {
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, lock_opts, || {
-        if let Some(r) = journal::recover(lib)? {
-            journal::note(&r);
-        }
+        journal::finish_pending(lib)?;
         let items = select::resolve(lib, sel, &[Status::Approved]);
         let mut out = Vec::new();
         let mut planned = Planned::new();

@@ -289,3 +289,13 @@ pub fn note(r: &Recovered) {
         if r.committed { ", committed" } else { "" }
     );
 }
+
+/// Finishes a run a kill left, if any, saying so on stderr: every command
+/// that writes proposals or rules calls it under the lock first, so none
+/// of them writes over a proposal the killed run still owes.
+pub fn finish_pending(lib: &Library) -> Result<()> {
+    if let Some(r) = recover(lib)? {
+        note(&r);
+    }
+    Ok(())
+}
