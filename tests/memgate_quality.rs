@@ -71,7 +71,7 @@ fn one_rule_in_two_scopes_does_not_merge() {
 /// Before, the shorter note sharing fewer words came first.
 #[test]
 fn irregular_forms_and_dates_find_their_note() {
-    for (target, other, query) in [
+    first_neighbour_is_the_target(&[
         (
             "Melanie went camping with her family in the mountains last week.",
             "Melanie loves camping at the beach.",
@@ -87,13 +87,7 @@ fn irregular_forms_and_dates_find_their_note() {
             "Nate did not make it to the finals of the last game tournament in 2022.",
             "What did Nate give Joanna on 25 May, 2022?",
         ),
-    ] {
-        let lib = Lib::empty();
-        let target = kept(&lib, target);
-        kept(&lib, other);
-        let d = decide(&lib, &[said("remember", query)]);
-        assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
-    }
+    ]);
 }
 
 /// People say "pics" and "biz" of what a note calls "pictures" and
@@ -101,7 +95,7 @@ fn irregular_forms_and_dates_find_their_note() {
 /// the shorter note, which shares every other word, came first.
 #[test]
 fn clipped_words_find_their_note() {
-    for (target, other, query) in [
+    first_neighbour_is_the_target(&[
         (
             "Post the pictures of each release in the team channel.",
             "Post the notes of each release in the channel.",
@@ -112,25 +106,31 @@ fn clipped_words_find_their_note() {
             "Deploy the dashboard to staging.",
             "deploy the biz dashboard to staging",
         ),
-    ] {
-        let lib = Lib::empty();
-        let target = kept(&lib, target);
-        kept(&lib, other);
-        let d = decide(&lib, &[said("remember", query)]);
-        assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
-    }
+    ]);
 }
 
 /// Praise and interjections say how the speaker feels, not what a note is
 /// about: "great" pulled the note that says "great" in passing first.
 #[test]
 fn praise_does_not_pull_a_note() {
-    let lib = Lib::empty();
-    let target = kept(&lib, "Gina's online shop got its first big order.");
-    kept(&lib, "Jon thinks the new studio logo looks great and super cool.");
-    let query = "Wow, super cool, the shop is doing great!";
-    let d = decide(&lib, &[said("remember", query)]);
-    assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
+    first_neighbour_is_the_target(&[(
+        "Gina's online shop got its first big order.",
+        "Jon thinks the new studio logo looks great and super cool.",
+        "Wow, super cool, the shop is doing great!",
+    )]);
+}
+
+/// For each (target, other, query), in a memory of its own holding the
+/// two notes: the query's first neighbour is the target.
+#[track_caller]
+fn first_neighbour_is_the_target(cases: &[(&str, &str, &str)]) {
+    for &(target, other, query) in cases {
+        let lib = Lib::empty();
+        let target = kept(&lib, target);
+        kept(&lib, other);
+        let d = decide(&lib, &[said("remember", query)]);
+        assert_eq!(d[0]["neighbours"][0]["id"], target.as_str(), "{query}: {}", d[0]["neighbours"]);
+    }
 }
 
 #[test]
