@@ -468,7 +468,7 @@ pub fn addressed(text: &str) -> Vec<String> {
 pub fn about(one_liner: &str, name: &str) -> bool {
     let first = one_liner.split_whitespace().next().unwrap_or("");
     let first = first.trim_end_matches(|c: char| !c.is_alphanumeric());
-    let first = first.strip_suffix("'s").or_else(|| first.strip_suffix("\u{2019}s")).unwrap_or(first);
+    let first = super::lemma::base(first);
     let (short, long) = if first.len() <= name.len() { (first, name) } else { (name, first) };
     short == long || (short.len() >= 3 && long.starts_with(short))
 }

@@ -450,14 +450,14 @@ pub fn govern(
         found.push((hit, l, dense, about));
     }
     let weight = |about: &Option<String>| if about.is_some() { ADDRESSEE_WEIGHT } else { 1.0 };
-    if !addressed.is_empty() {
-        found.sort_by(|a, b| (b.0.score * weight(&b.3)).total_cmp(&(a.0.score * weight(&a.3))));
-    }
     // The lexical first stays first: a question that names its note's
     // words is surer of it than any vector (LoCoMo 1–5: Task A R@1 .865
     // → .868 and B R@1 .542 → .544 with it kept, B R@5 the same). The
-    // rest are re-ranked; a stable sort keeps the lexical order of ties.
-    if let Some(rest) = found.get_mut(1..) {
+    // rest are re-ranked — all of them when the statement names whom it
+    // addresses, as the first may be about them; a stable sort keeps the
+    // lexical order of ties.
+    let kept_first = usize::from(addressed.is_empty());
+    if let Some(rest) = found.get_mut(kept_first..) {
         rest.sort_by(|a, b| rank(b.0.score * weight(&b.3), b.2).total_cmp(&rank(a.0.score * weight(&a.3), a.2)));
     }
     found.truncate(TOP_K);
