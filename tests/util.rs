@@ -99,6 +99,7 @@ pub fn isolate(c: &mut Command, dir: &Path) {
         .env_remove("RAYON_NUM_THREADS")
         .env_remove("KB_SKILL_ALLOW_EDIT")
         .env_remove("KB_SKILL_ALLOW_CREATE")
+        .env_remove("KB_MEMGATE_MODEL")
         .env("KB_NOW", NOW)
         .env("HOME", dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")

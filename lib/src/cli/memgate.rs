@@ -2,7 +2,7 @@
 
 use super::args::{Args, Cmd, Spec};
 use crate::error::{Error, Exit};
-use crate::memgate::{apply, decide, reindex, Paths};
+use crate::memgate::{apply, decide, dense, reindex, Paths};
 use crate::out::jsonl::Out;
 
 /// The overview `--help` prints.
@@ -13,22 +13,23 @@ pub static SPEC: Spec = Spec::new(
     "kb-memgate",
     USAGE,
     &[
-        Cmd::new("decide", "", &["memory-dir"], "one decision record per input on stdin (never writes)"),
+        Cmd::new("decide", "", &["memory-dir", "model"], "one decision record per input on stdin (never writes)"),
         Cmd::new("apply", "", &["memory-dir"], "write notes, INDEX.md and audit for the decisions on stdin"),
-        Cmd::new("reindex", "", &["memory-dir", "check"], "INDEX.md and search index from the notes"),
+        Cmd::new("reindex", "", &["memory-dir", "check", "model"], "INDEX.md and search index from the notes"),
     ],
 );
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
     let paths = Paths::new(a.get("memory-dir").map(std::path::Path::new))?;
+    let model = dense::model_dir(a.get("model").map(std::path::Path::new));
     let mut out = Out::stdout("kb-memgate");
     let stdin = std::io::stdin().lock();
     match a.cmd {
-        "decide" => decide::run(&paths, stdin, &mut out)?,
+        "decide" => decide::run(&paths, model.as_deref(), stdin, &mut out)?,
         "apply" => apply::run(&paths, stdin, &mut out)?,
         _ => {
-            let (recovered, report) = reindex::run(&paths, a.on("check"))?;
+            let (recovered, report) = reindex::run(&paths, a.on("check"), model.as_deref())?;
             if let Some(r) = recovered {
                 out.record(&r)?;
             }

@@ -6,11 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::candidate::{self, Candidate};
+use super::dense::Semantic;
 use super::gate;
 use super::govern::{self, Action};
 use super::input::{self, Input};
@@ -115,7 +117,14 @@ fn skip(line: usize, inp: &Input, reasons: Vec<String>) -> Decision {
 }
 
 /// Decides one validated input against the notes behind `view`.
-pub fn decide_one(paths: &Paths, view: &View<'_>, line: usize, inp: &Input) -> Result<Vec<Decision>> {
+/// `semantic`: the sentence encoder and the notes' vectors, if configured.
+pub fn decide_one(
+    paths: &Paths,
+    view: &View<'_>,
+    semantic: Option<&Semantic>,
+    line: usize,
+    inp: &Input,
+) -> Result<Vec<Decision>> {
     let claim_note = match inp.claim_id.as_deref().filter(|id| id.starts_with("MEM-")) {
         Some(id) => match store::read_note(paths, &super::note::file_name(id))? {
             Some(l) => Some(l),
@@ -139,12 +148,13 @@ pub fn decide_one(paths: &Paths, view: &View<'_>, line: usize, inp: &Input) -> R
         reasons.extend(inp.gaps().into_iter().map(String::from).filter(|g| g != why));
         return Ok(vec![skip(line, inp, reasons)]);
     }
-    cands.into_iter().map(|c| decide_candidate(paths, view, line, inp, c, claim_note.as_ref())).collect()
+    cands.into_iter().map(|c| decide_candidate(paths, view, semantic, line, inp, c, claim_note.as_ref())).collect()
 }
 
 fn decide_candidate(
     paths: &Paths,
     view: &View<'_>,
+    semantic: Option<&Semantic>,
     line: usize,
     inp: &Input,
     c: Candidate,
@@ -152,7 +162,7 @@ fn decide_candidate(
 ) -> Result<Decision> {
     let asks = super::cue::asks(&inp.text).is_some();
     let q = similarity::query_features(&c.search_text(), &c.one_liner, asks);
-    let g = govern::govern(&c, &q, view, paths, &inp.text, claim_note)?;
+    let g = govern::govern(&c, &q, view, semantic, paths, &inp.text, claim_note)?;
     let id = new_id(paths, &c.one_liner)?;
     let rel = gate::reliability(inp, &c);
     let (note_id, archive) = match g.action {
@@ -209,14 +219,22 @@ fn decide_candidate(
 }
 
 /// Runs decide over a stream of input records. Bad lines become error
-/// records and the run goes on.
-pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
+/// records and the run goes on. `model`: a sentence encoder's folder
+/// (kb::memgate::dense), loaded once for the whole stream.
+pub fn run(paths: &Paths, model: Option<&Path>, reader: impl BufRead, out: &mut Out) -> Result<()> {
     let index = store::open_index(paths)?;
     if index.stale {
         eprintln!("kb-memgate: the search index is missing or older than notes/; run 'kb-memgate reindex'");
     }
     let view =
         index.view().ok_or_else(|| crate::Error::msg("the search index is corrupted; run 'kb-memgate reindex'"))?;
+    let semantic = model.map(|m| Semantic::open(paths, &view, m)).transpose()?;
+    if let Some(s) = semantic.as_ref().filter(|s| s.encoded > 0) {
+        eprintln!(
+            "kb-memgate: {} notes have no cached vector and were encoded for this run; 'kb-memgate reindex' caches them",
+            s.encoded
+        );
+    }
     for (line, rec) in read_objects(reader) {
         let Some(rec) = out.accept(rec)? else { continue };
         let inp = match input::parse(&rec) {
@@ -226,7 +244,7 @@ pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
                 continue;
             }
         };
-        match decide_one(paths, &view, line, &inp) {
+        match decide_one(paths, &view, semantic.as_ref(), line, &inp) {
             Ok(ds) => {
                 for d in ds {
                     out.record(&d)?;

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::candidate::{keywords, Candidate};
 use super::cue;
+use super::dense::Semantic;
 use super::search::{Hit, View};
 use super::similarity::{self as sim, Features};
 use super::slot::{self, Slot};
@@ -28,6 +29,20 @@ pub const RERANK: usize = 20;
 /// The dense half's weight in a question's ranking, `score + w · dense`
 /// (LoCoMo 1–5, Task B R@5: .777 at .2, .772 at .3, .773 at .5).
 pub const DENSE_WEIGHT: f64 = 0.2;
+/// The encoder's weight in a statement's ranking, `score + w · cosine`
+/// over every note, with a sentence encoder configured (all-MiniLM-L6-v2;
+/// LoCoMo 1–5, Task A R@1 / R@5, questions at .4: .890 / .959 without the
+/// encoder, .892 / .961 at .15, .893 / .960 at .2, .888 / .961 at .3,
+/// .883 / .959 at .4).
+pub const MODEL_STATEMENT_WEIGHT: f64 = 0.15;
+/// The encoder's weight in a question's ranking. A question names what it
+/// asks in other words than its note, so the encoder counts for more.
+/// LoCoMo 1–5, Task B R@1 / R@5: .544 / .777 with the static table, .574 /
+/// .805 at .3, .580 / .808 at .4, .590 / .808 at .5; Task A's 181
+/// restatements that end in "?" are questions too, and they are held
+/// best at .3–.4 (Task A .895 / .962 at .3, .893 / .960 at .4, .890 /
+/// .958 at .5, with statements at .2).
+pub const MODEL_QUESTION_WEIGHT: f64 = 0.4;
 /// The weight of a statement's neighbour whose subject is the one the
 /// user addresses ("Thanks, Nate!" is not said by Nate): LoCoMo 1–5,
 /// Task A R@1 / R@5 .870 / .954 at 1, .882 / .957 at .4, .883 / .958 at
@@ -392,46 +407,106 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     }
 }
 
-/// A neighbour's place in the list: its lexical score, plus the dense
-/// half's when the input is a question.
-fn rank(score: f64, dense: Option<f64>) -> f64 {
-    score + DENSE_WEIGHT * dense.unwrap_or(0.0)
+/// How a neighbour's place is found from its lexical score and dense
+/// cosine: `score + weight · dense`.
+#[derive(Clone, Copy)]
+struct Fusion {
+    weight: f64,
+    /// The lexical first stays first (the static table's rule).
+    keep_first: bool,
 }
 
-/// The cosine of a question's vector with a note's own words.
-fn dense_to(asked: Option<&[f32]>, l: &Loaded) -> Option<f64> {
-    let asked = asked?;
-    let note = embed::embed(&l.note.body.search_text())?;
-    Some(f64::from(embed::cosine(asked, &note)))
+impl Fusion {
+    fn rank(self, score: f64, dense: Option<f64>) -> f64 {
+        score + self.weight * dense.unwrap_or(0.0)
+    }
+}
+
+/// The notes to read, best first: the lexical hits; with the encoder,
+/// every note by `score + w · cosine`, so a note that shares no word with
+/// the query can still be found (ties by id).
+fn candidates(q: &Features, view: &View<'_>, dense: &Dense<'_>, fusion: Fusion, k: usize) -> Vec<Hit> {
+    let Dense::Encoder(s, v) = dense else { return view.search(q, k) };
+    let mut lexical: Vec<Option<Hit>> = vec![None; view.slots()];
+    for hit in view.search(q, usize::MAX) {
+        let doc = hit.doc;
+        lexical[doc] = Some(hit);
+    }
+    let mut all: Vec<(f64, Hit)> = view
+        .docs()
+        .map(|doc| {
+            let hit = lexical[doc].take().unwrap_or(Hit { doc, bm25: 0.0, ngram: 0.0, duplicate: false, score: 0.0 });
+            (fusion.rank(hit.score, s.cosine(v, doc)), hit)
+        })
+        .collect();
+    all.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| view.name(a.1.doc).0.cmp(&view.name(b.1.doc).0)));
+    all.into_iter().take(k).map(|(_, hit)| hit).collect()
+}
+
+/// The query's vector and how it is fused: the sentence encoder's over
+/// every note when one is configured; else the static table's over the
+/// lexical top 20, for a question only — a statement restates its note in
+/// the note's own words, where the lexical ranking is surer (Task A R@1
+/// fell with the table), while a question names what it asks about in
+/// other words.
+enum Dense<'s> {
+    None,
+    Static(Vec<f32>),
+    Encoder(&'s Semantic, Vec<f32>),
+}
+
+impl Dense<'_> {
+    /// The cosine of the query with a note: `doc` its place in the view
+    /// when the note is as indexed, so the encoder's cached vector serves.
+    fn to(&self, l: &Loaded, doc: Option<usize>) -> Option<f64> {
+        match self {
+            Dense::None => None,
+            Dense::Static(v) => Some(f64::from(embed::cosine(v, &embed::embed(&l.note.body.search_text())?))),
+            Dense::Encoder(s, v) => doc
+                .and_then(|d| s.cosine(v, d))
+                .or_else(|| Some(f64::from(embed::cosine(v, &s.encode(&l.note.body.search_text()))))),
+        }
+    }
 }
 
 /// Finds and judges the Top 5 neighbours of a candidate, then decides.
 /// `user_text` is searched for a replacement cue; `claim_note` is the note
-/// the target claim names, if it names one (always judged, and decisive).
+/// the target claim names, if it names one (always judged, and decisive);
+/// `semantic`, the sentence encoder and the notes' vectors, if configured.
 pub fn govern(
     c: &Candidate,
     q: &Features,
     view: &View<'_>,
+    semantic: Option<&Semantic>,
     paths: &Paths,
     user_text: &str,
     claim_note: Option<&Loaded>,
 ) -> Result<Governance> {
     let mut neighbours: Vec<Neighbour> = Vec::new();
     let replacing = cue::replacement(user_text).is_some();
-    // Only a question gets the dense half: a statement restates its note
-    // in the note's own words, where the lexical ranking is surer (Task A
-    // R@1 fell with it), while a question names what it asks about in
-    // other words.
-    let asked = if cue::asks(user_text).is_some() { embed::embed(&c.search_text()) } else { None };
+    let asks = cue::asks(user_text).is_some();
+    // The encoder reads English: BERT's vocabulary lacks most CJK
+    // characters, so a Chinese text would be a row of unknown tokens, alike
+    // for every note. Chinese stays lexical.
+    let (dense, fusion) = match semantic.filter(|_| !user_text.chars().any(crate::text::is_cjk)) {
+        Some(s) => {
+            let weight = if asks { MODEL_QUESTION_WEIGHT } else { MODEL_STATEMENT_WEIGHT };
+            (Dense::Encoder(s, s.encode(&c.search_text())), Fusion { weight, keep_first: false })
+        }
+        None => match asks.then(|| embed::embed(&c.search_text())).flatten() {
+            Some(v) => (Dense::Static(v), Fusion { weight: DENSE_WEIGHT, keep_first: true }),
+            None => (Dense::None, Fusion { weight: 0.0, keep_first: false }),
+        },
+    };
     // A statement that addresses someone by name ("Thanks, Nate!") is not
     // said by them: their notes are ranked down, from the top 20 (LoCoMo
     // 1–5: of 270 restatements that name whom they address, 4 restate a
     // note about that person).
-    let addressed = if asked.is_some() { Vec::new() } else { cue::addressed(user_text) };
-    let want = if asked.is_some() || !addressed.is_empty() { RERANK } else { TOP_K };
+    let addressed = if asks { Vec::new() } else { cue::addressed(user_text) };
+    let want = if !matches!(dense, Dense::None) || !addressed.is_empty() { RERANK } else { TOP_K };
     let mut found: Vec<(Hit, Loaded, Option<f64>, Option<String>)> = Vec::new();
     // Ask for a few more than wanted: a note deleted since indexing is skipped.
-    for hit in view.search(q, want + TOP_K) {
+    for hit in candidates(q, view, &dense, fusion, want + TOP_K) {
         if found.len() == want {
             break;
         }
@@ -440,39 +515,37 @@ pub fn govern(
             continue;
         }
         let Some(l) = store::read_note(paths, &file)? else { continue };
-        let hit = if (l.bytes.len() as u64, l.mtime_ns) == view.stamp(hit.doc) {
-            hit
-        } else {
-            view.score_one(q, &l.entry().features)
-        };
-        let dense = dense_to(asked.as_deref(), &l);
+        let as_indexed = (l.bytes.len() as u64, l.mtime_ns) == view.stamp(hit.doc);
+        let hit = if as_indexed { hit } else { view.score_one(q, &l.entry().features) };
+        let dense = dense.to(&l, as_indexed.then_some(hit.doc));
         let about = addressed.iter().find(|name| cue::about(&l.note.body.one_liner, name)).cloned();
         found.push((hit, l, dense, about));
     }
     let weight = |about: &Option<String>| if about.is_some() { ADDRESSEE_WEIGHT } else { 1.0 };
-    // The lexical first stays first: a question that names its note's
-    // words is surer of it than any vector (LoCoMo 1–5: Task A R@1 .865
-    // → .868 and B R@1 .542 → .544 with it kept, B R@5 the same). The
-    // rest are re-ranked — all of them when the statement names whom it
-    // addresses, as the first may be about them; a stable sort keeps the
-    // lexical order of ties.
-    let kept_first = usize::from(addressed.is_empty());
+    // With the static table the lexical first stays first: a question
+    // that names its note's words is surer of it than any vector (LoCoMo
+    // 1–5: Task A R@1 .865 → .868 and B R@1 .542 → .544 with it kept, B
+    // R@5 the same). The rest are re-ranked — all of them when the
+    // statement names whom it addresses, as the first may be about them;
+    // a stable sort keeps the lexical order of ties.
+    let kept_first = usize::from(addressed.is_empty() && fusion.keep_first);
+    let rank = |f: &(Hit, Loaded, Option<f64>, Option<String>)| fusion.rank(f.0.score * weight(&f.3), f.2);
     if let Some(rest) = found.get_mut(kept_first..) {
-        rest.sort_by(|a, b| rank(b.0.score * weight(&b.3), b.2).total_cmp(&rank(a.0.score * weight(&a.3), a.2)));
+        rest.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
     }
     found.truncate(TOP_K);
     for (i, (hit, l, dense, about)) in found.into_iter().enumerate() {
         let mut n = judge(c, &hit, l, paths, replacing);
         n.dense = dense.map(sim::round);
-        n.rank = if i == 0 && asked.is_some() { f64::INFINITY } else { rank(n.score * weight(&about), n.dense) };
+        n.rank = if i < kept_first { f64::INFINITY } else { fusion.rank(n.score * weight(&about), n.dense) };
         n.addressee = about;
         neighbours.push(n);
     }
     if let Some(l) = claim_note {
         let hit = view.score_one(q, &l.entry().features);
         let mut n = judge(c, &hit, l.clone(), paths, replacing);
-        n.dense = dense_to(asked.as_deref(), l).map(sim::round);
-        n.rank = rank(n.score, n.dense);
+        n.dense = dense.to(l, None).map(sim::round);
+        n.rank = fusion.rank(n.score, n.dense);
         // The user names this note: it is in the scenario by definition.
         n.same_scenario = true;
         n.conflict = !n.same_conclusion;

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod candidate;
 pub mod cue;
 pub mod decide;
+pub mod dense;
 pub mod gate;
 pub mod govern;
 pub mod index_digest;

@@ -4,9 +4,12 @@
 //! missing notes go, notes without a row are appended by CreatedAt. A
 //! corrupted INDEX.md is rebuilt whole. `--check` only reports.
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use super::audit::{self, Line};
+use super::dense::Semantic;
 use super::index_md::{self, Row};
 use super::journal;
 use super::store::{self, Loaded, Paths};
@@ -33,6 +36,19 @@ pub struct Report {
     pub index_md: bool,
     /// Whether INDEX.md agrees with the notes.
     pub in_sync: bool,
+    /// With a sentence encoder (`--model`): the notes whose vectors are
+    /// now in `.dense.vec`, and how many of them were encoded anew.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<Vectors>,
+}
+
+/// What reindex did to the encoder's cache of vectors.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Vectors {
+    /// Notes with a vector in the cache.
+    pub notes: usize,
+    /// Of them, encoded by this run (new, edited, or another model's cache).
+    pub encoded: usize,
 }
 
 fn desired(old: &[Row], notes: &[Loaded]) -> (Vec<Row>, Vec<String>, Vec<String>, Vec<String>) {
@@ -61,8 +77,9 @@ fn desired(old: &[Row], notes: &[Loaded]) -> (Vec<Row>, Vec<String>, Vec<String>
 /// Compares INDEX.md with the notes and, unless `check`, rewrites it and
 /// the search index. Notes that cannot be read stop it before any write.
 /// Unless `check`, it first finishes an apply a kill interrupted (the
-/// `recovered` record) and sweeps dead writers' temp files.
-pub fn run(paths: &Paths, check: bool) -> Result<(Option<Recovered>, Report)> {
+/// `recovered` record) and sweeps dead writers' temp files. With `model`
+/// (a sentence encoder's folder) it also writes the notes' vectors.
+pub fn run(paths: &Paths, check: bool, model: Option<&Path>) -> Result<(Option<Recovered>, Report)> {
     let body = || -> Result<Report> {
         let (notes, problems) = store::scan(paths)?;
         if !problems.is_empty() {
@@ -82,7 +99,8 @@ pub fn run(paths: &Paths, check: bool) -> Result<(Option<Recovered>, Report)> {
         let (rows, added, removed, changed) = desired(&old, &notes);
         let new_text = index_md::render(&rows);
         let rewrite = new_text != text;
-        let report = Report {
+        let mut report = Report {
+            vectors: None,
             notes: notes.len(),
             in_sync: !corrupted && added.is_empty() && removed.is_empty() && changed.is_empty(),
             added,
@@ -114,6 +132,13 @@ pub fn run(paths: &Paths, check: bool) -> Result<(Option<Recovered>, Report)> {
         }
         let entries: Vec<_> = notes.iter().map(Loaded::entry).collect();
         store::write_index(paths, &entries)?;
+        if let Some(m) = model {
+            let index = store::open_index(paths)?;
+            let view = index.view().ok_or_else(|| Error::msg("the search index just written does not read back"))?;
+            let semantic = Semantic::open(paths, &view, m)?;
+            semantic.write_cache(paths)?;
+            report.vectors = Some(Vectors { notes: semantic.len(), encoded: semantic.encoded });
+        }
         Ok(report)
     };
     if check {

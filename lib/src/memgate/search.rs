@@ -283,8 +283,14 @@ impl<'a> View<'a> {
         self.live == 0
     }
 
-    fn slots(&self) -> usize {
+    /// How many docs positions run to, removed ones included.
+    pub fn slots(&self) -> usize {
         self.n_main + self.extra.len()
+    }
+
+    /// The positions of the live docs, in order.
+    pub fn docs(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.slots()).filter(|&i| self.is_live(i))
     }
 
     fn is_live(&self, i: usize) -> bool {

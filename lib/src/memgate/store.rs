@@ -37,6 +37,9 @@ pub struct Paths {
     /// `.search.side`, the side segment: the notes apply wrote or removed
     /// since `.search.idx` was written whole.
     pub search_side: PathBuf,
+    /// `.dense.vec`, the notes' vectors under a sentence encoder
+    /// (kb::memgate::dense), written by reindex.
+    pub dense: PathBuf,
     /// `.index.digest`, INDEX.md's running SHA-256 (kb::memgate::index_digest).
     pub index_digest: PathBuf,
     /// `.search.log`, the change log of index version 03, removed when
@@ -65,6 +68,7 @@ impl Paths {
             index_md: dir.join("INDEX.md"),
             search: dir.join(".search.idx"),
             search_side: dir.join(".search.side"),
+            dense: dir.join(".dense.vec"),
             index_digest: dir.join(".index.digest"),
             search_log: dir.join(".search.log"),
             audit: parent.join("workspace").join("audit.log"),

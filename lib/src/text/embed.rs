@@ -34,7 +34,14 @@ struct Model {
     first: usize,
     scales: Vec<f32>,
     rows: &'static [u8],
-    ids: HashMap<&'static str, usize>,
+    vocab: Vocab,
+}
+
+/// A WordPiece vocabulary (a BERT model's `vocab.txt`: one token a line,
+/// the line number its id), shared by the static table and the full
+/// encoder (`text::bert`).
+pub(crate) struct Vocab {
+    ids: HashMap<Box<str>, usize>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<usize> {
@@ -58,8 +65,7 @@ fn model() -> Option<&'static Model> {
             .collect::<Result<Vec<f32>, _>>()
             .ok()?;
         let rows = TABLE.get(scales_end..scales_end + n * dims)?;
-        let ids = VOCAB.lines().enumerate().map(|(i, t)| (t, i)).collect();
-        Some(Model { dims, first, scales, rows, ids })
+        Some(Model { dims, first, scales, rows, vocab: Vocab::parse(VOCAB) })
     })
     .as_ref()
 }
@@ -97,48 +103,70 @@ fn basic(text: &str) -> Vec<String> {
     punct_re().find_iter(&folded).map(|m| m.as_str().to_string()).collect()
 }
 
-/// The WordPiece ids of a text, in order: each word cut greedily into the
-/// longest vocabulary pieces ("##" marks a piece inside a word); a word
-/// that cannot be cut gives nothing (BERT's unknown token has no row).
-fn ids(m: &Model, text: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut piece = String::new();
-    for word in basic(text) {
-        let chars: Vec<(usize, char)> = word.char_indices().collect();
-        if chars.len() > MAX_WORD_CHARS {
-            continue;
-        }
-        let mut found = Vec::new();
-        let mut start = 0;
-        while start < chars.len() {
-            let from = chars[start].0;
-            let hit = (start + 1..=chars.len()).rev().find_map(|end| {
-                let to = chars.get(end).map_or(word.len(), |c| c.0);
-                piece.clear();
-                if start > 0 {
-                    piece.push_str("##");
-                }
-                piece.push_str(&word[from..to]);
-                m.ids.get(piece.as_str()).map(|&id| (id, end))
-            });
-            let Some((id, end)) = hit else {
-                found.clear();
-                break;
-            };
-            found.push(id);
-            start = end;
-        }
-        out.extend(found);
+impl Vocab {
+    /// The vocabulary of a `vocab.txt` text.
+    pub(crate) fn parse(text: &str) -> Vocab {
+        Vocab { ids: text.lines().enumerate().map(|(i, t)| (t.trim_end_matches('\r').into(), i)).collect() }
     }
-    out
+
+    /// A token's id.
+    pub(crate) fn get(&self, token: &str) -> Option<usize> {
+        self.ids.get(token).copied()
+    }
+
+    /// How many tokens it holds (the highest id plus one, for a
+    /// well-formed file).
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The WordPiece ids of a text, in order: each word cut greedily into
+    /// the longest vocabulary pieces ("##" marks a piece inside a word). A
+    /// word that cannot be cut (or is over 100 characters) becomes
+    /// `unknown` — BERT's `[UNK]` for the encoder; nothing for the static
+    /// table, whose unknown token has no row.
+    pub(crate) fn ids(&self, text: &str, unknown: Option<usize>) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut piece = String::new();
+        for word in basic(text) {
+            let chars: Vec<(usize, char)> = word.char_indices().collect();
+            if chars.len() > MAX_WORD_CHARS {
+                out.extend(unknown);
+                continue;
+            }
+            let mut found = Vec::new();
+            let mut start = 0;
+            while start < chars.len() {
+                let from = chars[start].0;
+                let hit = (start + 1..=chars.len()).rev().find_map(|end| {
+                    let to = chars.get(end).map_or(word.len(), |c| c.0);
+                    piece.clear();
+                    if start > 0 {
+                        piece.push_str("##");
+                    }
+                    piece.push_str(&word[from..to]);
+                    self.get(&piece).map(|id| (id, end))
+                });
+                let Some((id, end)) = hit else {
+                    found.clear();
+                    found.extend(unknown);
+                    break;
+                };
+                found.push(id);
+                start = end;
+            }
+            out.extend(found);
+        }
+        out
+    }
 }
 
 /// The WordPiece tokens of a text (for tests and for reading why two
 /// texts met).
 pub fn pieces(text: &str) -> Vec<String> {
     let Some(m) = model() else { return Vec::new() };
-    let names: HashMap<usize, &str> = m.ids.iter().map(|(t, &i)| (i, *t)).collect();
-    ids(m, text).into_iter().filter_map(|i| names.get(&i).map(|t| t.to_string())).collect()
+    let names: HashMap<usize, &str> = m.vocab.ids.iter().map(|(t, &i)| (i, &**t)).collect();
+    m.vocab.ids(text, None).into_iter().filter_map(|i| names.get(&i).map(|t| t.to_string())).collect()
 }
 
 /// A text's unit vector; `None` when none of its tokens has a row (stop
@@ -146,7 +174,7 @@ pub fn pieces(text: &str) -> Vec<String> {
 pub fn embed(text: &str) -> Option<Vec<f32>> {
     let m = model()?;
     let mut v = vec![0f32; m.dims];
-    for id in ids(m, text) {
+    for id in m.vocab.ids(text, None) {
         let Some(r) = id.checked_sub(m.first).filter(|r| *r < m.scales.len()) else { continue };
         let s = m.scales[r];
         if s == 0.0 {

@@ -6,6 +6,7 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+pub mod bert;
 pub mod bm25;
 pub mod embed;
 pub mod segment;

@@ -57,7 +57,9 @@ fn remember(cx: &Ctx, map: Map<String, Value>) -> Called {
     run(|| {
         let paths = Paths::new(Some(&cx.memory_dir))?;
         let mut out = Out::memory("kb-mcp");
-        decide::run(&paths, line.as_slice(), &mut out)?;
+        // The sentence encoder, when the server's environment names one.
+        let model = crate::memgate::dense::model_dir(None);
+        decide::run(&paths, model.as_deref(), line.as_slice(), &mut out)?;
         let (_, decisions) = out.captured()?;
         let mut r = Reply::default();
         apply_lines(&paths, &decisions, &mut r)?;

@@ -1,0 +1,166 @@
+//! The encoder half: with a sentence encoder configured (`--model DIR` or
+//! `KB_MEMGATE_MODEL`, `text::bert`), every note's vector, and a text's
+//! cosine with each, so a neighbour can be found by meaning over the whole
+//! store — "Thanks for having my back" and "Jon expressed gratitude for
+//! Gina's support" share no word.
+//!
+//! A note's vector is kept in the derived cache `.dense.vec` beside the
+//! search index, written whole by `reindex` (decide never writes) and
+//! keyed by the note's id, size and mtime as the index saw them, so an
+//! edited note is encoded again and a cache of another model is not read.
+//! A note the cache lacks (written by `apply` since) is encoded in memory
+//! at each decide until the next reindex: about 15 ms a note.
+//!
+//! Layout, little-endian: b"KBDV", u32 version 1, the model's fingerprint
+//! (64 hex bytes), u32 dimensions, then per note 16 key bytes (the first
+//! of SHA-256 over id, size and mtime) and its vector as f32. A file of
+//! another version, model or size is not read; it is replaced by the next
+//! reindex.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use super::search::View;
+use super::store::{self, Paths};
+use crate::error::{Error, Result};
+use crate::text::bert::Encoder;
+
+/// The environment variable naming the model folder when `--model` does not.
+pub const MODEL_ENV: &str = "KB_MEMGATE_MODEL";
+
+const MAGIC: &[u8; 4] = b"KBDV";
+const VERSION: u32 = 1;
+const HEADER: usize = 4 + 4 + 64 + 4;
+const KEY: usize = 16;
+
+/// The model folder to use: the flag's, else the environment's (an empty
+/// value is none).
+pub fn model_dir(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
+}
+
+/// A loaded encoder and the vector of every note a view holds.
+pub struct Semantic {
+    encoder: Encoder,
+    /// Per view slot, the note's unit vector (`None`: removed, or gone
+    /// from notes/ since indexing).
+    vectors: Vec<Option<Vec<f32>>>,
+    /// The cache key of each slot's vector.
+    keys: Vec<[u8; KEY]>,
+    /// How many notes were not in the cache and were encoded now.
+    pub encoded: usize,
+}
+
+/// A note's cache key: its id, size and mtime as indexed.
+fn key(id: &str, size: u64, mtime_ns: i64) -> [u8; KEY] {
+    let mut h = Sha256::new();
+    h.update(id.as_bytes());
+    h.update([0]);
+    h.update(size.to_le_bytes());
+    h.update(mtime_ns.to_le_bytes());
+    let mut out = [0u8; KEY];
+    out.copy_from_slice(&h.finalize()[..KEY]);
+    out
+}
+
+/// The vectors a cache file holds for this model, by key; empty when the
+/// file is absent or of another version, model or size.
+fn read_cache(path: &Path, fingerprint: &str, dims: usize) -> Result<HashMap<[u8; KEY], Vec<f32>>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    let entry = KEY + 4 * dims;
+    let ours = bytes.len() >= HEADER
+        && &bytes[..4] == MAGIC
+        && bytes[4..8] == VERSION.to_le_bytes()
+        && &bytes[8..72] == fingerprint.as_bytes()
+        && bytes[72..76] == (dims as u32).to_le_bytes()
+        && (bytes.len() - HEADER).is_multiple_of(entry);
+    if !ours {
+        return Ok(HashMap::new());
+    }
+    Ok(bytes[HEADER..]
+        .chunks_exact(entry)
+        .map(|e| {
+            let mut k = [0u8; KEY];
+            k.copy_from_slice(&e[..KEY]);
+            (k, e[KEY..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        })
+        .collect())
+}
+
+impl Semantic {
+    /// Loads the model in `model` and every live note's vector: cached, or
+    /// encoded now (in parallel) from the note's own words.
+    pub fn open(paths: &Paths, view: &View<'_>, model: &Path) -> Result<Semantic> {
+        let encoder = Encoder::load(model)?;
+        let cached = read_cache(&paths.dense, &encoder.fingerprint, encoder.dims())?;
+        let slots: Vec<usize> = view.docs().collect();
+        let mut vectors: Vec<Option<Vec<f32>>> = vec![None; view.slots()];
+        let mut keys = vec![[0u8; KEY]; view.slots()];
+        let mut missing = Vec::new();
+        for &d in &slots {
+            let (id, file) = view.name(d);
+            let (size, mtime) = view.stamp(d);
+            keys[d] = key(&id, size, mtime);
+            match cached.get(&keys[d]) {
+                Some(v) => vectors[d] = Some(v.clone()),
+                None => missing.push((d, file)),
+            }
+        }
+        let fresh: Vec<(usize, Option<Vec<f32>>)> = missing
+            .par_iter()
+            .map(|(d, file)| {
+                let note = store::read_note(paths, file)?;
+                Ok((*d, note.map(|l| encoder.encode(&l.note.body.search_text()))))
+            })
+            .collect::<Result<_>>()?;
+        let encoded = fresh.len();
+        for (d, v) in fresh {
+            vectors[d] = v;
+        }
+        Ok(Semantic { encoder, vectors, keys, encoded })
+    }
+
+    /// How many notes have a vector.
+    pub fn len(&self) -> usize {
+        self.vectors.iter().flatten().count()
+    }
+
+    /// Whether no note has a vector.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A text's unit vector.
+    pub fn encode(&self, text: &str) -> Vec<f32> {
+        self.encoder.encode(text)
+    }
+
+    /// The cosine of a unit vector with note `doc`'s, if it has one.
+    pub fn cosine(&self, v: &[f32], doc: usize) -> Option<f64> {
+        let n = self.vectors.get(doc)?.as_ref()?;
+        Some(f64::from(crate::text::embed::cosine(v, n)))
+    }
+
+    /// Writes every vector to the cache, whole (temp file and rename).
+    pub fn write_cache(&self, paths: &Paths) -> Result<()> {
+        let dims = self.encoder.dims();
+        let mut out = Vec::with_capacity(HEADER + self.vectors.len() * (KEY + 4 * dims));
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(self.encoder.fingerprint.as_bytes());
+        out.extend_from_slice(&(dims as u32).to_le_bytes());
+        for (k, v) in self.keys.iter().zip(&self.vectors) {
+            let Some(v) = v else { continue };
+            out.extend_from_slice(k);
+            v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+        }
+        crate::fs::atomic::write(&paths.dense, &out)
+    }
+}
