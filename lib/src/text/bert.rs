@@ -246,6 +246,7 @@ impl Encoder {
             &vocab_bytes,
             bytes.get(..8 + header_len).unwrap_or(&[]),
             &(bytes.len() as u64).to_le_bytes(),
+            &weight_samples(&bytes, 8 + header_len),
         ] {
             digest.update((part.len() as u64).to_le_bytes());
             digest.update(part);
@@ -331,6 +332,22 @@ impl Encoder {
         norm(&mut x, &l.out_norm, self.eps);
         x
     }
+}
+
+/// Bytes from across the weights after the header: a fine-tuned model
+/// keeps its base's config, vocabulary and header, and a cache of the
+/// base's vectors must not serve it. 256 slices of 256 bytes, evenly
+/// spread (the whole when smaller), read in microseconds where hashing
+/// all 90 MB of all-MiniLM-L6-v2 would cost each run a tenth of a second.
+fn weight_samples(bytes: &[u8], start: usize) -> Vec<u8> {
+    const SLICES: usize = 256;
+    const SLICE: usize = 256;
+    let data = bytes.get(start..).unwrap_or(&[]);
+    if data.len() <= SLICES * SLICE {
+        return data.to_vec();
+    }
+    let step = data.len() / SLICES;
+    (0..SLICES).flat_map(|i| &data[i * step..i * step + SLICE]).copied().collect()
 }
 
 /// `x Wᵀ + b`.
@@ -447,7 +464,7 @@ pub mod fixture {
             );
         }
         let mut h = serde_json::to_vec(&header).expect("a map serialises");
-        while h.len() % 8 != 0 {
+        while !h.len().is_multiple_of(8) {
             h.push(b' ');
         }
         let mut out = (h.len() as u64).to_le_bytes().to_vec();
@@ -485,5 +502,389 @@ pub mod fixture {
             })
             .collect();
         std::fs::write(dir.join("model.safetensors"), safetensors(&all))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The forward pass against a reference written apart from it: plain
+    //! loops in f64 over the tensors read from the file by hand; and every
+    //! damaged folder an error that names what is wrong.
+
+    use super::{fixture, Encoder};
+    use serde_json::Value;
+    use std::collections::HashMap;
+    use std::path::Path;
+
+    const WORDS: &[&str] = &["the", "cat", "sat", "on", "mat", "play", "##ing", "dog", "runs", "fast"];
+
+    fn model(seed: u64) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        fixture::write(t.path(), &fixture::SMALL, WORDS, seed).unwrap();
+        t
+    }
+
+    /// The tensors of a safetensors file, read by hand (f32 only).
+    fn read_tensors(bytes: &[u8]) -> HashMap<String, (Vec<usize>, Vec<f64>)> {
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header: serde_json::Map<String, Value> = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+        let data = &bytes[8 + n..];
+        header
+            .into_iter()
+            .filter(|(k, _)| k != "__metadata__")
+            .map(|(k, v)| {
+                assert_eq!(v["dtype"], "F32");
+                let shape = v["shape"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();
+                let (a, b) = (v["data_offsets"][0].as_u64().unwrap() as usize, v["data_offsets"][1].as_u64().unwrap());
+                let vals = data[a..b as usize]
+                    .chunks_exact(4)
+                    .map(|c| f64::from(f32::from_le_bytes(c.try_into().unwrap())))
+                    .collect();
+                (k, (shape, vals))
+            })
+            .collect()
+    }
+
+    /// erf by Abramowitz and Stegun 7.1.26 in f64 (error under 1.5e-7).
+    fn erf(x: f64) -> f64 {
+        let t = 1.0 / (1.0 + 0.3275911 * x.abs());
+        let p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
+        (1.0 - p * (-x * x).exp()).copysign(x)
+    }
+
+    /// The naive forward pass: plain loops, f64.
+    fn reference(dir: &Path, ids: &[usize]) -> Vec<f64> {
+        let cfg: Value = serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+        let t = read_tensors(&std::fs::read(dir.join("model.safetensors")).unwrap());
+        let get = |name: &str| &t[name].1;
+        let h = cfg["hidden_size"].as_u64().unwrap() as usize;
+        let heads = cfg["num_attention_heads"].as_u64().unwrap() as usize;
+        let layers = cfg["num_hidden_layers"].as_u64().unwrap() as usize;
+        let inter = cfg["intermediate_size"].as_u64().unwrap() as usize;
+        let eps = cfg["layer_norm_eps"].as_f64().unwrap();
+        let n = ids.len();
+        // y[p][o] = Σ_i x[p][i] · W[o][i] + b[o]
+        let lin = |x: &Vec<Vec<f64>>, name: &str, inp: usize, out: usize| -> Vec<Vec<f64>> {
+            let (w, b) = (get(&format!("{name}.weight")), get(&format!("{name}.bias")));
+            x.iter()
+                .map(|row| (0..out).map(|o| b[o] + (0..inp).map(|i| row[i] * w[o * inp + i]).sum::<f64>()).collect())
+                .collect()
+        };
+        let ln = |x: &mut Vec<Vec<f64>>, name: &str| {
+            let (g, b) = (get(&format!("{name}.weight")), get(&format!("{name}.bias")));
+            for row in x.iter_mut() {
+                let mean = row.iter().sum::<f64>() / h as f64;
+                let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / h as f64;
+                for j in 0..h {
+                    row[j] = (row[j] - mean) / (var + eps).sqrt() * g[j] + b[j];
+                }
+            }
+        };
+        let (we, pe, te) = (
+            get("embeddings.word_embeddings.weight"),
+            get("embeddings.position_embeddings.weight"),
+            get("embeddings.token_type_embeddings.weight"),
+        );
+        let mut x: Vec<Vec<f64>> =
+            (0..n).map(|p| (0..h).map(|j| we[ids[p] * h + j] + pe[p * h + j] + te[j]).collect()).collect();
+        ln(&mut x, "embeddings.LayerNorm");
+        let dh = h / heads;
+        for l in 0..layers {
+            let p = format!("encoder.layer.{l}");
+            let q = lin(&x, &format!("{p}.attention.self.query"), h, h);
+            let k = lin(&x, &format!("{p}.attention.self.key"), h, h);
+            let v = lin(&x, &format!("{p}.attention.self.value"), h, h);
+            let mut ctx = vec![vec![0.0; h]; n];
+            for hd in 0..heads {
+                for a in 0..n {
+                    let scores: Vec<f64> = (0..n)
+                        .map(|b| {
+                            (0..dh).map(|d| q[a][hd * dh + d] * k[b][hd * dh + d]).sum::<f64>() / (dh as f64).sqrt()
+                        })
+                        .collect();
+                    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let e: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let sum: f64 = e.iter().sum();
+                    for d in 0..dh {
+                        ctx[a][hd * dh + d] = (0..n).map(|b| e[b] / sum * v[b][hd * dh + d]).sum();
+                    }
+                }
+            }
+            let o = lin(&ctx, &format!("{p}.attention.output.dense"), h, h);
+            for a in 0..n {
+                for j in 0..h {
+                    x[a][j] += o[a][j];
+                }
+            }
+            ln(&mut x, &format!("{p}.attention.output.LayerNorm"));
+            let mut mid = lin(&x, &format!("{p}.intermediate.dense"), h, inter);
+            for v in mid.iter_mut().flatten() {
+                *v = 0.5 * *v * (1.0 + erf(*v / 2f64.sqrt()));
+            }
+            let o = lin(&mid, &format!("{p}.output.dense"), inter, h);
+            for a in 0..n {
+                for j in 0..h {
+                    x[a][j] += o[a][j];
+                }
+            }
+            ln(&mut x, &format!("{p}.output.LayerNorm"));
+        }
+        let mean: Vec<f64> = (0..h).map(|j| x.iter().map(|r| r[j]).sum::<f64>() / n as f64).collect();
+        let len = mean.iter().map(|v| v * v).sum::<f64>().sqrt();
+        mean.iter().map(|v| v / len).collect()
+    }
+
+    #[test]
+    fn encode_equals_the_naive_forward_pass() {
+        // Ids of the fixture's vocabulary: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3,
+        // [MASK] 4, then WORDS from 5.
+        let id = |w: &str| 5 + WORDS.iter().position(|x| *x == w).unwrap();
+        let cases: Vec<(&str, Vec<usize>)> = vec![
+            ("", vec![2, 3]),
+            ("cat", vec![2, id("cat"), 3]),
+            ("The cat sat on the mat", vec![2, id("the"), id("cat"), id("sat"), id("on"), id("the"), id("mat"), 3]),
+            // Not in the vocabulary: [UNK]; a word cut into pieces.
+            ("The zebra sat", vec![2, id("the"), 1, id("sat"), 3]),
+            ("dog playing", vec![2, id("dog"), id("play"), id("##ing"), 3]),
+            (
+                "runs fast fast fast dog dog cat",
+                [2, id("runs"), id("fast"), id("fast"), id("fast"), id("dog"), id("dog"), id("cat"), 3].to_vec(),
+            ),
+        ];
+        for seed in [1, 7, 12345] {
+            let dir = model(seed);
+            let enc = Encoder::load(dir.path()).unwrap();
+            assert_eq!(enc.dims(), fixture::SMALL.hidden);
+            for (text, ids) in &cases {
+                assert_eq!(&enc.tokens(text), ids, "{text}");
+                let want = reference(dir.path(), ids);
+                let got = enc.encode(text);
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(0.1),
+                        "seed {seed} {text:?}: {got:?} vs {want:?}"
+                    );
+                }
+                let norm: f32 = got.iter().map(|v| v * v).sum();
+                assert!((norm - 1.0).abs() < 1e-5, "{text}: not a unit vector");
+            }
+        }
+    }
+
+    #[test]
+    fn a_text_longer_than_the_positions_is_cut_and_a_sentence_config_cuts_shorter() {
+        let dir = model(3);
+        let long = "cat ".repeat(200);
+        let enc = Encoder::load(dir.path()).unwrap();
+        let ids = enc.tokens(&long);
+        assert_eq!(ids.len(), fixture::SMALL.positions);
+        assert_eq!((ids[0], ids[ids.len() - 1]), (2, 3));
+        let v = enc.encode(&long);
+        let want = reference(dir.path(), &ids);
+        assert!(v.iter().zip(&want).all(|(g, w)| (f64::from(*g) - w).abs() < 1e-4), "{v:?} vs {want:?}");
+        std::fs::write(dir.path().join("sentence_bert_config.json"), r#"{"max_seq_length": 5}"#).unwrap();
+        assert_eq!(Encoder::load(dir.path()).unwrap().tokens(&long).len(), 5);
+        // A longer max_seq_length than the model has positions is the positions.
+        std::fs::write(dir.path().join("sentence_bert_config.json"), r#"{"max_seq_length": 512}"#).unwrap();
+        assert_eq!(Encoder::load(dir.path()).unwrap().tokens(&long).len(), fixture::SMALL.positions);
+    }
+
+    #[test]
+    fn the_fingerprint_tells_models_apart() {
+        let (a, b) = (model(1), model(2));
+        let fa = Encoder::load(a.path()).unwrap().fingerprint;
+        assert_eq!(fa.len(), 64);
+        assert_eq!(fa, Encoder::load(model(1).path()).unwrap().fingerprint, "the same model, the same print");
+        assert_ne!(fa, Encoder::load(b.path()).unwrap().fingerprint);
+    }
+
+    /// The error `load` gives for the fixture folder after `damage`.
+    fn load_error(damage: impl FnOnce(&Path)) -> String {
+        let dir = model(5);
+        damage(dir.path());
+        match Encoder::load(dir.path()) {
+            Ok(_) => panic!("a damaged folder loaded"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn edit_config(dir: &Path, f: impl FnOnce(&mut Value)) {
+        let p = dir.join("config.json");
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(p, serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+
+    /// A safetensors file of raw tensors: (name, dtype, shape, bytes).
+    fn raw_safetensors(tensors: &[(String, &str, Vec<usize>, Vec<u8>)]) -> Vec<u8> {
+        let mut header = serde_json::Map::new();
+        let mut data = Vec::new();
+        for (name, dtype, shape, bytes) in tensors {
+            let start = data.len();
+            data.extend_from_slice(bytes);
+            header.insert(
+                name.clone(),
+                serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [start, data.len()]}),
+            );
+        }
+        let h = serde_json::to_vec(&header).unwrap();
+        let mut out = (h.len() as u64).to_le_bytes().to_vec();
+        out.extend(h);
+        out.extend(data);
+        out
+    }
+
+    /// Rewrites the fixture's weights with `change` applied to each
+    /// (name, dtype, shape, bytes).
+    fn edit_tensors(dir: &Path, change: impl Fn(&mut (String, &str, Vec<usize>, Vec<u8>))) {
+        let p = dir.join("model.safetensors");
+        let t = read_tensors(&std::fs::read(&p).unwrap());
+        let mut all: Vec<(String, &str, Vec<usize>, Vec<u8>)> = t
+            .into_iter()
+            .map(|(k, (shape, v))| (k, "F32", shape, v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect()))
+            .collect();
+        all.iter_mut().for_each(&change);
+        std::fs::write(p, raw_safetensors(&all)).unwrap();
+    }
+
+    #[test]
+    fn a_missing_file_is_an_error_naming_it() {
+        for file in ["config.json", "vocab.txt", "model.safetensors"] {
+            let e = load_error(|d| std::fs::remove_file(d.join(file)).unwrap());
+            assert!(e.contains(file), "{file}: {e}");
+        }
+        let e = match Encoder::load(Path::new("/nonexistent/kb-model")) {
+            Ok(_) => panic!("loaded nothing"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("/nonexistent/kb-model/config.json"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_config_is_an_error_naming_config_json() {
+        type Edit = Box<dyn FnOnce(&mut Value)>;
+        let cases: Vec<(&str, Edit)> = vec![
+            ("heads", Box::new(|v| v["num_attention_heads"] = 3.into())),
+            ("heads past hidden", Box::new(|v| v["num_attention_heads"] = 16.into())),
+            ("no heads", Box::new(|v| v["num_attention_heads"] = 0.into())),
+            ("no layers", Box::new(|v| v["num_hidden_layers"] = 0.into())),
+            ("relu", Box::new(|v| v["hidden_act"] = "relu".into())),
+            ("missing size", Box::new(|v| drop(v.as_object_mut().unwrap().remove("hidden_size")))),
+            ("negative", Box::new(|v| v["hidden_size"] = (-8).into())),
+            ("string", Box::new(|v| v["intermediate_size"] = "16".into())),
+        ];
+        for (what, f) in cases {
+            let e = load_error(|d| edit_config(d, f));
+            assert!(e.contains("config.json"), "{what}: {e}");
+        }
+        let e = load_error(|d| std::fs::write(d.join("config.json"), "{ not json").unwrap());
+        assert!(e.contains("config.json"), "{e}");
+        // Sizes that agree with each other but not with the tensors.
+        let e = load_error(|d| edit_config(d, |v| v["hidden_size"] = 16.into()));
+        assert!(e.contains("model.safetensors") && e.contains("word_embeddings"), "{e}");
+        let e = load_error(|d| edit_config(d, |v| v["num_hidden_layers"] = 3.into()));
+        assert!(e.contains("encoder.layer.2"), "{e}");
+        let e = load_error(|d| edit_config(d, |v| v["max_position_embeddings"] = 2.into()));
+        assert!(!e.is_empty(), "{e}");
+        let e = load_error(|d| std::fs::write(d.join("sentence_bert_config.json"), "[]").unwrap());
+        assert!(e.contains("sentence_bert_config.json"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_vocabulary_is_an_error_naming_vocab_txt() {
+        let e = load_error(|d| {
+            std::fs::write(d.join("vocab.txt"), "[PAD]\n[CLS]\n[SEP]\n[MASK]\ncat\n[unused]\n[x]\n[y]\n[z]\n[w]\n")
+                .unwrap()
+        });
+        assert!(e.contains("vocab.txt") && e.contains("[UNK]"), "{e}");
+        let e = load_error(|d| std::fs::write(d.join("vocab.txt"), b"[PAD]\n[UNK]\n\xff\xfe\n").unwrap());
+        assert!(e.contains("vocab.txt"), "{e}");
+        // More tokens than the model has rows.
+        let e = load_error(|d| {
+            let many: String = (0..100).map(|i| format!("w{i}\n")).collect();
+            std::fs::write(d.join("vocab.txt"), format!("[PAD]\n[UNK]\n[CLS]\n[SEP]\n{many}")).unwrap()
+        });
+        assert!(e.contains("model.safetensors") && e.contains("vocab.txt"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_tensor_is_an_error_naming_it() {
+        let q = "encoder.layer.1.attention.self.query.weight";
+        // The wrong shape (data of the right length for it).
+        let e = load_error(|d| {
+            edit_tensors(d, |t| {
+                if t.0 == q {
+                    t.2 = vec![4, 16];
+                }
+            })
+        });
+        assert!(e.contains("model.safetensors") && e.contains(q) && e.contains("shape"), "{e}");
+        // F16.
+        let e = load_error(|d| {
+            edit_tensors(d, |t| {
+                if t.0 == q {
+                    t.1 = "F16";
+                    t.3.truncate(t.3.len() / 2);
+                }
+            })
+        });
+        assert!(e.contains(q) && e.contains("F16"), "{e}");
+        // Missing.
+        let e = load_error(|d| {
+            edit_tensors(d, |t| {
+                if t.0 == q {
+                    t.0 = "something.else".into();
+                }
+            })
+        });
+        assert!(e.contains(q), "{e}");
+        // Every shape of the embeddings wrong in turn.
+        for (name, shape) in [
+            ("embeddings.word_embeddings.weight", vec![15 * 8]),
+            ("embeddings.token_type_embeddings.weight", vec![16]),
+            ("embeddings.token_type_embeddings.weight", vec![0, 8]),
+            ("embeddings.position_embeddings.weight", vec![16, 16]),
+            ("embeddings.LayerNorm.bias", vec![2, 4]),
+        ] {
+            let e = load_error(|d| {
+                edit_tensors(d, |t| {
+                    if t.0 == name {
+                        let n: usize = shape.iter().product();
+                        t.2 = shape.clone();
+                        t.3.resize(4 * n, 0);
+                    }
+                })
+            });
+            assert!(e.contains("model.safetensors") && e.contains(name), "{name} {shape:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_truncated_or_garbage_weights_file_is_an_error_naming_it() {
+        let len = std::fs::metadata(model(5).path().join("model.safetensors")).unwrap().len() as usize;
+        for keep in [0, 3, 8, 20, len / 2, len - 1] {
+            let e = load_error(|d| {
+                let p = d.join("model.safetensors");
+                let b = std::fs::read(&p).unwrap();
+                std::fs::write(&p, &b[..keep]).unwrap();
+            });
+            assert!(e.contains("model.safetensors"), "kept {keep}: {e}");
+        }
+        for garbage in [
+            fixture::values(9, 300).iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
+            u64::MAX.to_le_bytes().to_vec(),
+            [&16u64.to_le_bytes()[..], b"{\"a\": [1, 2, 3]}"].concat(),
+            [&2u64.to_le_bytes()[..], b"{}"].concat(),
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 90868376\n".to_vec(),
+        ] {
+            let e = load_error(|d| std::fs::write(d.join("model.safetensors"), &garbage).unwrap());
+            assert!(e.contains("model.safetensors"), "{e}");
+        }
+        let e = load_error(|d| {
+            std::fs::remove_file(d.join("model.safetensors")).unwrap();
+            std::fs::create_dir(d.join("model.safetensors")).unwrap();
+        });
+        assert!(e.contains("model.safetensors"), "{e}");
     }
 }
