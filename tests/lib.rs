@@ -24,6 +24,7 @@ mod lock;
 mod mcp;
 mod memgate;
 mod memgate_crash;
+mod memgate_model;
 mod memgate_quality;
 mod out_of_scope;
 mod promote;

@@ -98,7 +98,12 @@ impl Semantic {
     /// Loads the model in `model` and every live note's vector: cached, or
     /// encoded now (in parallel) from the note's own words.
     pub fn open(paths: &Paths, view: &View<'_>, model: &Path) -> Result<Semantic> {
-        let encoder = Encoder::load(model)?;
+        Semantic::with(paths, view, Encoder::load(model)?)
+    }
+
+    /// The same with the encoder loaded already: reindex loads it before
+    /// it writes anything, so a broken model leaves the store untouched.
+    pub fn with(paths: &Paths, view: &View<'_>, encoder: Encoder) -> Result<Semantic> {
         let cached = read_cache(&paths.dense, &encoder.fingerprint, encoder.dims())?;
         let slots: Vec<usize> = view.docs().collect();
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; view.slots()];

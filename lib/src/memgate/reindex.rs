@@ -15,6 +15,7 @@ use super::journal;
 use super::store::{self, Loaded, Paths};
 use crate::error::{Error, Result};
 use crate::fs::atomic;
+use crate::text::bert::Encoder;
 use crate::write::journal::Recovered;
 use crate::{clock, lock};
 
@@ -80,6 +81,8 @@ fn desired(old: &[Row], notes: &[Loaded]) -> (Vec<Row>, Vec<String>, Vec<String>
 /// `recovered` record) and sweeps dead writers' temp files. With `model`
 /// (a sentence encoder's folder) it also writes the notes' vectors.
 pub fn run(paths: &Paths, check: bool, model: Option<&Path>) -> Result<(Option<Recovered>, Report)> {
+    // The model first: a missing or broken one is an error before any write.
+    let encoder = model.map(Encoder::load).transpose()?;
     let body = || -> Result<Report> {
         let (notes, problems) = store::scan(paths)?;
         if !problems.is_empty() {
@@ -132,10 +135,10 @@ pub fn run(paths: &Paths, check: bool, model: Option<&Path>) -> Result<(Option<R
         }
         let entries: Vec<_> = notes.iter().map(Loaded::entry).collect();
         store::write_index(paths, &entries)?;
-        if let Some(m) = model {
+        if let Some(encoder) = encoder {
             let index = store::open_index(paths)?;
             let view = index.view().ok_or_else(|| Error::msg("the search index just written does not read back"))?;
-            let semantic = Semantic::open(paths, &view, m)?;
+            let semantic = Semantic::with(paths, &view, encoder)?;
             semantic.write_cache(paths)?;
             report.vectors = Some(Vectors { notes: semantic.len(), encoded: semantic.encoded });
         }
