@@ -358,3 +358,33 @@ fn without_a_model_a_statement_has_no_dense() {
     assert!(recs[0].get("vectors").is_none());
     assert!(!mem(&lib, ".dense.vec").exists(), "no model, no cache");
 }
+
+#[test]
+fn a_note_edited_since_reindex_is_read_as_it_is_now() {
+    let (lib, m, ids) = store();
+    reindex(&lib, &m);
+    let p = mem(&lib, &format!("notes/{}.md", ids[2]));
+    let text = std::fs::read_to_string(&p).unwrap().replace("Run clippy before every push.", "Prefer pnpm to npm.");
+    std::fs::write(&p, text).unwrap();
+    let q = [bare("Prefer pnpm to npm."), said("remember", "Which package manager do I prefer?")];
+    let (edited, _) = decide_with(&lib, &m, &q);
+    // The same as with no cache at all: the edited note's old vector is not used.
+    std::fs::remove_file(mem(&lib, ".dense.vec")).unwrap();
+    let (fresh, err) = decide_with(&lib, &m, &q);
+    assert!(err.contains("3 notes have no cached vector"), "{err}");
+    assert_eq!(edited, fresh);
+    assert!(edited.iter().all(|d| d["neighbours"].as_array().unwrap().iter().all(|n| n["dense"].is_number())));
+}
+
+#[test]
+fn an_empty_store_with_a_model() {
+    let lib = Lib::empty();
+    let m = model(&lib, "model", 1);
+    let (d, err) = decide_with(&lib, &m, &[bare("Prefer pnpm to npm.")]);
+    assert_eq!((d[0]["action"].as_str(), err.as_str()), (Some("new"), ""), "{d:?}");
+    assert_eq!(d[0]["neighbours"], json!([]));
+    assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 0, "encoded": 0}));
+    assert_eq!(dense_len(&lib), HEADER);
+    let (again, _) = decide_with(&lib, &m, &[bare("Prefer pnpm to npm.")]);
+    assert_eq!(again, d);
+}

@@ -90,7 +90,8 @@ pub struct Encoder {
     emb_norm: Norm,
     layers: Vec<Layer>,
     /// What the model is, for a cache of vectors: a digest of its
-    /// configuration, vocabulary and weights' header and size.
+    /// configuration, vocabulary, token cut, weights' header and size,
+    /// and slices from across the weights.
     pub fingerprint: String,
 }
 
@@ -200,7 +201,10 @@ impl Encoder {
         };
         let (cls, sep, unk) = (special("[CLS]")?, special("[SEP]")?, special("[UNK]")?);
         let weights_path = dir.join("model.safetensors");
-        let bytes = crate::fs::map::map(&weights_path)?;
+        // Read, not mapped: the folder is the user's, and a file truncated
+        // under a map would kill the process (fs::map maps only files our
+        // own atomic writes replace). Every weight is copied out anyway.
+        let bytes = read(dir, "model.safetensors")?;
         let file = weights_path.display().to_string();
         let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| Error::msg(format!("{file}: {e}")))?;
         let prefix = if st.tensor("embeddings.word_embeddings.weight").is_ok() { "" } else { "bert." };
@@ -246,6 +250,7 @@ impl Encoder {
             &vocab_bytes,
             bytes.get(..8 + header_len).unwrap_or(&[]),
             &(bytes.len() as u64).to_le_bytes(),
+            &(max_tokens as u64).to_le_bytes(),
             &weight_samples(&bytes, 8 + header_len),
         ] {
             digest.update((part.len() as u64).to_le_bytes());
@@ -696,7 +701,17 @@ mod tests {
         let fa = Encoder::load(a.path()).unwrap().fingerprint;
         assert_eq!(fa.len(), 64);
         assert_eq!(fa, Encoder::load(model(1).path()).unwrap().fingerprint, "the same model, the same print");
-        assert_ne!(fa, Encoder::load(b.path()).unwrap().fingerprint);
+        assert_ne!(fa, Encoder::load(b.path()).unwrap().fingerprint, "other weights");
+        // A shorter cut changes a long note's vector.
+        std::fs::write(a.path().join("sentence_bert_config.json"), r#"{"max_seq_length": 5}"#).unwrap();
+        assert_ne!(fa, Encoder::load(a.path()).unwrap().fingerprint, "another max_seq_length");
+        // Weights past the sampled slices' reach: a model over 64 KiB.
+        let big = fixture::Sizes { hidden: 64, heads: 4, layers: 2, inter: 128, positions: 64 };
+        let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        fixture::write(c.path(), &big, WORDS, 1).unwrap();
+        fixture::write(d.path(), &big, WORDS, 2).unwrap();
+        assert!(std::fs::metadata(c.path().join("model.safetensors")).unwrap().len() > 256 * 256);
+        assert_ne!(Encoder::load(c.path()).unwrap().fingerprint, Encoder::load(d.path()).unwrap().fingerprint);
     }
 
     /// The error `load` gives for the fixture folder after `damage`.
