@@ -125,7 +125,8 @@ impl Semantic {
                 Ok((*d, note.map(|l| encoder.encode(&l.note.body.search_text()))))
             })
             .collect::<Result<_>>()?;
-        let encoded = fresh.len();
+        // A note gone from notes/ since indexing has no vector and is not counted.
+        let encoded = fresh.iter().filter(|(_, v)| v.is_some()).count();
         for (d, v) in fresh {
             vectors[d] = v;
         }

@@ -876,6 +876,20 @@ mod tests {
     }
 
     #[test]
+    fn a_vocabulary_with_repeated_lines_reads_a_token_past_the_rows_as_unknown() {
+        let dir = model(4);
+        let mut v = std::fs::read_to_string(dir.path().join("vocab.txt")).unwrap();
+        v.push_str("cat\n");
+        std::fs::write(dir.path().join("vocab.txt"), v).unwrap();
+        let enc = Encoder::load(dir.path()).unwrap();
+        // "cat" is now line 15, past the 15 rows: it reads as [UNK] (id 1).
+        assert_eq!(enc.tokens("cat"), [2, 15, 3]);
+        let want = reference(dir.path(), &[2, 1, 3]);
+        let got = enc.encode("cat");
+        assert!(got.iter().zip(&want).all(|(g, w)| (f64::from(*g) - w).abs() < 1e-5), "{got:?} vs {want:?}");
+    }
+
+    #[test]
     fn a_truncated_or_garbage_weights_file_is_an_error_naming_it() {
         let len = std::fs::metadata(model(5).path().join("model.safetensors")).unwrap().len() as usize;
         for keep in [0, 3, 8, 20, len / 2, len - 1] {
