@@ -9,7 +9,7 @@
 //! keyed by the note's id, size and mtime as the index saw them, so an
 //! edited note is encoded again and a cache of another model is not read.
 //! A note the cache lacks (written by `apply` since) is encoded in memory
-//! at each decide until the next reindex: about 15 ms a note.
+//! at each decide until the next reindex: 10–20 ms a note.
 //!
 //! Layout, little-endian: b"KBDV", u32 version 1, the model's fingerprint
 //! (64 hex bytes), u32 dimensions, then per note 16 key bytes (the first
