@@ -256,7 +256,8 @@ impl Encoder {
             digest.update((part.len() as u64).to_le_bytes());
             digest.update(part);
         }
-        let fingerprint = crate::doc::digest::hex(&digest.finalize());
+        // Hex by hand: doc::digest is a layer above text (tests/layers.rs).
+        let fingerprint = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
         Ok(Encoder {
             hidden: h,
             heads,
