@@ -280,7 +280,8 @@ bench:
     cargo build --release --quiet
     bench/append.sh 10000 1000
     bash bench/memgate.sh
-    python3 bench/memgate_locomo.py target/release/kb-memgate
+    # With KB_MEMGATE_MODEL set (a sentence encoder's folder), a row with it too.
+    python3 bench/memgate_locomo.py ${KB_MEMGATE_MODEL:+--model "$KB_MEMGATE_MODEL"} target/release/kb-memgate
     bash bench/lastword.sh
     bash bench/index.sh 100000
     bash bench/score.sh

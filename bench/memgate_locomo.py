@@ -42,6 +42,8 @@ if "--model" in args:
     model = args[i + 1]
     del args[i:i + 2]
 bins = [a for a in args if a != "--train"]
+# The rows without a model must not pick one up from the environment.
+ENV = {k: v for k, v in os.environ.items() if k != "KB_MEMGATE_MODEL"}
 # Each row: (binary, model folder or None).
 rows = [(b, None) for b in bins] + ([(bins[0], model)] if model and bins else [])
 data = os.environ.get("LOCOMO", os.path.join(here, "../../shared/data/locomo/locomo10.json"))
@@ -138,7 +140,7 @@ def decide(bin_, d, texts, model=None):
     inp = "".join(json.dumps({"mode": "remember", "input": {"user_input": {"text": t,
                   "evidence_spans": [{"start": 0, "end": len(t)}]}}}) + "\n" for t in texts)
     extra = ["--model", model] if model else []
-    out = subprocess.run([bin_, "decide", "--memory-dir", d] + extra, input=inp.encode(), capture_output=True)
+    out = subprocess.run([bin_, "decide", "--memory-dir", d] + extra, input=inp.encode(), capture_output=True, env=ENV)
     if out.returncode != 0:
         sys.exit(out.stderr.decode()[:2000])
     by_line = {}
@@ -166,7 +168,7 @@ def locomo():
                 with open(f"{d}/notes/MEM-{i:06d}.md", "w") as f:
                     f.write(note(f"MEM-{i:06d}", fact, session="locomo"))
             extra = ["--model", model] if model else []
-            subprocess.run([bins[0], "reindex", "--memory-dir", d] + extra, check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([bins[0], "reindex", "--memory-dir", d] + extra, check=True, stdout=subprocess.DEVNULL, env=ENV)
             for task, qs in tasks.items():
                 n[(split, task)] += len(qs)
                 runs = {"bm25": [base.bm25(q) for q, _ in qs], "rrf": [base.rrf(q) for q, _ in qs]}
