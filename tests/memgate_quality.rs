@@ -65,6 +65,38 @@ fn one_rule_in_two_scopes_does_not_merge() {
     assert_eq!(d[0]["neighbours"][0]["same_scenario"], false);
 }
 
+/// A refusal that shares one word with a rule, each acting on its own
+/// thing, is a rule of its own: "Never commit secrets." beside "Write
+/// commit messages in English." was vetoed as its opposite (one shared
+/// word of two, the refusal's polarity), so it was never written.
+#[test]
+fn a_refusal_sharing_one_word_with_a_rule_is_new() {
+    let lib = Lib::empty();
+    for rule in ["Use tabs for indentation.", "Write commit messages in English.", "Run clippy before every push."] {
+        remember(&lib, rule);
+    }
+    // One note without the target claim the others share, so "commit"
+    // weighs enough to put the two in one scenario (fused score .22).
+    let mut bare = said("remember", "Always use pnpm.");
+    bare["input"].as_object_mut().unwrap().remove("target_claim");
+    assert_eq!(apply(&lib, &decide(&lib, &[bare]))[0]["status"], "applied");
+    for (query, shares) in [("Never commit secrets.", "commit"), ("Never push secrets.", "push")] {
+        let d = decide(&lib, &[said("remember", query)]);
+        assert_eq!(
+            (d[0]["action"].as_str(), d[0]["gate"].as_str()),
+            (Some("new"), Some("silent")),
+            "{query}: {}",
+            d[0]
+        );
+        let first = &d[0]["neighbours"][0];
+        assert!(first["title"].as_str().unwrap().to_lowercase().contains(shares), "{first}");
+        assert_eq!(first["conflict"], false, "{query}: {first}");
+    }
+    // A refusal of what a rule asserts still conflicts.
+    let d = decide(&lib, &[said("remember", "Never run clippy before a push.")]);
+    assert_eq!(d[0]["action"], "veto", "{}", d[0]);
+}
+
 /// Forms the stemmer leaves apart meet (issue 16, Task B): an irregular
 /// verb ("went" / "go", "wrote" / "write") and a question's calendar date
 /// ("on 25 May, 2022": what the note holds is what happened, not the day).

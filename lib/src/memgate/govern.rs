@@ -386,9 +386,13 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // Opposite actions on one thing ("关闭 / 打开调试日志") conflict as a
     // refusal and a rule do; a refusal of the opposite action agrees.
     let opposed = fill == Slot::Opposed;
-    let conflict = same_scenario
-        && !same_conclusion
-        && (moves || if neg_c != neg_o { overlap >= OPPOSED_SUBJECT && !opposed } else { opposed || swap });
+    // A refusal opposes a rule about the same thing: one word in common
+    // is not that when each side acts on words of its own beyond a swap
+    // ("Never commit secrets" / "Write commit messages in English").
+    let common = ka.iter().filter(|k| kb.contains(k)).count();
+    let refuses = overlap >= OPPOSED_SUBJECT && !opposed && (common > 1 || own_a.min(own_b) == 0 || !differing);
+    let conflict =
+        same_scenario && !same_conclusion && (moves || if neg_c != neg_o { refuses } else { opposed || swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),
