@@ -262,30 +262,83 @@ fn a_damaged_or_foreign_cache_is_ignored_and_replaced() {
 
     let mut flipped = good.clone();
     flipped[HEADER + 16] ^= 0x40; // one vector's first value, not its key
-    let damaged: Vec<(&str, Vec<u8>)> = vec![
-        ("empty", Vec::new()),
-        ("truncated header", good[..40].to_vec()),
-        ("truncated entry", good[..good.len() - 5].to_vec()),
-        ("header only", good[..HEADER].to_vec()),
-        ("garbage", (0..good.len()).map(|i| (i * 31 % 251) as u8).collect()),
-        ("another version", [&good[..4], &2u32.to_le_bytes()[..], &good[8..]].concat()),
-        ("another model", foreign),
-        ("another size", wider),
+                                  // (what, the cache's bytes, how many notes it lacks)
+    let damaged: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("empty", Vec::new(), 3),
+        ("truncated header", good[..40].to_vec(), 3),
+        // A killed append's torn last entry: the whole entries before it serve.
+        ("torn last entry", good[..good.len() - 5].to_vec(), 1),
+        ("header only", good[..HEADER].to_vec(), 3),
+        ("garbage", (0..good.len()).map(|i| (i * 31 % 251) as u8).collect(), 3),
+        ("another version", [&good[..4], &2u32.to_le_bytes()[..], &good[8..]].concat(), 3),
+        ("another model", foreign, 3),
+        ("another size", wider, 3),
     ];
-    for (what, bytes) in damaged {
+    for (what, bytes, lacks) in damaged {
         std::fs::write(mem(&lib, ".dense.vec"), &bytes).unwrap();
         let (d, err) = decide_with(&lib, &m, &q);
         assert_eq!(d, fresh, "{what}: the same as with no cache");
-        assert!(err.contains("3 notes have no cached vector"), "{what}: {err}");
+        assert!(err.contains(&format!("{lacks} notes have no cached vector")), "{what}: {err}");
         assert_eq!(std::fs::read(mem(&lib, ".dense.vec")).unwrap(), bytes, "{what}: decide never writes");
-        assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 3, "encoded": 3}), "{what}");
+        assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 3, "encoded": lacks}), "{what}");
         assert_eq!(std::fs::read(mem(&lib, ".dense.vec")).unwrap(), good, "{what}: reindex replaces it");
     }
-    // A directory in its place: decide and reindex say so, nothing else.
+    // A directory or a symlink in its place: decide goes on without it;
+    // reindex replaces the link (never writing through it) and names a
+    // directory it cannot replace.
+    std::fs::remove_file(mem(&lib, ".dense.vec")).unwrap();
+    let outside = lib.root().join("outside.bin");
+    std::fs::write(&outside, &good).unwrap();
+    std::os::unix::fs::symlink(&outside, mem(&lib, ".dense.vec")).unwrap();
+    let (d, err) = decide_with(&lib, &m, &q);
+    assert_eq!((d, err.contains("3 notes have no cached vector")), (fresh.clone(), true), "{err}");
+    assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 3, "encoded": 3}));
+    assert!(!mem(&lib, ".dense.vec").is_symlink());
+    assert_eq!(std::fs::read(&outside).unwrap(), good, "the link's target is untouched");
     std::fs::remove_file(mem(&lib, ".dense.vec")).unwrap();
     std::fs::create_dir(mem(&lib, ".dense.vec")).unwrap();
-    let out = lib.cmd("kb-memgate").args(["decide", "--model"]).arg(&m).write_stdin(lines(&q)).assert().code(2);
+    let (d, err) = decide_with(&lib, &m, &q);
+    assert_eq!((d, err.contains("3 notes have no cached vector")), (fresh, true), "{err}");
+    let out = lib.cmd("kb-memgate").args(["reindex", "--model"]).arg(&m).assert().code(2);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains(".dense.vec"));
+}
+
+#[test]
+fn apply_with_a_model_caches_the_note_it_writes() {
+    let (lib, m, _) = store();
+    reindex(&lib, &m);
+    let good = std::fs::read(mem(&lib, ".dense.vec")).unwrap();
+    // A torn last entry (an apply killed while appending) is cut off first.
+    std::fs::write(mem(&lib, ".dense.vec"), [&good[..], &[7u8; 5][..]].concat()).unwrap();
+    let d = crate::memgate::decide(&lib, &[bare("Always use pnpm.")]);
+    let out = lib.cmd("kb-memgate").args(["apply", "--model"]).arg(&m).write_stdin(lines(&d)).assert().success();
+    let r = records(&out.get_output().stdout);
+    assert_eq!(r[0]["status"], "applied", "{r:?}");
+    let new = r[0]["note_id"].as_str().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.get_output().stderr), "");
+    let cache = std::fs::read(mem(&lib, ".dense.vec")).unwrap();
+    assert_eq!(cache.len(), good.len() + ENTRY, "one whole entry appended, the torn bytes gone");
+    assert_eq!(&cache[..good.len()], &good[..]);
+    // decide finds every vector cached, and ranks as a reindexed store does.
+    let q = [said("remember", "Prefer pnpm to npm.")];
+    let (d, err) = decide_with(&lib, &m, &q);
+    assert_eq!(err, "", "nothing left to encode");
+    assert!(ids(&d[0]).contains(&new), "{}", d[0]);
+    assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 4, "encoded": 0}));
+    let (again, _) = decide_with(&lib, &m, &q);
+    assert_eq!(again, d);
+    // Without the model apply leaves the cache alone; decide encodes that note.
+    let before = std::fs::read(mem(&lib, ".dense.vec")).unwrap();
+    remember(&lib, "Never commit secrets.");
+    assert_eq!(std::fs::read(mem(&lib, ".dense.vec")).unwrap(), before);
+    let (_, err) = decide_with(&lib, &m, &q);
+    assert!(err.contains("1 notes have no cached vector"), "{err}");
+    // The environment names the model as --model does; a cache of another
+    // model is started anew with the note apply writes.
+    std::fs::write(mem(&lib, ".dense.vec"), b"not a cache").unwrap();
+    let d = crate::memgate::decide(&lib, &[bare("Keep the changelog short.")]);
+    lib.cmd("kb-memgate").arg("apply").env("KB_MEMGATE_MODEL", &m).write_stdin(lines(&d)).assert().success();
+    assert_eq!(dense_len(&lib), HEADER + ENTRY);
 }
 
 #[test]
@@ -308,7 +361,7 @@ fn a_missing_or_broken_model_is_an_error_before_any_write() {
         (relu.clone(), "relu/config.json"),
     ] {
         let before = snapshot(lib.root());
-        for args in [vec!["decide"], vec!["reindex"]] {
+        for args in [vec!["decide"], vec!["reindex"], vec!["apply"]] {
             let out =
                 lib.cmd("kb-memgate").args(&args).arg("--model").arg(&dir).write_stdin(lines(&q)).assert().code(2);
             let o = out.get_output();

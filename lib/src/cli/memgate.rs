@@ -14,7 +14,7 @@ pub static SPEC: Spec = Spec::new(
     USAGE,
     &[
         Cmd::new("decide", "", &["memory-dir", "model"], "one decision record per input on stdin (never writes)"),
-        Cmd::new("apply", "", &["memory-dir"], "write notes, INDEX.md and audit for the decisions on stdin"),
+        Cmd::new("apply", "", &["memory-dir", "model"], "write notes, INDEX.md and audit for the decisions on stdin"),
         Cmd::new("reindex", "", &["memory-dir", "check", "model"], "INDEX.md and search index from the notes"),
     ],
 );
@@ -27,7 +27,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     let stdin = std::io::stdin().lock();
     match a.cmd {
         "decide" => decide::run(&paths, model.as_deref(), stdin, &mut out)?,
-        "apply" => apply::run(&paths, stdin, &mut out)?,
+        "apply" => apply::run(&paths, model.as_deref(), stdin, &mut out)?,
         _ => {
             let (recovered, report) = reindex::run(&paths, a.on("check"), model.as_deref())?;
             if let Some(r) = recovered {

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use super::audit::{self, Line};
 use super::candidate::Candidate;
 use super::decide::{new_id, Decision};
+use super::dense;
 use super::gate;
 use super::govern::Action;
 use super::note::{file_digest, Note};
@@ -24,6 +25,7 @@ use crate::error::{Context, Error, Exit, Result};
 use crate::fs::{atomic, crash};
 use crate::out::jsonl::{read_objects, Out};
 use crate::text;
+use crate::text::bert::Encoder;
 use crate::{clock, lock};
 
 /// What an answered decision asks apply to do.
@@ -335,8 +337,9 @@ pub fn lockable(paths: &Paths) -> Result<&std::path::Path> {
     Ok(&paths.dir)
 }
 
-/// Applies one decision; returns the records to print.
-pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
+/// Applies one decision; returns the records to print. With `encoder`,
+/// the note written also gets its vector in the cache (kb::memgate::dense).
+pub fn apply_one(paths: &Paths, d: &Decision, encoder: Option<&Encoder>) -> Result<Vec<Value>> {
     let c = d.candidate.clone().unwrap_or_default();
     let zh = text::mostly_cjk(&c.one_liner);
     let base = json!({"record": "result", "line": d.line, "action": d.action, "answer": d.answer});
@@ -377,6 +380,9 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
                 let now = clock::format(clock::now()?);
                 let p = plan(paths, d, action, confirmed, &now)?;
                 let (files, changed) = execute(paths, d, action, &p, &now)?;
+                if let Some(e) = encoder.filter(|_| changed && p.note_changes()) {
+                    cache_vector(paths, e, &p.note.id);
+                }
                 Ok((recovered, p.note.id.clone(), files, changed))
             })?;
             let msg = gate::applied_message(action, &note_id, &c, &d.targets, zh);
@@ -394,9 +400,24 @@ pub fn apply_one(paths: &Paths, d: &Decision) -> Result<Vec<Value>> {
     }
 }
 
+/// Adds a written note's vector to the encoder's cache. The note is
+/// written and the group ended by then, so a failure here loses nothing:
+/// it is said on stderr, and decide encodes the note until a reindex.
+fn cache_vector(paths: &Paths, encoder: &Encoder, id: &str) {
+    let done = store::read_note(paths, &super::note::file_name(id)).and_then(|l| match l {
+        Some(l) => dense::append(paths, encoder, id, l.bytes.len() as u64, l.mtime_ns, &l.note.body.search_text()),
+        None => Ok(()),
+    });
+    if let Err(e) = done {
+        eprintln!("kb-memgate: {id}'s vector is not cached ({e}); decide encodes it until 'kb-memgate reindex'");
+    }
+}
+
 /// Runs apply over a stream of decision records. Error records from decide
 /// pass through; other records than decisions pass through untouched.
-pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
+/// `model`: a sentence encoder's folder, loaded before anything is written.
+pub fn run(paths: &Paths, model: Option<&std::path::Path>, reader: impl BufRead, out: &mut Out) -> Result<()> {
+    let encoder = model.map(Encoder::load).transpose()?;
     for (line, rec) in read_objects(reader) {
         let Some(rec) = out.accept(rec)? else { continue };
         match rec.get("record").and_then(Value::as_str) {
@@ -422,7 +443,7 @@ pub fn run(paths: &Paths, reader: impl BufRead, out: &mut Out) -> Result<()> {
                 continue;
             }
         };
-        match apply_one(paths, &d) {
+        match apply_one(paths, &d, encoder.as_ref()) {
             Ok(recs) => {
                 for r in recs {
                     out.record(&r)?;

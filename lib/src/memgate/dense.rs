@@ -5,21 +5,24 @@
 //! Gina's support" share no word.
 //!
 //! A note's vector is kept in the derived cache `.dense.vec` beside the
-//! search index, written whole by `reindex` (decide never writes) and
-//! keyed by the note's id, size and mtime as the index saw them, so an
-//! edited note is encoded again, a cache of another model is not read,
-//! and a cache that came from elsewhere (a peer's commit) matches no
-//! note: a checkout gives every file its own mtime.
-//! A note the cache lacks (written by `apply` since) is encoded in memory
-//! at each decide until the next reindex: 10–20 ms a note.
+//! search index: written whole by `reindex`, added to by `apply` for the
+//! note it writes, never written by decide. It is keyed by the note's id,
+//! size and mtime as the index saw them, so an edited note is encoded
+//! again, a cache of another model is not read, and a cache that came from
+//! elsewhere (a peer's commit) matches no note: a checkout gives every
+//! file its own mtime. A note the cache lacks (written by an `apply`
+//! without the model) is encoded in memory at each decide until the next
+//! reindex: 10–20 ms a note.
 //!
 //! Layout, little-endian: b"KBDV", u32 version 1, the model's fingerprint
 //! (64 hex bytes), u32 dimensions, then per note 16 key bytes (the first
 //! of SHA-256 over id, size and mtime) and its vector as f32. A file of
-//! another version, model or size is not read; it is replaced by the next
-//! reindex.
+//! another version, model or size is not read, and is replaced by the
+//! next reindex or apply; a torn last entry (an apply killed while
+//! appending) is not read, and is cut off by the next apply.
 
 use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -68,32 +71,71 @@ fn key(id: &str, size: u64, mtime_ns: i64) -> [u8; KEY] {
     out
 }
 
-/// The vectors a cache file holds for this model, by key; empty when the
-/// file is absent or of another version, model or size.
-fn read_cache(path: &Path, fingerprint: &str, dims: usize) -> Result<HashMap<[u8; KEY], Vec<f32>>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
-        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
-    };
-    let entry = KEY + 4 * dims;
-    let ours = bytes.len() >= HEADER
-        && &bytes[..4] == MAGIC
-        && bytes[4..8] == VERSION.to_le_bytes()
-        && &bytes[8..72] == fingerprint.as_bytes()
-        && bytes[72..76] == (dims as u32).to_le_bytes()
-        && (bytes.len() - HEADER).is_multiple_of(entry);
-    if !ours {
-        return Ok(HashMap::new());
+/// A cache larger than this is not read (a million notes of 384
+/// dimensions is 1.6 GB).
+const MAX_CACHE: u64 = 4 << 30;
+
+/// The header of a cache of this encoder's vectors.
+fn header(encoder: &Encoder) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(encoder.fingerprint.as_bytes());
+    out.extend_from_slice(&(encoder.dims() as u32).to_le_bytes());
+    out
+}
+
+/// One entry: the key, then the vector.
+fn put_entry(out: &mut Vec<u8>, key: &[u8; KEY], v: &[f32]) {
+    out.extend_from_slice(key);
+    v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+}
+
+/// The vectors a cache file holds for this encoder, by key (a later entry
+/// for a key wins); empty when the file is absent, unreadable (a
+/// directory, a symlink or FIFO in its place: decide goes on without it,
+/// reindex replaces it) or of another version, model or size. A torn last
+/// entry, left by an apply killed while appending, is not read.
+fn read_cache(path: &Path, encoder: &Encoder) -> HashMap<[u8; KEY], Vec<f32>> {
+    let Ok(bytes) = crate::fs::nofollow::read(path, MAX_CACHE) else { return HashMap::new() };
+    if bytes.get(..HEADER) != Some(&header(encoder)[..]) {
+        return HashMap::new();
     }
-    Ok(bytes[HEADER..]
-        .chunks_exact(entry)
+    bytes[HEADER..]
+        .chunks_exact(KEY + 4 * encoder.dims())
         .map(|e| {
             let mut k = [0u8; KEY];
             k.copy_from_slice(&e[..KEY]);
             (k, e[KEY..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
         })
-        .collect())
+        .collect()
+}
+
+/// Adds the vector of a note `apply` just wrote (its id, size and mtime as
+/// written, its own words) to the cache, under apply's lock, so the next
+/// decide need not encode it. A torn last entry is cut off first; a cache
+/// of another encoder or format, or none, is started anew with this note.
+/// The entry of the note's old version stays until `reindex` writes the
+/// cache whole; no key reaches it.
+pub fn append(paths: &Paths, encoder: &Encoder, id: &str, size: u64, mtime_ns: i64, text: &str) -> Result<()> {
+    let mut entry = Vec::with_capacity(KEY + 4 * encoder.dims());
+    put_entry(&mut entry, &key(id, size, mtime_ns), &encoder.encode(text));
+    let path = &paths.dense;
+    let ctx = |e| Error::io(format!("appending to {}", path.display()), e);
+    let mut f = crate::fs::nofollow::open_rw(path, false).map_err(ctx)?;
+    let len = f.metadata().map_err(ctx)?.len();
+    let mut head = vec![0u8; HEADER.min(len as usize)];
+    f.read_exact(&mut head).map_err(ctx)?;
+    let whole = if head == header(encoder) {
+        HEADER as u64 + (len - HEADER as u64) / entry.len() as u64 * entry.len() as u64
+    } else {
+        f.set_len(0).map_err(ctx)?;
+        f.write_all(&header(encoder)).map_err(ctx)?;
+        HEADER as u64
+    };
+    f.set_len(whole).map_err(ctx)?;
+    f.seek(SeekFrom::Start(whole)).map_err(ctx)?;
+    f.write_all(&entry).map_err(ctx)
 }
 
 impl Semantic {
@@ -106,7 +148,7 @@ impl Semantic {
     /// The same with the encoder loaded already: reindex loads it before
     /// it writes anything, so a broken model leaves the store untouched.
     pub fn with(paths: &Paths, view: &View<'_>, encoder: Encoder) -> Result<Semantic> {
-        let cached = read_cache(&paths.dense, &encoder.fingerprint, encoder.dims())?;
+        let cached = read_cache(&paths.dense, &encoder);
         let slots: Vec<usize> = view.docs().collect();
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; view.slots()];
         let mut keys = vec![[0u8; KEY]; view.slots()];
@@ -158,16 +200,11 @@ impl Semantic {
 
     /// Writes every vector to the cache, whole (temp file and rename).
     pub fn write_cache(&self, paths: &Paths) -> Result<()> {
-        let dims = self.encoder.dims();
-        let mut out = Vec::with_capacity(HEADER + self.vectors.len() * (KEY + 4 * dims));
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&VERSION.to_le_bytes());
-        out.extend_from_slice(self.encoder.fingerprint.as_bytes());
-        out.extend_from_slice(&(dims as u32).to_le_bytes());
+        let mut out = header(&self.encoder);
         for (k, v) in self.keys.iter().zip(&self.vectors) {
-            let Some(v) = v else { continue };
-            out.extend_from_slice(k);
-            v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+            if let Some(v) = v {
+                put_entry(&mut out, k, v);
+            }
         }
         crate::fs::atomic::write(&paths.dense, &out)
     }

@@ -46,7 +46,7 @@ pub(super) fn tools() -> Vec<Tool> {
 /// Runs one JSON line through apply and returns what it printed.
 fn apply_lines(paths: &Paths, lines: &[u8], r: &mut Reply) -> crate::Result<()> {
     let mut out = Out::memory("kb-mcp");
-    apply::run(paths, lines, &mut out)?;
+    apply::run(paths, crate::memgate::dense::model_dir(None).as_deref(), lines, &mut out)?;
     let (_, bytes) = out.captured()?;
     r.extend_jsonl(&bytes);
     Ok(())
