@@ -108,6 +108,14 @@ fn ids(d: &Value) -> Vec<&str> {
     d["neighbours"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect()
 }
 
+/// Edits note `id` by hand: `from` becomes `to`.
+fn edit(lib: &Lib, id: &str, from: &str, to: &str) {
+    let p = mem(lib, &format!("notes/{id}.md"));
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(text.contains(from), "{id}: {from}");
+    std::fs::write(&p, text.replace(from, to)).unwrap();
+}
+
 fn dense_len(lib: &Lib) -> usize {
     std::fs::read(mem(lib, ".dense.vec")).unwrap().len()
 }
@@ -138,11 +146,7 @@ fn reindex_caches_the_vectors_and_encodes_only_what_changed() {
     assert_eq!(std::fs::read(mem(&lib, ".dense.vec")).unwrap(), cache);
 
     // One note edited by hand: that one is encoded again.
-    let p = mem(&lib, &format!("notes/{}.md", ids[1]));
-    let text = std::fs::read_to_string(&p)
-        .unwrap()
-        .replace("Write commit messages in English.", "Always write commit messages in English.");
-    std::fs::write(&p, text).unwrap();
+    edit(&lib, &ids[1], "Write commit messages in English.", "Always write commit messages in English.");
     assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 3, "encoded": 1}));
     assert_ne!(std::fs::read(mem(&lib, ".dense.vec")).unwrap(), cache);
     assert_eq!(reindex(&lib, &m)["vectors"], json!({"notes": 3, "encoded": 0}));
@@ -346,9 +350,7 @@ fn a_missing_or_broken_model_is_an_error_before_any_write() {
     let (lib, m, ids) = store();
     reindex(&lib, &m);
     // Something for reindex to do: a hand-edited note.
-    let p = mem(&lib, &format!("notes/{}.md", ids[0]));
-    let text = std::fs::read_to_string(&p).unwrap().replace("- Status: active", "- Status: paused");
-    std::fs::write(&p, text).unwrap();
+    edit(&lib, &ids[0], "- Status: active", "- Status: paused");
     let broken = model(&lib, "broken", 3);
     std::fs::write(broken.join("model.safetensors"), b"not weights").unwrap();
     let relu = model(&lib, "relu", 3);
@@ -416,9 +418,7 @@ fn without_a_model_a_statement_has_no_dense() {
 fn a_note_edited_since_reindex_is_read_as_it_is_now() {
     let (lib, m, ids) = store();
     reindex(&lib, &m);
-    let p = mem(&lib, &format!("notes/{}.md", ids[2]));
-    let text = std::fs::read_to_string(&p).unwrap().replace("Run clippy before every push.", "Prefer pnpm to npm.");
-    std::fs::write(&p, text).unwrap();
+    edit(&lib, &ids[2], "Run clippy before every push.", "Prefer pnpm to npm.");
     let q = [bare("Prefer pnpm to npm."), said("remember", "Which package manager do I prefer?")];
     let (edited, _) = decide_with(&lib, &m, &q);
     // The same as with no cache at all: the edited note's old vector is not used.
