@@ -205,6 +205,38 @@ fn a_skill_promote_killed_at_every_step_is_finished_by_the_next_writer() {
     }
 }
 
+/// `kb-lock sweep` as the first command after a killed promote finishes
+/// it as a writer does: the journal is recovered before dead writers'
+/// temp files are removed. Before, sweep removed the staged SKILL.md
+/// first (its writer's pid was dead), then finished the move without it:
+/// the skill moved with its old trust tier and the promote's changelog
+/// line and commit were dropped as rolled back.
+#[test]
+fn kb_lock_sweep_after_a_killed_promote_finishes_it() {
+    const TO: &str = ".skills/.drafts/pdf-tools";
+    let reference = with_skill();
+    reference.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).assert().success();
+    let promoted_md = reference.read(&format!("{TO}/SKILL.md"));
+    let cases: Vec<(Step, u32)> = STEPS
+        .iter()
+        .filter(|s| s.pipeline() == "write" && **s != Step::WriteTemp)
+        .map(|&s| (s, 1))
+        .chain([(Step::Rename, 2)])
+        .collect();
+    for (step, n) in cases {
+        let what = format!("{}:{n}", step.name());
+        let lib = with_skill();
+        promote_killed_at(&lib, &what);
+        lib.cmd("kb-lock").arg("sweep").assert().success();
+        assert!(!lib.path(DIR).exists(), "{what}: {DIR} left");
+        assert_eq!(lib.read(&format!("{TO}/SKILL.md")), promoted_md, "{what}");
+        let promotes: Vec<_> =
+            skill_events(&lib, &format!("{TO}/SKILL.md")).into_iter().filter(|(a, _)| a == "promote").collect();
+        assert_eq!(promotes.len(), 1, "{what}: changelog lines");
+        assert_recovered(&lib, &what);
+    }
+}
+
 /// Rerunning the killed promote itself finishes it first (the rerun is
 /// the next writer), then reports the promote as an uninterrupted one
 /// does: its `skill_write` record, exit 0, one changelog line and one

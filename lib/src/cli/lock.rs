@@ -65,12 +65,7 @@ pub fn main() -> ExitCode {
                 }
             }
             _ => {
-                let swept = lock::sweep(&lib)?;
-                for s in &swept {
-                    let pid = s.pid.map_or("unknown".into(), |p| p.to_string());
-                    crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
-                    out.record(s)?;
-                }
+                let mut swept = lock::sweep(&lib, lock::Sweep::Locks)?;
                 let evolve = lib.path(crate::guard::evolve::journal::FILE).exists();
                 if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) || evolve {
                     let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
@@ -87,6 +82,14 @@ pub fn main() -> ExitCode {
                     if let Some(r) = recovered {
                         out.record(&r)?;
                     }
+                }
+                // Temps last: recovery may still rename a killed batch's staged file into place.
+                swept.extend(lock::sweep(&lib, lock::Sweep::Temps)?);
+                swept.sort_by(|a, b| a.path.cmp(&b.path));
+                for s in &swept {
+                    let pid = s.pid.map_or("unknown".into(), |p| p.to_string());
+                    crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
+                    out.record(s)?;
                 }
             }
         }

@@ -276,19 +276,30 @@ pub struct Swept {
     pub pid: Option<u32>,
 }
 
-/// Removes seed-style `mkdir` lock directories whose pid is dead: the
-/// library's `.lock` and any `.lock` directory below it (the seed locked
-/// per directory). Live ones are left alone. Temp files that a killed
-/// writer left behind (`.<name>.tmp.<pid>.…`, see `atomic`) go too.
-pub fn sweep(lib: impl AsRef<Path>) -> Result<Vec<Swept>> {
+/// What [`sweep`] removes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Sweep {
+    /// Seed-style `mkdir` lock directories whose pid is dead: the
+    /// library's `.lock` and any `.lock` directory below it (the seed
+    /// locked per directory). Live ones are left alone. They go first: a
+    /// legacy `.lock` directory stands where the lock file must be.
+    Locks,
+    /// Temp files that a killed writer left behind (`.<name>.tmp.<pid>.…`,
+    /// see `atomic`). They go after a killed batch's journal is recovered,
+    /// which may still rename one into place (a promote's staged SKILL.md).
+    Temps,
+}
+
+/// Removes what `what` names (see [`Sweep`]); returns what it removed.
+pub fn sweep(lib: impl AsRef<Path>, what: Sweep) -> Result<Vec<Swept>> {
     let dir = lib.as_ref();
     let mut out = Vec::new();
     for it in crate::fs::walk::entries(dir, |d| d.name != ".git") {
-        if it.kind == Kind::Dir && it.name() == ".lock" && looks_legacy(&it.path) {
+        if what == Sweep::Locks && it.kind == Kind::Dir && it.name() == ".lock" && looks_legacy(&it.path) {
             if let Some(pid) = reclaim_legacy(&it.path)? {
                 out.push(Swept { path: it.rel, pid });
             }
-        } else if it.kind == Kind::File {
+        } else if what == Sweep::Temps && it.kind == Kind::File {
             if let Some(pid) = crate::fs::atomic::temp_owner(it.name()).filter(|p| !pid_alive(*p)) {
                 fs::remove_file(&it.path).map_err(|e| Error::io(format!("removing {}", it.path.display()), e))?;
                 out.push(Swept { path: it.rel, pid: Some(pid) });
