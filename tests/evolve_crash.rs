@@ -139,6 +139,12 @@ fn an_integrate_killed_at_every_step_is_finished_by_the_next_run() {
         assert!(kb::fs::crash::STEPS.iter().any(|s| s.name() == name), "{name} is no step");
         let lib = approved();
         integrate_killed_at(&lib, what);
+        // The journal left is one record of its schema (schemas/evolve_journal.schema.json).
+        if let Ok(text) = std::fs::read_to_string(lib.path(".core-rule-proposals/.journal")) {
+            let journal: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(journal["record"], "evolve_journal", "{what}");
+            crate::util::conforms(&journal);
+        }
         let (recs, code, err) = guard(&lib, &["rules", "integrate"]);
         assert_eq!(code, Some(0), "{what}: {recs:?} {err}");
         if what != "evolve-temp:1" && what != "evolve-temp:6" {
