@@ -217,14 +217,7 @@ fn kb_lock_sweep_after_a_killed_promote_finishes_it() {
     let reference = with_skill();
     reference.cmd("kb-append").args(["skill", "promote", "pdf-tools", "--to", "drafts"]).assert().success();
     let promoted_md = reference.read(&format!("{TO}/SKILL.md"));
-    let cases: Vec<(Step, u32)> = STEPS
-        .iter()
-        .filter(|s| s.pipeline() == "write" && **s != Step::WriteTemp)
-        .map(|&s| (s, 1))
-        .chain([(Step::Rename, 2)])
-        .collect();
-    for (step, n) in cases {
-        let what = format!("{}:{n}", step.name());
+    for what in journaled_kills() {
         let lib = with_skill();
         promote_killed_at(&lib, &what);
         lib.cmd("kb-lock").arg("sweep").assert().success();
@@ -255,14 +248,7 @@ fn rerunning_a_killed_promote_finishes_it_once_and_succeeds() {
             })
             .collect()
     };
-    let cases: Vec<(Step, u32)> = STEPS
-        .iter()
-        .filter(|s| s.pipeline() == "write" && **s != Step::WriteTemp)
-        .map(|&s| (s, 1))
-        .chain([(Step::Rename, 2)])
-        .collect();
-    for (step, n) in cases {
-        let what = format!("{}:{n}", step.name());
+    for what in journaled_kills() {
         let lib = with_skill();
         let commits = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
         promote_killed_at(&lib, &what);
@@ -285,6 +271,18 @@ fn rerunning_a_killed_promote_finishes_it_once_and_succeeds() {
         let line = log.events.iter().map(|(_, e)| e).find(|e| e.action.as_deref() == Some("promote")).unwrap();
         assert_eq!(got[0]["ts"].as_str(), Some(line.ts.as_str()), "{what}");
     }
+}
+
+/// Where a promote can be killed once its journal is written ("step:n"):
+/// every write step but staging, and the second rename (the tier lands in
+/// the old directory, then the directory moves).
+fn journaled_kills() -> Vec<String> {
+    STEPS
+        .iter()
+        .filter(|s| s.pipeline() == "write" && **s != Step::WriteTemp)
+        .map(|s| format!("{}:1", s.name()))
+        .chain([format!("{}:2", Step::Rename.name())])
+        .collect()
 }
 
 /// Promotes pdf-tools to drafts with a crash injected at `what`
