@@ -148,7 +148,7 @@ impl Semantic {
     /// The same with the encoder loaded already: reindex loads it before
     /// it writes anything, so a broken model leaves the store untouched.
     pub fn with(paths: &Paths, view: &View<'_>, encoder: Encoder) -> Result<Semantic> {
-        let cached = read_cache(&paths.dense, &encoder);
+        let mut cached = read_cache(&paths.dense, &encoder);
         let slots: Vec<usize> = view.docs().collect();
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; view.slots()];
         let mut keys = vec![[0u8; KEY]; view.slots()];
@@ -157,8 +157,9 @@ impl Semantic {
             let (id, file) = view.name(d);
             let (size, mtime) = view.stamp(d);
             keys[d] = key(&id, size, mtime);
-            match cached.get(&keys[d]) {
-                Some(v) => vectors[d] = Some(v.clone()),
+            // Moved out, not copied: a live note's key (its id) is its own.
+            match cached.remove(&keys[d]) {
+                Some(v) => vectors[d] = Some(v),
                 None => missing.push((d, file)),
             }
         }
