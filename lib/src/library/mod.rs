@@ -134,12 +134,13 @@ impl Library {
                 kind::Kind::Local if kind::is_temp(name) => {
                     format!("refused: '{norm}' looks like a kb-tools temporary file")
                 }
+                kind::Kind::Unknown if self.path(&norm).is_dir() => format!("'{norm}' is a directory"),
                 kind::Kind::Unknown => format!(
                     "refused: '{norm}' is not a kind a library holds (documents are Markdown, text or images \
                      under .memory/ or a folder of yours; scripts belong in a skill under .skills/)"
                 ),
                 kind::Kind::Rule | kind::Kind::Proposal | kind::Kind::Conflict => {
-                    format!("refused: '{norm}' is a {}; it is written only by kb-tools", k.name())
+                    format!("refused: '{norm}' is a {}, an internal file written only by kb-tools", k.name())
                 }
                 _ => format!("refused: '{norm}' is a generated or internal file; it is written only by kb-tools"),
             }));

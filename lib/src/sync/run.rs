@@ -450,7 +450,9 @@ fn merge(lib: &Library, repo: &Repo, opts: &Options, remote: &str, branch: &str,
     }
     if base.is_some() {
         repo.commit_merge(&theirs, &format!("task-ai(library):sync {remote}/{branch}"))?;
-    } else if !touched.is_empty() {
+    } else if !touched.is_empty() && !repo.ok(&["diff", "--cached", "--quiet"]) {
+        // A peer's derived bytes put back to ours and rebuilt are often
+        // the very bytes it sent: then there is nothing to commit.
         repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
     }
     crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
@@ -480,8 +482,30 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
     }
     let mut touched = Vec::new();
     let mut events: Vec<Event> = Vec::new();
+    let held = hold::paths(lib)?;
     for (top_rel, [base, a, b]) in &stages {
         let rel = repo.in_library(top_rel).unwrap_or(top_rel);
+        // A held path in conflict: the shared history takes the peer's
+        // version, this work tree keeps its own (as for any hold).
+        if held.contains(rel) {
+            match b {
+                Some(sha) => {
+                    let info = format!("100644,{sha},{top_rel}");
+                    repo.run(&["update-index", "--add", "--cacheinfo", &info], "git update-index")?;
+                    repo.run(&["update-index", "--skip-worktree", "--", top_rel], "git update-index")?;
+                }
+                None => {
+                    repo.run(&["rm", "--cached", "--quiet", "--", top_rel], "git rm --cached")?;
+                }
+            }
+            match a {
+                Some(sha) => crate::fs::atomic::write(&lib.path(rel), &hold::bytes(repo, sha)?)?,
+                None => {
+                    let _ = fs::remove_file(lib.path(rel));
+                }
+            }
+            continue;
+        }
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
         let (base, a, b) = (read(base)?, read(a)?, read(b)?);
         touched.push(rel.to_string());
@@ -554,14 +578,12 @@ fn add_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     repo.run(&args, "git add").map(|_| ())
 }
 
-/// Stages the whole library: never its local state (whatever the
-/// `.gitignore` says) nor a path held back from a peer (this machine's
+/// Stages the whole library: never its local state (the library's
+/// `.gitignore`, rewritten by `attributes::write` before, lists it; naming
+/// an ignored path here would make git refuse) nor a path held back from a peer (this machine's
 /// copy of a rule a peer removed stays off the record until reviewed).
 fn add_library(lib: &Library, repo: &Repo) -> Result<()> {
     let mut args = vec!["add".to_string(), "--all".into(), "--".into(), repo.library_pathspec()];
-    for name in kind::LOCAL_FILES.iter().chain(kind::LOCAL_DIRS) {
-        args.push(format!(":(exclude,literal){}", repo.top_path(name)));
-    }
     for p in hold::paths(lib)? {
         args.push(format!(":(exclude,literal){}", repo.top_path(&p)));
     }
