@@ -493,3 +493,127 @@ fn a_released_file_enters_the_library() {
     assert_eq!(p.victim.read("notes/setup.md"), DANGEROUS);
     assert_eq!(p.victim.git(&["status", "--porcelain", "--", ".library"]), "");
 }
+
+// -------------------------------------------------------- property: trees
+
+/// Random peer trees against one victim: random names (portable or not),
+/// kinds (documents, skills, logs, derived, rules, local state, unknown,
+/// outside the library), modes (plain, executable, symlinks to the
+/// victim's key), sizes and deletions. After every sync: nothing outside
+/// the library changed and the key's bytes appear in no output; what the
+/// checkout holds is only of admitted kinds, plain files, no links; a
+/// refusal changed nothing. The attacker then resets the hub to the
+/// victim's head and tries again.
+#[test]
+fn random_peer_trees_never_reach_past_the_boundary() {
+    let p = Peers::new();
+    let a = p.attacker.root().to_path_buf();
+    let key = p.victim.root().join(".ssh/id_rsa").display().to_string();
+    let dirs = [
+        ".library/notes",
+        ".library/.memory/.references",
+        ".library/.skills/.active/pdf",
+        ".library/.skills/.candidates/pdf/scripts",
+        ".library/.evolving-rules/security/active",
+        ".library/.core-rule-proposals",
+        ".library/.conflicts/notes",
+        ".library/.cache",
+        ".library/.lock.queue",
+        ".library/.quarantine",
+        ".library/.unknown",
+        ".library",
+        ".claude",
+        "src",
+    ];
+    let names = [
+        "a.md",
+        "B.md",
+        "run.sh",
+        "CON.md",
+        "x*y.md",
+        ".journal",
+        ".changelog",
+        ".index.md",
+        "r.yaml",
+        "img.png",
+        "n\u{301}fd.md",
+        "trailing.md.",
+        "c.md:Zone.Identifier",
+        "中文.md",
+        "settings.json",
+    ];
+    let bodies = ["# Note\n\nPlain words.\n", DANGEROUS, "{\"version\":1}\n", "x\n"];
+    let mut rng = crate::util::Rng(0x5eed_1234_abcd_0001);
+    let outside_before = files(p.victim.root())
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with(".library/") && !k.starts_with(".library"))
+        .collect::<BTreeMap<_, _>>();
+    for round in 0..14 {
+        let base = p.victim.git(&["rev-parse", "HEAD"]).trim().to_string();
+        git(&a, &["fetch", "-q", "origin"]);
+        git(&a, &["reset", "-q", "--hard", &base]);
+        git(&a, &["clean", "-q", "-f", "-d", "-x", "--", ".library"]);
+        for _ in 0..1 + rng.below(4) {
+            let path = format!("{}/{}", dirs[rng.below(dirs.len())], names[rng.below(names.len())]);
+            let full = a.join(&path);
+            if std::fs::create_dir_all(full.parent().unwrap()).is_err() || full.is_dir() {
+                continue;
+            }
+            match rng.below(6) {
+                0 => symlink(&key, full.clone()),
+                1 => {
+                    std::fs::write(&full, bodies[rng.below(bodies.len())]).unwrap();
+                    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+                    std::fs::set_permissions(&full, mode).unwrap();
+                }
+                2 => {
+                    // A note linking out to the key.
+                    std::fs::write(&full, "# See\n\n[key](../../.ssh/id_rsa)\n").unwrap();
+                }
+                _ => std::fs::write(&full, bodies[rng.below(bodies.len())]).unwrap(),
+            }
+        }
+        if rng.below(3) == 0 {
+            let docs = git(&a, &["ls-files", ".library/notes"]);
+            if let Some(d) = docs.lines().nth(rng.below(3)) {
+                git(&a, &["rm", "-q", d]);
+            }
+        }
+        git(&a, &["add", "-A", "-f", "."]);
+        untrack_lock(&a, ".library/.lock");
+        git(&a, &["commit", "-q", "--allow-empty", "-m", &format!("round {round}")]);
+        git(&a, &["push", "-q", "-f", "origin", "HEAD:main"]);
+        let before = p.state();
+        let out = p.victim.cmd("kb-append").arg("sync").output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!stdout.contains(SECRET.trim()) && !stderr.contains(SECRET.trim()), "round {round}: the key leaked");
+        match out.status.code() {
+            Some(2) => assert_eq!(p.state(), before, "round {round}: a refused sync changed things: {stdout}"),
+            Some(0) => {}
+            c => panic!("round {round}: sync exited {c:?}: {stdout} {stderr}"),
+        }
+        let now: BTreeMap<_, _> = files(p.victim.root())
+            .into_iter()
+            .filter(|(k, _)| !k.starts_with(".library/") && !k.starts_with(".library"))
+            .collect();
+        assert_eq!(now, outside_before, "round {round}: bytes outside the library changed");
+        assert!(p.victim.dir().is_dir() && !p.victim.dir().is_symlink());
+        for (rel, _) in files(&p.victim.dir()) {
+            let full = p.victim.dir().join(&rel);
+            let meta = std::fs::symlink_metadata(&full).unwrap();
+            assert!(meta.file_type().is_file(), "round {round}: {rel} is not a plain file");
+            let exec = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0;
+            assert!(!exec, "round {round}: {rel} is executable");
+            let k = kb::library::kind::kind(&rel);
+            let local_ok = k == kb::library::kind::Kind::Local && !rel.starts_with(".lock.queue");
+            assert!(k.peer() || local_ok, "round {round}: {rel} ({k:?}) reached the checkout");
+            if k.is_content() {
+                assert!(
+                    !std::fs::read_to_string(&full).unwrap_or_default().contains("evil.example"),
+                    "round {round}: {rel}"
+                );
+            }
+        }
+    }
+    p.unharmed();
+}
