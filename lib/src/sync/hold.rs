@@ -139,6 +139,21 @@ pub fn restore(lib: &Library, repo: &Repo, new: &[Held]) -> Result<()> {
     Ok(())
 }
 
+/// Puts every hold back in force at the start of a sync: the
+/// sparse-checkout block and this machine's bytes in place. A sync killed
+/// between its merge and [`restore`] (or a hand-edited block) is mended
+/// before anything else is merged.
+pub fn reinstate(lib: &Library, repo: &Repo) -> Result<()> {
+    let all = read(lib)?;
+    if all.is_empty() {
+        return Ok(());
+    }
+    exclude(repo, &all)?;
+    let missing: Vec<Held> =
+        all.into_iter().filter(|h| h.ours.is_some() && std::fs::symlink_metadata(lib.path(&h.path)).is_err()).collect();
+    restore(lib, repo, &missing)
+}
+
 /// The held paths (empty when none).
 pub fn read(lib: &Library) -> Result<Vec<Held>> {
     let Some(text) = crate::fs::read::optional_text(&lib.path(MANIFEST))? else { return Ok(Vec::new()) };

@@ -170,6 +170,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             crate::guard::evolve::journal::note(&r);
         }
         recover(&repo)?;
+        hold::reinstate(lib, &repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;
         crate::fs::crash::at(crate::fs::crash::Step::SyncFetched);
