@@ -308,6 +308,7 @@ pub fn settle(lib: &Library, path: &str, release: bool, commit: bool) -> Result<
         sha256: None,
         bytes: None,
         reason: Some(h.reason.clone()),
+        machine: None,
     };
     let tracked = blob_at(&repo, "HEAD", &top);
     if release {

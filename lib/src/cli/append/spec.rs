@@ -78,6 +78,8 @@ const SYNC: &[&str] = &[
     "max-deletes",
     "accept-deletes",
     "merge-outside",
+    "min-interval",
+    "prune-idle",
 ];
 
 /// kb-append's subcommands and the flags each uses.

@@ -27,6 +27,8 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         push: !a.on("no-push"),
         lock: opts.lock,
         limits: limits(a)?,
+        min_interval: a.get("min-interval").map(crate::clock::parse_duration).transpose()?,
+        prune_idle: a.get("prune-idle").map(days_or_duration).transpose()?,
         ..Default::default()
     };
     match sync::sync(lib, &o) {
@@ -41,6 +43,15 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         }
         Ok(report) => out.record(&report),
         Err(e) => out.error(&e.to_string(), json!({"command": "sync"})),
+    }
+}
+
+/// `--prune-idle`: a bare number is days (refs idle for seconds are
+/// never what anyone means), else a duration such as `12h`.
+fn days_or_duration(s: &str) -> Result<std::time::Duration, Error> {
+    match s.trim().parse::<u64>() {
+        Ok(days) => Ok(std::time::Duration::from_secs(days.saturating_mul(86_400))),
+        Err(_) => crate::clock::parse_duration(s),
     }
 }
 
