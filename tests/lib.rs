@@ -26,6 +26,7 @@ mod memgate;
 mod memgate_crash;
 mod memgate_model;
 mod memgate_quality;
+mod names;
 mod out_of_scope;
 mod promote;
 mod readme;

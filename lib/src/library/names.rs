@@ -192,9 +192,11 @@ fn portability(part: &str, last: bool) -> Option<String> {
                     "contains a backslash{as_read}, Windows' directory separator; paths are '/'-separated"
                 ))
             }
-            Some(c) => return Some(format!(
+            Some(c) => {
+                return Some(format!(
                 "contains '{c}'{as_read}, one of the characters Windows does not allow in a name (\\ : * ? < > | \")"
-            )),
+            ))
+            }
             None => {}
         }
         if let Some(dev) = device(name) {
