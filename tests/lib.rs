@@ -28,6 +28,7 @@ mod memgate_model;
 mod memgate_quality;
 mod names;
 mod out_of_scope;
+mod peer;
 mod peer_gates;
 mod promote;
 mod readme;
