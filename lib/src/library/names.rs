@@ -169,7 +169,11 @@ pub fn refusal(raw: &str) -> Option<String> {
 /// `last`: the file's own name, which needs room for the writer's temp.
 fn portability(part: &str, last: bool) -> Option<String> {
     let folded = fold(part);
-    let limit = if last { MAX_FILE_NAME } else { MAX_NAME };
+    // A writer's own temp (`fs::atomic`) is renamed, never replaced, so it
+    // needs no room for another: it keeps its kind (local state) whatever
+    // the length of the name it stands for.
+    let temp = crate::fs::atomic::temp_owner(part).is_some();
+    let limit = if last && !temp { MAX_FILE_NAME } else { MAX_NAME };
     let long = part.len().max(folded.len());
     if long > limit {
         let head: String = part.chars().take(40).collect();
@@ -342,6 +346,10 @@ mod tests {
         // A directory's name is never a temp's stem: the plain limit.
         assert_eq!(refusal(&format!("{}/a.md", "d".repeat(MAX_NAME))), None);
         assert!(refusal(&format!("{}/a.md", "d".repeat(MAX_NAME + 1))).is_some());
+        // The temp of the longest name is the writer's own, not refused.
+        let temp = format!("notes/.{}.md.tmp.4294967295.18446744073709551615.999999999", "a".repeat(MAX_FILE_NAME - 3));
+        assert_eq!(temp.rsplit('/').next().map(str::len), Some(MAX_NAME));
+        assert_eq!(refusal(&temp), None);
         // Counted in bytes: 70 CJK characters are 210 bytes.
         assert!(refusal(&format!("notes/{}", "\u{4e2d}".repeat(70))).is_some());
         assert_eq!(refusal(&format!("notes/{}", "\u{4e2d}".repeat(69))), None);
