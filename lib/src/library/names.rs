@@ -185,11 +185,12 @@ fn portability(part: &str, last: bool) -> Option<String> {
             format!("at most {MAX_NAME}")
         };
         let once = if part.len() < long { " once normalised" } else { "" };
-        return Some(format!("has a name too long to write back ('{}…': {long} bytes{once}, {why})", shown(&head)));
+        let what = if last { "a name too long to write back" } else { "a directory name too long" };
+        return Some(format!("has {what} ('{}…': {long} bytes{once}, {why})", shown(&head)));
     }
     for name in [part, folded.as_str()] {
         let c = name.chars().find(|c| WINDOWS_FORBIDDEN.contains(c));
-        let as_read = if name == part { String::new() } else { format!(" (as '{}' reads once folded)", shown(name)) };
+        let as_read = if name == part { String::new() } else { format!(" (once folded: '{}')", shown(name)) };
         match c {
             Some('\\') => {
                 return Some(format!(
