@@ -9,6 +9,7 @@ pub mod engine;
 pub mod evolve;
 pub mod filter;
 pub mod finding;
+pub mod gate;
 pub mod mention;
 pub mod normalize;
 pub mod pattern;

@@ -18,6 +18,7 @@ pub mod machine;
 pub mod names;
 pub mod relations;
 pub mod scan;
+pub mod trust;
 
 use std::path::{Component, Path, PathBuf};
 

@@ -634,7 +634,7 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
         rebuilt.extend(refresh::documents(lib, &pending, None)?);
     }
     if !entries.is_empty() || !rebuilt.is_empty() || !local.is_empty() {
-        add_library(lib, repo)?;
+        add_library(repo)?;
         if !repo.ok(&["diff", "--cached", "--quiet"]) {
             repo.commit("task-ai(library):sync local changes")?;
             start.local = repo.rev("HEAD");
@@ -784,25 +784,23 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
     let held = hold::paths(lib)?;
     for (top_rel, [base, a, b]) in &stages {
         let rel = repo.in_library(top_rel).unwrap_or(top_rel);
-        // A held path in conflict: the shared history takes the peer's
-        // version, this work tree keeps its own (as for any hold).
+        // A held path in conflict with an edit of ours: ours stays, in the
+        // work tree and in the merge (the peer's version is its commit's,
+        // and `quarantine release` brings it in); nothing dangerous can be
+        // checked out, so the path needs no sparse exclusion.
         if held.contains(rel) {
-            match b {
+            match a {
                 Some(sha) => {
                     let info = format!("100644,{sha},{top_rel}");
                     repo.run(&["update-index", "--add", "--cacheinfo", &info], "git update-index")?;
-                    repo.run(&["update-index", "--skip-worktree", "--", top_rel], "git update-index")?;
+                    crate::fs::atomic::write(&lib.path(rel), &hold::bytes(repo, sha)?)?;
                 }
                 None => {
                     repo.run(&["rm", "--cached", "--quiet", "--", top_rel], "git rm --cached")?;
-                }
-            }
-            match a {
-                Some(sha) => crate::fs::atomic::write(&lib.path(rel), &hold::bytes(repo, sha)?)?,
-                None => {
                     let _ = fs::remove_file(lib.path(rel));
                 }
             }
+            hold::kept_ours(lib, repo, rel)?;
             continue;
         }
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
@@ -877,17 +875,14 @@ fn add_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     repo.run(&args, "git add").map(|_| ())
 }
 
-/// Stages the whole library: never its local state (the library's
-/// `.gitignore`, rewritten by `attributes::write` before, lists it; naming
-/// an ignored path here would make git refuse) nor a path held back from a peer (this machine's
-/// copy of a rule a peer removed stays off the record until reviewed).
-fn add_library(lib: &Library, repo: &Repo) -> Result<()> {
-    let mut args = vec!["add".to_string(), "--all".into(), "--".into(), repo.library_pathspec()];
-    for p in hold::paths(lib)? {
-        args.push(format!(":(exclude,literal){}", repo.top_path(&p)));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    repo.run(&args, "git add").map(|_| ())
+/// Stages the whole library. Never its local state (the library's
+/// `.gitignore`, rewritten by `attributes::write` before, lists it) nor a
+/// held path: the sparse checkout keeps a quarantined file out of the work
+/// tree, and this machine's copy of a rule a peer removed is in the clone's
+/// `info/exclude` (`sync::hold`). Naming either here would make git refuse
+/// the whole add.
+fn add_library(repo: &Repo) -> Result<()> {
+    repo.run(&["add", "--all", "--", &repo.library_pathspec()], "git add").map(|_| ())
 }
 
 /// Puts the library back where the sync found it: aborts a merge, drops
@@ -925,24 +920,31 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
 }
 
 /// The gates a peer's admitted change passes before it enters the live
-/// library (issue 32): the guard with the writer's policy for content.
+/// library (issue 32): content the writer's guard refuses is quarantined
+/// (`guard::gate`, the same judgement as `kb-append write`, skill files as
+/// the skill writer judges them); a skill placed in `.skills/.active/` or
+/// a raised `trust_tier` waits for review (`library::trust`); a rule or
+/// proposal change takes effect only through the local evolve gates
+/// (`guard::evolve::peer`).
 fn gate(lib: &Library) -> Result<Box<hold::Gate<'static>>> {
     let (engine, _) = crate::guard::library_engine(lib)?;
-    Ok(Box::new(move |c: &admit::Change, _ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
-        if let (true, Some(bytes)) = (c.kind.is_content() || c.kind == Kind::Conflict, theirs) {
-            let text = String::from_utf8_lossy(bytes);
-            let report = crate::guard::scan_text_with(&engine, &c.path, &text);
-            if report.verdict == crate::guard::Verdict::Dangerous {
-                return Ok(Some((
-                    Why::Dangerous,
-                    format!(
-                        "the guard calls it dangerous, as kb-append write would ({}); kept out of the library",
-                        report.findings.iter().map(|f| f.rule.as_str()).take(5).collect::<Vec<_>>().join(", ")
-                    ),
-                )));
+    let lib = lib.clone();
+    Ok(Box::new(move |c: &admit::Change, ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
+        match c.kind {
+            Kind::Rule | Kind::Proposal => {
+                Ok(crate::guard::evolve::peer::judge_rule_change(&lib, &c.path, ours, theirs)?
+                    .map(|why| (Why::Review, why)))
             }
+            Kind::Document | Kind::Skill | Kind::Conflict => {
+                if let Some(bytes) = theirs {
+                    if let Some(why) = crate::guard::gate::refusal_with(&engine, &c.path, bytes) {
+                        return Ok(Some((Why::Dangerous, why)));
+                    }
+                }
+                Ok(crate::library::trust::judge_skill_change(&c.path, ours, theirs).map(|why| (Why::Review, why)))
+            }
+            _ => Ok(None),
         }
-        Ok(None)
     }))
 }
 
