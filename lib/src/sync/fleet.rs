@@ -46,6 +46,17 @@ pub struct Tip {
     /// No other pending tip contains it (only these are merged; the
     /// others come with them).
     pub independent: bool,
+    /// Left for a later sync (`--max-refs`).
+    pub deferred: bool,
+}
+
+/// How many of the new refs one sync merges, and whose order picks them.
+#[derive(Debug, Clone, Copy)]
+pub struct Pick<'a> {
+    /// This machine (machines order the crowd differently).
+    pub machine: &'a str,
+    /// At most this many tips besides the shared branch.
+    pub max: usize,
 }
 
 /// The refs one fetch left: the shared branch and each machine's.
@@ -63,12 +74,13 @@ impl Heads {
         let mut out: Vec<Tip> = self
             .main
             .iter()
-            .map(|sha| Tip { name: fleet.branch.clone(), sha: sha.clone(), independent: false })
+            .map(|sha| Tip { name: fleet.branch.clone(), sha: sha.clone(), independent: false, deferred: false })
             .collect();
         out.extend(self.machines.iter().map(|(id, sha)| Tip {
             name: fleet.short(id),
             sha: sha.clone(),
             independent: false,
+            deferred: false,
         }));
         out
     }
@@ -208,7 +220,14 @@ impl Fleet {
     /// another) first, the shared branch first among them, then by
     /// commit. The git work is one `for-each-ref --no-merged` and one
     /// `merge-base --independent` over the moved refs only.
-    pub fn pending(&self, repo: &Repo, heads: &Heads, state: &State, head: Option<&str>) -> Result<Vec<Tip>> {
+    pub fn pending(
+        &self,
+        repo: &Repo,
+        heads: &Heads,
+        state: &State,
+        head: Option<&str>,
+        pick: Pick<'_>,
+    ) -> Result<Vec<Tip>> {
         // A state written on a history HEAD no longer holds is void.
         let trusted = match (&state.head, head) {
             (Some(s), Some(h)) => s == h || repo.is_ancestor(s, h),
@@ -247,10 +266,24 @@ impl Fleet {
         for t in &mut out {
             t.independent = independent.contains(&t.sha);
         }
+        // The shared branch first; the machine refs in an order of this
+        // machine's own, so machines that take only part of a crowd take
+        // different parts and their merges spread the rest.
         let main = self.branch.clone();
-        out.sort_by_key(|t| (!t.independent, t.name != main, t.sha.clone(), t.name.clone()));
+        let order = |sha: &str| crate::doc::digest::sha256(format!("{}\n{sha}", pick.machine).as_bytes());
+        out.sort_by_key(|t| (!t.independent, t.name != main, order(&t.sha), t.name.clone()));
+        let mut taken = 0;
         for t in &mut out {
             t.independent = t.independent && claimed.insert(t.sha.clone());
+            if t.independent {
+                // Never the shared branch: the push must fast-forward it.
+                if taken >= pick.max && t.name != main {
+                    t.independent = false;
+                    t.deferred = true;
+                } else {
+                    taken += 1;
+                }
+            }
         }
         Ok(out)
     }
@@ -281,7 +314,7 @@ impl Fleet {
                 continue;
             };
             if id != own && when.parse::<i64>().is_ok_and(|t| t < idle_before) {
-                out.push(Tip { name: self.short(id), sha: sha.to_string(), independent: false });
+                out.push(Tip { name: self.short(id), sha: sha.to_string(), independent: false, deferred: false });
             }
         }
         Ok(out)

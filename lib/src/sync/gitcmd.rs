@@ -177,3 +177,54 @@ pub fn stderr_of(out: &Output) -> String {
         lines.join("; ")
     }
 }
+
+/// Blobs read through one `git cat-file --batch` process, so a merge of
+/// many heads reads each version it needs without starting git per blob.
+pub struct Blobs {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Blobs {
+    /// Starts the reader in the repository.
+    pub fn open(repo: &Repo) -> Result<Blobs> {
+        let mut child = repo
+            .cmd()
+            .args(["cat-file", "--batch"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| Error::io("running git cat-file --batch", e))?;
+        let input = child.stdin.take().ok_or_else(|| Error::msg("git cat-file has no stdin"))?;
+        let output =
+            std::io::BufReader::new(child.stdout.take().ok_or_else(|| Error::msg("git cat-file has no stdout"))?);
+        Ok(Blobs { child, input, output })
+    }
+
+    /// The bytes of an object (`None`: no such object).
+    pub fn get(&mut self, sha: &str) -> Result<Option<Vec<u8>>> {
+        use std::io::{BufRead, Read, Write};
+        let io = |e| Error::io("reading from git cat-file --batch", e);
+        writeln!(self.input, "{sha}").and_then(|()| self.input.flush()).map_err(io)?;
+        let mut header = String::new();
+        self.output.read_line(&mut header).map_err(io)?;
+        // "<sha> <type> <size>", or "<name> missing".
+        let size = match header.trim_end().rsplit_once(' ') {
+            Some((_, "missing")) | None => return Ok(None),
+            Some((_, n)) => n.parse::<usize>().map_err(|_| Error::msg(format!("git cat-file printed {header:?}")))?,
+        };
+        let mut bytes = vec![0; size + 1];
+        self.output.read_exact(&mut bytes).map_err(io)?;
+        bytes.pop();
+        Ok(Some(bytes))
+    }
+}
+
+impl Drop for Blobs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

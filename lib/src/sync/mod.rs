@@ -9,6 +9,7 @@ pub mod attributes;
 pub mod conflicts;
 pub mod drivers;
 pub mod fleet;
+pub mod fold;
 pub mod gitcmd;
 pub mod hold;
 pub mod identity;

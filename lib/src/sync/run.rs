@@ -62,6 +62,10 @@ pub struct Options {
     /// `--prune-idle`: delete machine refs the shared branch contains
     /// whose last commit is older than this, in the same push.
     pub prune_idle: Option<Duration>,
+    /// `--max-refs`: machine refs one sync merges at most (besides the
+    /// shared branch); the rest wait for the next sync, so one sync's work
+    /// stays bounded however many machines pushed since.
+    pub max_refs: usize,
 }
 
 impl Default for Options {
@@ -75,6 +79,7 @@ impl Default for Options {
             limits: Limits::default(),
             min_interval: None,
             prune_idle: None,
+            max_refs: 16,
         }
     }
 }
@@ -102,6 +107,9 @@ pub struct Report {
     /// branch, `kb/<machine>`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub merged_refs: Vec<String>,
+    /// New machine refs left for the next sync (`--max-refs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deferred: usize,
     /// Kept sides of overlapping edits (`.conflicts/...`).
     pub conflicts: Vec<String>,
     /// Derived files rebuilt.
@@ -142,6 +150,10 @@ pub struct Report {
     pub held: Vec<HeldShown>,
     /// How many paths wait in quarantine or for review in all.
     pub waiting: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A held path as the sync record shows it.
@@ -188,6 +200,7 @@ impl Step {
 struct Done {
     step: Step,
     merged_refs: Vec<String>,
+    deferred: usize,
     pushed: bool,
     pushes: u32,
     main_advanced: bool,
@@ -260,6 +273,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             fetched: done.step.fetched,
             merged: done.step.merged,
             merged_refs: done.merged_refs,
+            deferred: done.deferred,
             conflicts: done.step.conflicts,
             rebuilt: done.step.rebuilt.into_iter().collect::<BTreeSet<_>>().into_iter().collect(),
             pushed: done.pushed,
@@ -303,7 +317,8 @@ fn rounds(
             renew(lib, repo, fleet, machine, &mut done)?;
         }
     }
-    let tips = fleet.pending(repo, &heads, &state, before.as_deref())?;
+    let pick = fleet::Pick { machine, max: opts.max_refs };
+    let tips = fleet.pending(repo, &heads, &state, before.as_deref(), pick)?;
     let step = merge_all(lib, repo, opts, fleet, &tips)?;
     if !step.rejected.is_empty() {
         // Refused: nothing of the fetched refs is merged. A refusal found
@@ -316,10 +331,35 @@ fn rounds(
     }
     done.merged_refs = tips.iter().filter(|t| t.independent).map(|t| t.name.clone()).collect();
     done.step.add(step);
-    // Every fetched tip is in HEAD now.
+    // Every fetched tip is in HEAD now, but those left for later (and
+    // the ones only they contain).
     let head = repo.rev("HEAD");
+    let mut later = BTreeSet::new();
+    if tips.iter().any(|t| t.deferred) {
+        let names: Vec<String> = tips.iter().map(|t| fleet.tracking_of(&t.name)).collect();
+        let mut args = vec!["for-each-ref", "--no-merged=HEAD", "--format=%(refname)"];
+        args.extend(names.iter().map(String::as_str));
+        let left = repo.run(&args, "git for-each-ref --no-merged")?;
+        later = tips
+            .iter()
+            .filter(|t| left.lines().any(|l| l == fleet.tracking_of(&t.name)))
+            .map(|t| t.name.clone())
+            .collect();
+        done.deferred = tips.iter().filter(|t| t.deferred).count();
+    }
     state.head.clone_from(&head);
-    state.refs = heads.tips(fleet).into_iter().map(|t| (t.name, t.sha)).collect();
+    let old = std::mem::take(&mut state.refs);
+    state.refs = heads
+        .tips(fleet)
+        .into_iter()
+        .filter_map(|t| {
+            if later.contains(&t.name) {
+                old.get(&t.name).map(|s| (t.name, s.clone()))
+            } else {
+                Some((t.name, t.sha))
+            }
+        })
+        .collect();
     if let (true, Some(h)) = (opts.push, &head) {
         push_all(lib, repo, opts, fleet, machine, &heads, h, &mut state, &mut done)?;
     }
@@ -444,11 +484,11 @@ fn push_all(
 }
 
 /// Merges every new tip into HEAD as one result. Each tip's range is
-/// admitted first (all before any merge, so a refusal changes nothing);
-/// then the tips are merged one after the other (git's merge takes one
-/// head at a time with our settling of conflicts between heads; the
-/// octopus strategy takes none), and the result is sealed as one commit
-/// whose parents are HEAD and the tips (`seal`).
+/// admitted first (all before any merge, so a refusal changes nothing).
+/// One tip is merged with git's own merge; several are folded into one
+/// tree in one pass (`sync::fold`), and a tip that overlaps an edit here
+/// is then merged the ordinary way (both sides kept). The result is
+/// sealed as one commit whose parents are HEAD and the tips (`seal`).
 fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[Tip]) -> Result<Step> {
     let tips: Vec<&Tip> = tips.iter().filter(|t| t.independent).collect();
     if tips.is_empty() {
@@ -458,24 +498,38 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
     let mut judged = Vec::new();
     let mut rejected = Vec::new();
     for tip in &tips {
-        let (adm, _) = judge(repo, opts, start.as_deref(), &tip.sha)?;
+        let (adm, base) = judge(repo, opts, start.as_deref(), &tip.sha)?;
         for mut r in adm.rejected.iter().cloned() {
             if tip.name != fleet.branch {
                 r.reason = format!("{} (from {})", r.reason, tip.name);
             }
             rejected.push(r);
         }
-        judged.push(adm);
+        judged.push((adm, base));
     }
     if !rejected.is_empty() {
         return Ok(Step { rejected, ..Step::default() });
     }
     let gate = gate(lib)?;
     let mut total = Step::default();
-    let mut first = judged.into_iter().next();
-    for tip in &tips {
-        // The first tip's admission was made against this very HEAD.
-        let step = merge(lib, repo, opts, fleet, tip, first.take(), gate.as_ref())?;
+    let mut left: Vec<(&Tip, Option<Admission>)> = Vec::new();
+    match &start {
+        Some(head) if tips.len() > 1 => {
+            let (folded, rest) = fold_tips(lib, repo, fleet, head, &tips, judged, gate.as_ref())?;
+            total.add(folded);
+            left = rest.into_iter().map(|t| (t, None)).collect();
+        }
+        _ => {
+            // One tip (its admission was made against this very HEAD),
+            // or an unborn branch: git's merge, one tip at a time.
+            let mut judged = judged.into_iter();
+            for tip in &tips {
+                left.push((tip, judged.next().map(|(adm, _)| adm).filter(|_| left.is_empty())));
+            }
+        }
+    }
+    for (tip, pre) in left {
+        let step = merge(lib, repo, opts, fleet, tip, pre, gate.as_ref())?;
         if !step.rejected.is_empty() {
             return Ok(step);
         }
@@ -483,6 +537,87 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
     }
     seal(repo, fleet, start.as_deref(), &tips)?;
     Ok(total)
+}
+
+/// Folds the tips that merge without a person into HEAD in one pass
+/// (`sync::fold`) and commits the result; returns what it did and the
+/// tips left for an ordinary merge. Holds, deletions, the rebuild of
+/// derived files and the crash marker work as for one merge (`merge`).
+fn fold_tips<'t>(
+    lib: &Library,
+    repo: &Repo,
+    fleet: &Fleet,
+    head: &str,
+    tips: &[&'t Tip],
+    judged: Vec<(Admission, Option<String>)>,
+    gate: &hold::Gate,
+) -> Result<(Step, Vec<&'t Tip>)> {
+    let pairs: Vec<(String, String)> = tips
+        .iter()
+        .zip(&judged)
+        .map(|(t, (_, base))| (t.sha.clone(), base.clone().unwrap_or_else(|| head.to_string())))
+        .collect();
+    let plan = crate::sync::fold::plan(repo, head, &pairs)?;
+    let left: Vec<&Tip> = plan.left.iter().map(|&i| tips[i]).collect();
+    let mut step = Step::default();
+    if plan.folded.is_empty() {
+        return Ok((step, left));
+    }
+    let mut judged: Vec<Option<Admission>> = judged.into_iter().map(|(adm, _)| Some(adm)).collect();
+    let mut held = Vec::new();
+    let mut deleted = Vec::new();
+    let mut moved = Vec::new();
+    for &i in &plan.folded {
+        let Some(adm) = judged[i].take() else { continue };
+        held.extend(hold::decide(repo, lib, &adm.changes, &tips[i].sha, gate)?);
+        deleted.push((adm.deleted, tips[i].sha.clone()));
+        moved.extend(adm.moved);
+    }
+    hold::prepare(lib, repo, &held)?;
+    let mut range = vec!["rev-list".to_string(), "--count".into()];
+    range.extend(plan.folded.iter().map(|&i| tips[i].sha.clone()));
+    range.push(format!("^{head}"));
+    let range: Vec<&str> = range.iter().map(String::as_str).collect();
+    step.fetched = repo.run(&range, "git rev-list")?.trim().parse().unwrap_or(0);
+    // A kill from here to the commit leaves the work tree between two
+    // states: the marker tells the next sync to put HEAD's back.
+    crate::fs::atomic::write(&repo.git_path(MERGE_MARKER), format!("fold {head}\n").as_bytes())?;
+    repo.run(&["read-tree", "-m", "-u", head, &plan.tree], "git read-tree (the folded heads)")?;
+    crate::fs::crash::at(crate::fs::crash::Step::SyncMerging);
+    hold::restore(lib, repo, &held)?;
+    // The folded tree keeps this side's derived files: they are right for
+    // HEAD, so re-deriving what the tips changed brings them in step.
+    let changed: Vec<String> = plan.changed.iter().cloned().collect();
+    let incoming = library_docs(repo, &changed);
+    step.merged = incoming.len();
+    let mut touched = Vec::new();
+    let mut gone = Vec::new();
+    for (paths, tip) in &deleted {
+        gone.extend(deletion_events(lib, repo, paths, tip)?);
+    }
+    if !gone.is_empty() {
+        changelog::append(lib, &gone)?;
+        touched.push(changelog::FILE.to_string());
+    }
+    let events = refresh::events_since(lib, repo, head)?;
+    step.rebuilt = refresh::documents(lib, &incoming, Some(&events))?;
+    touched.extend(step.rebuilt.iter().cloned());
+    add_paths(repo, &touched)?;
+    let tree = repo.run(&["write-tree"], "git write-tree")?.trim().to_string();
+    let message = format!("task-ai(library):sync {}/{} ({} heads)", fleet.remote, fleet.branch, plan.folded.len());
+    let mut args: Vec<&str> = crate::library::git::identity_args(&repo.top);
+    args.extend(["commit-tree", &tree, "-p", head, "-m", &message]);
+    for &i in &plan.folded {
+        args.extend(["-p", tips[i].sha.as_str()]);
+    }
+    let commit = repo.run(&args, "git commit-tree")?.trim().to_string();
+    repo.run(&["update-ref", "-m", &message, "HEAD", &commit, head], "git update-ref")?;
+    crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
+    remove_marker(repo, MERGE_MARKER)?;
+    step.deleted = deleted.into_iter().flat_map(|(d, _)| d).collect();
+    step.moved = moved;
+    step.held = held;
+    Ok((step, left))
 }
 
 /// The boundary's verdict on what `theirs` brings to `ours` (HEAD), and
@@ -569,6 +704,15 @@ fn recover(repo: &Repo) -> Result<()> {
     }
     let merging = repo.git_path("MERGE_HEAD").exists();
     let ours = repo.git_path(MERGE_MARKER).exists();
+    // A fold (many heads at once, no `git merge`) killed before its
+    // commit: the index and work tree are between HEAD and the folded
+    // tree, and everything of the library was committed before it began.
+    let marker = std::fs::read_to_string(repo.git_path(MERGE_MARKER)).unwrap_or_default();
+    if let Some(head) = marker.trim().strip_prefix("fold ") {
+        if !merging && repo.rev("HEAD").as_deref() == Some(head) {
+            repo.run(&["reset", "--hard", "--quiet", head], "git reset (undoing an interrupted sync)")?;
+        }
+    }
     if merging && !ours {
         return Err(Error::msg(format!(
             "a merge is in progress in {} that sync did not start; finish it (git commit) or abort it (git merge --abort)",

@@ -73,6 +73,7 @@ pub const SYNC: &[&str] = &[
     "merge-outside",
     "min-interval",
     "prune-idle",
+    "max-refs",
     "max-deletes",
     "max-commit-files",
     "max-commit-bytes",

@@ -29,6 +29,7 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         limits: limits(a)?,
         min_interval: a.get("min-interval").map(crate::clock::parse_duration).transpose()?,
         prune_idle: a.get("prune-idle").map(days_or_duration).transpose()?,
+        max_refs: a.num("max-refs")?.unwrap_or(sync::Options::default().max_refs),
         ..Default::default()
     };
     match sync::sync(lib, &o) {
