@@ -349,80 +349,85 @@ fn caps(repo: &Repo, base: &str, theirs: &str, limits: &Limits, adm: &mut Admiss
         theirs.to_string()
     };
     let commits = repo.run(&["rev-list", &range], "git rev-list")?;
+    let commits: Vec<&str> = commits.lines().filter(|c| !c.is_empty()).collect();
+    if commits.is_empty() {
+        return Ok(());
+    }
     let mut sizes = Sizes::open(repo)?;
-    for commit in commits.lines().filter(|c| !c.is_empty()) {
-        let mut child = repo
-            .cmd()
-            .args([
-                "diff-tree",
-                "--no-commit-id",
-                "-r",
-                "-z",
-                "--raw",
-                "--no-renames",
-                "--root",
-                "-m",
-                "--first-parent",
-                commit,
-                "--",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| Error::io("running git diff-tree", e))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::msg("git diff-tree gave no output"))?;
-        let mut fields = BufReader::new(stdout).split(0);
-        let (mut files, mut bytes, mut refused) = (0usize, 0u64, None);
-        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-            let (meta, path) = (
-                meta.map_err(|e| Error::io("reading git diff-tree", e))?,
-                path.map_err(|e| Error::io("reading git diff-tree", e))?,
-            );
-            let meta = String::from_utf8_lossy(&meta);
-            let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-            let [_, new_mode, _, new_sha, status] = parts.as_slice() else { continue };
-            if status.starts_with('D') || *new_mode == "160000" {
-                continue;
-            }
-            if status.starts_with('A') {
-                files += 1;
-            }
-            let size = sizes.of(new_sha)?;
-            bytes += size;
-            let short = &commit[..commit.len().min(12)];
-            if files > limits.max_files {
-                refused = Some(format!(
-                    "commit {short} adds more than {} files; a tree that large is refused unread (raise the cap with --max-commit-files N)",
-                    limits.max_files
-                ));
-            } else if size > limits.max_file_bytes {
-                refused = Some(format!(
-                    "commit {short} holds a file of {size} bytes, over the cap of {} (raise it with --max-file-bytes N): {}",
-                    limits.max_file_bytes,
-                    names::shown(&String::from_utf8_lossy(&path))
-                ));
-            } else if bytes > limits.max_bytes {
-                refused = Some(format!(
-                    "commit {short} adds or changes more than {} bytes (raise the cap with --max-commit-bytes N)",
-                    limits.max_bytes
-                ));
-            }
-            if refused.is_some() {
-                break;
-            }
+    // One `git diff-tree --stdin` for every commit of the range (a catch-up
+    // brings hundreds), each commit's entries after its id; read as a
+    // stream, so a tree bomb is refused without reading it all.
+    let mut child = repo
+        .cmd()
+        .args(["diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames", "--root", "-m", "--first-parent"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::io("running git diff-tree", e))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| Error::msg("git diff-tree takes no input"))?;
+    let input: String = commits.iter().map(|c| format!("{c}\n")).collect();
+    // Written from a thread: diff-tree's output fills its pipe while the
+    // list is still going in.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let stdout = child.stdout.take().ok_or_else(|| Error::msg("git diff-tree gave no output"))?;
+    let mut fields = BufReader::new(stdout).split(0);
+    let (mut commit, mut files, mut bytes, mut refused) = (String::new(), 0usize, 0u64, None);
+    while let Some(field) = fields.next() {
+        let field = field.map_err(|e| Error::io("reading git diff-tree", e))?;
+        let meta = String::from_utf8_lossy(&field);
+        let Some(meta) = meta.strip_prefix(':') else {
+            // "<commit>" or "<commit> (from <parent>)": the next commit.
+            commit = meta.split(' ').next().unwrap_or_default().to_string();
+            (files, bytes) = (0, 0);
+            continue;
+        };
+        let path = fields.next().transpose().map_err(|e| Error::io("reading git diff-tree", e))?.unwrap_or_default();
+        let parts: Vec<&str> = meta.split(' ').collect();
+        let [_, new_mode, _, new_sha, status] = parts.as_slice() else { continue };
+        if status.starts_with('D') || *new_mode == "160000" {
+            continue;
         }
-        if refused.is_none() {
-            let status = child.wait().map_err(|e| Error::io("waiting for git diff-tree", e))?;
-            if !status.success() {
-                return Err(Error::msg(format!("git diff-tree {commit} failed ({status})")));
-            }
+        if status.starts_with('A') {
+            files += 1;
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        if let Some(reason) = refused {
-            adm.rejected.push(Rejected { path: commit.to_string(), reason });
-            return Ok(());
+        let size = sizes.of(new_sha)?;
+        bytes += size;
+        let short = &commit[..commit.len().min(12)];
+        if files > limits.max_files {
+            refused = Some(format!(
+                "commit {short} adds more than {} files; a tree that large is refused unread (raise the cap with --max-commit-files N)",
+                limits.max_files
+            ));
+        } else if size > limits.max_file_bytes {
+            refused = Some(format!(
+                "commit {short} holds a file of {size} bytes, over the cap of {} (raise it with --max-file-bytes N): {}",
+                limits.max_file_bytes,
+                names::shown(&String::from_utf8_lossy(&path))
+            ));
+        } else if bytes > limits.max_bytes {
+            refused = Some(format!(
+                "commit {short} adds or changes more than {} bytes (raise the cap with --max-commit-bytes N)",
+                limits.max_bytes
+            ));
         }
+        if refused.is_some() {
+            break;
+        }
+    }
+    if refused.is_none() {
+        let status = child.wait().map_err(|e| Error::io("waiting for git diff-tree", e))?;
+        if !status.success() {
+            return Err(Error::msg(format!("git diff-tree --stdin failed ({status})")));
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = writer.join();
+    if let Some(reason) = refused {
+        adm.rejected.push(Rejected { path: commit, reason });
     }
     Ok(())
 }

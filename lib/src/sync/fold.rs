@@ -52,14 +52,16 @@ pub struct Plan {
 /// Folds `tips` (each with its merge base with `head`) into `head`'s tree.
 pub fn plan(repo: &Repo, head: &str, tips: &[(String, String)]) -> Result<Plan> {
     let mut blobs = Blobs::open(repo)?;
+    let diffs = diffs(repo, tips)?;
     let mut state: HashMap<String, Entry> = HashMap::new();
-    let mut dirty: BTreeMap<String, Entry> = BTreeMap::new();
+    let paths: BTreeSet<&str> = diffs.iter().flatten().map(|c| c.path.as_str()).collect();
+    lookup(repo, head, &paths.into_iter().collect::<Vec<_>>(), &mut state)?;
+    // Merged blobs not written yet (a log every tip appends to is written
+    // once, at the end, not once per tip).
+    let mut fresh: Fresh = HashMap::new();
+    let mut dirty: BTreeSet<String> = BTreeSet::new();
     let mut plan = Plan::default();
-    for (i, (tip, base)) in tips.iter().enumerate() {
-        let raw = repo.run(&["diff-tree", "-r", "-z", "--raw", "--no-renames", base, tip, "--"], "git diff-tree")?;
-        let changes = parse_raw(&raw);
-        let unseen: Vec<&str> = changes.iter().map(|c| c.path.as_str()).filter(|p| !state.contains_key(*p)).collect();
-        lookup(repo, head, &unseen, &mut state)?;
+    for (i, changes) in diffs.into_iter().enumerate() {
         let mut edits: Vec<(String, Entry)> = Vec::new();
         let mut overlap = false;
         for c in &changes {
@@ -76,8 +78,8 @@ pub fn plan(repo: &Repo, head: &str, tips: &[(String, String)]) -> Result<Plan> 
                 edits.push((c.path.clone(), c.new.clone()));
                 continue;
             }
-            match both_changed(repo, &mut blobs, &c.path, &c.old, &cur, &c.new)? {
-                Some(Both::Take(entry)) => edits.push((c.path.clone(), entry)),
+            match both_changed(repo, &mut blobs, &mut fresh, &c.path, &c.old, &cur, &c.new)? {
+                Some(entry) => edits.push((c.path.clone(), entry)),
                 None => {
                     overlap = true;
                     break;
@@ -89,41 +91,111 @@ pub fn plan(repo: &Repo, head: &str, tips: &[(String, String)]) -> Result<Plan> 
             continue;
         }
         for (path, entry) in edits {
-            state.insert(path.clone(), entry.clone());
-            dirty.insert(path, entry);
+            state.insert(path.clone(), entry);
+            dirty.insert(path);
         }
         plan.changed.extend(changes.into_iter().map(|c| c.path));
         plan.folded.push(i);
     }
-    plan.tree = write_tree(repo, head, &dirty)?;
+    let mut written: BTreeMap<String, Entry> = BTreeMap::new();
+    for path in dirty {
+        let entry = match state.get(&path).cloned().flatten() {
+            Some((mode, sha)) => match fresh.get(&sha) {
+                Some(bytes) => Some((mode, hash(repo, bytes)?)),
+                None => Some((mode, sha)),
+            },
+            None => None,
+        };
+        written.insert(path, entry);
+    }
+    plan.tree = write_tree(repo, head, &written)?;
     Ok(plan)
 }
 
-/// How a path both sides changed is settled: this entry.
-enum Both {
-    Take(Entry),
+/// Merged contents not yet written as blobs, by placeholder id.
+type Fresh = HashMap<String, Vec<u8>>;
+
+/// A placeholder id for merged bytes (never a real object id: not hex).
+fn placeholder(fresh: &mut Fresh, bytes: Vec<u8>) -> String {
+    let id = format!("fresh-{}", fresh.len());
+    fresh.insert(id.clone(), bytes);
+    id
 }
 
+/// Each tip's change since its base, through one `git diff-tree --stdin`
+/// ("<tip> <base>" lines; each diff follows its tip's id).
+fn diffs(repo: &Repo, tips: &[(String, String)]) -> Result<Vec<Vec<Change>>> {
+    use std::io::Write;
+    let mut child = repo
+        .cmd()
+        .args(["diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("running git diff-tree", e))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| Error::msg("git diff-tree takes no input"))?;
+    let input: String = tips.iter().map(|(tip, base)| format!("{tip} {base}\n")).collect();
+    // From a thread: the diffs fill the output pipe while the list goes in.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().map_err(|e| Error::io("running git diff-tree", e))?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return Err(Error::msg(format!("git diff-tree --stdin failed: {}", stderr_of(&out))));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut by_tip: HashMap<&str, Vec<Change>> = HashMap::new();
+    let mut current = "";
+    let mut parts = text.split('\0');
+    while let Some(field) = parts.next() {
+        let Some(meta) = field.strip_prefix(':') else {
+            // "<tip> (from <base>)": the next tip's diff.
+            current = field.split(' ').next().unwrap_or_default();
+            continue;
+        };
+        let Some(path) = parts.next() else { break };
+        let f: Vec<&str> = meta.split(' ').collect();
+        if let [old_mode, new_mode, old_sha, new_sha, _status] = f.as_slice() {
+            let entry = |mode: &str, sha: &str| (mode != "000000").then(|| (mode.to_string(), sha.to_string()));
+            by_tip.entry(current).or_default().push(Change {
+                path: path.to_string(),
+                old: entry(old_mode, old_sha),
+                new: entry(new_mode, new_sha),
+            });
+        }
+    }
+    // Every tip is a distinct commit (the caller passes each once).
+    Ok(tips.iter().map(|(tip, _)| by_tip.remove(tip.as_str()).unwrap_or_default()).collect())
+}
+
+/// A path the folded state and a tip both changed since the tip's base:
+/// the entry that settles it, or `None` when a person must.
 fn both_changed(
     repo: &Repo,
     blobs: &mut Blobs,
+    fresh: &mut Fresh,
     path: &str,
     base: &Entry,
     cur: &Entry,
     new: &Entry,
-) -> Result<Option<Both>> {
+) -> Result<Option<Entry>> {
     let Some(rel) = repo.in_library(path) else { return Ok(None) };
     let k = kind::kind(rel);
     let mut text = |e: &Entry| -> Result<Vec<u8>> {
         match e {
-            Some((_, sha)) => blobs.get(sha)?.ok_or_else(|| Error::msg(format!("git has no object {sha} ({path})"))),
+            Some((_, sha)) => match fresh.get(sha) {
+                Some(bytes) => Ok(bytes.clone()),
+                None => blobs.get(sha)?.ok_or_else(|| Error::msg(format!("git has no object {sha} ({path})"))),
+            },
             None => Ok(Vec::new()),
         }
     };
     if k == Kind::Log {
         // A side without the file has no lines, as in the driver.
         let merged = merge_log::merge(&text(base)?, &text(cur)?, &text(new)?);
-        return Ok(Some(Both::Take(Some(("100644".into(), hash(repo, &merged)?)))));
+        return Ok(Some(Some(("100644".into(), placeholder(fresh, merged)))));
     }
     // An edit against a deletion, or anything but plain files: a person
     // decides (the ordinary merge keeps both sides).
@@ -134,13 +206,10 @@ fn both_changed(
     let (b, o, t) = (text(base)?, text(cur)?, text(new)?);
     if k == Kind::Document {
         if let Some(merged) = append_union::merge(&b, &o, &t) {
-            return Ok(Some(Both::Take(Some(("100644".into(), hash(repo, &merged)?)))));
+            return Ok(Some(Some(("100644".into(), placeholder(fresh, merged)))));
         }
     }
-    Ok(match merge_file(repo, &b, &o, &t)? {
-        Some(merged) => Some(Both::Take(Some(("100644".into(), hash(repo, &merged)?)))),
-        None => None,
-    })
+    Ok(merge_file(repo, &b, &o, &t)?.map(|merged| Some(("100644".into(), placeholder(fresh, merged)))))
 }
 
 /// Git's three-way line merge of three texts; `None` when it conflicts.
@@ -275,20 +344,4 @@ struct Change {
     path: String,
     old: Entry,
     new: Entry,
-}
-
-/// Parses `git diff-tree -r -z --raw --no-renames`.
-fn parse_raw(raw: &str) -> Vec<Change> {
-    let mut out = Vec::new();
-    let mut parts = raw.split('\0');
-    while let Some(meta) = parts.next() {
-        let Some(meta) = meta.strip_prefix(':') else { continue };
-        let Some(path) = parts.next() else { break };
-        let f: Vec<&str> = meta.split(' ').collect();
-        if let [old_mode, new_mode, old_sha, new_sha, _status] = f.as_slice() {
-            let entry = |mode: &str, sha: &str| (mode != "000000").then(|| (mode.to_string(), sha.to_string()));
-            out.push(Change { path: path.to_string(), old: entry(old_mode, old_sha), new: entry(new_mode, new_sha) });
-        }
-    }
-    out
 }

@@ -205,20 +205,34 @@ impl Blobs {
 
     /// The bytes of an object (`None`: no such object).
     pub fn get(&mut self, sha: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.object(sha)?.map(|(_, _, bytes)| bytes))
+    }
+
+    /// The blob a name such as `HEAD:path` resolves to, with its id
+    /// (`None`: no such path, or not a file there).
+    pub fn blob(&mut self, name: &str) -> Result<Option<(String, Vec<u8>)>> {
+        Ok(self.object(name)?.filter(|(_, kind, _)| kind == "blob").map(|(id, _, bytes)| (id, bytes)))
+    }
+
+    /// An object's id, type and bytes. A name with a newline is no name
+    /// (the protocol is one name a line): `None`.
+    fn object(&mut self, name: &str) -> Result<Option<(String, String, Vec<u8>)>> {
         use std::io::{BufRead, Read, Write};
+        if name.contains('\n') {
+            return Ok(None);
+        }
         let io = |e| Error::io("reading from git cat-file --batch", e);
-        writeln!(self.input, "{sha}").and_then(|()| self.input.flush()).map_err(io)?;
+        writeln!(self.input, "{name}").and_then(|()| self.input.flush()).map_err(io)?;
         let mut header = String::new();
         self.output.read_line(&mut header).map_err(io)?;
-        // "<sha> <type> <size>", or "<name> missing".
-        let size = match header.trim_end().rsplit_once(' ') {
-            Some((_, "missing")) | None => return Ok(None),
-            Some((_, n)) => n.parse::<usize>().map_err(|_| Error::msg(format!("git cat-file printed {header:?}")))?,
-        };
+        // "<sha> <type> <size>", or "<name> missing" (or "ambiguous").
+        let parts: Vec<&str> = header.trim_end().split(' ').collect();
+        let [id, kind, size] = parts.as_slice() else { return Ok(None) };
+        let Ok(size) = size.parse::<usize>() else { return Ok(None) };
         let mut bytes = vec![0; size + 1];
         self.output.read_exact(&mut bytes).map_err(io)?;
         bytes.pop();
-        Ok(Some(bytes))
+        Ok(Some(((*id).to_string(), (*kind).to_string(), bytes)))
     }
 }
 

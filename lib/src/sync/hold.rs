@@ -88,10 +88,22 @@ pub fn decide(repo: &Repo, lib: &Library, changes: &[Change], theirs_tip: &str, 
     let held_before = read(lib)?;
     let now = crate::clock::now()?.to_string();
     let mut out = Vec::new();
+    // One `cat-file --batch` for every version read (a catch-up brings
+    // hundreds of documents).
+    let mut blobs = None;
     for c in changes.iter().filter(|c| c.kind != Kind::Log && c.kind != Kind::Derived) {
-        let here = blob_at(repo, "HEAD", &repo.top_path(&c.path));
-        let here_bytes = here.as_deref().map(|s| bytes(repo, s)).transpose()?;
-        let theirs = c.theirs.as_deref().map(|s| bytes(repo, s)).transpose()?;
+        let blobs = match &mut blobs {
+            Some(b) => b,
+            None => blobs.insert(crate::sync::gitcmd::Blobs::open(repo)?),
+        };
+        let (here, here_bytes) = match blobs.blob(&format!("HEAD:{}", repo.top_path(&c.path)))? {
+            Some((id, bytes)) => (Some(id), Some(bytes)),
+            None => (None, None),
+        };
+        let theirs = match c.theirs.as_deref() {
+            Some(sha) => Some(blobs.get(sha)?.ok_or_else(|| Error::msg(format!("git has no object {sha}")))?),
+            None => None,
+        };
         let Some((why, reason)) = gate(c, here_bytes.as_deref(), theirs.as_deref())? else { continue };
         let ours = match held_before.iter().find(|h| h.path == c.path) {
             Some(h) => h.ours.clone(),
@@ -310,13 +322,6 @@ pub fn bytes(repo: &Repo, sha: &str) -> Result<Vec<u8>> {
         return Err(Error::msg(format!("git cat-file blob {sha} failed: {}", crate::sync::gitcmd::stderr_of(&out))));
     }
     Ok(out.stdout)
-}
-
-/// The blob a commit holds at a top-relative path.
-fn blob_at(repo: &Repo, commit: &str, top_rel: &str) -> Option<String> {
-    let out = repo.output(&["rev-parse", "--verify", "--quiet", &format!("{commit}:{top_rel}")]).ok()?;
-    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !sha.is_empty()).then_some(sha)
 }
 
 /// What `release` and `drop` report.

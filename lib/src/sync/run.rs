@@ -623,11 +623,13 @@ fn fold_tips<'t>(
 /// The boundary's verdict on what `theirs` brings to `ours` (HEAD), and
 /// the merge base when the merge is not a fast-forward.
 fn judge(repo: &Repo, opts: &Options, ours: Option<&str>, theirs: &str) -> Result<(Admission, Option<String>)> {
+    // One `merge-base`: HEAD itself when the tip fast-forwards it.
     let base = match ours {
-        Some(o) if !repo.is_ancestor(o, theirs) => {
-            Some(repo.run(&["merge-base", o, theirs], "git merge-base")?.trim().to_string())
+        Some(o) => {
+            let b = repo.run(&["merge-base", o, theirs], "git merge-base")?.trim().to_string();
+            (b != o).then_some(b)
         }
-        _ => None,
+        None => None,
     };
     let from = base.as_deref().or(ours).unwrap_or(EMPTY_TREE);
     // Nothing a peer sends is merged before it is admitted (issue 32).
