@@ -484,47 +484,69 @@ fn push_all(
 }
 
 /// Merges every new tip into HEAD as one result. Each tip's range is
-/// admitted first (all before any merge, so a refusal changes nothing).
-/// One tip is merged with git's own merge; several are folded into one
-/// tree in one pass (`sync::fold`), and a tip that overlaps an edit here
-/// is then merged the ordinary way (both sides kept). The result is
-/// sealed as one commit whose parents are HEAD and the tips (`seal`).
+/// admitted first (all before any merge, so a refusal changes nothing):
+/// the shared branch's from HEAD, each machine ref's from the shared
+/// branch's new tip when there is one (what a machine ref brings beyond
+/// it is its own work; judged from an old HEAD, every ref would carry
+/// the whole catch-up again). Then the shared branch is merged with
+/// git's own merge, and the machine refs are folded into one tree in one
+/// pass (`sync::fold`; a ref that overlaps an edit here is merged the
+/// ordinary way). The result is sealed as one commit whose parents are
+/// HEAD and the tips (`seal`).
 fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[Tip]) -> Result<Step> {
     let tips: Vec<&Tip> = tips.iter().filter(|t| t.independent).collect();
     if tips.is_empty() {
         return Ok(Step::default());
     }
     let start = repo.rev("HEAD");
+    let main = tips.iter().find(|t| t.name == fleet.branch).copied();
+    let pivot = main.map(|t| t.sha.clone()).or_else(|| start.clone());
     let mut judged = Vec::new();
     let mut rejected = Vec::new();
     for tip in &tips {
-        let (adm, base) = judge(repo, opts, start.as_deref(), &tip.sha)?;
+        let against = if Some(*tip) == main { start.as_deref() } else { pivot.as_deref() };
+        let (adm, _) = judge(repo, opts, against, &tip.sha)?;
         for mut r in adm.rejected.iter().cloned() {
             if tip.name != fleet.branch {
                 r.reason = format!("{} (from {})", r.reason, tip.name);
             }
             rejected.push(r);
         }
-        judged.push((adm, base));
+        judged.push(adm);
     }
     if !rejected.is_empty() {
         return Ok(Step { rejected, ..Step::default() });
     }
     let gate = gate(lib)?;
     let mut total = Step::default();
+    let mut others: Vec<(&Tip, Admission)> = Vec::new();
+    for (tip, adm) in tips.iter().zip(judged) {
+        if Some(*tip) == main {
+            // Admitted against this very HEAD.
+            let step = merge(lib, repo, opts, fleet, tip, Some(adm), gate.as_ref())?;
+            if !step.rejected.is_empty() {
+                return Ok(step);
+            }
+            total.add(step);
+        } else {
+            others.push((tip, adm));
+        }
+    }
+    let head = repo.rev("HEAD");
     let mut left: Vec<(&Tip, Option<Admission>)> = Vec::new();
-    match &start {
-        Some(head) if tips.len() > 1 => {
-            let (folded, rest) = fold_tips(lib, repo, fleet, head, &tips, judged, gate.as_ref())?;
+    match &head {
+        Some(h) if others.len() > 1 => {
+            let (folded, rest) = fold_tips(lib, repo, fleet, h, others, gate.as_ref())?;
             total.add(folded);
             left = rest.into_iter().map(|t| (t, None)).collect();
         }
         _ => {
-            // One tip (its admission was made against this very HEAD),
-            // or an unborn branch: git's merge, one tip at a time.
-            let mut judged = judged.into_iter();
-            for tip in &tips {
-                left.push((tip, judged.next().map(|(adm, _)| adm).filter(|_| left.is_empty())));
+            // One ref, or an unborn branch: git's merge, one at a time;
+            // an admission holds only while HEAD is what it was made
+            // against.
+            for (tip, adm) in others {
+                let fresh = left.is_empty() && head == pivot;
+                left.push((tip, fresh.then_some(adm)));
             }
         }
     }
@@ -548,22 +570,24 @@ fn fold_tips<'t>(
     repo: &Repo,
     fleet: &Fleet,
     head: &str,
-    tips: &[&'t Tip],
-    judged: Vec<(Admission, Option<String>)>,
+    judged: Vec<(&'t Tip, Admission)>,
     gate: &hold::Gate,
 ) -> Result<(Step, Vec<&'t Tip>)> {
-    let pairs: Vec<(String, String)> = tips
-        .iter()
-        .zip(&judged)
-        .map(|(t, (_, base))| (t.sha.clone(), base.clone().unwrap_or_else(|| head.to_string())))
-        .collect();
+    // Each tip's base with HEAD as it is now (after the shared branch's
+    // merge): the fold applies what each brings beyond it.
+    let mut pairs = Vec::new();
+    for (t, _) in &judged {
+        let base = repo.run(&["merge-base", head, &t.sha], "git merge-base")?.trim().to_string();
+        pairs.push((t.sha.clone(), base));
+    }
     let plan = crate::sync::fold::plan(repo, head, &pairs)?;
+    let tips: Vec<&Tip> = judged.iter().map(|(t, _)| *t).collect();
     let left: Vec<&Tip> = plan.left.iter().map(|&i| tips[i]).collect();
     let mut step = Step::default();
     if plan.folded.is_empty() {
         return Ok((step, left));
     }
-    let mut judged: Vec<Option<Admission>> = judged.into_iter().map(|(adm, _)| Some(adm)).collect();
+    let mut judged: Vec<Option<Admission>> = judged.into_iter().map(|(_, adm)| Some(adm)).collect();
     let mut held = Vec::new();
     let mut deleted = Vec::new();
     let mut moved = Vec::new();
