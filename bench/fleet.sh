@@ -62,7 +62,7 @@ for start in $(seq 0 "$c" $((n - 1))); do
   end=$((start + c - 1)); [ "$end" -ge "$n" ] && end=$((n - 1))
   t0=$(now)
   for i in $(seq "$start" "$end"); do
-    (cd "$work/c$i" && kb-append sync > "$work/out$i" 2> "$work/err$i"; echo $? > "$work/rc$i") &
+    (cd "$work/c$i" && if kb-append sync > "$work/out$i" 2> "$work/err$i"; then echo 0; else echo $?; fi > "$work/rc$i") &
   done
   wait
   t=$(python3 -c "print(f'{$(now) - $t0:.1f}')")
@@ -77,7 +77,11 @@ for start in $(seq 0 "$c" $((n - 1))); do
   [ "$wave" = 1 ] && first=$t
   slowest=$(python3 -c "print(max($slowest, $t))")
   echo "wave $wave (clones $start-$end): $t s, failed $bad, pushed $pushes, lost the main race $lost"
-  [ "$bad" -gt 0 ] && { echo "   e.g. $(grep -h -m1 . "$work"/err* | head -1)"; } || true
+  if [ "$bad" -gt 0 ]; then
+    for i in $(seq "$start" "$end"); do
+      [ "$(cat "$work/rc$i")" != 0 ] && { echo "   e.g. clone $i: $(head -c 300 "$work/err$i")"; break; }
+    done
+  fi
 done
 echo "failed syncs: $failed of $n; slowest wave / first wave: $(python3 -c "print(f'{$slowest / $first:.2f}')")x"
 
