@@ -416,7 +416,7 @@ fn a_library_reached_through_a_link_in_the_workspace_is_refused() {
     };
     for argv in [
         &["kb-append", "write", ".ssh/authorized_keys", "--content", "ssh-ed25519 EVIL evil@host\n"][..],
-        &["kb-index", "--write"],
+        &["kb-index", "rebuild"],
         &["kb-score", "good"],
         &["kb-lock", "sweep"],
     ] {
@@ -427,9 +427,9 @@ fn a_library_reached_through_a_link_in_the_workspace_is_refused() {
         assert_eq!(snapshot(tmp.path(), &[]), before, "{argv:?}");
     }
     // Named by the user, the same library is used.
-    let out = cmd("kb-index").args(["--format", "jsonl"]).env("KB_ROOT", &ws).output().unwrap();
+    let out = cmd("kb-index").args(["list", "--format", "jsonl"]).env("KB_ROOT", &ws).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = cmd("kb-index").args(["--format", "jsonl", "--root"]).arg(ws.join(".library")).output().unwrap();
+    let out = cmd("kb-index").args(["list", "--format", "jsonl", "--root"]).arg(ws.join(".library")).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

@@ -24,36 +24,10 @@ use crate::error::{Context, Error, Result};
 /// workspace can plant one, and recovery renames, removes and reads what
 /// it names. So a journaled path is taken only as a writer writes it:
 /// relative to the journal's own root (the library, the memory directory,
-/// a last-word directory), in plain components (no absolute path, no
-/// `..`, no `.`, no empty part, no NUL byte or backslash) and with no
-/// symlink on the way: every part that exists, the last one included, is
-/// looked at without following it. A part that does not exist cannot be a
-/// link, and nothing below it exists either.
+/// a last-word directory), in plain parts with no symlink on the way
+/// ([`super::nofollow::inside`]).
 pub fn inside(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
-    if rel.is_empty() {
-        return Err("is empty".into());
-    }
-    if rel.starts_with('/') {
-        return Err("is absolute; a journal names paths relative to its own directory".into());
-    }
-    if rel.contains('\\') {
-        return Err("contains a backslash; journaled paths are '/'-separated".into());
-    }
-    if rel.contains('\0') {
-        return Err("contains a NUL byte".into());
-    }
-    for part in rel.split('/') {
-        match part {
-            "" => return Err("has an empty part".into()),
-            "." => return Err("has a '.' part".into()),
-            ".." => return Err("has a '..' part".into()),
-            _ => {}
-        }
-    }
-    if let Some(link) = super::nofollow::link_in_chain(root, rel) {
-        return Err(format!("goes through the symlink '{link}'"));
-    }
-    Ok(root.join(rel))
+    super::nofollow::inside(root, rel)
 }
 
 /// Whether the journaled temp `tmp` (relative to the same root as
