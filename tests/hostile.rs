@@ -790,10 +790,18 @@ impl Peers {
     /// record whose `rejected` names the path, HEAD and files unchanged.
     #[track_caller]
     fn rejected(&self, path: &str) {
+        self.rejected_with(path, &[])
+    }
+
+    /// [`Peers::rejected`] with sync flags (`--merge-outside`: the user
+    /// lets outside paths through, and the checks of files above the
+    /// library still apply).
+    #[track_caller]
+    fn rejected_with(&self, path: &str, args: &[&str]) {
         let v = &self.victim.lib;
         let head = v.git(&["rev-parse", "HEAD"]);
         let mut c = v.std_cmd("kb-append");
-        c.arg("sync");
+        c.arg("sync").args(args);
         let (code, out, err) = bounded(c, 120, "");
         assert_eq!(code, 2, "sync accepted a hostile commit: {} {err}", String::from_utf8_lossy(&out));
         let recs = records(&out);
@@ -1324,21 +1332,21 @@ fn u05_peer_gitignore_that_hides_documents_is_rejected() {
     git(&a, &["commit", "-q", "-m", "ignore the build"]);
     git(&a, &["push", "-q", "origin", "main"]);
     let v = &p.victim.lib;
-    v.cmd("kb-append").arg("sync").assert().success();
+    v.cmd("kb-append").args(["sync", "--merge-outside"]).assert().success();
     assert_eq!(std::fs::read_to_string(v.root().join(".gitignore")).unwrap(), "target/\n");
     p.victim.before = snapshot(v.root(), &[]);
     let own = p.attacker.read(".gitignore");
     std::fs::write(a.join(".library/.gitignore"), format!("{own}*.md\n")).unwrap();
     git(&a, &["commit", "-q", "-am", "peer"]);
     git(&a, &["push", "-q", "origin", "main"]);
-    p.rejected(".gitignore");
+    p.rejected_with(".gitignore", &["--merge-outside"]);
     // The attacker undoes it and tries the workspace's file instead.
     std::fs::write(a.join(".library/.gitignore"), &own).unwrap();
     std::fs::write(a.join(".gitignore"), "target/\n.library/notes/\n").unwrap();
     git(&a, &["add", ".gitignore", ".library/.gitignore"]);
     git(&a, &["commit", "-q", "-m", "peer"]);
     git(&a, &["push", "-q", "origin", "main"]);
-    p.rejected(".gitignore");
+    p.rejected_with(".gitignore", &["--merge-outside"]);
 }
 
 /// A peer's line in the workspace's `.gitignore` that hides library
@@ -1355,14 +1363,14 @@ fn u21_peer_gitignore_pattern_reaching_library_files_is_rejected() {
     git(&a, &["commit", "-q", "-m", "ignore the build"]);
     git(&a, &["push", "-q", "origin", "main"]);
     let v = &p.victim.lib;
-    v.cmd("kb-append").arg("sync").assert().success();
+    v.cmd("kb-append").args(["sync", "--merge-outside"]).assert().success();
     assert_eq!(std::fs::read_to_string(v.root().join(".gitignore")).unwrap(), "target/\n*.log\n!keep.md\n");
     for hide in ["*.md", "notes/", "**/*.md"] {
         p.victim.before = snapshot(v.root(), &[]);
         std::fs::write(a.join(".gitignore"), format!("target/\n*.log\n!keep.md\n{hide}\n")).unwrap();
         git(&a, &["commit", "-q", "-am", "peer"]);
         git(&a, &["push", "-q", "origin", "main"]);
-        p.rejected(".gitignore");
+        p.rejected_with(".gitignore", &["--merge-outside"]);
         std::fs::write(a.join(".gitignore"), "target/\n*.log\n!keep.md\n").unwrap();
         git(&a, &["commit", "-q", "-am", "undo"]);
         git(&a, &["push", "-q", "origin", "main"]);
@@ -1714,7 +1722,7 @@ fn u17_peer_top_level_gitattributes_reaching_library_files_is_rejected() {
     let p = Peers::new();
     attributes(&p, "# project\nsrc/*.rs text eol=lf\n*.png binary\n");
     let v = &p.victim.lib;
-    v.cmd("kb-append").arg("sync").assert().success();
+    v.cmd("kb-append").args(["sync", "--merge-outside"]).assert().success();
     assert_eq!(
         std::fs::read_to_string(v.root().join(".gitattributes")).unwrap(),
         "# project\nsrc/*.rs text eol=lf\n*.png binary\n"
@@ -1723,7 +1731,7 @@ fn u17_peer_top_level_gitattributes_reaching_library_files_is_rejected() {
     {
         let p = Peers::new();
         attributes(&p, &format!("src/*.rs text\n{line}\n"));
-        p.rejected(".gitattributes");
+        p.rejected_with(".gitattributes", &["--merge-outside"]);
         assert_eq!(p.victim.lib.read(KEPT), KEPT_TEXT, "{line}");
     }
 }

@@ -27,6 +27,7 @@ mod memgate_crash;
 mod memgate_model;
 mod memgate_quality;
 mod out_of_scope;
+mod peer;
 mod peer_local;
 mod promote;
 mod readme;

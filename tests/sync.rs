@@ -417,13 +417,13 @@ fn bad_inputs_fail_with_a_clear_error_and_leave_the_library_as_it_was() {
     std::fs::write(b.root().join("README.txt"), "from b\n").unwrap();
     git(b.root(), &["commit", "-qam", "b readme"]);
     let snap = snapshot(&b);
-    sync_fails(&b, &[], "merge conflict in 'README.txt', which kb-tools does not own");
+    sync_fails(&b, &["--merge-outside"], "merge conflict in 'README.txt', which kb-tools does not own");
     assert_eq!(snapshot(&b), snap);
     assert!(!b.root().join(".git/MERGE_HEAD").exists());
     // settle it by hand (b takes a's words), then sync works and keeps the pending write
     std::fs::write(b.root().join("README.txt"), "from a\n").unwrap();
     git(b.root(), &["commit", "-qam", "b takes a's readme"]);
-    synced(&b);
+    ok_records(sync(&b).arg("--merge-outside"));
     assert_eq!(b.read("team-notes/pending.md"), "# Pending\n");
 
     // A push refused for a reason other than non-fast-forward.

@@ -33,6 +33,9 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     match a.cmd {
         "" if a.on("justfile") => return meta::justfile(),
         "" | "skill" => return Err(missing(&a)),
+        "quarantine" if !a.positional.is_empty() => {
+            return Err(Error::usage(format!("unknown quarantine action '{}' (release, drop)", a.positional[0])))
+        }
         "man" => meta::man(&a, &mut out)?,
         "completions" => meta::completions(&a, &mut out)?,
         "init" => sync::init(&a, &opts, &mut out)?,
@@ -50,6 +53,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         c if c.starts_with("skill ") => skill::run(&a, &lib()?, &opts, &mut out)?,
         "sync" => sync::sync(&a, &lib()?, opts, &mut out)?,
         "resolve" => sync::resolve(&a, &lib()?, &opts, &mut out)?,
+        "quarantine" | "quarantine release" | "quarantine drop" => sync::quarantine(&a, &lib()?, &opts, &mut out)?,
         "merge-log" | "merge-derived" => sync::merge_driver(&a)?,
         other => return Err(Error::usage(format!("unknown command '{other}'"))),
     }
@@ -62,6 +66,8 @@ fn missing(a: &Args) -> Error {
     Error::usage(match a.positional.first() {
         Some(w) => format!("unknown skill action '{w}' ({ACTIONS})"),
         None if a.cmd == "skill" => format!("skill needs an action: {ACTIONS}"),
-        None => "missing command (init, write, batch, event, compact, skill, sync, resolve; see --help)".into(),
+        None => {
+            "missing command (init, write, batch, event, compact, skill, sync, resolve, quarantine; see --help)".into()
+        }
     })
 }

@@ -1,31 +1,88 @@
-//! The one table of what a library-relative path is (DESIGN.md "Paths" and
-//! "Many machines"). Writers accept only documents; sync merges logs as a
-//! union of lines and rebuilds derived files; the walkers know which
-//! directories hold documents. Before this table, `library` and
-//! `sync::attributes` kept two lists that disagreed (`.gitignore`).
+//! The one table of what a library-relative path is (DESIGN.md "Paths",
+//! "Trust" and "Many machines"). Writers accept only content (documents
+//! and skill files); sync admits from a peer only the kinds a peer may
+//! change ([`Kind::peer`]), merges logs as a union of lines, rebuilds
+//! derived files, and refuses local state, git's names and anything this
+//! table does not know. Before this table, `library` and
+//! `sync::attributes` kept two lists that disagreed (`.gitignore`); before
+//! issue 32 sync asked "is this name refused?" (a denylist) where it now
+//! asks "is this a kind a peer may change?" (an allowlist).
 
 /// What a library-relative path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Written by users and agents: the only kind a write request may name;
-    /// git's text merge, conflicts kept.
+    /// Markdown and text the users and agents write, and their images, in
+    /// a place documents live ([`holds_documents`]) with a name on
+    /// [`DOC_EXTENSIONS`]: git's text merge, conflicts kept. Shared.
     Document,
-    /// An append-only log: merged as the ordered union of lines.
+    /// Any file of a skill folder (`.skills/<stage>/<skill>/…`): SKILL.md,
+    /// its scripts, templates and images. Shared; scanned as a skill.
+    Skill,
+    /// An append-only log: merged as the ordered union of lines. Shared,
+    /// append-only across machines.
     Log,
-    /// Generated from documents and logs: never merged, rebuilt.
+    /// Generated from documents and logs: never merged, rebuilt. A peer's
+    /// bytes for it are dropped.
     Derived,
-    /// Owned by the tools (the lock, caches, kept conflicts, guard rules):
-    /// written only by the command that owns it.
-    Internal,
-    /// Never written by the tools on a request's behalf: git's own
-    /// directory and writers' temporary files.
+    /// The team's extended guard rules (`.evolving-rules/`): shared, but a
+    /// peer's change is in force only after the local gates
+    /// (`guard::evolve::peer`).
+    Rule,
+    /// Proposals to change the core rules (`.core-rule-proposals/*.md`):
+    /// shared, but a status a peer sets waits for local review.
+    Proposal,
+    /// Kept sides of overlapping edits (`.conflicts/`): shared, because
+    /// whoever resolves a conflict may be on another machine and needs
+    /// both sides; scanned like documents, never indexed or served.
+    Conflict,
+    /// Each machine's own state: the lock, the lock queue, write-ahead
+    /// journals, caches, changelog cursors, writers' temps, the
+    /// quarantine. Never in git, never taken from a peer, written only by
+    /// the command that owns it.
+    Local,
+    /// Names git or the file systems give a meaning to (`.git` in any
+    /// disguise, `.gitmodules`, control characters…): never written.
     Refused,
+    /// Not in this table (a script in a user folder, an unknown dot
+    /// folder): neither written nor admitted, so the class of unknown
+    /// things stays closed as the table grows.
+    Unknown,
+}
+
+impl Kind {
+    /// Whether a write request may name it: the content kinds.
+    pub fn is_content(self) -> bool {
+        matches!(self, Kind::Document | Kind::Skill)
+    }
+
+    /// Whether a peer's commit may add, change or delete it (each kind
+    /// then through its own gate in sync).
+    pub fn peer(self) -> bool {
+        matches!(
+            self,
+            Kind::Document | Kind::Skill | Kind::Log | Kind::Derived | Kind::Rule | Kind::Proposal | Kind::Conflict
+        )
+    }
+
+    /// The kind's name in records (`rejected` reasons, `kb-index`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Document => "document",
+            Kind::Skill => "skill file",
+            Kind::Log => "log",
+            Kind::Derived => "derived file",
+            Kind::Rule => "guard rule",
+            Kind::Proposal => "core-rule proposal",
+            Kind::Conflict => "kept conflict side",
+            Kind::Local => "local state",
+            Kind::Refused => "refused name",
+            Kind::Unknown => "unknown kind",
+        }
+    }
 }
 
 /// Append-only logs by file name (any directory). Also `.changelog-archive/*.md`.
-/// `.changelog-cursors` (each notebook's place in the changelog) merges the
-/// same way: a union of lines, of which each notebook's latest wins.
-pub const LOGS: &[&str] = &[".changelog", ".audit.log", ".inconsistency.log", ".scheduled.log", ".changelog-cursors"];
+pub const LOGS: &[&str] = &[".changelog", ".audit.log", ".inconsistency.log", ".scheduled.log"];
 
 /// Generated files by file name (any directory): indexes, relations,
 /// maintenance stamps, and the git files `init` writes.
@@ -43,9 +100,12 @@ pub const DERIVED: &[&str] = &[
     ".gitignore",
 ];
 
-/// Tool-owned files by name (any directory): the lock and a batch's
-/// write-ahead journal (`library::journal`).
-pub const INTERNAL_FILES: &[&str] = &[".lock", ".journal"];
+/// Local files by name at the library root: the lock, a batch's
+/// write-ahead journal (`library::journal`), and `.changelog-cursors`
+/// (each notebook's place in the changelog: this machine's reading, so a
+/// notebook on another machine cold-starts, as seed 000's degradation
+/// path allows).
+pub const LOCAL_FILES: &[&str] = &[".lock", ".journal", ".changelog-cursors"];
 
 /// The directory holding compacted changelog months (`YYYY-MM.md`, logs).
 pub const ARCHIVE_DIR: &str = ".changelog-archive";
@@ -54,14 +114,38 @@ pub const ARCHIVE_DIR: &str = ".changelog-archive";
 /// nothing an author wrote, so readers that judge content skip it.
 pub const CACHE_DIR: &str = ".cache";
 
-/// Tool-owned directories (any depth). `.evolving-rules` changes only
-/// through `kb-guard rules integrate`, so a plain write can never replace
-/// or break a rule in force.
-/// `.core-rule-proposals` is written by `kb-guard rules propose` only, so a
-/// request can never plant a proposal for a person to approve.
-/// `.lock.queue` holds the lock's waiting tickets (`lock::queue`).
-pub const INTERNAL_DIRS: &[&str] =
-    &[ARCHIVE_DIR, CACHE_DIR, ".conflicts", ".evolving-rules", ".core-rule-proposals", ".lock.queue"];
+/// Where sync keeps a peer's content it did not let into the live
+/// library (dangerous, or waiting for review): local (`sync::hold`).
+pub const QUARANTINE_DIR: &str = ".quarantine";
+
+/// Local directories at the library root: caches, the lock's waiting
+/// tickets (`lock::queue`), the quarantine.
+pub const LOCAL_DIRS: &[&str] = &[CACHE_DIR, ".lock.queue", QUARANTINE_DIR];
+
+/// Shared rule files: `.evolving-rules` changes only through `kb-guard
+/// rules integrate` or, from a peer, the local gates, so a plain write can
+/// never replace or break a rule in force.
+pub const RULES_DIR: &str = ".evolving-rules";
+
+/// Written by `kb-guard rules propose` only, so a request can never plant
+/// a proposal for a person to approve.
+pub const PROPOSALS_DIR: &str = ".core-rule-proposals";
+
+/// Kept sides of overlapping edits (`sync::conflicts`).
+pub const CONFLICTS_DIR: &str = ".conflicts";
+
+/// Where skills live, and their stages.
+pub const SKILLS_DIR: &str = ".skills";
+pub const SKILL_STAGES: &[&str] = &[".candidates", ".drafts", ".active"];
+
+/// Extensions of a document (lower case): Markdown and plain text, data
+/// a note may carry, and images a page shows. Not scripts or programs: a
+/// `notes/run.sh` is [`Kind::Unknown`] (a skill's scripts are
+/// [`Kind::Skill`], which the guard scans as a skill).
+pub const DOC_EXTENSIONS: &[&str] = &[
+    "md", "markdown", "txt", "rst", "adoc", "org", "csv", "tsv", "json", "jsonl", "yaml", "yml", "toml", "log", "png",
+    "jpg", "jpeg", "gif", "webp", "svg", "pdf",
+];
 
 /// The git files kb-tools itself writes at the library root (derived);
 /// anywhere else these names are refused (see [`super::names`]).
@@ -75,22 +159,44 @@ pub const REFUSED_DIRS: &[&str] = &[".git"];
 pub fn kind(rel: &str) -> Kind {
     let mut parts: Vec<&str> = rel.split('/').collect();
     let name = parts.pop().unwrap_or(rel);
+    let top = parts.first().copied();
     // Names git or kb-tools give a meaning to, and names that hide what
-    // they are (issue 21), except the root git files kb-tools writes.
-    let own = parts.is_empty() && (OWN_GIT_FILES.contains(&name) || INTERNAL_FILES.contains(&name));
+    // they are (issue 21), except the root files kb-tools writes.
+    let own = parts.is_empty() && (OWN_GIT_FILES.contains(&name) || LOCAL_FILES.contains(&name));
     if !own && super::names::refusal(rel).is_some() {
         return Kind::Refused;
     }
-    if parts.iter().any(|p| REFUSED_DIRS.contains(p)) || REFUSED_DIRS.contains(&name) || is_temp(name) {
-        Kind::Refused
-    } else if LOGS.contains(&name) || (parts.first() == Some(&ARCHIVE_DIR) && name.ends_with(".md")) {
-        Kind::Log
-    } else if DERIVED.contains(&name) {
-        Kind::Derived
-    } else if INTERNAL_FILES.contains(&name) || parts.iter().any(|p| INTERNAL_DIRS.contains(p)) {
-        Kind::Internal
-    } else {
+    if parts.iter().any(|p| REFUSED_DIRS.contains(p)) || REFUSED_DIRS.contains(&name) {
+        return Kind::Refused;
+    }
+    if is_temp(name)
+        || (parts.is_empty() && LOCAL_FILES.contains(&name))
+        || top.is_some_and(|t| LOCAL_DIRS.contains(&t))
+    {
+        return Kind::Local;
+    }
+    if LOGS.contains(&name) || (top == Some(ARCHIVE_DIR) && parts.len() == 1 && name.ends_with(".md")) {
+        return Kind::Log;
+    }
+    if DERIVED.contains(&name) {
+        return Kind::Derived;
+    }
+    match top {
+        Some(RULES_DIR) => return Kind::Rule,
+        Some(PROPOSALS_DIR) if parts.len() == 1 && name.ends_with(".md") => return Kind::Proposal,
+        Some(CONFLICTS_DIR) => return Kind::Conflict,
+        Some(SKILLS_DIR) if parts.len() >= 3 && SKILL_STAGES.contains(&parts[1]) => return Kind::Skill,
+        _ => {}
+    }
+    let in_place = parts.iter().enumerate().all(|(i, p)| holds_documents(i + 1, p))
+        && !top.is_some_and(|t| [ARCHIVE_DIR, PROPOSALS_DIR].contains(&t));
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let doc_name =
+        (!name.starts_with('.') || name == ".summary.md") && ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e.as_str()));
+    if in_place && doc_name {
         Kind::Document
+    } else {
+        Kind::Unknown
     }
 }
 
@@ -116,18 +222,28 @@ mod tests {
         for (rel, want) in [
             (".changelog", Kind::Log),
             (".changelog-archive/2025-10.md", Kind::Log),
-            (".changelog-cursors", Kind::Log),
+            (".changelog-cursors", Kind::Local),
             (".core-rule-proposals/.audit.log", Kind::Log),
             (".memory/.references/.index.md", Kind::Derived),
             (".relations.jsonl", Kind::Derived),
             (".gitattributes", Kind::Derived),
             (".gitignore", Kind::Derived),
-            (".lock", Kind::Internal),
-            (".journal", Kind::Internal),
-            (".lock.queue/000000001-42", Kind::Internal),
-            (".cache/kb-index/state", Kind::Internal),
-            (".evolving-rules/security/active/r.yaml", Kind::Internal),
-            (".conflicts/a.md", Kind::Internal),
+            (".lock", Kind::Local),
+            (".journal", Kind::Local),
+            (".lock.queue/000000001-42", Kind::Local),
+            (".cache/kb-index/state", Kind::Local),
+            (".quarantine/held.jsonl", Kind::Local),
+            ("notes/.a.md.tmp.1234", Kind::Local),
+            (".evolving-rules/security/active/r.yaml", Kind::Rule),
+            (".evolving-rules/security/core.yaml", Kind::Rule),
+            (".core-rule-proposals/CORE-001.md", Kind::Proposal),
+            (".core-rule-proposals/x/y.sh", Kind::Unknown),
+            (".conflicts/a.md", Kind::Conflict),
+            (".skills/.active/pdf/SKILL.md", Kind::Skill),
+            (".skills/.candidates/pdf/scripts/fetch.sh", Kind::Skill),
+            (".skills/.candidates/pdf/img/a.png", Kind::Skill),
+            (".skills/notes.md", Kind::Document),
+            (".skills/.elsewhere/x/run.sh", Kind::Unknown),
             (".git", Kind::Refused),
             ("notes/.gitattributes", Kind::Refused),
             (".gitmodules", Kind::Refused),
@@ -135,14 +251,21 @@ mod tests {
             ("objects/x.md", Kind::Refused),
             ("notes/.lock/m.md", Kind::Refused),
             ("notes/a\nb.md", Kind::Refused),
-            (".core-rule-proposals/CORE-001.md", Kind::Internal),
             (".git/config", Kind::Refused),
             ("notes/.git/hooks/pre-commit", Kind::Refused),
-            ("notes/.a.md.tmp.1234", Kind::Refused),
             (".memory/.references/jwt-v1.md", Kind::Document),
+            (".memory/.references/.summary.md", Kind::Document),
             ("notes/debug.log", Kind::Document),
             ("notes/tmp.md", Kind::Document),
+            ("notes/diagram.PNG", Kind::Document),
             ("notes/changelog-archive/x.md", Kind::Document),
+            ("top.md", Kind::Document),
+            ("notes/run.sh", Kind::Unknown),
+            ("notes/Makefile", Kind::Unknown),
+            ("notes/.hidden.md", Kind::Unknown),
+            (".claude/settings.md", Kind::Unknown),
+            (".unknown/x.md", Kind::Unknown),
+            (".changelog-archive/x/y.md", Kind::Unknown),
         ] {
             assert_eq!(kind(rel), want, "{rel}");
         }

@@ -149,16 +149,20 @@ impl Library {
         let folded: Vec<String> = parts.iter().map(|p| names::fold(p)).collect();
         let folded_norm = folded.join("/");
         let name = folded[folded.len() - 1].as_str();
-        if kind::kind(&folded_norm) != kind::Kind::Document {
-            let by_name = [kind::LOGS, kind::DERIVED, kind::INTERNAL_FILES, kind::REFUSED_DIRS];
-            let dir = folded[..folded.len() - 1]
-                .iter()
-                .find(|p| kind::REFUSED_DIRS.contains(&p.as_str()) || kind::INTERNAL_DIRS.contains(&p.as_str()));
-            return Err(Error::msg(match dir {
-                Some(d) if !by_name.iter().any(|t| t.contains(&name)) => {
-                    format!("refused: '{norm}' is inside the internal directory '{d}'")
+        let k = kind::kind(&folded_norm);
+        if !k.is_content() {
+            return Err(Error::msg(match k {
+                kind::Kind::Local if kind::is_temp(name) => {
+                    format!("refused: '{norm}' looks like a kb-tools temporary file")
                 }
-                None if kind::is_temp(name) => format!("refused: '{norm}' looks like a kb-tools temporary file"),
+                kind::Kind::Unknown if self.path(&norm).is_dir() => format!("'{norm}' is a directory"),
+                kind::Kind::Unknown => format!(
+                    "refused: '{norm}' is not a kind a library holds (documents are Markdown, text or images \
+                     under .memory/ or a folder of yours; scripts belong in a skill under .skills/)"
+                ),
+                kind::Kind::Rule | kind::Kind::Proposal | kind::Kind::Conflict => {
+                    format!("refused: '{norm}' is a {}, an internal file written only by kb-tools", k.name())
+                }
                 _ => format!("refused: '{norm}' is a generated or internal file; it is written only by kb-tools"),
             }));
         }

@@ -55,7 +55,7 @@ pub fn read(lib: &Library, uri_text: &str) -> Result<Value, RpcError> {
         .ok_or_else(|| RpcError::invalid(format!("'{uri_text}' is not a kb:// URI")))
         .and_then(|p| decode(p).ok_or_else(|| RpcError::invalid(format!("'{uri_text}' has a bad %-escape"))))?;
     let rel = library::normalise(&rel).map_err(|e| RpcError::invalid(e.to_string()))?;
-    if kind::kind(&rel) != kind::Kind::Document {
+    if !kind::kind(&rel).is_content() {
         return Err(RpcError::invalid(format!("'{rel}' is not a library document")));
     }
     lib.check_inside(&rel).map_err(|e| RpcError::invalid(e.to_string()))?;

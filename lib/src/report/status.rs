@@ -77,6 +77,15 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
         integrity.push(json!({"record": "inconsistency", "kind": "conflict", "path": c.path,
             "message": format!("an overlapping edit is kept in {}; end it with kb-append resolve {} --keep ours|theirs|FILE", c.kept, c.path)}));
     }
+    // What sync kept out of the library (issue 32): a person decides.
+    for h in crate::sync::hold::read(lib)? {
+        let what = match h.why {
+            crate::sync::hold::Why::Dangerous => "quarantined",
+            crate::sync::hold::Why::Review => "waiting-review",
+        };
+        integrity.push(json!({"record": "inconsistency", "kind": what, "path": h.path,
+            "message": format!("{}; see it with git show {}, then kb-append quarantine release|drop {}", h.reason, h.theirs.as_deref().unwrap_or("(deleted)"), h.path)}));
+    }
     let count_text = counts.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ");
     Ok(vec![
         dim(1, "index", format!("{} index problems (logged to {})", rows.len(), consistency::LOG), values(&rows)),
@@ -94,7 +103,12 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
             format!("{} patterns: {count_text}; {} deprecated need review", patterns.len(), review.len()),
             values(&review),
         ),
-        dim(6, "integrity", format!("{} unreadable or malformed inputs or kept conflicts", integrity.len()), integrity),
+        dim(
+            6,
+            "integrity",
+            format!("{} unreadable or malformed inputs, kept conflicts or held peer changes", integrity.len()),
+            integrity,
+        ),
     ])
 }
 

@@ -14,7 +14,7 @@ use super::sources::{Source, LOCAL};
 use crate::doc::{digest, frontmatter, yaml};
 use crate::error::{Error, Result};
 use crate::fs::nofollow;
-use crate::library::kind::{self, Kind};
+use crate::library::kind;
 use crate::library::relations::split_cite;
 use crate::library::{self, Library};
 
@@ -67,7 +67,7 @@ pub fn check_cites(sources: &[Source], cites: &[String]) -> Result<Vec<Cite>> {
             refused(format!("no library named '{name}' (known: {})", known.join(", ")))
         })?;
         let path = library::normalise(p).map_err(|e| refused(e.to_string()))?;
-        if kind::kind(&path) != Kind::Document {
+        if !kind::kind(&path).is_content() {
             return Err(refused("not a document (logs, indexes and tool files cannot be cited)".into()));
         }
         nofollow::check_chain(&src.lib.dir, &path)

@@ -105,7 +105,7 @@ pub fn reaches(pattern: &str, files: &[&str]) -> bool {
 /// The library's `.gitignore`: the lock file and writers' temp files are
 /// never shared.
 pub const GITIGNORE: &str =
-    "# kb-tools: never committed (written by kb-append init).\n/.lock\n.*.tmp.*\n/.cache/\n/.journal\n/.lock.queue/\n";
+    "# kb-tools: never committed (written by kb-append init).\n/.lock\n.*.tmp.*\n/.cache/\n/.journal\n/.lock.queue/\n/.changelog-cursors\n/.quarantine/\n";
 
 /// Writes `.gitattributes` and `.gitignore` into the library when they are
 /// missing or stale. A file someone else wrote (no `# kb-tools:` first

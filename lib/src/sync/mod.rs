@@ -3,11 +3,13 @@
 //! both sides), logs with a union driver, derived files are rebuilt, so
 //! every clone converges to the same bytes and no write is lost.
 
+pub mod admit;
 pub mod append_union;
 pub mod attributes;
 pub mod conflicts;
 pub mod drivers;
 pub mod gitcmd;
+pub mod hold;
 pub mod inspect;
 pub mod merge_log;
 pub mod refresh;

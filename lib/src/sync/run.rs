@@ -19,11 +19,13 @@ use crate::library::entry;
 use crate::library::kind::{self, Kind};
 use crate::library::Library;
 use crate::lock;
+use crate::sync::admit::{self, Limits, Moved};
 use crate::sync::attributes;
 use crate::sync::conflicts::{self, Side};
 use crate::sync::drivers::{self, REBUILD_MARKER};
 use crate::sync::gitcmd::{stderr_of, Repo};
-use crate::sync::inspect::{self, Rejected};
+use crate::sync::hold::{self, Held, Why};
+use crate::sync::inspect::Rejected;
 use crate::sync::{merge_log, refresh};
 
 /// The marker (in the git directory) naming the commit a sync is merging,
@@ -46,11 +48,20 @@ pub struct Options {
     pub attempts: u32,
     /// Lock timeout and holder command.
     pub lock: lock::Options,
+    /// The boundary's caps and the user's choices (issue 32).
+    pub limits: Limits,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { remote: None, branch: None, push: true, attempts: 8, lock: lock::Options::default() }
+        Options {
+            remote: None,
+            branch: None,
+            push: true,
+            attempts: 8,
+            lock: lock::Options::default(),
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -82,6 +93,32 @@ pub struct Report {
     /// any, nothing was merged or pushed and the exit status is 2.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rejected: Vec<Rejected>,
+    /// Documents and skill files the merged commits deleted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
+    /// Documents and skill files they moved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<Moved>,
+    /// What this sync kept out of the live library: quarantined as
+    /// dangerous, or waiting for review (`kb-append quarantine`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldShown>,
+    /// How many paths wait in quarantine or for review in all.
+    pub waiting: usize,
+}
+
+/// A held path as the sync record shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeldShown {
+    pub path: String,
+    pub why: Why,
+    pub reason: String,
+}
+
+impl From<&Held> for HeldShown {
+    fn from(h: &Held) -> HeldShown {
+        HeldShown { path: h.path.clone(), why: h.why, reason: h.reason.clone() }
+    }
 }
 
 /// What one merge round did.
@@ -92,6 +129,9 @@ struct Step {
     merged: usize,
     conflicts: Vec<String>,
     rebuilt: Vec<String>,
+    deleted: Vec<String>,
+    moved: Vec<Moved>,
+    held: Vec<Held>,
 }
 
 /// Where a failed sync rolls back to.
@@ -152,6 +192,10 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             head: repo.rev("HEAD").unwrap_or_default(),
             seconds: crate::out::round(started.elapsed().as_secs_f64(), 3),
             rejected: step.rejected,
+            deleted: step.deleted,
+            moved: step.moved,
+            held: step.held.iter().map(HeldShown::from).collect(),
+            waiting: hold::read(lib)?.len(),
         })
     })
 }
@@ -171,7 +215,7 @@ fn rounds(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let step = merge(lib, repo, remote, branch, tracking)?;
+        let step = merge(lib, repo, opts, remote, branch, tracking)?;
         if !step.rejected.is_empty() {
             return Ok((Step { rejected: step.rejected, ..total }, false, attempts));
         }
@@ -179,6 +223,9 @@ fn rounds(
         total.merged += step.merged;
         total.conflicts.extend(step.conflicts);
         total.rebuilt.extend(step.rebuilt);
+        total.deleted.extend(step.deleted);
+        total.moved.extend(step.moved);
+        total.held.extend(step.held);
         let head = repo.rev("HEAD");
         if !opts.push || head.is_none() || head == repo.rev(tracking) {
             total.rebuilt = total.rebuilt.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
@@ -276,9 +323,15 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
     if marker.exists() {
         rebuilt.extend(refresh::all(lib)?);
     }
-    let lock = repo.top_path(".lock");
-    if repo.ok(&["ls-files", "--error-unmatch", "--", &lock]) {
-        repo.run(&["rm", "--cached", "--quiet", "--", &lock], "git rm --cached (the lock file is never shared)")?;
+    // Local state is never shared: a library that committed some before
+    // issue 32 (the lock, `.changelog-cursors`) stops tracking it.
+    let tracked = repo.list(&["ls-files", "-z", "--", &repo.library_pathspec()], "git ls-files")?;
+    let local: Vec<String> =
+        tracked.iter().filter(|p| repo.in_library(p).is_some_and(|r| kind::kind(r) == Kind::Local)).cloned().collect();
+    if !local.is_empty() {
+        let mut args = vec!["rm", "--cached", "--quiet", "--"];
+        args.extend(local.iter().map(String::as_str));
+        repo.run(&args, "git rm --cached (local state is never shared)")?;
     }
     let spec = repo.library_pathspec();
     let status = ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", &spec];
@@ -293,8 +346,8 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
     if !pending.is_empty() {
         rebuilt.extend(refresh::documents(lib, &pending, None)?);
     }
-    if !entries.is_empty() || !rebuilt.is_empty() {
-        add_library(repo)?;
+    if !entries.is_empty() || !rebuilt.is_empty() || !local.is_empty() {
+        add_library(lib, repo)?;
         if !repo.ok(&["diff", "--cached", "--quiet"]) {
             repo.commit("task-ai(library):sync local changes")?;
             start.local = repo.rev("HEAD");
@@ -305,7 +358,7 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
 }
 
 /// One merge of the fetched branch into HEAD.
-fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str) -> Result<Step> {
+fn merge(lib: &Library, repo: &Repo, opts: &Options, remote: &str, branch: &str, tracking: &str) -> Result<Step> {
     let Some(theirs) = repo.rev(tracking) else { return Ok(Step::default()) };
     let ours = repo.rev("HEAD");
     if let Some(o) = &ours {
@@ -326,11 +379,17 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
         }
         _ => None,
     };
-    // Nothing a peer sends is merged before it is inspected (issue 21).
-    let rejected = inspect::inspect(repo, base.as_deref().unwrap_or(&before), &theirs)?;
-    if !rejected.is_empty() {
-        return Ok(Step { rejected, ..Step::default() });
+    // Nothing a peer sends is merged before it is admitted (issue 32).
+    let from = base.as_deref().unwrap_or(&before);
+    let adm = admit::judge(repo, from, ours.as_deref(), &theirs, &opts.limits)?;
+    if !adm.rejected.is_empty() {
+        return Ok(Step { rejected: adm.rejected, ..Step::default() });
     }
+    let held = hold::decide(repo, lib, &adm.changes, &theirs, gate(lib)?.as_ref())?;
+    hold::prepare(lib, repo, &held)?;
+    // This machine's derived files, to put back over the peer's bytes.
+    let derived: Vec<(String, Option<Vec<u8>>)> =
+        adm.derived.iter().map(|p| Ok((p.clone(), blob_at(repo, ours.as_deref(), p)?))).collect::<Result<_>>()?;
     let (changed, since) = match &base {
         None => {
             repo.run(&["merge", "--ff-only", "--quiet", &theirs], "git merge --ff-only")?;
@@ -355,12 +414,32 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
             (both, base.clone())
         }
     };
+    hold::restore(lib, repo, &held)?;
     let mut touched = Vec::new();
     if base.is_some() {
         crate::fs::crash::at(crate::fs::crash::Step::SyncMerging);
         touched = settle(lib, repo, &before, &theirs)?;
         step.conflicts = touched.iter().filter(|p| p.starts_with(conflicts::DIR)).cloned().collect();
     }
+    // A peer's bytes for a derived file never stay: ours back, then the
+    // incremental rebuild below brings them in step with the merge.
+    for (rel, bytes) in &derived {
+        match bytes {
+            Some(b) => crate::fs::atomic::write(&lib.path(rel), b)?,
+            None => {
+                let _ = fs::remove_file(lib.path(rel));
+            }
+        }
+        touched.push(rel.clone());
+    }
+    let gone = deletion_events(lib, repo, &adm.deleted, &theirs)?;
+    if !gone.is_empty() {
+        changelog::append(lib, &gone)?;
+        touched.push(changelog::FILE.to_string());
+    }
+    step.deleted = adm.deleted;
+    step.moved = adm.moved;
+    step.held = held;
     let events = refresh::events_since(lib, repo, &since)?;
     step.rebuilt = refresh::documents(lib, &changed, Some(&events))?;
     touched.extend(step.rebuilt.iter().cloned());
@@ -371,7 +450,9 @@ fn merge(lib: &Library, repo: &Repo, remote: &str, branch: &str, tracking: &str)
     }
     if base.is_some() {
         repo.commit_merge(&theirs, &format!("task-ai(library):sync {remote}/{branch}"))?;
-    } else if !touched.is_empty() {
+    } else if !touched.is_empty() && !repo.ok(&["diff", "--cached", "--quiet"]) {
+        // A peer's derived bytes put back to ours and rebuilt are often
+        // the very bytes it sent: then there is nothing to commit.
         repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
     }
     crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
@@ -401,8 +482,30 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
     }
     let mut touched = Vec::new();
     let mut events: Vec<Event> = Vec::new();
+    let held = hold::paths(lib)?;
     for (top_rel, [base, a, b]) in &stages {
         let rel = repo.in_library(top_rel).unwrap_or(top_rel);
+        // A held path in conflict: the shared history takes the peer's
+        // version, this work tree keeps its own (as for any hold).
+        if held.contains(rel) {
+            match b {
+                Some(sha) => {
+                    let info = format!("100644,{sha},{top_rel}");
+                    repo.run(&["update-index", "--add", "--cacheinfo", &info], "git update-index")?;
+                    repo.run(&["update-index", "--skip-worktree", "--", top_rel], "git update-index")?;
+                }
+                None => {
+                    repo.run(&["rm", "--cached", "--quiet", "--", top_rel], "git rm --cached")?;
+                }
+            }
+            match a {
+                Some(sha) => crate::fs::atomic::write(&lib.path(rel), &hold::bytes(repo, sha)?)?,
+                None => {
+                    let _ = fs::remove_file(lib.path(rel));
+                }
+            }
+            continue;
+        }
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
         let (base, a, b) = (read(base)?, read(a)?, read(b)?);
         touched.push(rel.to_string());
@@ -422,9 +525,9 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
                     crate::fs::atomic::write(&lib.path(rel), &bytes)?;
                 }
             }
-            // Tool-owned files that git shares (`.evolving-rules/`) merge as
-            // documents: both sides kept on a conflict.
-            k @ (Kind::Document | Kind::Internal | Kind::Refused) => {
+            // Everything else admitted (content, rules, proposals, kept
+            // sides) merges as documents: both sides kept on a conflict.
+            k => {
                 // Two appends to one document merge as their union.
                 let union = (k == Kind::Document && a.is_some() && b.is_some())
                     .then(|| {
@@ -475,9 +578,17 @@ fn add_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     repo.run(&args, "git add").map(|_| ())
 }
 
-/// Stages the whole library (never its lock file).
-fn add_library(repo: &Repo) -> Result<()> {
-    repo.run(&["add", "--all", "--", &repo.library_pathspec()], "git add").map(|_| ())
+/// Stages the whole library: never its local state (the library's
+/// `.gitignore`, rewritten by `attributes::write` before, lists it; naming
+/// an ignored path here would make git refuse) nor a path held back from a peer (this machine's
+/// copy of a rule a peer removed stays off the record until reviewed).
+fn add_library(lib: &Library, repo: &Repo) -> Result<()> {
+    let mut args = vec!["add".to_string(), "--all".into(), "--".into(), repo.library_pathspec()];
+    for p in hold::paths(lib)? {
+        args.push(format!(":(exclude,literal){}", repo.top_path(&p)));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    repo.run(&args, "git add").map(|_| ())
 }
 
 /// Pushes HEAD to the remote branch. `Ok(false)` when the remote moved on
@@ -536,4 +647,68 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// The gates a peer's admitted change passes before it enters the live
+/// library (issue 32): the guard with the writer's policy for content.
+fn gate(lib: &Library) -> Result<Box<hold::Gate<'static>>> {
+    let (engine, _) = crate::guard::library_engine(lib)?;
+    Ok(Box::new(move |c: &admit::Change, _base: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
+        if let (true, Some(bytes)) = (c.kind.is_content() || c.kind == Kind::Conflict, theirs) {
+            let text = String::from_utf8_lossy(bytes);
+            let report = crate::guard::scan_text_with(&engine, &c.path, &text);
+            if report.verdict == crate::guard::Verdict::Dangerous {
+                return Ok(Some((
+                    Why::Dangerous,
+                    format!(
+                        "the guard calls it dangerous, as kb-append write would ({}); kept out of the library",
+                        report.findings.iter().map(|f| f.rule.as_str()).take(5).collect::<Vec<_>>().join(", ")
+                    ),
+                )));
+            }
+        }
+        Ok(None)
+    }))
+}
+
+/// The bytes a commit holds at a library path (`None`: no such file, or
+/// no commit).
+fn blob_at(repo: &Repo, commit: Option<&str>, rel: &str) -> Result<Option<Vec<u8>>> {
+    let Some(commit) = commit else { return Ok(None) };
+    let out = repo.output(&["cat-file", "blob", &format!("{commit}:{}", repo.top_path(rel))])?;
+    Ok(out.status.success().then_some(out.stdout))
+}
+
+/// A `deleted` changelog event for each document a peer deleted whose
+/// changelog (at the peer's tip) has none, so a fleet writes one, not N.
+fn deletion_events(lib: &Library, repo: &Repo, deleted: &[String], theirs: &str) -> Result<Vec<Event>> {
+    if deleted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let log = blob_at(repo, Some(theirs), changelog::FILE)?.unwrap_or_default();
+    let logged: BTreeSet<String> = changelog::parse(&String::from_utf8_lossy(&log))
+        .events
+        .into_iter()
+        .filter(|(_, e)| e.event == "deleted" || e.action.as_deref() == Some("deleted"))
+        .map(|(_, e)| e.path)
+        .collect();
+    let _ = lib;
+    let ts = crate::clock::now()?.to_string();
+    let short = &theirs[..theirs.len().min(12)];
+    Ok(deleted
+        .iter()
+        .filter(|p| !logged.contains(*p))
+        .map(|p| Event {
+            ts: ts.clone(),
+            event: "deleted".into(),
+            path: p.clone(),
+            action: None,
+            notebook: None,
+            category: None,
+            topic: None,
+            sha256: None,
+            bytes: None,
+            reason: Some(format!("deleted by a peer's commits (up to {short}), merged by sync")),
+        })
+        .collect())
 }

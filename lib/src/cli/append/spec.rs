@@ -66,7 +66,19 @@ const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout"];
 const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout"];
 const PROMOTE: &[&str] = &["root", "to", "notebook", "no-commit", "timeout"];
 const NUDGE: &[&str] = &["root", "calls", "interval", "notebook"];
-const SYNC: &[&str] = &["root", "remote", "branch", "no-push", "timeout"];
+const SYNC: &[&str] = &[
+    "root",
+    "remote",
+    "branch",
+    "no-push",
+    "timeout",
+    "max-commit-files",
+    "max-commit-bytes",
+    "max-file-bytes",
+    "max-deletes",
+    "accept-deletes",
+    "merge-outside",
+];
 
 /// kb-append's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(
@@ -102,6 +114,19 @@ pub static SPEC: Spec = Spec::new(
         ),
         Cmd::new("sync", "", SYNC, "commit, fetch, merge and push with the git remote"),
         Cmd::new("resolve", "PATH", &["root", "keep", "no-commit", "timeout"], "end a kept conflict"),
+        Cmd::new(
+            "quarantine",
+            "",
+            &["root", "format"],
+            "what sync kept out of the library: dangerous, or waiting for review",
+        ),
+        Cmd::new("quarantine release", "PATH...", &["root", "no-commit", "timeout"], "let a peer's held version in"),
+        Cmd::new(
+            "quarantine drop",
+            "PATH...",
+            &["root", "no-commit", "timeout"],
+            "keep this machine's version of a held path",
+        ),
         Cmd::new("merge-log", "BASE OURS THEIRS", &[], "git merge driver for logs"),
         Cmd::new("merge-derived", "BASE OURS THEIRS PATH", &[], "git merge driver for derived files"),
         Cmd::new("completions", "bash", &[], "shell completions for the nine binaries"),

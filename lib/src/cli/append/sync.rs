@@ -26,6 +26,7 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         branch: a.get("branch").map(str::to_string),
         push: !a.on("no-push"),
         lock: opts.lock,
+        limits: limits(a)?,
         ..Default::default()
     };
     match sync::sync(lib, &o) {
@@ -41,6 +42,54 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         Ok(report) => out.record(&report),
         Err(e) => out.error(&e.to_string(), json!({"command": "sync"})),
     }
+}
+
+/// The boundary's caps and choices from the flags (issue 32).
+fn limits(a: &Args) -> Result<sync::admit::Limits, Error> {
+    let mut l = sync::admit::Limits::default();
+    if let Some(n) = a.num("max-commit-files")? {
+        l.max_files = n;
+    }
+    if let Some(n) = a.num("max-commit-bytes")? {
+        l.max_bytes = n;
+    }
+    if let Some(n) = a.num("max-file-bytes")? {
+        l.max_file_bytes = n;
+    }
+    if let Some(n) = a.num("max-deletes")? {
+        l.max_deletes = n;
+    }
+    l.accept_deletes = a.on("accept-deletes");
+    l.merge_outside = a.on("merge-outside");
+    Ok(l)
+}
+
+/// `quarantine`: list what sync held; `quarantine release|drop PATH...`
+/// ends holds, under the library lock.
+pub fn quarantine(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    if a.cmd == "quarantine" {
+        let held = sync::hold::read(lib)?;
+        if a.table()? {
+            let rows: Vec<Vec<String>> = held
+                .iter()
+                .map(|h| vec![h.path.clone(), format!("{:?}", h.why).to_lowercase(), h.reason.clone()])
+                .collect();
+            return out.text(&crate::out::jsonl::table(&["PATH", "WHY", "REASON"], &rows));
+        }
+        for h in &held {
+            out.record(h)?;
+        }
+        return Ok(());
+    }
+    let release = a.cmd == "quarantine release";
+    for path in &a.positional {
+        let done = crate::lock::with_lock(lib, &opts.lock, || sync::hold::settle(lib, path, release, opts.commit));
+        match done {
+            Ok(r) => out.record(&r)?,
+            Err(e) => out.error(&e.to_string(), json!({"command": a.cmd, "path": path}))?,
+        }
+    }
+    Ok(())
 }
 
 /// `resolve PATH --keep ours|theirs|FILE`: end a kept conflict.

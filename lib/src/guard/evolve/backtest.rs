@@ -14,7 +14,7 @@ use crate::guard::rules::Rule;
 use crate::guard::scan::scan_targets;
 use crate::guard::target::{self, Target};
 use crate::guard::{Engine, Verdict};
-use crate::library::kind::{self, Kind};
+use crate::library::kind;
 use crate::library::Library;
 
 /// Most newly flagged lines listed per rule.
@@ -114,7 +114,8 @@ pub fn library_targets(lib: &Library) -> Vec<Target> {
             }
             continue;
         }
-        if kind::kind(it.name()) == Kind::Document {
+        let rel = it.path.strip_prefix(&lib.dir).map(|r| r.to_string_lossy().replace('\\', "/"));
+        if rel.is_ok_and(|r| kind::kind(&r).is_content()) {
             paths.push(it.path.display().to_string());
         }
     }
