@@ -41,6 +41,34 @@ pub fn temp_beside(target: &str, tmp: &str) -> bool {
     dir == tmp_dir && super::atomic::is_temp_of(tmp_name, name)
 }
 
+/// Checks every file a journal names, as `(path, temp)` pairs relative to
+/// `root`, before recovery acts on any: each path [`inside`] the root,
+/// each temp inside it too and the writer's own for its path
+/// ([`temp_beside`]), and `allowed` says why a path is none its writer
+/// journals (its layout: notes, rule files, …), or `None`. The first bad
+/// one is the error ([`refused`], naming `journal`).
+pub fn check_files<'a>(
+    root: &Path,
+    journal: &Path,
+    files: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    allowed: impl Fn(&str) -> Option<String>,
+) -> Result<()> {
+    for (i, (path, tmp)) in files.into_iter().enumerate() {
+        let field = format!("files[{i}].path");
+        inside(root, path).map_err(|why| refused(journal, &field, path, &why))?;
+        if let Some(why) = allowed(path) {
+            return Err(refused(journal, &field, path, &why));
+        }
+        let Some(tmp) = tmp else { continue };
+        let field = format!("files[{i}].tmp");
+        inside(root, tmp).map_err(|why| refused(journal, &field, tmp, &why))?;
+        if !temp_beside(path, tmp) {
+            return Err(refused(journal, &field, tmp, &format!("is not a temp written for '{path}'")));
+        }
+    }
+    Ok(())
+}
+
 /// The error of a journal recovery refuses to act on: it names the
 /// journal, the field and the bad value, says that nothing was changed,
 /// and what to do. The journal is left where it is on purpose: it is the

@@ -29,7 +29,7 @@ pub mod work;
 pub use engine::{Engine, LoadError, Scanned};
 pub use finding::{Context, Finding};
 pub use rules::{Rule, Severity};
-pub use scan::{scan_text, scan_text_with, Report};
+pub use scan::{refusal, scan_text, scan_text_with, Report};
 pub use verdict::Verdict;
 
 /// The engine a command runs with: core rules plus the extended rules of

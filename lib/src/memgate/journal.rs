@@ -126,20 +126,13 @@ fn abs(paths: &Paths, r: &str) -> Result<PathBuf> {
 /// a temp is the writer's own, beside its target; note ids are note ids.
 fn check(paths: &Paths, j: &Journal) -> Result<()> {
     let journal = paths.dir.join(FILE);
+    let files = j.files.iter().map(|f| (f.path.as_str(), f.tmp.as_deref()));
+    journal::check_files(&paths.dir, &journal, files, |_| None)?;
     for (i, f) in j.files.iter().enumerate() {
-        let field = format!("files[{i}].path");
-        journal::inside(&paths.dir, &f.path).map_err(|why| journal::refused(&journal, &field, &f.path, &why))?;
         let dir = if f.kind == Kind::Archive { "archive" } else { "notes" };
         if f.path.split_once('/').is_none_or(|(d, name)| d != dir || name.contains('/')) {
-            return Err(journal::refused(&journal, &field, &f.path, &format!("is not a file in {dir}/")));
-        }
-        if let Some(t) = &f.tmp {
-            let field = format!("files[{i}].tmp");
-            journal::inside(&paths.dir, t).map_err(|why| journal::refused(&journal, &field, t, &why))?;
-            if !journal::temp_beside(&f.path, t) {
-                let why = format!("is not a temp kb-memgate writes for '{}'", f.path);
-                return Err(journal::refused(&journal, &field, t, &why));
-            }
+            let why = format!("is not a file in {dir}/");
+            return Err(journal::refused(&journal, &format!("files[{i}].path"), &f.path, &why));
         }
         if let Some(id) = &f.removes {
             super::note::check_id(id).map_err(|why| journal::refused(&journal, "removes", id, &why))?;

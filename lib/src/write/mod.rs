@@ -526,11 +526,8 @@ fn apply(
     // Checked again under the lock: the library may have changed since the
     // request was validated.
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
-    if report.verdict == guard::Verdict::Dangerous && req.allow_risky.is_none() {
-        return Err(format!(
-            "refused: the guard judged the content dangerous ({}); pass --allow-risky REASON to write it anyway",
-            report.reason()
-        ));
+    if let Some(refused) = guard::refusal(&report, req.allow_risky.as_deref()) {
+        return Err(format!("{refused}; pass --allow-risky REASON to write it anyway"));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
     let old = match pending
