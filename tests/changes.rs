@@ -164,8 +164,9 @@ fn a_notebook_is_required_and_checked() {
     assert!(!lib.path(".changelog-cursors").exists());
 }
 
-/// A sync merge unites two replicas' state files: a notebook may have two
-/// lines, and the one with the latest read wins.
+/// A state file with two lines for a notebook (a library whose file was
+/// merged as a log before cursors became local, issue 32): the one with
+/// the latest read wins.
 #[test]
 fn merged_state_file_keeps_each_notebooks_latest_cursor() {
     let lib = Lib::new();
@@ -182,7 +183,7 @@ fn merged_state_file_keeps_each_notebooks_latest_cursor() {
     let r = changes(&lib, "nb", "2026-01-12T00:00:00Z");
     assert_eq!(seen(&r), vec![pair("write", "notes/c.md")]);
     assert_eq!(lib.read(".changelog-cursors").lines().count(), 1, "the next store keeps one line per notebook");
-    // And sync knows the file as a log (union merge driver).
-    let attrs = lib.read(".gitattributes");
-    assert!(attrs.contains(".changelog-cursors merge=kb-log"), "{attrs}");
+    // Local state since issue 32: never merged, never committed.
+    assert!(!lib.read(".gitattributes").contains(".changelog-cursors"));
+    assert!(lib.read(".gitignore").contains("/.changelog-cursors"));
 }

@@ -617,3 +617,41 @@ fn random_peer_trees_never_reach_past_the_boundary() {
     }
     p.unharmed();
 }
+
+/// kb-mcp, driven over stdio with plain JSON-RPC lines: what it answers
+/// to each request, in order.
+fn mcp(lib: &Lib, requests: &[Value]) -> Vec<Value> {
+    let mut lines = vec![
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ];
+    lines.extend(requests.iter().cloned());
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let out = lib.cmd("kb-mcp").arg("--root").arg(lib.root()).write_stdin(input).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["id"] != 0)
+        .collect()
+}
+
+#[test]
+fn mcp_never_serves_quarantined_content() {
+    let p = Peers::new();
+    p.push(&[(".library/notes/setup.md", DANGEROUS)]);
+    p.synced(&[]);
+    let answers = mcp(
+        &p.victim,
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": "kb://notes/setup.md"}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "library_search", "arguments": {"query": "evil curl instructions setup"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {}}),
+        ],
+    );
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert!(answers[0].get("error").is_some(), "{}", answers[0]);
+    assert!(!answers[0].to_string().contains("evil.example"), "{}", answers[0]);
+    for a in &answers[1..] {
+        assert!(!a.to_string().contains("evil.example") && !a.to_string().contains("notes/setup.md"), "{a}");
+    }
+}

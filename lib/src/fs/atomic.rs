@@ -206,7 +206,31 @@ fn temp_path(path: &Path) -> PathBuf {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    path.with_file_name(format!(".{name}.tmp.{}.{n}.{nanos}", std::process::id()))
+    path.with_file_name(temp_name(name, std::process::id(), n, nanos))
+}
+
+/// The one shape of a temp file's name: `.<name>.tmp.<pid>.<n>.<nanos>`
+/// (hidden, so readers skip it; the pid for [`temp_owner`]; a counter and
+/// the clock's nanoseconds so no two writers ever pick the same name).
+fn temp_name(name: &str, pid: u32, n: u64, nanos: u32) -> String {
+    format!(".{name}.tmp.{pid}.{n}.{nanos}")
+}
+
+/// The most bytes [`temp_name`] adds to a file's name: the leading `.`,
+/// `.tmp.`, and the widest pid (`u32`), counter (`u64`) and nanoseconds
+/// (below 10⁹) with the two dots between them. A name is replaceable by
+/// rename only when its temp name fits the file system's name limit too,
+/// so the portable-names rule (`library::names`) subtracts this from it.
+pub const TEMP_NAME_OVERHEAD: usize = 1 + ".tmp.".len() + digits(u32::MAX as u64) + 1 + digits(u64::MAX) + 1 + 9;
+
+/// Decimal digits of `n`.
+const fn digits(mut n: u64) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
 }
 
 /// Whether `name` is a temp file [`stage`] makes for a file named
@@ -241,6 +265,14 @@ pub fn temp_owner(name: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_name_overhead_is_the_widest_temp_name() {
+        let widest = temp_name("a.md", u32::MAX, u64::MAX, 999_999_999);
+        assert_eq!(widest.len(), "a.md".len() + TEMP_NAME_OVERHEAD);
+        assert_eq!(TEMP_NAME_OVERHEAD, 47);
+        assert_eq!(temp_owner(&widest), Some(u32::MAX));
+    }
 
     #[test]
     fn torn_tail_is_cut_before_append() {

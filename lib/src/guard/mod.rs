@@ -9,6 +9,7 @@ pub mod engine;
 pub mod evolve;
 pub mod filter;
 pub mod finding;
+pub mod gate;
 pub mod mention;
 pub mod normalize;
 pub mod pattern;
@@ -29,7 +30,7 @@ pub mod work;
 pub use engine::{Engine, LoadError, Scanned};
 pub use finding::{Context, Finding};
 pub use rules::{Rule, Severity};
-pub use scan::{refusal, scan_text, scan_text_with, Report};
+pub use scan::{scan_text, scan_text_with, Report};
 pub use verdict::Verdict;
 
 /// The engine a command runs with: core rules plus the extended rules of

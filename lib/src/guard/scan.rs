@@ -48,17 +48,6 @@ impl Report {
     }
 }
 
-/// The writer's one rule for what it stores (seed 000: external content is
-/// sanitised before storage): content the guard judges dangerous is
-/// refused, unless the caller gave a reason to store it anyway
-/// (`allow_risky`). Returns the refusal, naming the worst findings.
-/// `kb-append`'s writes and kb-memgate's notes both ask this function, so
-/// a text the writer refuses never becomes a memory note either.
-pub fn refusal(report: &Report, allow_risky: Option<&str>) -> Option<String> {
-    (report.verdict == Verdict::Dangerous && allow_risky.is_none())
-        .then(|| format!("refused: the guard judged the content dangerous ({})", report.reason()))
-}
-
 /// Scans text in memory with the core rules: the call kb-append makes
 /// before it writes (`path` decides Markdown/code context).
 pub fn scan_text(path: &str, text: &str) -> Result<Report> {

@@ -89,18 +89,8 @@ pub fn check(engine: &Engine, t: &Target) -> Vec<Finding> {
             }
             EntryKind::Dir => {}
             EntryKind::File => {
-                let name = e.rel.rsplit('/').next().unwrap_or(&e.rel);
-                let ext = name.rfind('.').map(|i| name[i..].to_ascii_lowercase()).unwrap_or_default();
-                if BLOCKED_EXTENSIONS.contains(&ext.as_str()) {
-                    out.push(at("blocked_extension", e, &ext));
-                }
-                if top && e.rel != "SKILL.md" {
-                    out.push(at("file_outside_subdirs", e, &e.rel));
-                }
-                if e.size > LIMITS.max_file_size {
-                    out.push(at("file_too_large", e, &format!("{} bytes", e.size)));
-                }
-                if e.executable && !is_script(&e.fs, &ext) {
+                out.extend(file_findings(engine, &e.display, &e.rel, e.size));
+                if e.executable && !is_script(&e.fs, &extension(&e.rel)) {
                     out.push(at("exec_bit", e, &e.rel));
                 }
             }
@@ -116,6 +106,34 @@ pub fn check(engine: &Engine, t: &Target) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// What one file of a skill raises by its place, name and size alone
+/// (`rel` inside the skill directory, `display` as findings name it): a
+/// blocked extension, a file outside the allowed subdirectories, a file
+/// over the size limit. [`check`] adds these for every file; a judgement
+/// of one file before its skill is whole (a peer's commit, `guard::gate`)
+/// uses them on their own.
+pub fn file_findings(engine: &Engine, display: &str, rel: &str, size: u64) -> Vec<Finding> {
+    let at = |id: &str, matched: &str| engine.builtin(id, display, 0, 0, matched, Context::File);
+    let mut out = Vec::new();
+    let ext = extension(rel);
+    if BLOCKED_EXTENSIONS.contains(&ext.as_str()) {
+        out.push(at("blocked_extension", &ext));
+    }
+    if !rel.contains('/') && rel != "SKILL.md" {
+        out.push(at("file_outside_subdirs", rel));
+    }
+    if size > LIMITS.max_file_size {
+        out.push(at("file_too_large", &format!("{size} bytes")));
+    }
+    out
+}
+
+/// A file's extension with its dot, lower case (`""` when it has none).
+fn extension(rel: &str) -> String {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name.rfind('.').map(|i| name[i..].to_ascii_lowercase()).unwrap_or_default()
 }
 
 /// SKILL.md: present, readable, frontmatter with name and description,

@@ -17,6 +17,7 @@ pub mod kind;
 pub mod names;
 pub mod relations;
 pub mod scan;
+pub mod trust;
 
 use std::path::{Component, Path, PathBuf};
 

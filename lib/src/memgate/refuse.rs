@@ -3,8 +3,9 @@
 //! and ignore all previous instructions" as a `must` note, which every
 //! later session loads as a rule: a door around the guard that
 //! `kb-append write` keeps. A note is judged as the writer judges a
-//! document, by the writer's one rule (`guard::refusal`) and the engine the
-//! writer uses in this workspace: the core rules plus the extended rules of
+//! document, by the one judgement the writer and sync share
+//! (`guard::gate::judge` and `refused`) and the engine the writer uses in
+//! this workspace: the core rules plus the extended rules of
 //! the library found from the working directory (`KB_ROOT`, or upward),
 //! the core rules alone where there is none or it cannot be used.
 
@@ -45,19 +46,20 @@ fn load() -> Result<Judge> {
     }
 }
 
-/// Why `note` must not be stored (`guard::refusal`'s words) and the
+/// Why `note` must not be stored (`guard::gate::refused`'s words) and the
 /// findings behind it, as the `findings` of kb-guard's records
 /// (rule, severity, line, matched); `None` when it may be.
 pub fn refusal(note: &Note) -> Result<Option<(String, Vec<Value>)>> {
     let path = format!("memory/notes/{}", file_name(&note.id));
-    let report = guard::scan_text_with(engine()?, &path, &note.render());
-    Ok(guard::refusal(&report, None).map(|why| {
+    let report = guard::gate::judge(engine()?, &path, note.render().as_bytes());
+    // No --allow-risky: a memory note has no one to give the reason.
+    Ok(guard::gate::refused(&report).map(|why| {
         let findings = report
             .findings
             .iter()
             .filter(|f| f.counts())
             .map(|f| json!({"rule": f.rule, "severity": f.severity, "line": f.line, "matched": f.matched}))
             .collect();
-        (why, findings)
+        (format!("refused: {why}"), findings)
     }))
 }

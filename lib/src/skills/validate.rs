@@ -6,8 +6,9 @@ use crate::doc::frontmatter;
 use crate::guard::structure::{valid_name, ALLOWED_SUBDIRS, BLOCKED_EXTENSIONS, LIMITS};
 use crate::library;
 
-/// The trust tiers a skill may carry.
-pub const TIERS: [&str; 4] = ["T1", "T2", "T3", "T4"];
+/// The trust tiers a skill may carry, lowest first (one list: sync's
+/// judgement of a peer's tiers reads the same).
+pub use crate::library::trust::TIERS;
 
 /// A skill name: the seed's `^[a-z0-9][a-z0-9._-]*$`, at most 64 long,
 /// and never a path (`/`, `..`).

@@ -210,11 +210,19 @@ pub fn judge(repo: &Repo, base: &str, ours: Option<&str>, theirs: &str, limits: 
         if e.status == 'A' || e.status == 'R' || e.status == 'C' {
             added.push(rel.to_string());
         }
-        if let Some(Some(from)) = from_rel {
-            if e.status == 'R' && kind::kind(from).is_content() {
-                adm.moved.push(Moved { from: from.to_string(), to: rel.to_string() });
-            } else if e.status == 'R' && kind::kind(from) == Kind::Log {
-                reject(&mut adm, from, "a peer moved a shared log; logs are append-only".into());
+        if let Some(Some(from)) = from_rel.filter(|_| e.status == 'R') {
+            match kind::kind(from) {
+                k if k.is_content() => adm.moved.push(Moved { from: from.to_string(), to: rel.to_string() }),
+                Kind::Log => reject(&mut adm, from, "a peer moved a shared log; logs are append-only".into()),
+                // A rule or proposal moved away is removed where it was:
+                // that removal passes the gates like any other.
+                k @ (Kind::Rule | Kind::Proposal) => adm.changes.push(Change {
+                    path: from.to_string(),
+                    kind: k,
+                    base: Some(e.old_sha.clone()),
+                    theirs: None,
+                }),
+                _ => {}
             }
         }
         let base_blob = (e.status == 'M' || e.status == 'T').then(|| e.old_sha.clone()).filter(|s| s != ZERO);

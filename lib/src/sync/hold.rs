@@ -69,8 +69,9 @@ pub struct Held {
     pub since: String,
 }
 
-/// A gate: given an admitted change with its bytes at the base and at the
-/// peer's tip, says whether it is held and why.
+/// A gate: given an admitted change with its bytes here (HEAD: what is in
+/// force on this machine) and at the peer's tip, says whether it is held
+/// and why.
 pub type Gate<'a> = dyn Fn(&Change, Option<&[u8]>, Option<&[u8]>) -> Judged + 'a;
 
 /// A gate's answer: held (why, reason) or not.
@@ -84,12 +85,13 @@ pub fn decide(repo: &Repo, lib: &Library, changes: &[Change], theirs_tip: &str, 
     let now = crate::clock::now()?.to_string();
     let mut out = Vec::new();
     for c in changes.iter().filter(|c| c.kind != Kind::Log && c.kind != Kind::Derived) {
-        let base = c.base.as_deref().map(|s| bytes(repo, s)).transpose()?;
+        let here = blob_at(repo, "HEAD", &repo.top_path(&c.path));
+        let here_bytes = here.as_deref().map(|s| bytes(repo, s)).transpose()?;
         let theirs = c.theirs.as_deref().map(|s| bytes(repo, s)).transpose()?;
-        let Some((why, reason)) = gate(c, base.as_deref(), theirs.as_deref())? else { continue };
+        let Some((why, reason)) = gate(c, here_bytes.as_deref(), theirs.as_deref())? else { continue };
         let ours = match held_before.iter().find(|h| h.path == c.path) {
             Some(h) => h.ours.clone(),
-            None => blob_at(repo, "HEAD", &repo.top_path(&c.path)),
+            None => here,
         };
         out.push(Held {
             path: c.path.clone(),
@@ -137,6 +139,21 @@ pub fn restore(lib: &Library, repo: &Repo, new: &[Held]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Puts every hold back in force at the start of a sync: the
+/// sparse-checkout block and this machine's bytes in place. A sync killed
+/// between its merge and [`restore`] (or a hand-edited block) is mended
+/// before anything else is merged.
+pub fn reinstate(lib: &Library, repo: &Repo) -> Result<()> {
+    let all = read(lib)?;
+    if all.is_empty() {
+        return Ok(());
+    }
+    exclude(repo, &all)?;
+    let missing: Vec<Held> =
+        all.into_iter().filter(|h| h.ours.is_some() && std::fs::symlink_metadata(lib.path(&h.path)).is_err()).collect();
+    restore(lib, repo, &missing)
 }
 
 /// The held paths (empty when none).

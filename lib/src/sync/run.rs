@@ -170,6 +170,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
             crate::guard::evolve::journal::note(&r);
         }
         recover(&repo)?;
+        hold::reinstate(lib, &repo)?;
         clean_outside(&repo)?;
         fetch(&repo, &remote, &branch, &tracking)?;
         crate::fs::crash::at(crate::fs::crash::Step::SyncFetched);
@@ -653,7 +654,7 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
 /// library (issue 32): the guard with the writer's policy for content.
 fn gate(lib: &Library) -> Result<Box<hold::Gate<'static>>> {
     let (engine, _) = crate::guard::library_engine(lib)?;
-    Ok(Box::new(move |c: &admit::Change, _base: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
+    Ok(Box::new(move |c: &admit::Change, _ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
         if let (true, Some(bytes)) = (c.kind.is_content() || c.kind == Kind::Conflict, theirs) {
             let text = String::from_utf8_lossy(bytes);
             let report = crate::guard::scan_text_with(&engine, &c.path, &text);

@@ -526,8 +526,9 @@ fn apply(
     // Checked again under the lock: the library may have changed since the
     // request was validated.
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
-    if let Some(refused) = guard::refusal(&report, req.allow_risky.as_deref()) {
-        return Err(format!("{refused}; pass --allow-risky REASON to write it anyway"));
+    // The one judgement sync applies to a peer's content too (guard::gate).
+    if let Some(why) = guard::gate::refused(&report).filter(|_| req.allow_risky.is_none()) {
+        return Err(format!("refused: {why}; pass --allow-risky REASON to write it anyway"));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
     let old = match pending

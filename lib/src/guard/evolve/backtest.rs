@@ -96,6 +96,22 @@ impl Corpus {
     }
 }
 
+/// The backtest of one rule file's `rules` against the rules in force
+/// (`in_force`) without them: a file already in force is judged against
+/// the rules without it. What `kb-guard rules validate FILE` reports, and
+/// what a peer's rule file must pass before it takes effect
+/// (`super::peer`).
+pub fn rule_file(
+    lib: Option<&Library>,
+    corpus: &[String],
+    in_force: &Engine,
+    rules: &[Rule],
+) -> Result<BTreeMap<String, Backtest>> {
+    let others: Vec<Rule> = in_force.rules().iter().filter(|r| !rules.iter().any(|n| n.id == r.id)).cloned().collect();
+    let before = Engine::new(others)?;
+    Corpus::load(lib, corpus, &before)?.run(rules)
+}
+
 /// Every file of the library outside [`SKIPPED_DIRS`] and the generated
 /// or internal files, each skill directory as one target; paths in the
 /// targets are library-relative.

@@ -47,7 +47,7 @@ pub fn render(rules: &[Rule], header: &str) -> Result<String> {
 }
 
 /// The rule files this run has planned so far: their texts by path.
-type Planned = HashMap<PathBuf, String>;
+pub type Planned = HashMap<PathBuf, String>;
 
 /// Where proposal `p`'s rule goes, and the file's text with it (on top of
 /// what this run already planned for that file).
@@ -93,11 +93,30 @@ fn plan_one(lib: &Library, l: &Loaded, planned: &Planned) -> Result<(String, Str
     if !check.valid {
         return Err(Error::msg(format!("{rel} would not load: {}", check.problems.join("; "))));
     }
+    match rule_set_check(lib, planned, &rel, &text, std::slice::from_ref(&id))? {
+        Some(e) => Err(Error::msg(format!("{}: not integrated: {e}", l.proposal.id))),
+        None => Ok((rel, text)),
+    }
+}
+
+/// What is wrong with the rule set loaded as it will be once the rule
+/// file `rel` holds `text` (on top of `planned`), or `None`: it must hold
+/// every rule it held before plus each of `ids`, with no new load error,
+/// so a rule file never weakens the rules in force. INTEGRATE checks each
+/// file before it writes it; a peer's rule file passes the same check
+/// before it takes effect (`super::peer`).
+pub fn rule_set_check(
+    lib: &Library,
+    planned: &Planned,
+    rel: &str,
+    text: &str,
+    ids: &[String],
+) -> Result<Option<String>> {
     let dir = lib.path(crate::library::GUARD_RULES);
     let (before, before_errors) = Engine::load_with(Some(&dir), planned)?;
     let had: BTreeSet<String> = before.rules().iter().map(|r| r.id.clone()).collect();
     let mut with = planned.clone();
-    with.insert(lib.path(&rel), text.clone());
+    with.insert(lib.path(rel), text.to_string());
     let verdict = Engine::load_with(Some(&dir), &with).map(|(after, errors)| {
         let has: BTreeSet<String> = after.rules().iter().map(|r| r.id.clone()).collect();
         let lost: Vec<&String> = had.difference(&has).collect();
@@ -106,7 +125,7 @@ fn plan_one(lib: &Library, l: &Loaded, planned: &Planned) -> Result<(String, Str
             .filter(|e| !before_errors.iter().any(|b| b.source == e.source && b.message == e.message))
             .map(|e| format!("{}: {}", e.source, e.message))
             .collect();
-        if !has.contains(&id) {
+        if let Some(id) = ids.iter().find(|id| !has.contains(*id)) {
             Err(format!("rule {id} would not be in force after the write"))
         } else if !lost.is_empty() {
             Err(format!("the write would drop rules in force: {lost:?}"))
@@ -116,15 +135,11 @@ fn plan_one(lib: &Library, l: &Loaded, planned: &Planned) -> Result<(String, Str
             Ok(())
         }
     });
-    let problem = match verdict {
+    Ok(match verdict {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),
         Err(e) => Some(e.to_string()),
-    };
-    match problem {
-        Some(e) => Err(Error::msg(format!("{}: not integrated: {e}", l.proposal.id))),
-        None => Ok((rel, text)),
-    }
+    })
 }
 
 /// INTEGRATE over a selection (default: every approved proposal). A run

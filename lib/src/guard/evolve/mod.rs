@@ -20,6 +20,7 @@ pub mod cli;
 pub mod integrate;
 pub mod intel;
 pub mod journal;
+pub mod peer;
 pub mod proposal;
 pub mod propose;
 pub mod review;

@@ -255,6 +255,18 @@ impl Proposal {
         })
     }
 
+    /// The status PROPOSE gives a new proposal: `draft` while something
+    /// needs an agent, else `proposed`. Every later status is given by a
+    /// local step (validate, review, integrate), so a peer's new proposal
+    /// arriving in any other status waits for review (`super::peer`).
+    pub fn initial_status(&self) -> Status {
+        if self.missing().is_empty() {
+            Status::Proposed
+        } else {
+            Status::Draft
+        }
+    }
+
     /// What still needs an agent (empty: complete).
     pub fn missing(&self) -> Vec<&'static str> {
         let mut m = Vec::new();

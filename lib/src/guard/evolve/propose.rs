@@ -186,9 +186,7 @@ fn from_intel(id: &str, i: &Intel, layer: Layer, ts: &str) -> Proposal {
         review: None,
         integrated: None,
     };
-    if !p.missing().is_empty() {
-        p.status = Status::Draft;
-    }
+    p.status = p.initial_status();
     p
 }
 

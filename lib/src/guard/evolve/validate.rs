@@ -203,11 +203,7 @@ pub fn file(text: &str, name: &str, lib: Option<&Library>, corpus: &[String]) ->
             Some(l) => super::engine(l)?.0,
             None => Engine::new(rules::core()?)?,
         };
-        // A file already in force is judged against the rules without it.
-        let others: Vec<Rule> =
-            engine.rules().iter().filter(|r| !rules.iter().any(|n| n.id == r.id)).cloned().collect();
-        let before = Engine::new(others)?;
-        let results: BTreeMap<String, Backtest> = Corpus::load(lib, corpus, &before)?.run(&rules)?;
+        let results: BTreeMap<String, Backtest> = super::backtest::rule_file(lib, corpus, &engine, &rules)?;
         if let Value::Object(m) = &mut rec {
             m.insert("backtest".into(), serde_json::to_value(results).unwrap_or(Value::Null));
         }
