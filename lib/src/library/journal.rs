@@ -180,12 +180,12 @@ pub fn check(lib: &Library, j: &Journal) -> Result<()> {
     Ok(())
 }
 
-/// Whether `rel` is a skill's directory in a stage: `<stage>/<name>`, the
-/// stage one of [`super::LAYOUT`]'s `.skills/` directories.
+/// Whether `rel` is a skill's directory in a stage: `.skills/<stage>/<name>`
+/// (the file-kind table's `SKILLS_DIR` and `SKILL_STAGES`).
 fn skill_dir(rel: &str) -> bool {
-    rel.rsplit_once('/').is_some_and(|(stage, name)| {
-        stage.starts_with(".skills/") && super::LAYOUT.contains(&stage) && !name.starts_with('.')
-    })
+    let parts: Vec<&str> = rel.split('/').collect();
+    matches!(parts.as_slice(), [top, stage, name]
+        if *top == super::kind::SKILLS_DIR && super::kind::SKILL_STAGES.contains(stage) && !name.starts_with('.'))
 }
 
 /// The skill directory whose aside directory `tmp` is: `kb-append skill
@@ -268,4 +268,26 @@ pub fn set_field(
     atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
     crash::at(Step::Renamed);
     Ok(planned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skill_dirs_and_asides() {
+        assert!(skill_dir(".skills/.drafts/x"));
+        for bad in
+            [".skills/.drafts", ".skills/.drafts/x/y", ".skills/drafts/x", "notes/.drafts/x", ".skills/.drafts/.x"]
+        {
+            assert!(!skill_dir(bad), "{bad}");
+        }
+        assert_eq!(aside_of(".skills/.active/x/../.y.deleting.1"), None);
+        assert_eq!(aside_of(".skills/.active/.x.deleting.42").as_deref(), Some(".skills/.active/x"));
+        for bad in
+            [".skills/.active/x.deleting.42", ".skills/.active/.x.deleting.", "notes/.x.deleting.1", ".x.deleting.1"]
+        {
+            assert_eq!(aside_of(bad), None, "{bad}");
+        }
+    }
 }
