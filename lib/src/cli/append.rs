@@ -3,6 +3,7 @@
 //! merge drivers, and compaction — so this file only dispatches; each
 //! family's parsing lives in a module of `append/`.
 
+mod flags;
 mod meta;
 mod promote;
 mod skill;

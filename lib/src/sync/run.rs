@@ -651,24 +651,31 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
 }
 
 /// The gates a peer's admitted change passes before it enters the live
-/// library (issue 32): the guard with the writer's policy for content.
+/// library (issue 32): content the writer's guard refuses is quarantined
+/// (`guard::gate`, the same judgement as `kb-append write`, skill files as
+/// the skill writer judges them); a skill placed in `.skills/.active/` or
+/// a raised `trust_tier` waits for review (`library::trust`); a rule or
+/// proposal change takes effect only through the local evolve gates
+/// (`guard::evolve::peer`).
 fn gate(lib: &Library) -> Result<Box<hold::Gate<'static>>> {
     let (engine, _) = crate::guard::library_engine(lib)?;
-    Ok(Box::new(move |c: &admit::Change, _ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
-        if let (true, Some(bytes)) = (c.kind.is_content() || c.kind == Kind::Conflict, theirs) {
-            let text = String::from_utf8_lossy(bytes);
-            let report = crate::guard::scan_text_with(&engine, &c.path, &text);
-            if report.verdict == crate::guard::Verdict::Dangerous {
-                return Ok(Some((
-                    Why::Dangerous,
-                    format!(
-                        "the guard calls it dangerous, as kb-append write would ({}); kept out of the library",
-                        report.findings.iter().map(|f| f.rule.as_str()).take(5).collect::<Vec<_>>().join(", ")
-                    ),
-                )));
+    let lib = lib.clone();
+    Ok(Box::new(move |c: &admit::Change, ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
+        match c.kind {
+            Kind::Rule | Kind::Proposal => {
+                Ok(crate::guard::evolve::peer::judge_rule_change(&lib, &c.path, ours, theirs)?
+                    .map(|why| (Why::Review, why)))
             }
+            Kind::Document | Kind::Skill | Kind::Conflict => {
+                if let Some(bytes) = theirs {
+                    if let Some(why) = crate::guard::gate::refusal_with(&engine, &c.path, bytes) {
+                        return Ok(Some((Why::Dangerous, why)));
+                    }
+                }
+                Ok(crate::library::trust::judge_skill_change(&c.path, ours, theirs).map(|why| (Why::Review, why)))
+            }
+            _ => Ok(None),
         }
-        Ok(None)
     }))
 }
 

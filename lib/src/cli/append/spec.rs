@@ -1,84 +1,10 @@
-//! kb-append's subcommand table: the flag sets several subcommands share
-//! and which flags each subcommand takes (the flags themselves are read
-//! from the Options section of `append.txt`).
+//! kb-append's subcommand table: which flags each subcommand takes (the
+//! shared sets are in `flags.rs`, the flags themselves are read from the
+//! Options section of `append.txt`).
 
 use super::super::args::{Cmd, Spec};
+use super::flags::*;
 use super::USAGE;
-
-const WRITE: &[&str] = &[
-    "root",
-    "content",
-    "content-file",
-    "notebook",
-    "append",
-    "no-commit",
-    "allow-risky",
-    "allow-empty",
-    "max-bytes",
-    "timeout",
-];
-const CONTENT: &[&str] =
-    &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout", "allow-edit", "no-create"];
-const CREATE: &[&str] = &[
-    "root",
-    "stage",
-    "content",
-    "content-file",
-    "notebook",
-    "no-commit",
-    "max-bytes",
-    "timeout",
-    "allow-edit",
-    "no-create",
-];
-const FILE: &[&str] =
-    &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
-const PATCH: &[&str] = &[
-    "root",
-    "old-string",
-    "new-string",
-    "file-path",
-    "replace-all",
-    "notebook",
-    "no-commit",
-    "timeout",
-    "allow-edit",
-    "no-create",
-];
-const REVIEW: &[&str] = &["root", "allow-edit", "no-create", "notebook"];
-const PROMOTE_ANSWER: &[&str] = &[
-    "root",
-    "cites",
-    "question",
-    "topic",
-    "source",
-    "no-registries",
-    "content",
-    "content-file",
-    "notebook",
-    "no-commit",
-    "allow-risky",
-    "max-bytes",
-    "timeout",
-];
-const LOCKED: &[&str] = &["root", "notebook", "no-commit", "timeout"];
-const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout"];
-const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout"];
-const PROMOTE: &[&str] = &["root", "to", "notebook", "no-commit", "timeout"];
-const NUDGE: &[&str] = &["root", "calls", "interval", "notebook"];
-const SYNC: &[&str] = &[
-    "root",
-    "remote",
-    "branch",
-    "no-push",
-    "timeout",
-    "max-commit-files",
-    "max-commit-bytes",
-    "max-file-bytes",
-    "max-deletes",
-    "accept-deletes",
-    "merge-outside",
-];
 
 /// kb-append's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(
