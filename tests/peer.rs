@@ -24,9 +24,7 @@ const KEPT_TEXT: &str = "# Kept\n\nAlready in the library.\n";
 const SECRET: &str = "ssh-ed25519 AAAA-victim-key\n";
 
 fn configure(root: &Path) {
-    git(root, &["config", "user.name", "Test"]);
-    git(root, &["config", "user.email", "test@example.invalid"]);
-    git(root, &["config", "commit.gpgsign", "false"]);
+    crate::util::identity(root);
 }
 
 impl Peers {
@@ -654,4 +652,107 @@ fn mcp_never_serves_quarantined_content() {
     for a in &answers[1..] {
         assert!(!a.to_string().contains("evil.example") && !a.to_string().contains("notes/setup.md"), "{a}");
     }
+}
+
+// ------------------------------------------------- rules, skills, trust
+
+const TEAM_RULE: &str = ".library/.evolving-rules/security/active/team.yaml";
+const TEAM_RULE_TEXT: &str = "rules:\n- id: team-01\n  category: exfiltration\n  severity: critical\n  description: the team's beacon\n  pattern: 'zz-beacon-[0-9]{4}'\n  match: ['zz-beacon-1234']\n  clean: ['beacon']\n";
+
+/// A team whose shared rule is in force on the victim's machine.
+fn with_team_rule() -> Peers {
+    let p = Peers::new();
+    p.push(&[(TEAM_RULE, TEAM_RULE_TEXT)]);
+    // The victim takes it (it passes the local gates), then checks it is
+    // in force: a write carrying the beacon is refused.
+    let rec = p.synced(&[]);
+    assert!(rec.get("held").is_none(), "{rec}");
+    beacon_refused(&p);
+    p
+}
+
+#[track_caller]
+fn beacon_refused(p: &Peers) {
+    let out = p
+        .victim
+        .cmd("kb-append")
+        .args(["write", "notes/beacon.md", "--content", "# B\n\nzz-beacon-1234\n"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "the team rule is not in force: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_peer_removing_a_rule_in_force_waits_for_review() {
+    let p = with_team_rule();
+    git(p.attacker.root(), &["pull", "-q", "--no-edit", "origin", "main"]);
+    git(p.attacker.root(), &["rm", "-q", TEAM_RULE]);
+    git(p.attacker.root(), &["commit", "-q", "-m", "drop the rule"]);
+    git(p.attacker.root(), &["push", "-q", "origin", "main"]);
+    let rec = p.synced(&[]);
+    assert_eq!(rec["held"][0]["path"], ".evolving-rules/security/active/team.yaml", "{rec}");
+    assert_eq!(rec["held"][0]["why"], "review");
+    beacon_refused(&p);
+    assert_eq!(p.victim.git(&["status", "--porcelain", "--", ".library"]), "");
+    // A later sync does not put the rule back into the shared history.
+    p.victim
+        .cmd("kb-append")
+        .args(["write", "notes/later.md", "--content", "# Later\n", "--no-commit"])
+        .assert()
+        .success();
+    p.synced(&[]);
+    git(p.attacker.root(), &["pull", "-q", "--no-edit", "origin", "main"]);
+    assert!(!p.attacker.root().join(TEAM_RULE).exists(), "the victim pushed the held rule back");
+}
+
+#[test]
+fn a_peer_rule_that_flags_ordinary_writing_is_not_in_force() {
+    let p = Peers::new();
+    let rule = "rules:\n- id: peer-01\n  category: prompt_injection\n  severity: critical\n  description: every sentence\n  pattern: '\\b(the|a|and)\\b'\n  match: ['the']\n  clean: ['xyz']\n";
+    p.push(&[(".library/.evolving-rules/security/active/peer.yaml", rule)]);
+    let rec = p.synced(&[]);
+    assert_eq!(rec["held"][0]["why"], "review", "{rec}");
+    assert!(!p.victim.path(".evolving-rules/security/active/peer.yaml").exists());
+    p.victim
+        .cmd("kb-append")
+        .args(["write", "notes/plain.md", "--content", "# Plain\n\nThe cat and a dog.\n"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn a_skill_placed_straight_into_active_and_a_raised_trust_tier_wait() {
+    let p = Peers::new();
+    let skill = "---\nname: helper\ndescription: formats tables\ntrust_tier: T4\n---\n# Helper\n\nFormats tables.\n";
+    p.push(&[
+        (".library/.skills/.active/helper/SKILL.md", skill),
+        (".library/notes/n2.md", "---\ntrust_tier: T4\n---\n# Note 2\n\nAbout pooling, part 2.\n"),
+    ]);
+    let rec = p.synced(&[]);
+    let held: Vec<&str> = rec["held"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert_eq!(held, [".skills/.active/helper/SKILL.md", "notes/n2.md"], "{rec}");
+    assert!(!p.victim.path(".skills/.active/helper/SKILL.md").exists());
+    assert!(!p.victim.read("notes/n2.md").contains("T4"));
+    p.victim.cmd("kb-append").args(["quarantine", "release", ".skills/.active/helper/SKILL.md"]).assert().success();
+    assert_eq!(p.victim.read(".skills/.active/helper/SKILL.md"), skill);
+}
+
+#[test]
+fn a_dangerous_edit_in_conflict_keeps_the_victims_text() {
+    let p = Peers::new();
+    p.victim.cmd("kb-append").args(["write", KEPT, "--content", "# Kept\n\nEdited here.\n"]).assert().success();
+    p.push(&[(&format!(".library/{KEPT}"), DANGEROUS)]);
+    let rec = p.synced(&[]);
+    assert_eq!(rec["held"][0]["path"], KEPT, "{rec}");
+    assert_eq!(p.victim.read(KEPT), "# Kept\n\nEdited here.\n");
+    assert!(
+        !p.victim.dir().join(".conflicts").exists()
+            || !files(&p.victim.dir().join(".conflicts")).values().any(|b| String::from_utf8_lossy(b).contains("evil"))
+    );
+    assert_eq!(
+        p.victim.git(&["status", "--porcelain", "--", ".library"]),
+        "",
+        "{}",
+        p.victim.git(&["ls-files", "-v", "--", ".library/notes"])
+    );
 }

@@ -67,6 +67,10 @@ pub struct Held {
     pub commit: String,
     /// When it was held.
     pub since: String,
+    /// The peer's version met an edit of ours: the merge kept ours, so the
+    /// work tree needs no exclusion (`release` stages the peer's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept_ours: bool,
 }
 
 /// A gate: given an admitted change with its bytes here (HEAD: what is in
@@ -101,6 +105,7 @@ pub fn decide(repo: &Repo, lib: &Library, changes: &[Change], theirs_tip: &str, 
             ours,
             commit: theirs_tip.to_string(),
             since: now.clone(),
+            kept_ours: false,
         });
     }
     Ok(out)
@@ -154,6 +159,19 @@ pub fn reinstate(lib: &Library, repo: &Repo) -> Result<()> {
     let missing: Vec<Held> =
         all.into_iter().filter(|h| h.ours.is_some() && std::fs::symlink_metadata(lib.path(&h.path)).is_err()).collect();
     restore(lib, repo, &missing)
+}
+
+/// Marks a hold whose conflict the merge settled with ours, and takes
+/// its path out of the sparse exclusion (the index holds ours now).
+pub fn kept_ours(lib: &Library, repo: &Repo, path: &str) -> Result<()> {
+    let mut all = read(lib)?;
+    for h in all.iter_mut().filter(|h| h.path == path) {
+        h.kept_ours = true;
+    }
+    write(lib, &all)?;
+    exclude(repo, &all)?;
+    let _ = repo.output(&["update-index", "--no-skip-worktree", "--", &repo.top_path(path)]);
+    Ok(())
 }
 
 /// The held paths (empty when none).
@@ -219,7 +237,7 @@ fn exclude(repo: &Repo, held: &[Held]) -> Result<()> {
     if !held.is_empty() {
         text.push_str(BEGIN);
         text.push('\n');
-        for h in held {
+        for h in held.iter().filter(|h| !h.kept_ours) {
             text.push_str(&format!("!/{}\n", glob_escape(&repo.top_path(&h.path))));
         }
         text.push_str(END);
@@ -229,12 +247,47 @@ fn exclude(repo: &Repo, held: &[Held]) -> Result<()> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
     atomic::write(&file, text.as_bytes())?;
+    ignore(repo, held)?;
     if held.is_empty() && !others {
         repo.run(&["sparse-checkout", "disable"], "git sparse-checkout disable")?;
         return Ok(());
     }
     repo.set_config("core.sparseCheckout", "true")?;
     repo.set_config("core.sparseCheckoutCone", "false")?;
+    Ok(())
+}
+
+/// The same block in the clone's `info/exclude`: this machine's copy of a
+/// rule a peer removed stays in place untracked, and `git status` should
+/// not offer it for a commit that would undo the peer's change unreviewed.
+fn ignore(repo: &Repo, held: &[Held]) -> Result<()> {
+    let file = repo.git_path("info/exclude");
+    let existing = crate::fs::read::optional_text(&file)?.unwrap_or_default();
+    let mut text = String::new();
+    let mut inside = false;
+    for line in existing.lines() {
+        match line {
+            BEGIN => inside = true,
+            END => inside = false,
+            _ if !inside => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            _ => {}
+        }
+    }
+    if !held.is_empty() {
+        text.push_str(BEGIN);
+        text.push('\n');
+        for h in held {
+            text.push_str(&format!("/{}\n", glob_escape(&repo.top_path(&h.path))));
+        }
+        text.push_str(END);
+        text.push('\n');
+    }
+    if text != existing {
+        atomic::write(&file, text.as_bytes())?;
+    }
     Ok(())
 }
 
@@ -309,9 +362,10 @@ pub fn settle(lib: &Library, path: &str, release: bool, commit: bool) -> Result<
         bytes: None,
         reason: Some(h.reason.clone()),
     };
-    let tracked = blob_at(&repo, "HEAD", &top);
     if release {
-        match &tracked {
+        // The peer's version, whether the index holds it (a quarantine) or
+        // ours (a conflict the merge settled with ours).
+        match &h.theirs {
             Some(sha) => {
                 if let Some(dir) = file.parent() {
                     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;

@@ -348,7 +348,7 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
         rebuilt.extend(refresh::documents(lib, &pending, None)?);
     }
     if !entries.is_empty() || !rebuilt.is_empty() || !local.is_empty() {
-        add_library(lib, repo)?;
+        add_library(repo)?;
         if !repo.ok(&["diff", "--cached", "--quiet"]) {
             repo.commit("task-ai(library):sync local changes")?;
             start.local = repo.rev("HEAD");
@@ -486,25 +486,23 @@ fn settle(lib: &Library, repo: &Repo, ours: &str, theirs: &str) -> Result<Vec<St
     let held = hold::paths(lib)?;
     for (top_rel, [base, a, b]) in &stages {
         let rel = repo.in_library(top_rel).unwrap_or(top_rel);
-        // A held path in conflict: the shared history takes the peer's
-        // version, this work tree keeps its own (as for any hold).
+        // A held path in conflict with an edit of ours: ours stays, in the
+        // work tree and in the merge (the peer's version is its commit's,
+        // and `quarantine release` brings it in); nothing dangerous can be
+        // checked out, so the path needs no sparse exclusion.
         if held.contains(rel) {
-            match b {
+            match a {
                 Some(sha) => {
                     let info = format!("100644,{sha},{top_rel}");
                     repo.run(&["update-index", "--add", "--cacheinfo", &info], "git update-index")?;
-                    repo.run(&["update-index", "--skip-worktree", "--", top_rel], "git update-index")?;
+                    crate::fs::atomic::write(&lib.path(rel), &hold::bytes(repo, sha)?)?;
                 }
                 None => {
                     repo.run(&["rm", "--cached", "--quiet", "--", top_rel], "git rm --cached")?;
-                }
-            }
-            match a {
-                Some(sha) => crate::fs::atomic::write(&lib.path(rel), &hold::bytes(repo, sha)?)?,
-                None => {
                     let _ = fs::remove_file(lib.path(rel));
                 }
             }
+            hold::kept_ours(lib, repo, rel)?;
             continue;
         }
         let read = |s: &Option<String>| s.as_deref().map(|sha| conflicts::blob(repo, sha)).transpose();
@@ -579,17 +577,14 @@ fn add_paths(repo: &Repo, paths: &[String]) -> Result<()> {
     repo.run(&args, "git add").map(|_| ())
 }
 
-/// Stages the whole library: never its local state (the library's
-/// `.gitignore`, rewritten by `attributes::write` before, lists it; naming
-/// an ignored path here would make git refuse) nor a path held back from a peer (this machine's
-/// copy of a rule a peer removed stays off the record until reviewed).
-fn add_library(lib: &Library, repo: &Repo) -> Result<()> {
-    let mut args = vec!["add".to_string(), "--all".into(), "--".into(), repo.library_pathspec()];
-    for p in hold::paths(lib)? {
-        args.push(format!(":(exclude,literal){}", repo.top_path(&p)));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    repo.run(&args, "git add").map(|_| ())
+/// Stages the whole library. Never its local state (the library's
+/// `.gitignore`, rewritten by `attributes::write` before, lists it) nor a
+/// held path: the sparse checkout keeps a quarantined file out of the work
+/// tree, and this machine's copy of a rule a peer removed is in the clone's
+/// `info/exclude` (`sync::hold`). Naming either here would make git refuse
+/// the whole add.
+fn add_library(repo: &Repo) -> Result<()> {
+    repo.run(&["add", "--all", "--", &repo.library_pathspec()], "git add").map(|_| ())
 }
 
 /// Pushes HEAD to the remote branch. `Ok(false)` when the remote moved on
