@@ -814,9 +814,7 @@ impl Peers {
 }
 
 fn configure(root: &Path) {
-    git(root, &["config", "user.name", "Test"]);
-    git(root, &["config", "user.email", "test@example.invalid"]);
-    git(root, &["config", "commit.gpgsign", "false"]);
+    crate::util::identity(root);
 }
 
 fn run_git_stdin(dir: &Path, args: &[&str], input: &str) -> String {

@@ -31,6 +31,7 @@ mod names;
 mod out_of_scope;
 mod peer;
 mod peer_gates;
+mod peer_local;
 mod promote;
 mod readme;
 mod recipes;

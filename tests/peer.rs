@@ -24,9 +24,7 @@ const KEPT_TEXT: &str = "# Kept\n\nAlready in the library.\n";
 const SECRET: &str = "ssh-ed25519 AAAA-victim-key\n";
 
 fn configure(root: &Path) {
-    git(root, &["config", "user.name", "Test"]);
-    git(root, &["config", "user.email", "test@example.invalid"]);
-    git(root, &["config", "commit.gpgsign", "false"]);
+    crate::util::identity(root);
 }
 
 impl Peers {

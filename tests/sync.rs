@@ -42,9 +42,7 @@ impl Hub {
 }
 
 fn configure(lib: &Lib) {
-    git(lib.root(), &["config", "user.name", "Test"]);
-    git(lib.root(), &["config", "user.email", "test@example.invalid"]);
-    git(lib.root(), &["config", "commit.gpgsign", "false"]);
+    crate::util::identity(lib.root());
 }
 
 fn sync(lib: &Lib) -> assert_cmd::Command {

@@ -80,15 +80,21 @@ impl Lib {
     /// Initialises git in the workspace with a test identity.
     pub fn git_init(&self) {
         git(self.root(), &["init", "-q"]);
-        git(self.root(), &["config", "user.name", "Test"]);
-        git(self.root(), &["config", "user.email", "test@example.invalid"]);
-        git(self.root(), &["config", "commit.gpgsign", "false"]);
+        identity(self.root());
     }
 
     /// Runs git in the workspace and returns stdout.
     pub fn git(&self, args: &[&str]) -> String {
         git(self.root(), args)
     }
+}
+
+/// Gives the repository at `root` (a clone, a new repository) the test
+/// identity and no signing.
+pub fn identity(root: &Path) {
+    git(root, &["config", "user.name", "Test"]);
+    git(root, &["config", "user.email", "test@example.invalid"]);
+    git(root, &["config", "commit.gpgsign", "false"]);
 }
 
 /// Clears the variables that would leak the developer's setup into a test.

@@ -233,6 +233,20 @@ const fn digits(mut n: u64) -> usize {
     d
 }
 
+/// Whether `name` is a temp file [`stage`] makes for a file named
+/// `target` (`.<target>.tmp.<pid>.<n>.<nanos>`, see `temp_path`): the
+/// one shape of temp a journal may name (`fs::journal::temp_beside`).
+pub fn is_temp_of(name: &str, target: &str) -> bool {
+    let Some(tail) = name.strip_prefix('.').and_then(|n| n.strip_prefix(target)).and_then(|n| n.strip_prefix(".tmp."))
+    else {
+        return false;
+    };
+    let parts: Vec<&str> = tail.split('.').collect();
+    !target.is_empty()
+        && parts.len() == 3
+        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The pid that made a temp file of ours (`.<name>.tmp.<pid>.<n>.<nanos>`),
 /// so a sweep can remove the ones whose writer died.
 pub fn temp_owner(name: &str) -> Option<u32> {
@@ -271,6 +285,18 @@ mod tests {
         write(&log, b"new").unwrap();
         assert_eq!(fs::read_to_string(&log).unwrap(), "new");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn temps_of_a_target() {
+        let t = temp_path(Path::new("/x/notes/a.md"));
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert!(is_temp_of(name, "a.md"), "{name}");
+        for bad in ["a.md", ".a.md.tmp.1.2", ".a.md.tmp.1.2.x", ".b.md.tmp.1.2.3", "..a.md.tmp.1.2.3", ".a.md.tmp.1..3"]
+        {
+            assert!(!is_temp_of(bad, "a.md"), "{bad}");
+        }
+        assert!(!is_temp_of(".tmp.1.2.3", ""));
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -6,15 +6,84 @@
 //! written, read and removed, how a planned file's current digest is taken,
 //! how a staged temp is put in place, and how a roll forward decides, file
 //! by file, whether a planned change landed, is still to be put, or meets a
-//! file someone else changed (which stops it).
+//! file someone else changed (which stops it), and how every path read
+//! back from a journal is checked before recovery acts on it ([`inside`],
+//! [`refused`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::atomic;
 use crate::error::{Context, Error, Result};
+
+/// A path read back from a journal, made absolute under `root` once it is
+/// checked, or why recovery must not act on it (issue 32). A journal is a
+/// file on disk: a peer can commit one, anyone who can write the
+/// workspace can plant one, and recovery renames, removes and reads what
+/// it names. So a journaled path is taken only as a writer writes it:
+/// relative to the journal's own root (the library, the memory directory,
+/// a last-word directory), in plain parts with no symlink on the way
+/// ([`super::nofollow::inside`]).
+pub fn inside(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
+    super::nofollow::inside(root, rel)
+}
+
+/// Whether the journaled temp `tmp` (relative to the same root as
+/// `target`) is one [`super::atomic::stage`] makes for `target`: in the
+/// same directory and named `.<target's name>.tmp.<pid>.<n>.<nanos>`. A
+/// writer journals no other temp, so recovery removes or renames no
+/// other file (a document, a directory, a file outside).
+pub fn temp_beside(target: &str, tmp: &str) -> bool {
+    let (dir, name) = target.rsplit_once('/').map_or(("", target), |(d, n)| (d, n));
+    let (tmp_dir, tmp_name) = tmp.rsplit_once('/').map_or(("", tmp), |(d, n)| (d, n));
+    dir == tmp_dir && super::atomic::is_temp_of(tmp_name, name)
+}
+
+/// Checks every file a journal names, as `(path, temp)` pairs relative to
+/// `root`, before recovery acts on any: each path [`inside`] the root,
+/// each temp inside it too and the writer's own for its path
+/// ([`temp_beside`]), and `allowed` says why a path is none its writer
+/// journals (its layout: notes, rule files, …), or `None`. The first bad
+/// one is the error ([`refused`], naming `journal`).
+pub fn check_files<'a>(
+    root: &Path,
+    journal: &Path,
+    files: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    allowed: impl Fn(&str) -> Option<String>,
+) -> Result<()> {
+    for (i, (path, tmp)) in files.into_iter().enumerate() {
+        let field = format!("files[{i}].path");
+        inside(root, path).map_err(|why| refused(journal, &field, path, &why))?;
+        if let Some(why) = allowed(path) {
+            return Err(refused(journal, &field, path, &why));
+        }
+        let Some(tmp) = tmp else { continue };
+        let field = format!("files[{i}].tmp");
+        inside(root, tmp).map_err(|why| refused(journal, &field, tmp, &why))?;
+        if !temp_beside(path, tmp) {
+            return Err(refused(journal, &field, tmp, &format!("is not a temp written for '{path}'")));
+        }
+    }
+    Ok(())
+}
+
+/// The error of a journal recovery refuses to act on: it names the
+/// journal, the field and the bad value, says that nothing was changed,
+/// and what to do. The journal is left where it is on purpose: it is the
+/// evidence of a planted file (or of a bug), every writer stops at it
+/// until a person has looked, and moving it aside would need a name the
+/// file-kind table does not know and would let the next writer go on as
+/// if the interrupted batch it may describe never happened.
+pub fn refused(journal: &Path, field: &str, value: &str, why: &str) -> Error {
+    Error::msg(format!(
+        "{}: not recovered: {field} '{}' {why}; a kb-tools writer never journals such a path, so nothing was \
+         changed. Inspect the journal (it may have been planted, e.g. committed by a peer) and remove it to go on",
+        journal.display(),
+        crate::out::printable(value, false)
+    ))
+}
 
 /// The digest (`hash`, a SHA-256 in hex) of a file's bytes, at most
 /// `limit` of them; `None` when it does not exist. Never through a link:

@@ -100,6 +100,41 @@ pub fn link_in_chain(base: &Path, rel: &str) -> Option<String> {
     None
 }
 
+/// `rel` made absolute under `root`, or why it is not a path inside it
+/// reached without a link: relative, in plain `/`-separated parts (no
+/// absolute path, no `..`, no `.`, no empty part, no NUL byte or
+/// backslash), and no part that exists (the last one included) a symlink
+/// ([`link_in_chain`]; a part that does not exist cannot be a link, and
+/// nothing below it exists). For paths read from a file someone else may
+/// have written: a journal (`fs::journal::inside`), a registry in the
+/// workspace.
+pub fn inside(root: &Path, rel: &str) -> Result<std::path::PathBuf, String> {
+    if rel.is_empty() {
+        return Err("is empty".into());
+    }
+    if rel.starts_with('/') {
+        return Err(format!("is absolute; the path must be relative to {}", root.display()));
+    }
+    if rel.contains('\\') {
+        return Err("contains a backslash; paths are '/'-separated".into());
+    }
+    if rel.contains('\0') {
+        return Err("contains a NUL byte".into());
+    }
+    for part in rel.split('/') {
+        match part {
+            "" => return Err("has an empty part".into()),
+            "." => return Err("has a '.' part".into()),
+            ".." => return Err("has a '..' part".into()),
+            _ => {}
+        }
+    }
+    match link_in_chain(root, rel) {
+        Some(link) => Err(format!("goes through the symlink '{link}'")),
+        None => Ok(root.join(rel)),
+    }
+}
+
 /// [`link_in_chain`] as an error message for `rel`.
 pub fn check_chain(base: &Path, rel: &str) -> Result<(), String> {
     match link_in_chain(base, rel) {

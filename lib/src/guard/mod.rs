@@ -37,11 +37,8 @@ pub use verdict::Verdict;
 /// the library (`--root` > `KB_ROOT` > the nearest `.library`), when there
 /// is one. Broken extended files come back as errors to report.
 pub fn load_engine(root: Option<&std::path::Path>) -> crate::Result<(Engine, Vec<LoadError>)> {
-    let dir = match crate::Library::resolve(root) {
-        Ok(lib) => Some(lib.dir.join(".evolving-rules/security/active")),
-        Err(e) if root.is_some() => return Err(e),
-        Err(_) => None,
-    };
+    // A library reached through a link is refused, not scanned without.
+    let dir = crate::Library::find(root)?.map(|lib| lib.dir.join(".evolving-rules/security/active"));
     Engine::load(dir.as_deref())
 }
 

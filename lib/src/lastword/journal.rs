@@ -159,10 +159,87 @@ fn end(home: &Home) -> Result<()> {
 pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
     let read = journal::read(&home.lastword.join(FILE), "kb-lastword", |j: &Journal| j.version, VERSION)?;
     if let Some(j) = read {
+        check(home, &j)?;
         finish(home, &j, rep)?;
         end(home)?;
     }
     sweep(home)
+}
+
+/// Refuses a journal naming a file an apply never writes, before
+/// recovery touches anything (issue 32: recovery renamed and removed
+/// whatever a journal named, so a planted one could remove any file or
+/// rename one onto a knowledge file). The journal keeps absolute paths
+/// (version 1), so each is taken only as one of the places an apply
+/// writes, each checked with `fs::journal::inside` from its own root (no
+/// `..` or `.`, no symlink on the way):
+/// - a knowledge file: one this run's configuration names (and
+///   `Home::check_writable` allows), or a project knowledge file
+///   (`auto_detect`) of another project: the apply may have been killed
+///   in another working directory;
+/// - a pending or staging file: directly in `last-word/`,
+///   `last-word/staging/`, or a project's `.agents/` (`*.yaml` there);
+/// - a temp: the writer's own for its target, beside it.
+fn check(home: &Home, j: &Journal) -> Result<()> {
+    let journal = home.lastword.join(FILE);
+    for (i, f) in j.files.iter().enumerate() {
+        let field = format!("files[{i}].path");
+        let shown = f.path.to_string_lossy();
+        let (root, rel) = place(home, &f.path).map_err(|why| journal::refused(&journal, &field, &shown, &why))?;
+        journal::inside(&root, &rel).map_err(|why| journal::refused(&journal, &field, &shown, &why))?;
+        let Some(tmp) = &f.tmp else { continue };
+        let field = format!("files[{i}].tmp");
+        let tmp_shown = tmp.to_string_lossy();
+        let tmp_rel = tmp
+            .strip_prefix(&root)
+            .ok()
+            .and_then(|t| t.to_str())
+            .ok_or_else(|| journal::refused(&journal, &field, &tmp_shown, "is not beside its target"))?;
+        journal::inside(&root, tmp_rel).map_err(|why| journal::refused(&journal, &field, &tmp_shown, &why))?;
+        if !journal::temp_beside(&rel, tmp_rel) {
+            let why = format!("is not a temp kb-lastword writes for {shown}");
+            return Err(journal::refused(&journal, &field, &tmp_shown, &why));
+        }
+    }
+    Ok(())
+}
+
+/// The root a journaled file is checked from, and its path below it
+/// (see [`check`]), or why it is no file an apply writes.
+fn place(home: &Home, path: &Path) -> std::result::Result<(PathBuf, String), String> {
+    use std::path::Component;
+    if !path.is_absolute() || !path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_))) {
+        return Err("is not an absolute path in plain parts".into());
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or("has no file name")?;
+    let parent = path.parent().ok_or("has no parent directory")?;
+    if home.knowledge_files().iter().any(|k| k == path) {
+        home.check_writable(path)?;
+        return Ok((parent.to_path_buf(), name.to_string()));
+    }
+    // Another project's knowledge file: `<project>/<auto_detect entry>`.
+    for a in &home.config.auto_detect {
+        let rel = super::home::lexical(Path::new(a));
+        if rel.is_relative() && rel.components().all(|c| matches!(c, Component::Normal(_))) {
+            if let (Some(project), Some(rel)) = (path.ancestors().nth(rel.components().count()), rel.to_str()) {
+                if project.join(rel) == path {
+                    return Ok((project.to_path_buf(), rel.to_string()));
+                }
+            }
+        }
+    }
+    if parent == home.lastword || parent == home.staging() {
+        return Ok((
+            home.lastword.clone(),
+            path.strip_prefix(&home.lastword).map_err(|e| e.to_string())?.to_string_lossy().into_owned(),
+        ));
+    }
+    if parent.file_name().is_some_and(|n| n == ".agents") && name.ends_with(".yaml") {
+        if let Some(project) = parent.parent() {
+            return Ok((project.to_path_buf(), format!(".agents/{name}")));
+        }
+    }
+    Err("is not a knowledge, pending or staging file kb-lastword writes".into())
 }
 
 fn finish(home: &Home, j: &Journal, rep: &mut Reporter) -> Result<()> {

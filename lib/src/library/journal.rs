@@ -109,9 +109,96 @@ pub fn end(lib: &Library) -> Result<()> {
 
 /// Reads the journal, if any. A journal that does not parse is an error:
 /// it is written atomically, so it is never torn, and guessing would lose
-/// or invent changelog lines.
+/// or invent changelog lines. So is one naming a path no writer journals
+/// ([`check`]): nothing reads a journal but to act on it.
 pub fn read(lib: &Library) -> Result<Option<Journal>> {
-    on_disk::read(&lib.path(FILE), "kb-tools", |j: &Journal| j.version, VERSION)
+    let j = on_disk::read(&lib.path(FILE), "kb-tools", |j: &Journal| j.version, VERSION)?;
+    if let Some(j) = &j {
+        check(lib, j)?;
+    }
+    Ok(j)
+}
+
+/// Refuses a journal that names anything a writer of this library never
+/// journals (issue 32: a peer committed a `.journal` whose recovery moved
+/// `~/.ssh` into the library, deleted the project directory, and deleted
+/// any file given as a temp with a wrong hash). Every path must be inside
+/// the library in plain parts with no symlink on the way
+/// (`fs::journal::inside`), and:
+/// - a move (`kb-append skill promote`) goes from one skill's directory in
+///   a stage to one in another (`.skills/.<stage>/<name>`), the only
+///   directories a batch moves; the place under `from` where a file under
+///   `to` is staged is checked too;
+/// - a temp is the writer's own for its target: beside it and named as
+///   `fs::atomic` names temps, or beside the same file under a move's
+///   `from` (a promote stages SKILL.md in the old place);
+/// - the one directory a removal may name as its temp is the one
+///   `kb-append skill delete` moves a skill into,
+///   `.skills/.<stage>/.<name>.deleting.<pid>`, and only for files of
+///   that skill (see [`aside_of`]).
+pub fn check(lib: &Library, j: &Journal) -> Result<()> {
+    let journal = lib.path(FILE);
+    let inside = |field: &str, rel: &str| {
+        on_disk::inside(&lib.dir, rel).map_err(|why| on_disk::refused(&journal, field, rel, &why))
+    };
+    for (i, m) in j.moves.iter().enumerate() {
+        for (field, rel) in [("from", &m.from), ("to", &m.to)] {
+            let field = format!("moves[{i}].{field}");
+            inside(&field, rel)?;
+            if !skill_dir(rel) {
+                return Err(on_disk::refused(&journal, &field, rel, "is not a skill's directory in a stage"));
+            }
+        }
+    }
+    for (i, f) in j.files.iter().enumerate() {
+        inside(&format!("files[{i}].path"), &f.path)?;
+        // Where a file under a move's `to` is staged before the move.
+        let before_move = j.moves.iter().find_map(|m| {
+            let inner = f.path.strip_prefix(&m.to)?.strip_prefix('/')?;
+            Some(format!("{}/{inner}", m.from))
+        });
+        if let Some(old) = &before_move {
+            inside(&format!("files[{i}].path (before its move)"), old)?;
+        }
+        if f.tmp.is_empty() {
+            continue;
+        }
+        let field = format!("files[{i}].tmp");
+        inside(&field, &f.tmp)?;
+        let own = on_disk::temp_beside(&f.path, &f.tmp)
+            || before_move.as_deref().is_some_and(|old| on_disk::temp_beside(old, &f.tmp))
+            || (f.sha256.is_empty() && aside_of(&f.tmp).is_some_and(|skill| f.path.starts_with(&format!("{skill}/"))));
+        if !own {
+            return Err(on_disk::refused(
+                &journal,
+                &field,
+                &f.tmp,
+                &format!("is not a temp kb-tools writes for '{}'", f.path),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `rel` is a skill's directory in a stage: `.skills/<stage>/<name>`
+/// (the file-kind table's `SKILLS_DIR` and `SKILL_STAGES`).
+fn skill_dir(rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    matches!(parts.as_slice(), [top, stage, name]
+        if *top == super::kind::SKILLS_DIR && super::kind::SKILL_STAGES.contains(stage) && !name.starts_with('.'))
+}
+
+/// The skill directory whose aside directory `tmp` is: `kb-append skill
+/// delete` renames `.skills/.<stage>/<name>` to
+/// `.skills/.<stage>/.<name>.deleting.<pid>` before removing it, and
+/// journals that as the temp of the skill's first file, for recovery to
+/// remove what is left. `None` for any other path.
+pub fn aside_of(tmp: &str) -> Option<String> {
+    let (stage, name) = tmp.rsplit_once('/')?;
+    let (skill, pid) = name.strip_prefix('.')?.rsplit_once(".deleting.")?;
+    let ok = !skill.is_empty() && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    let dir = format!("{stage}/{skill}");
+    (ok && skill_dir(&dir)).then_some(dir)
 }
 
 /// A new journal for a batch started now.
@@ -181,4 +268,26 @@ pub fn set_field(
     atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
     crash::at(Step::Renamed);
     Ok(planned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skill_dirs_and_asides() {
+        assert!(skill_dir(".skills/.drafts/x"));
+        for bad in
+            [".skills/.drafts", ".skills/.drafts/x/y", ".skills/drafts/x", "notes/.drafts/x", ".skills/.drafts/.x"]
+        {
+            assert!(!skill_dir(bad), "{bad}");
+        }
+        assert_eq!(aside_of(".skills/.active/x/../.y.deleting.1"), None);
+        assert_eq!(aside_of(".skills/.active/.x.deleting.42").as_deref(), Some(".skills/.active/x"));
+        for bad in
+            [".skills/.active/x.deleting.42", ".skills/.active/.x.deleting.", "notes/.x.deleting.1", ".x.deleting.1"]
+        {
+            assert_eq!(aside_of(bad), None, "{bad}");
+        }
+    }
 }

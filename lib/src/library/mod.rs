@@ -63,8 +63,27 @@ impl AsRef<Path> for Library {
 impl Library {
     /// Resolves the library: `--root` > `KB_ROOT` > the nearest `.library`
     /// in the working directory or its ancestors. A root may name the
-    /// `.library` directory or the workspace that holds one.
+    /// `.library` directory or the workspace that holds one. A library
+    /// found by searching upward is refused when it is reached through a
+    /// link ([`unlinked`]); one the user named is theirs to choose.
     pub fn resolve(root: Option<&Path>) -> Result<Library> {
+        match Library::find(root)? {
+            Some(lib) => Ok(lib),
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+                Err(Error::msg(format!(
+                    "no .library found in {} or its parents (use --root DIR, set KB_ROOT, or run 'kb-append init')",
+                    cwd.display()
+                )))
+            }
+        }
+    }
+
+    /// [`Library::resolve`], where no library is not an error: `None` when
+    /// none was named and none is found upward. A named root that is
+    /// missing, and a found one reached through a link, are errors (a
+    /// caller that goes on without a library must not go on past those).
+    pub fn find(root: Option<&Path>) -> Result<Option<Library>> {
         let explicit = root.map(Path::to_path_buf).or_else(|| std::env::var_os("KB_ROOT").map(PathBuf::from));
         if let Some(dir) = explicit {
             let dir = absolute(&dir)?;
@@ -77,19 +96,17 @@ impl Library {
                     chosen.display()
                 )));
             }
-            return Ok(Library { dir: chosen });
+            return Ok(Some(Library { dir: chosen }));
         }
         let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
         for dir in cwd.ancestors() {
             let candidate = dir.join(DIR_NAME);
+            unlinked(dir, DIR_NAME, "the library", "--root DIR or KB_ROOT")?;
             if candidate.is_dir() {
-                return Ok(Library { dir: candidate });
+                return Ok(Some(Library { dir: candidate }));
             }
         }
-        Err(Error::msg(format!(
-            "no .library found in {} or its parents (use --root DIR, set KB_ROOT, or run 'kb-append init')",
-            cwd.display()
-        )))
+        Ok(None)
     }
 
     /// The library a new `init` creates: `--root`/`KB_ROOT` as given, else
@@ -100,7 +117,11 @@ impl Library {
             Some(d) if d.file_name().is_some_and(|n| n == DIR_NAME) => d,
             Some(d) if d.join(DIR_NAME).is_dir() => d.join(DIR_NAME),
             Some(d) => d,
-            None => PathBuf::from(DIR_NAME),
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+                unlinked(&cwd, DIR_NAME, "the library", "--root DIR or KB_ROOT")?;
+                PathBuf::from(DIR_NAME)
+            }
         };
         Ok(Library { dir: absolute(&dir)? })
     }
@@ -186,6 +207,27 @@ impl Library {
     /// (writes never land through a link, even one pointing back inside).
     pub fn check_inside(&self, rel: &str) -> Result<()> {
         crate::fs::nofollow::check_chain(&self.dir, rel).map_err(Error::msg)
+    }
+}
+
+/// Refuses a root found rather than named (issue 32) when any part of
+/// `rel` below the workspace top `top` is a symlink: a peer turned
+/// `.library` into a link to a directory of the victim's, and every
+/// binary then worked inside it (`kb-append write .ssh/authorized_keys`
+/// overwrote the key file). Links above `top` (a home on another mount,
+/// the temp directory) are the user's own and are not looked at; so is a
+/// path the user named (`named`: the flag or variable that names it,
+/// shown in the error). Shared by the library, kb-memgate's store and
+/// external libraries.
+pub fn unlinked(top: &Path, rel: &str, what: &str, named: &str) -> Result<()> {
+    match crate::fs::nofollow::link_in_chain(top, rel) {
+        Some(link) => Err(Error::msg(format!(
+            "refused: {what} at {} is reached through the symlink {}; kb-tools never follows a link it finds \
+             in the workspace (a peer can commit one). If the link is yours, name the path with {named}",
+            top.join(rel).display(),
+            top.join(link).display()
+        ))),
+        None => Ok(()),
     }
 }
 

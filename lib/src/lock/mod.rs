@@ -170,7 +170,9 @@ pub fn with_lock<T>(lib: impl AsRef<Path>, opts: &Options, body: impl FnOnce() -
             }
             _ => {}
         }
-        if ticket.is_none() {
+        // No ticket yet, or ours was removed as unverifiable (it cannot
+        // be, while we hold it; but a waiter never waits on a lost place).
+        if !ticket.as_ref().is_some_and(queue::Ticket::queued) {
             ticket = Some(queue::take(lib)?);
             continue;
         }
@@ -282,7 +284,9 @@ pub enum Sweep {
     /// Seed-style `mkdir` lock directories whose pid is dead: the
     /// library's `.lock` and any `.lock` directory below it (the seed
     /// locked per directory). Live ones are left alone. They go first: a
-    /// legacy `.lock` directory stands where the lock file must be.
+    /// legacy `.lock` directory stands where the lock file must be. And
+    /// every queue ticket that cannot be verified (`queue`: a dead
+    /// waiter's, or one planted).
     Locks,
     /// Temp files that a killed writer left behind (`.<name>.tmp.<pid>.…`,
     /// see `atomic`). They go after a killed batch's journal is recovered,
@@ -304,6 +308,11 @@ pub fn sweep(lib: impl AsRef<Path>, what: Sweep) -> Result<Vec<Swept>> {
                 fs::remove_file(&it.path).map_err(|e| Error::io(format!("removing {}", it.path.display()), e))?;
                 out.push(Swept { path: it.rel, pid: Some(pid) });
             }
+        }
+    }
+    if what == Sweep::Locks {
+        for (name, pid) in queue::sweep(dir)? {
+            out.push(Swept { path: format!("{}/{name}", queue::DIR), pid });
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -378,16 +387,24 @@ fn legacy_alive(dir: &Path, pid: u32) -> bool {
 /// when the process is gone or the fields do not parse: "unknown", which
 /// every caller treats as the side that keeps a lock.
 pub fn process_start(pid: u32) -> Option<std::time::SystemTime> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let ticks = start_ticks(pid)?;
     let boot: u64 = fs::read_to_string("/proc/stat")
         .ok()?
         .lines()
         .find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse().ok()))?;
     let hz = rustix::param::clock_ticks_per_second();
     Some(std::time::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(ticks * 1000 / hz.max(1)))
+}
+
+/// When a process started, as field 22 of `/proc/<pid>/stat`: clock
+/// ticks after boot, exact and the same every time it is read, so it
+/// tells a process from a later one given the same pid (a queue ticket
+/// records it, `queue`). `None` off Linux or when the process is gone.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields follow the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The pid a `mkdir` lock recorded: the first number in its `pid`, `owner`

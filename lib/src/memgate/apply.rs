@@ -53,6 +53,10 @@ fn parse_action(s: &str) -> Result<Action> {
 }
 
 fn step(d: &Decision) -> Result<Step> {
+    // The guard refused it at decide (super::refuse): nothing to write.
+    if d.action == "refuse" {
+        return Ok(Step::Nothing("refused"));
+    }
     let action = parse_action(&d.action)?;
     if action == Action::Skip {
         return Ok(Step::Nothing("skipped"));
@@ -379,6 +383,11 @@ pub fn apply_one(paths: &Paths, d: &Decision, encoder: Option<&Encoder>) -> Resu
                 let recovered = journal::recover(paths)?;
                 let now = clock::format(clock::now()?);
                 let p = plan(paths, d, action, confirmed, &now)?;
+                // Judged again as it would be written: a decision is an
+                // input, which may have been edited since decide.
+                if let Some((why, _)) = super::refuse::refusal(&p.note)? {
+                    return Err(Error::msg(why));
+                }
                 let (files, changed) = execute(paths, d, action, &p, &now)?;
                 if let Some(e) = encoder.filter(|_| changed && p.note_changes()) {
                     cache_vector(paths, e, &p.note.id);

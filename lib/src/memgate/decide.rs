@@ -73,6 +73,10 @@ pub struct Decision {
     /// The user's answer to the question (set by the caller before apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// For a `refuse`: the guard's findings behind it (rule, severity,
+    /// line, matched), as kb-guard reports them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Value>,
 }
 
 /// The id a new note for this one-liner gets: `MEM-` and the first hex
@@ -113,6 +117,7 @@ fn skip(line: usize, inp: &Input, reasons: Vec<String>) -> Decision {
         neighbours: Vec::new(),
         message: String::new(),
         answer: None,
+        findings: Vec::new(),
     }
 }
 
@@ -160,10 +165,29 @@ fn decide_candidate(
     c: Candidate,
     claim_note: Option<&Loaded>,
 ) -> Result<Decision> {
+    // The guard first: what it calls dangerous is never stored, so it is
+    // never governed against the notes either (super::refuse).
+    let draft = super::note::Note {
+        id: new_id(paths, &c.one_liner)?,
+        body: c.clone(),
+        status: "active".into(),
+        supersedes: Vec::new(),
+        created_at: String::new(),
+        updated_at: String::new(),
+        session: String::new(),
+    };
+    if let Some((why, findings)) = super::refuse::refusal(&draft)? {
+        let mut d = skip(line, inp, Vec::new());
+        d.action = "refuse".into();
+        d.reason = why;
+        d.candidate = Some(c);
+        d.findings = findings;
+        return Ok(d);
+    }
     let asks = super::cue::asks(&inp.text).is_some();
     let q = similarity::query_features(&c.search_text(), &c.one_liner, asks);
     let g = govern::govern(&c, &q, view, semantic, paths, &inp.text, claim_note)?;
-    let id = new_id(paths, &c.one_liner)?;
+    let id = draft.id;
     let rel = gate::reliability(inp, &c);
     let (note_id, archive) = match g.action {
         Action::Merge => {
@@ -215,6 +239,7 @@ fn decide_candidate(
         candidate: Some(c),
         neighbours,
         answer: None,
+        findings: Vec::new(),
     })
 }
 

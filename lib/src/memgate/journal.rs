@@ -43,7 +43,7 @@ use super::index_digest::{self, Known};
 use super::index_md;
 use super::note::file_digest;
 use super::store::{self, Loaded, Paths};
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
 use crate::fs::journal::{self, Fate, RollForward};
@@ -112,19 +112,36 @@ fn rel(paths: &Paths, p: &Path) -> String {
     p.strip_prefix(&paths.dir).unwrap_or(p).to_string_lossy().replace('\\', "/")
 }
 
-/// A journaled path made absolute again. Only a relative path of normal
-/// parts is taken: the journal is ours, but a hand-made one must not
-/// make recovery rename or unlink outside the memory directory.
+/// A journaled path made absolute again, once [`check`] passed.
 fn abs(paths: &Paths, r: &str) -> Result<PathBuf> {
-    let p = Path::new(r);
-    if r.is_empty() || !p.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
-        return Err(Error::msg(format!(
-            "{}: '{}' is not a path inside the memory directory; move the journal away to go on",
-            paths.dir.join(FILE).display(),
-            crate::library::names::shown(r)
-        )));
+    journal::inside(&paths.dir, r).map_err(|why| journal::refused(&paths.dir.join(FILE), "path", r, &why))
+}
+
+/// Refuses a journal naming anything an apply never journals, before
+/// recovery touches a file (issue 32: recovery renamed, unlinked and read
+/// what a journal named, and a journal is a file anyone who can write
+/// the store can plant). Every path is inside the memory directory in
+/// plain parts with no symlink on the way (`fs::journal::inside`); a
+/// note or a removal is `notes/<file>`, an archive copy `archive/<file>`;
+/// a temp is the writer's own, beside its target; note ids are note ids.
+fn check(paths: &Paths, j: &Journal) -> Result<()> {
+    let journal = paths.dir.join(FILE);
+    let files = j.files.iter().map(|f| (f.path.as_str(), f.tmp.as_deref()));
+    journal::check_files(&paths.dir, &journal, files, |_| None)?;
+    for (i, f) in j.files.iter().enumerate() {
+        let dir = if f.kind == Kind::Archive { "archive" } else { "notes" };
+        if f.path.split_once('/').is_none_or(|(d, name)| d != dir || name.contains('/')) {
+            let why = format!("is not a file in {dir}/");
+            return Err(journal::refused(&journal, &format!("files[{i}].path"), &f.path, &why));
+        }
+        if let Some(id) = &f.removes {
+            super::note::check_id(id).map_err(|why| journal::refused(&journal, "removes", id, &why))?;
+        }
     }
-    Ok(paths.dir.join(p))
+    if let Some(id) = &j.put {
+        super::note::check_id(id).map_err(|why| journal::refused(&journal, "put", id, &why))?;
+    }
+    Ok(())
 }
 
 /// The changes of one apply, staged as they are decided, then journaled
@@ -276,6 +293,7 @@ pub fn end(paths: &Paths) -> Result<()> {
 pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
     let read = journal::read(&paths.dir.join(FILE), "kb-memgate", |j: &Journal| j.version, VERSION)?;
     let Some(j) = read else { return Ok(None) };
+    check(paths, &j)?;
     let rec = finish(paths, &j)?;
     end(paths)?;
     sweep(paths)?;

@@ -18,6 +18,7 @@ pub mod input;
 pub mod journal;
 pub mod lemma;
 pub mod note;
+pub mod refuse;
 pub mod reindex;
 pub mod search;
 pub mod similarity;

@@ -50,11 +50,25 @@ pub struct Paths {
 }
 
 impl Paths {
-    /// The paths for a memory directory (default: the seed's).
+    /// The paths for a memory directory (default: the seed's). The default
+    /// store is refused when any part of it below the working directory
+    /// (`.cursor`, `.lingxi`, `memory`, its `notes/` and `archive/`, and
+    /// the audit log's `workspace/`) is a symlink (issue 32: a peer's
+    /// `.cursor/.lingxi` link made kb-memgate write its notes, INDEX.md and
+    /// audit log into the link's target); a store named with
+    /// `--memory-dir` is the user's choice.
     pub fn new(dir: Option<&Path>) -> Result<Paths> {
         let dir = match dir {
             Some(d) => d.to_path_buf(),
-            None => PathBuf::from(DEFAULT_DIR),
+            None => {
+                let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
+                for rel in
+                    [".cursor/.lingxi/memory/notes", ".cursor/.lingxi/memory/archive", ".cursor/.lingxi/workspace"]
+                {
+                    crate::library::unlinked(&cwd, rel, "kb-memgate's memory store", "--memory-dir DIR")?;
+                }
+                PathBuf::from(DEFAULT_DIR)
+            }
         };
         let dir = if dir.is_absolute() {
             dir

@@ -158,6 +158,11 @@ pub fn open_external(dir: &Path) -> Result<Library, String> {
     if !meta.is_dir() {
         return Err(format!("{} is not a directory", dir.display()));
     }
+    // DIR was named by the user (a flag, their registry) and is followed;
+    // its `.library` was not, and a link there is refused (issue 32: it
+    // was followed out of DIR).
+    crate::library::unlinked(dir, DIR_NAME, "the external library", "its target as the source's DIR")
+        .map_err(|e| e.to_string())?;
     let nested = dir.join(DIR_NAME);
     let chosen = if nested.is_dir() { nested } else { dir.to_path_buf() };
     fs::read_dir(&chosen).map_err(|e| format!("cannot list {}: {e}", chosen.display()))?;
@@ -168,11 +173,9 @@ pub fn open_external(dir: &Path) -> Result<Library, String> {
 /// Resolves the sources of a query.
 pub fn resolve(spec: &Spec) -> crate::Result<Resolved> {
     let mut out = Resolved::default();
-    let local = match Library::resolve(spec.root.as_deref()) {
-        Ok(l) => Some(l),
-        Err(e) if spec.root.is_some() => return Err(e),
-        Err(_) => None,
-    };
+    // No local library is fine; a named one missing, or a found one
+    // reached through a link, is not.
+    let local = Library::find(spec.root.as_deref())?;
     let project = match &local {
         Some(l) => l.dir.parent().map(Path::to_path_buf),
         None => std::env::current_dir().ok(),
@@ -190,7 +193,7 @@ pub fn resolve(spec: &Spec) -> crate::Result<Resolved> {
         };
         if let Some(proj) = &project {
             let file = proj.join(PROJECT_REGISTRY);
-            match read_project(&file) {
+            match read_project(proj, &file) {
                 Ok(Some(act)) => {
                     for a in act.active {
                         match a {
@@ -234,6 +237,38 @@ pub fn resolve(spec: &Spec) -> crate::Result<Resolved> {
     Ok(out)
 }
 
+/// Where a library a registry names is: `path` itself, or for a library
+/// the project registry defines (`base`, the workspace) a path inside the
+/// workspace reached without a link, or why not. The project registry
+/// lives in the workspace, so a peer can commit it (issue 32: one naming a
+/// directory outside made `kb-score --tier 3` and MCP `library_search`
+/// serve its files); a library outside the workspace is registered in the
+/// user's own `~/.sdlc/global-libraries.json` or named with `--source`.
+fn registered_path(path: &Path, base: Option<&PathBuf>) -> Result<PathBuf, String> {
+    let Some(base) = base else { return Ok(path.to_path_buf()) };
+    let rel = match path.strip_prefix(base) {
+        Ok(r) if path.is_absolute() => r,
+        _ => path,
+    };
+    // `./vendor/lib` is written as often as `vendor/lib`; a `..` stays and is refused.
+    let rel = if rel.is_absolute() {
+        rel.to_string_lossy().into_owned()
+    } else {
+        let parts: Vec<String> = rel
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        parts.join("/")
+    };
+    crate::fs::nofollow::inside(base, &rel).map_err(|why| {
+        format!(
+            "refused: {PROJECT_REGISTRY} is in the workspace, so it names only libraries inside the workspace, \
+             reached without links; this path {why} (register a library elsewhere in ~/{GLOBAL_REGISTRY} or pass --source)"
+        )
+    })
+}
+
 fn add(
     out: &mut Resolved,
     externals: &mut BTreeMap<String, PathBuf>,
@@ -251,11 +286,12 @@ fn add(
             format!("library type '{kind}' is not supported (only filesystem)"),
         ));
     } else {
-        let p = match base {
-            Some(b) if path.is_relative() => b.join(path),
-            _ => path.to_path_buf(),
-        };
-        externals.insert(name.to_string(), p);
+        match registered_path(path, base) {
+            Ok(p) => {
+                externals.insert(name.to_string(), p);
+            }
+            Err(msg) => out.errors.push(SourceError::new(name, path, msg)),
+        }
     }
 }
 
@@ -275,7 +311,14 @@ fn read_global(path: &Path) -> Result<GlobalRegistry, Vec<SourceError>> {
     Ok(reg)
 }
 
-fn read_project(path: &Path) -> Result<Option<ProjectActivation>, SourceError> {
+/// Reads the project registry `path` in the workspace `proj`: never
+/// through a link (`.sdlc` or the file itself), which would make a file
+/// elsewhere speak for the workspace.
+fn read_project(proj: &Path, path: &Path) -> Result<Option<ProjectActivation>, SourceError> {
+    if let Some(link) = crate::fs::nofollow::link_in_chain(proj, PROJECT_REGISTRY) {
+        let msg = format!("refused: the registry is reached through the symlink '{link}' in the workspace");
+        return Err(SourceError::new("registry:project", path, msg));
+    }
     let text = match fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

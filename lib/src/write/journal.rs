@@ -64,7 +64,9 @@ fn sha256_of(path: &std::path::Path) -> Result<Option<String>> {
 
 /// Finishes or rolls back a batch a killed writer left (see the module
 /// doc). `message` builds the commit message from the kept events.
-/// Callers hold the library lock. Returns `None` when there was nothing to
+/// Callers hold the library lock. A journal naming a path no writer
+/// journals is refused before anything is touched (`read` checks it, see
+/// `library::journal::check`): the error names it and it stays in place. Returns `None` when there was nothing to
 /// recover.
 pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Option<Recovered>> {
     let Some(j) = read(lib)? else { return Ok(None) };
@@ -74,11 +76,13 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     let mut landed = BTreeSet::new();
     let mut rolled_back = Vec::new();
     for f in &j.files {
-        // A removal may name the directory it moved aside (a skill's delete).
+        // A removal may name the directory it moved aside (a skill's
+        // delete); any other temp is a file (`read` checked both).
         let tmp = lib.path(&f.tmp);
+        let aside = crate::library::journal::aside_of(&f.tmp).is_some();
         let gone = match fs::symlink_metadata(&tmp) {
             _ if f.tmp.is_empty() => Ok(()),
-            Ok(m) if m.is_dir() => fs::remove_dir_all(&tmp),
+            Ok(m) if m.is_dir() && aside => fs::remove_dir_all(&tmp),
             _ => fs::remove_file(&tmp),
         };
         match gone {

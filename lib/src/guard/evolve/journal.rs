@@ -255,6 +255,14 @@ pub fn recover(lib: &Library) -> Result<Option<Recovered>> {
     let Some(j) = on_disk::read::<Journal>(&lib.path(FILE), "kb-guard integrate", |j| j.version, VERSION)? else {
         return Ok(None);
     };
+    // Issue 32: nothing is acted on before every file is checked: a rule
+    // file or a proposal, inside the library with no link on the way, its
+    // temp the writer's own (fs::journal::check_files).
+    let files = j.files.iter().map(|f| (f.path.as_str(), Some(f.tmp.as_str())));
+    on_disk::check_files(&lib.dir, &lib.path(FILE), files, |p| {
+        use crate::library::kind::{kind, Kind};
+        (!matches!(kind(p), Kind::Rule | Kind::Proposal)).then(|| "is not a guard rule file or a proposal".into())
+    })?;
     let mut roll = RollForward::default();
     let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
     for f in &j.files {
