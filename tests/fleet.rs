@@ -4,7 +4,7 @@
 //! real clones, the real binary run concurrently.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
@@ -30,7 +30,7 @@ impl Hub {
     fn clone(&self) -> Lib {
         let lib = Lib::empty();
         git(lib.root(), &["clone", "-q", self.url().to_str().unwrap(), "."]);
-        configure(lib.root());
+        crate::util::identity(lib.root());
         lib
     }
 
@@ -71,12 +71,6 @@ impl Hub {
         std::fs::write(&p, script).unwrap();
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     }
-}
-
-fn configure(root: &Path) {
-    git(root, &["config", "user.name", "Test"]);
-    git(root, &["config", "user.email", "test@example.invalid"]);
-    git(root, &["config", "commit.gpgsign", "false"]);
 }
 
 /// Runs a sync that must succeed and returns its record.
@@ -624,4 +618,37 @@ fn a_fleet_sync_killed_at_each_step_is_completed_by_the_next() {
             assert_eq!(ids.len(), 4, "{what}: the renewed identity did not stick: {ids:?}");
         }
     }
+}
+
+/// A relay machine joins a team hub to an organisation hub: `sync
+/// --remote origin --remote org` syncs with each, then once more with the
+/// team hub, and both hubs end with every document. Its ref is on both.
+#[test]
+fn a_relay_joins_a_team_hub_to_an_organisation_hub() {
+    let team = Hub::new();
+    let org = Hub::new();
+    let t = team.first();
+    git(t.root(), &["push", "-q", org.url().to_str().unwrap(), "main"]);
+    let o = org.clone();
+    synced(&o);
+    let relay = team.clone();
+    git(relay.root(), &["remote", "add", "org", org.url().to_str().unwrap()]);
+    synced(&relay);
+    write(&t, "notes/team.md", "# From the team\n");
+    synced(&t);
+    write(&o, "notes/org.md", "# From the organisation\n");
+    synced(&o);
+    let out = relay.cmd("kb-append").args(["sync", "--remote", "origin", "--remote", "org"]).assert().success();
+    let recs = records(&out.get_output().stdout);
+    let remotes: Vec<&str> = recs.iter().map(|r| r["remote"].as_str().unwrap()).collect();
+    assert_eq!(remotes, ["origin", "org", "origin"], "{recs:?}");
+    for hub in [&team, &org] {
+        let files = git(&hub.url(), &["ls-tree", "-r", "--name-only", "main"]);
+        assert!(files.contains(".library/notes/team.md") && files.contains(".library/notes/org.md"), "{files}");
+        assert!(hub.heads().contains(&format!("kb/{}", machine(&relay))));
+    }
+    synced(&t);
+    synced(&o);
+    assert_eq!(tree(&t), tree(&o));
+    assert!(t.path("notes/org.md").is_file() && o.path("notes/team.md").is_file());
 }

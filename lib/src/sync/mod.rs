@@ -19,7 +19,7 @@ pub mod refresh;
 pub mod resolve;
 pub mod run;
 
-pub use run::{sync, Options, Report};
+pub use run::{relay, sync, Options, Report};
 
 use crate::error::Result;
 use crate::library::{Init, Library};

@@ -294,6 +294,40 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     })
 }
 
+/// Syncs with several remotes in one run (issue 33: a relay machine joins
+/// a team hub to an organisation hub): with each in the order given, then
+/// once more with each earlier one whose hub has not seen what a later
+/// one brought. Each is an ordinary sync (the same boundary, the same
+/// merge, this machine's own ref on every hub), so no server of our own
+/// is needed. Stops at the first failure or refusal; one report (or
+/// error) per sync made.
+pub fn relay(lib: &Library, opts: &Options, remotes: &[String]) -> Vec<Result<Report>> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    let each = |remote: &String| Options { remote: Some(remote.clone()), ..opts.clone() };
+    for remote in remotes {
+        let result = sync(lib, &each(remote));
+        let stop = result.as_ref().map_or(true, |r| !r.rejected.is_empty());
+        seen.push(result.as_ref().map(|r| r.head.clone()).unwrap_or_default());
+        out.push(result);
+        if stop {
+            return out;
+        }
+    }
+    let last = seen.last().cloned().unwrap_or_default();
+    for (remote, head) in remotes.iter().zip(&seen).take(remotes.len().saturating_sub(1)) {
+        if *head != last && opts.push {
+            let result = sync(lib, &each(remote));
+            let stop = result.as_ref().map_or(true, |r| !r.rejected.is_empty());
+            out.push(result);
+            if stop {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// Local changes, one merge of every new tip, one push.
 fn rounds(
     lib: &Library,

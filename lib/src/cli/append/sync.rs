@@ -32,19 +32,24 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         max_refs: a.num("max-refs")?.unwrap_or(sync::Options::default().max_refs),
         ..Default::default()
     };
-    match sync::sync(lib, &o) {
-        // A peer's commit was refused (issue 21): reported, exit 2.
-        Ok(report) if !report.rejected.is_empty() => {
-            for r in &report.rejected {
-                crate::out::warn("kb-append", &format!("sync rejected {}: {}", r.path, r.reason));
+    // `--remote A --remote B`: a relay, one record per sync made.
+    let remotes = a.all("remote");
+    let results = if remotes.len() > 1 { sync::relay(lib, &o, &remotes) } else { vec![sync::sync(lib, &o)] };
+    for result in results {
+        match result {
+            // A peer's commit was refused (issue 21): reported, exit 2.
+            Ok(report) if !report.rejected.is_empty() => {
+                for r in &report.rejected {
+                    crate::out::warn("kb-append", &format!("sync rejected {}: {}", r.path, r.reason));
+                }
+                out.record(&report)?;
+                out.raise(Exit::Failure);
             }
-            out.record(&report)?;
-            out.raise(Exit::Failure);
-            Ok(())
+            Ok(report) => out.record(&report)?,
+            Err(e) => out.error(&e.to_string(), json!({"command": "sync"}))?,
         }
-        Ok(report) => out.record(&report),
-        Err(e) => out.error(&e.to_string(), json!({"command": "sync"})),
     }
+    Ok(())
 }
 
 /// `--prune-idle`: a bare number is days (refs idle for seconds are
