@@ -734,7 +734,8 @@ fn seal(repo: &Repo, fleet: &Fleet, start: Option<&str>, tips: &[&Tip]) -> Resul
         .env("GIT_COMMITTER_NAME", "kb-tools sync")
         .env("GIT_COMMITTER_EMAIL", "kb-tools@localhost")
         .env("GIT_COMMITTER_DATE", &date);
-    c.args(["commit-tree", &tree, "-m", &message]);
+    // Unsigned: a signature would make two machines' seals differ.
+    c.args(["commit-tree", "--no-gpg-sign", &tree, "-m", &message]);
     for p in &parents {
         c.args(["-p", p]);
     }
