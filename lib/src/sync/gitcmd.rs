@@ -178,8 +178,9 @@ pub fn stderr_of(out: &Output) -> String {
     }
 }
 
-/// Blobs read through one `git cat-file --batch` process, so a merge of
-/// many heads reads each version it needs without starting git per blob.
+/// Objects read through one `git cat-file --batch-command` process, so a
+/// merge of many heads reads each version (or size) it needs without
+/// starting git per object.
 pub struct Blobs {
     child: std::process::Child,
     input: std::process::ChildStdin,
@@ -191,12 +192,12 @@ impl Blobs {
     pub fn open(repo: &Repo) -> Result<Blobs> {
         let mut child = repo
             .cmd()
-            .args(["cat-file", "--batch"])
+            .args(["cat-file", "--batch-command"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .map_err(|e| Error::io("running git cat-file --batch", e))?;
+            .map_err(|e| Error::io("running git cat-file --batch-command", e))?;
         let input = child.stdin.take().ok_or_else(|| Error::msg("git cat-file has no stdin"))?;
         let output =
             std::io::BufReader::new(child.stdout.take().ok_or_else(|| Error::msg("git cat-file has no stdout"))?);
@@ -214,25 +215,38 @@ impl Blobs {
         Ok(self.object(name)?.filter(|(_, kind, _)| kind == "blob").map(|(id, _, bytes)| (id, bytes)))
     }
 
+    /// An object's size in bytes (`None`: no such object).
+    pub fn size(&mut self, name: &str) -> Result<Option<u64>> {
+        Ok(self.header("info", name)?.map(|(_, _, size)| size as u64))
+    }
+
     /// An object's id, type and bytes. A name with a newline is no name
     /// (the protocol is one name a line): `None`.
-    fn object(&mut self, name: &str) -> Result<Option<(String, String, Vec<u8>)>> {
-        use std::io::{BufRead, Read, Write};
+    pub fn object(&mut self, name: &str) -> Result<Option<(String, String, Vec<u8>)>> {
+        use std::io::Read;
+        let Some((id, kind, size)) = self.header("contents", name)? else { return Ok(None) };
+        let mut bytes = vec![0; size + 1];
+        self.output.read_exact(&mut bytes).map_err(|e| Error::io("reading from git cat-file", e))?;
+        bytes.pop();
+        Ok(Some((id, kind, bytes)))
+    }
+
+    /// Sends one command and reads the header of its answer: id, type
+    /// and size.
+    fn header(&mut self, command: &str, name: &str) -> Result<Option<(String, String, usize)>> {
+        use std::io::{BufRead, Write};
         if name.contains('\n') {
             return Ok(None);
         }
-        let io = |e| Error::io("reading from git cat-file --batch", e);
-        writeln!(self.input, "{name}").and_then(|()| self.input.flush()).map_err(io)?;
+        let io = |e| Error::io("reading from git cat-file --batch-command", e);
+        writeln!(self.input, "{command} {name}").and_then(|()| self.input.flush()).map_err(io)?;
         let mut header = String::new();
         self.output.read_line(&mut header).map_err(io)?;
         // "<sha> <type> <size>", or "<name> missing" (or "ambiguous").
         let parts: Vec<&str> = header.trim_end().split(' ').collect();
         let [id, kind, size] = parts.as_slice() else { return Ok(None) };
         let Ok(size) = size.parse::<usize>() else { return Ok(None) };
-        let mut bytes = vec![0; size + 1];
-        self.output.read_exact(&mut bytes).map_err(io)?;
-        bytes.pop();
-        Ok(Some(((*id).to_string(), (*kind).to_string(), bytes)))
+        Ok(Some(((*id).to_string(), (*kind).to_string(), size)))
     }
 }
 

@@ -84,19 +84,21 @@ pub type Judged = Result<Option<(Why, String)>>;
 /// Decides which admitted changes are held, before anything is merged.
 /// A path already held keeps its first entry's `ours` (what this machine
 /// had before any peer version).
-pub fn decide(repo: &Repo, lib: &Library, changes: &[Change], theirs_tip: &str, gate: &Gate) -> Result<Vec<Held>> {
+pub fn decide(
+    repo: &Repo,
+    lib: &Library,
+    blobs: &mut crate::sync::gitcmd::Blobs,
+    changes: &[Change],
+    theirs_tip: &str,
+    gate: &Gate,
+) -> Result<Vec<Held>> {
     let held_before = read(lib)?;
     let now = crate::clock::now()?.to_string();
     let mut out = Vec::new();
-    // One `cat-file --batch` for every version read (a catch-up brings
-    // hundreds of documents).
-    let mut blobs = None;
+    // HEAD as it is now (the reader outlives merges that move it).
+    let head = repo.rev("HEAD").unwrap_or_else(|| "HEAD".into());
     for c in changes.iter().filter(|c| c.kind != Kind::Log && c.kind != Kind::Derived) {
-        let blobs = match &mut blobs {
-            Some(b) => b,
-            None => blobs.insert(crate::sync::gitcmd::Blobs::open(repo)?),
-        };
-        let (here, here_bytes) = match blobs.blob(&format!("HEAD:{}", repo.top_path(&c.path)))? {
+        let (here, here_bytes) = match blobs.blob(&format!("{head}:{}", repo.top_path(&c.path)))? {
             Some((id, bytes)) => (Some(id), Some(bytes)),
             None => (None, None),
         };

@@ -26,7 +26,7 @@ use crate::sync::attributes;
 use crate::sync::conflicts::{self, Side};
 use crate::sync::drivers::{self, REBUILD_MARKER};
 use crate::sync::fleet::{self, Fleet, Outcome, Tip};
-use crate::sync::gitcmd::{stderr_of, Repo};
+use crate::sync::gitcmd::{stderr_of, Blobs, Repo};
 use crate::sync::hold::{self, Held, Why};
 use crate::sync::identity;
 use crate::sync::inspect::Rejected;
@@ -537,9 +537,24 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
     let pivot = main.map(|t| t.sha.clone()).or_else(|| start.clone());
     let mut judged = Vec::new();
     let mut rejected = Vec::new();
+    let mut blobs = Blobs::open(repo)?;
+    // The machine refs' commits are counted against the size caps all at
+    // once: what is new beyond the shared branch's tip.
+    let refs: Vec<&str> = tips.iter().filter(|t| Some(**t) != main).map(|t| t.sha.as_str()).collect();
+    let bases: Vec<&str> = pivot.as_deref().into_iter().collect();
+    if let Some(mut r) = admit::caps(repo, &mut blobs, &bases, &refs, &opts.limits)? {
+        let from: Vec<&str> = tips
+            .iter()
+            .filter(|t| Some(**t) != main && repo.is_ancestor(&r.path, &t.sha))
+            .map(|t| t.name.as_str())
+            .collect();
+        r.reason = format!("{} (from {})", r.reason, from.join(", "));
+        return Ok(Step { rejected: vec![r], ..Step::default() });
+    }
     for tip in &tips {
-        let against = if Some(*tip) == main { start.as_deref() } else { pivot.as_deref() };
-        let (adm, _) = judge(repo, opts, against, &tip.sha)?;
+        let is_main = Some(*tip) == main;
+        let against = if is_main { start.as_deref() } else { pivot.as_deref() };
+        let (adm, _) = judge(repo, &mut blobs, opts, against, &tip.sha, is_main)?;
         for mut r in adm.rejected.iter().cloned() {
             if tip.name != fleet.branch {
                 r.reason = format!("{} (from {})", r.reason, tip.name);
@@ -557,7 +572,7 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
     for (tip, adm) in tips.iter().zip(judged) {
         if Some(*tip) == main {
             // Admitted against this very HEAD.
-            let step = merge(lib, repo, opts, fleet, tip, Some(adm), gate.as_ref())?;
+            let step = merge(lib, repo, &mut blobs, opts, fleet, tip, Some(adm), gate.as_ref())?;
             if !step.rejected.is_empty() {
                 return Ok(step);
             }
@@ -570,7 +585,7 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
     let mut left: Vec<(&Tip, Option<Admission>)> = Vec::new();
     match &head {
         Some(h) if others.len() > 1 => {
-            let (folded, rest) = fold_tips(lib, repo, fleet, h, others, gate.as_ref())?;
+            let (folded, rest) = fold_tips(lib, repo, &mut blobs, fleet, h, others, gate.as_ref())?;
             total.add(folded);
             left = rest.into_iter().map(|t| (t, None)).collect();
         }
@@ -585,7 +600,7 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
         }
     }
     for (tip, pre) in left {
-        let step = merge(lib, repo, opts, fleet, tip, pre, gate.as_ref())?;
+        let step = merge(lib, repo, &mut blobs, opts, fleet, tip, pre, gate.as_ref())?;
         if !step.rejected.is_empty() {
             return Ok(step);
         }
@@ -602,6 +617,7 @@ fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[
 fn fold_tips<'t>(
     lib: &Library,
     repo: &Repo,
+    blobs: &mut Blobs,
     fleet: &Fleet,
     head: &str,
     judged: Vec<(&'t Tip, Admission)>,
@@ -627,7 +643,7 @@ fn fold_tips<'t>(
     let mut moved = Vec::new();
     for &i in &plan.folded {
         let Some(adm) = judged[i].take() else { continue };
-        held.extend(hold::decide(repo, lib, &adm.changes, &tips[i].sha, gate)?);
+        held.extend(hold::decide(repo, lib, blobs, &adm.changes, &tips[i].sha, gate)?);
         deleted.push((adm.deleted, tips[i].sha.clone()));
         moved.extend(adm.moved);
     }
@@ -679,8 +695,16 @@ fn fold_tips<'t>(
 }
 
 /// The boundary's verdict on what `theirs` brings to `ours` (HEAD), and
-/// the merge base when the merge is not a fast-forward.
-fn judge(repo: &Repo, opts: &Options, ours: Option<&str>, theirs: &str) -> Result<(Admission, Option<String>)> {
+/// the merge base when the merge is not a fast-forward. `caps`: count
+/// the range's commits against the size caps here (not done already).
+fn judge(
+    repo: &Repo,
+    blobs: &mut Blobs,
+    opts: &Options,
+    ours: Option<&str>,
+    theirs: &str,
+    caps: bool,
+) -> Result<(Admission, Option<String>)> {
     // One `merge-base`: HEAD itself when the tip fast-forwards it.
     let base = match ours {
         Some(o) => {
@@ -691,7 +715,8 @@ fn judge(repo: &Repo, opts: &Options, ours: Option<&str>, theirs: &str) -> Resul
     };
     let from = base.as_deref().or(ours).unwrap_or(EMPTY_TREE);
     // Nothing a peer sends is merged before it is admitted (issue 32).
-    Ok((admit::judge(repo, from, ours, theirs, &opts.limits)?, base))
+    let range = admit::Range { base: from, ours, theirs };
+    Ok((admit::judge(repo, blobs, &range, &opts.limits, caps)?, base))
 }
 
 /// Replaces the commits the merges made with one: the merged tree, with
@@ -851,9 +876,11 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
 
 /// One merge of a fetched tip into HEAD, judged at the boundary first
 /// (`pre`: the admission already made against this HEAD).
+#[allow(clippy::too_many_arguments)]
 fn merge(
     lib: &Library,
     repo: &Repo,
+    blobs: &mut Blobs,
     opts: &Options,
     fleet: &Fleet,
     tip: &Tip,
@@ -884,12 +911,12 @@ fn merge(
             };
             (adm, base)
         }
-        None => judge(repo, opts, ours.as_deref(), &theirs)?,
+        None => judge(repo, blobs, opts, ours.as_deref(), &theirs, true)?,
     };
     if !adm.rejected.is_empty() {
         return Ok(Step { rejected: adm.rejected, ..Step::default() });
     }
-    let held = hold::decide(repo, lib, &adm.changes, &theirs, gate)?;
+    let held = hold::decide(repo, lib, blobs, &adm.changes, &theirs, gate)?;
     hold::prepare(lib, repo, &held)?;
     // This machine's derived files, to put back over the peer's bytes.
     let derived: Vec<(String, Option<Vec<u8>>)> =
