@@ -422,7 +422,7 @@ fn the_official_python_sdk_calls_every_tool() {
     assert_eq!((d["record"].as_str(), d["status"].as_str()), (Some("decision"), Some("pending")));
     let r = &ok("answer")[0];
     assert_eq!(r["status"], "applied");
-    let note = lib.root().join(".cursor/.lingxi/memory/notes").join(format!("{}.md", r["note_id"].as_str().unwrap()));
+    let note = lib.root().join(".agents/.lingxi/memory/notes").join(format!("{}.md", r["note_id"].as_str().unwrap()));
     assert!(std::fs::read_to_string(&note).unwrap().contains("pnpm"));
 
     // last-word: planned, pending, applied into USER.md.

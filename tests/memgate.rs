@@ -137,11 +137,12 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
         assert_eq!(d[0]["reliability"], "low");
         assert_eq!(d[0]["reasons"][0], format!("hedge word \"{hedge}\""));
         assert_eq!(d[0]["question"]["tool"], "questions");
-        assert_eq!(
-            d[0]["question"]["parameters"]["options"],
-            json!([
-            {"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}])
-        );
+        // Issue 38: asked in the user's language.
+        let options = match hedge {
+            "maybe" => json!([{"label": "Yes, save it", "value": "confirm"}, {"label": "Cancel", "value": "cancel"}]),
+            _ => json!([{"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}]),
+        };
+        assert_eq!(d[0]["question"]["parameters"]["options"], options, "{text}");
     }
     let d = decide(&lib, &[said("remember", "可能用 pnpm 安装依赖更好")]);
     assert_eq!(d[0]["message"], "需在记忆库对话中确认：NEW「可能用 pnpm 安装依赖更好」");
@@ -196,7 +197,7 @@ fn missing_evidence_in_auto_never_writes_silently() {
 }
 
 #[test]
-fn merge_is_gated_with_the_seed_question_and_folds_into_the_note() {
+fn merge_is_gated_with_the_seeds_question_in_english_and_folds_into_the_note() {
     let lib = Lib::project();
     let id = remember(&lib, "Never use var in this project; use let or const.");
     let d = decide(&lib, &[said("remember", "Do not use var in this project, use let or const.")]);
@@ -208,12 +209,12 @@ fn merge_is_gated_with_the_seed_question_and_folds_into_the_note() {
     assert_eq!(
         d0["question"],
         json!({"tool": "questions", "parameters": {
-        "question": "治理方案（待确认）：MERGE，是否执行？",
+        "question": "Proposed change to memory: MERGE. Go ahead?",
         "options": [
-            {"label": "确认执行", "value": "confirm"},
-            {"label": "取消", "value": "cancel"},
-            {"label": "改为新增", "value": "new_instead"},
-            {"label": "查看对比", "value": "show_diff"}]}})
+            {"label": "Yes, go ahead", "value": "confirm"},
+            {"label": "Cancel", "value": "cancel"},
+            {"label": "Add as a new note instead", "value": "new_instead"},
+            {"label": "Show the difference", "value": "show_diff"}]}})
     );
     let n = &d0["neighbours"][0];
     assert_eq!(n["id"], id.as_str());
@@ -287,7 +288,7 @@ fn replace_archives_the_old_note_and_fills_supersedes() {
     let d0 = &d[0];
     assert_eq!(d0["action"], "replace", "{d0}");
     assert_eq!(d0["gate"], "question");
-    assert_eq!(d0["question"]["parameters"]["question"], "治理方案（待确认）：REPLACE，是否执行？");
+    assert_eq!(d0["question"]["parameters"]["question"], "Proposed change to memory: REPLACE. Go ahead?");
     assert_eq!(d0["targets"], json!([old]));
     assert!(d0["reason"].as_str().unwrap().contains("from now on"));
     let new = d0["note_id"].as_str().unwrap().to_string();
