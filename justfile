@@ -299,7 +299,7 @@ man dir:
     mkdir -p {{quote(dir / "man1")}}
     for b in kb-append kb-guard kb-index kb-lastword kb-lock kb-memgate kb-relate kb-score; do kb-append man "$b" > {{quote(dir / "man1")}}/"$b".1; done
 
-# Run every test (unit and integration) of this checkout: with cargo-nextest when `just setup` installed it (or it is on PATH), else cargo test.
+# Run every test (unit and integration) of this checkout: with cargo-nextest when `just setup --nextest` installed it (or it is on PATH), else cargo test.
 [no-cd]
 test:
     #!/usr/bin/env bash
@@ -310,8 +310,8 @@ test:
     elif cargo nextest --version >/dev/null 2>&1; then
       cargo nextest run --workspace --no-fail-fast
     else
-      echo "just test: cargo-nextest is not installed (just setup installs it); running cargo test" >&2
-      cargo test --workspace --no-fail-fast
+      echo "just test: running cargo test (just setup --nextest installs cargo-nextest)" >&2
+      cargo test --workspace --lib --bins --tests --no-fail-fast
     fi
 
 # Benchmarks (release build): each prints its figures against its baseline.
@@ -333,8 +333,8 @@ bench:
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
 
-# What the tests need, pinned and inside this checkout's target/tools (CARGO_TARGET_DIR/tools), nothing global:
-# cargo-nextest, and the MCP Python SDK in a venv. `just setup --check` only says what is there and what it would install.
+# What the tests need, pinned and inside this checkout's target/tools (CARGO_TARGET_DIR/tools), nothing global: the MCP
+# Python SDK in a venv, and with --nextest cargo-nextest. `just setup --check` only says what is there and what it would install.
 [no-cd]
 setup *flags:
     #!/usr/bin/env bash
@@ -342,18 +342,24 @@ setup *flags:
     set -euo pipefail
     cd {{quote(source_directory())}}
     tools={{quote(tools)}}
-    case "${1:-}" in
-      "") check="" ;;
-      --check) check=1 ;;
-      *) echo "just setup: unknown flag '$1' (the only one is --check)" >&2; exit 2 ;;
-    esac
+    check="" nextest=""
+    for flag in "$@"; do
+      case $flag in
+        --check) check=1 ;;
+        --nextest) nextest=1 ;;
+        *) echo "just setup: unknown flag '$flag' (the flags are --check and --nextest)" >&2; exit 2 ;;
+      esac
+    done
     # What is missing is found, and the system's part checked, before anything is installed.
     todo=()
+    # cargo-nextest is optional: building it takes 12 CPU minutes, and `just test` runs cargo test without it.
     version=$("$tools/bin/cargo-nextest" --version 2>/dev/null || true)
     if [[ $version == "cargo-nextest {{nextest_version}} "* ]]; then
       echo "ok cargo-nextest {{nextest_version}} ($tools/bin)"
-    else
+    elif [ -n "$nextest" ]; then
       todo+=(nextest)
+    else
+      echo "ok without cargo-nextest: just test runs cargo test (just setup --nextest installs {{nextest_version}})"
     fi
     py="$tools/py/bin/python3"
     version=$("$py" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)

@@ -2,7 +2,8 @@
 //! the build's target folder, using no tool but the ones the README names
 //! (just, bash, cargo, git, python3; node and npm when present). The
 //! tests here run its `--check` mode, which finds and checks everything
-//! the installing run does, so they never build cargo-nextest themselves.
+//! the installing run does, so they never build cargo-nextest themselves
+//! (`--nextest`; without it `just test` runs cargo test).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,8 +93,8 @@ fn issue_38_setup_uses_only_the_declared_tools() {
     let lines: Vec<&str> = stdout.lines().collect();
     let tools = target.join("tools");
     let nextest = format!("ok cargo-nextest 0.9.143 ({}/bin)", tools.display());
-    let install = "would install cargo-nextest 0.9.143: cargo install --locked cargo-nextest --version 0.9.143 ";
-    assert!(lines.iter().any(|l| *l == nextest || l.starts_with(install)), "{stdout}");
+    let without = "ok without cargo-nextest: just test runs cargo test (just setup --nextest installs 0.9.143)";
+    assert!(lines.iter().any(|l| *l == nextest || *l == without), "{stdout}");
     let sdk = format!("ok MCP Python SDK {SDK} ({}/py)", tools.display());
     let venv = format!("would install a venv: python3 -m venv --clear {}/py", tools.display());
     assert!(lines.contains(&sdk.as_str()) || lines.contains(&venv.as_str()), "{stdout}");
@@ -131,5 +132,31 @@ fn issue_38_setup_names_python3_venv_when_it_is_missing() {
     let out = setup(&bin, &target, &["--all"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
-        .starts_with("just setup: unknown flag '--all' (the only one is --check)\n"));
+        .starts_with("just setup: unknown flag '--all' (the flags are --check and --nextest)\n"));
+}
+
+/// Issue 38: `--nextest` adds the pinned cargo-nextest, built into the
+/// target folder without its self-update; `--check` only says so.
+#[test]
+fn issue_38_setup_nextest_is_pinned_and_local() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = declared_tools(tmp.path());
+    let target = tmp.path().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    let out = setup(&bin, &target, &["--check", "--nextest"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let tools = target.join("tools");
+    assert_eq!(
+        stdout,
+        format!(
+            "would install cargo-nextest 0.9.143: cargo install --locked cargo-nextest --version 0.9.143 \
+             --no-default-features --features default-no-update --root {t}\n\
+             would install a venv: python3 -m venv --clear {t}/py\n\
+             would install MCP Python SDK {SDK}: {t}/py/bin/python3 -m pip install --disable-pip-version-check \
+             --progress-bar off mcp=={SDK}\n",
+            t = tools.display()
+        )
+    );
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "--check installs nothing");
 }
