@@ -102,8 +102,7 @@ demo dir="kb-demo":
     echo "  git log --stat                                   # one commit per write"
     echo "  rm -rf $(printf %q "$work")                      # when done"
 
-# Search the library with kb-score's ranking: just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
-# (no hits is an answer, not a failure: the recipe exits 0; kb-score itself exits 1)
+# Search the library (no hits is an answer: exits 0): just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
 [no-cd]
 search query *args:
     kb-score {{root_flag}} --format table "$@" || [ $? -eq 1 ]
@@ -333,8 +332,7 @@ bench:
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
 
-# What the tests need, pinned and inside this checkout's target/tools (CARGO_TARGET_DIR/tools), nothing global: the MCP
-# Python SDK in a venv, and with --nextest cargo-nextest. `just setup --check` only says what is there and what it would install.
+# Install what the tests need, pinned, into target/tools (nothing global): the MCP Python SDK in a venv; --nextest: cargo-nextest too; --check: only say
 [no-cd]
 setup *flags:
     #!/usr/bin/env bash
