@@ -21,6 +21,12 @@ export PATH := if env("KB_BIN_DIR", "") == "" { env("PATH") } else { env("KB_BIN
 root := env("KB_ROOT", "")
 root_flag := if root == "" { "" } else { "--root " + quote(root) }
 
+# What `just setup` installs for the tests, pinned, under the build's target
+# folder (CARGO_TARGET_DIR, else target/), removed with the build.
+tools := join(source_directory(), env("CARGO_TARGET_DIR", "target"), "tools")
+nextest_version := "0.9.143"
+mcp_sdk_version := "2.3.0"
+
 # This file, for recipes that run other recipes of it (works when imported too).
 self := quote(just_executable()) + " --justfile " + quote(source_file()) + " --working-directory " + quote(invocation_directory())
 
@@ -29,10 +35,18 @@ self := quote(just_executable()) + " --justfile " + quote(source_file()) + " --w
 default:
     @{{self}} --list --unsorted
 
-# Install the nine kb-* binaries on PATH (~/.cargo/bin) from this checkout.
+# Install the nine kb-* binaries on PATH (~/.cargo/bin) from this checkout: the `dist` profile (stripped, no debug info).
 [no-cd]
 install:
-    cargo install --locked --quiet --path {{quote(source_directory())}}
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo install --locked --profile dist --path {{quote(source_directory())}}
+    bin="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
+    echo "installed kb-append kb-guard kb-index kb-lastword kb-lock kb-mcp kb-memgate kb-relate kb-score in $bin"
+    case ":$PATH:" in
+      *":$bin:"*) ;;
+      *) echo "note: $bin is not on PATH; add it (export PATH=\"$bin:\$PATH\") so the recipes find the binaries" ;;
+    esac
 
 # Create the .library layout here (or at KB_ROOT).
 [no-cd]
@@ -49,15 +63,23 @@ write path *args:
 write-batch *args:
     kb-append batch {{root_flag}} "$@"
 
-# Copy the example library to a temp dir, make it a git repo, write through kb-append, show the result.
+# Copy the example library into DIR (default kb-demo, here), make it a git repo, write through kb-append, show the result; the library stays for you to explore.
 [no-cd]
-demo:
+demo dir="kb-demo":
     #!/usr/bin/env bash
     set -euo pipefail
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-    cp -r {{quote(source_directory() / "examples/library")}} "$work/.library"
-    cd "$work"
+    dir="$1"
+    # Only a folder an earlier demo made (it holds .kb-demo) is replaced.
+    if [ -e "$dir" ] && [ ! -e "$dir/.kb-demo" ]; then
+      echo "just demo: $dir exists and is not an earlier demo; name another folder: just demo DIR" >&2
+      exit 2
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cd "$dir"
+    work=$(pwd)
+    : > .kb-demo
+    cp -r {{quote(source_directory() / "examples/library")}} .library
     git init -q && git add -A
     git -c user.name=demo -c user.email=demo@localhost commit -qm "example library"
     export KB_ROOT="$work/.library"
@@ -73,24 +95,34 @@ demo:
     echo "== last changelog lines"; tail -n 4 .library/.changelog
     echo "== relations of the new reference"; grep connection-pooling .library/.relations.jsonl
     echo "== git log"; git log --format='%h %s' | head -n 4
-    echo "== just search 'connection pooling'"; kb-score connection pooling --format table
+    echo "== just search 'connection pooling'"; kb-score connection pooling --format table || [ $? -eq 1 ]
+    echo "== explore it: the library stays in $work"
+    echo "  cd $(printf %q "$work")"
+    echo "  just -f $(printf %q {{quote(source_file())}}) search 'pool sizing'    # or list, status, write PATH --content ..."
+    echo "  git log --stat                                   # one commit per write"
+    echo "  rm -rf $(printf %q "$work")                      # when done"
 
-# Search the library with seed 000's scoring: just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
+# Search the library (no hits is an answer: exits 0): just search "jwt auth" [--type software] [--tier 2] [--budget 2000] [--source NAME=DIR]
 [no-cd]
 search query *args:
-    kb-score {{root_flag}} --format table "$@"
+    kb-score {{root_flag}} --format table "$@" || [ $? -eq 1 ]
 
-# List library contents per category (seed `list`): just list [--type 'software|data-pipeline'] [--topic T]
+# List library contents per category: just list [--type 'software|data-pipeline'] [--topic T]
 [no-cd]
 list *args:
     kb-index list {{root_flag}} --format table "$@"
 
-# Audit the library in six dimensions (seed `status`); exits 1 when one needs attention
+# Audit the library in six dimensions and show what needs attention (exits 0; `just check` fails on it)
 [no-cd]
 status:
+    kb-index status {{root_flag}} --format table || [ $? -eq 1 ]
+
+# For CI and hooks: the status audit, exiting 1 when a dimension needs attention
+[no-cd]
+check:
     kb-index status {{root_flag}} --format table
 
-# Maintain under one lock: quick (default) rebuild-index rebuild-relations compact check-staleness full|audit|all scheduled [--force]
+# Maintain under one lock (JSON Lines out, one record per step): quick (default) rebuild-index rebuild-relations compact check-staleness full|audit|all scheduled [--force]
 [no-cd]
 maintain mode="quick" *flags:
     kb-lock {{root_flag}} -- {{self}} _maintain-{{mode}} "${@:2}"
@@ -113,7 +145,7 @@ _maintain-compact:
 
 [no-cd]
 _maintain-check-staleness:
-    kb-index stale {{root_flag}}
+    kb-index stale {{root_flag}} --format jsonl
 
 [no-cd]
 _maintain-full:
@@ -121,7 +153,7 @@ _maintain-full:
     kb-index rebuild {{root_flag}} --no-commit
     kb-relate rebuild {{root_flag}}
     kb-append compact {{root_flag}} --no-commit
-    kb-index stale {{root_flag}}
+    kb-index stale {{root_flag}} --format jsonl
     kb-index commit {{root_flag}} full
 
 [no-cd]
@@ -154,10 +186,10 @@ sync *args:
 resolve path *args:
     kb-append resolve {{root_flag}} "$@"
 
-# Scan skills or files for threats (table for people; exit 1 if dangerous)
+# Scan skills or files for threats and show the findings (exits 0; add --fail-on caution|dangerous to gate on them)
 [no-cd]
 scan +paths:
-    kb-guard scan {{root_flag}} --format table "$@"
+    kb-guard scan {{root_flag}} --format table --fail-on never "$@"
 
 # Scan for GitHub code scanning (SARIF 2.1.0 into kb-guard.sarif)
 [no-cd]
@@ -174,12 +206,12 @@ guarded-write *args:
 sanitize file:
     kb-guard sanitize "$@"
 
-# Manage a skill (seed 002 skill_manage): just skill create|edit|patch|delete|write-file|remove-file|promote NAME [flags]
+# Manage a skill (skill_manage): just skill create|edit|patch|delete|write-file|remove-file|promote NAME [flags]
 [no-cd]
 skill action name *args:
     kb-append skill {{root_flag}} "$@"
 
-# The skills with stage, trust tier and the guard's verdict (seed 002 skill_list)
+# The skills with stage, trust tier and the guard's verdict (skill_list)
 [no-cd]
 skills *args:
     kb-append skill list {{root_flag}} --format table "$@"
@@ -189,7 +221,7 @@ skills *args:
 skill-nudge calls="1" *args:
     kb-append skill nudge {{root_flag}} --calls "$@"
 
-# Security rules evolution (seed 000 evolve): status | propose INTEL | validate | review | integrate | full INTEL | scheduled [INTEL]
+# Evolve the guard's security rules: status | propose INTEL | validate | review | integrate | full INTEL | scheduled [INTEL]
 [no-cd]
 evolve step="status" *args:
     {{self}} _evolve-{{step}} "${@:2}"
@@ -224,7 +256,7 @@ _evolve-full intel *args:
 _evolve-scheduled intel="-" *args:
     kb-guard rules propose {{root_flag}} --scheduled "$1" | kb-guard rules validate {{root_flag}} - "${@:2}" | kb-guard rules review {{root_flag}} - | kb-guard rules integrate {{root_flag}} -
 
-# Remember what the user said (seed 003): silent decisions are written, gated ones come back with their question.
+# Remember what the user said (governed memory): silent decisions are written, gated ones come back with their question.
 [no-cd]
 remember *args:
     kb-memgate decide "$@" | kb-memgate apply "$@"
@@ -266,10 +298,20 @@ man dir:
     mkdir -p {{quote(dir / "man1")}}
     for b in kb-append kb-guard kb-index kb-lastword kb-lock kb-memgate kb-relate kb-score; do kb-append man "$b" > {{quote(dir / "man1")}}/"$b".1; done
 
-# Run every test (unit and integration) of this checkout.
+# Run every test (unit and integration) of this checkout: with cargo-nextest when `just setup --nextest` installed it (or it is on PATH), else cargo test.
 [no-cd]
 test:
-    cd {{quote(source_directory())}} && cargo nextest run --workspace --no-fail-fast
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd {{quote(source_directory())}}
+    if [ -x {{quote(tools / "bin/cargo-nextest")}} ]; then
+      PATH={{quote(tools / "bin")}}:$PATH cargo nextest run --workspace --no-fail-fast
+    elif cargo nextest --version >/dev/null 2>&1; then
+      cargo nextest run --workspace --no-fail-fast
+    else
+      echo "just test: running cargo test (just setup --nextest installs cargo-nextest)" >&2
+      cargo test --workspace --lib --bins --tests --no-fail-fast
+    fi
 
 # Benchmarks (release build): each prints its figures against its baseline.
 [no-cd]
@@ -290,9 +332,73 @@ bench:
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
 
-# What CI checks on this checkout: formatting, lints as errors, the tests.
+# Install what the tests need, pinned, into target/tools (nothing global): the MCP Python SDK in a venv; --nextest: cargo-nextest too; --check: only say
+[no-cd]
+setup *flags:
+    #!/usr/bin/env bash
+    # Bash builtins and the declared tools only (tests/setup.rs runs it with no other tool on PATH).
+    set -euo pipefail
+    cd {{quote(source_directory())}}
+    tools={{quote(tools)}}
+    check="" nextest=""
+    for flag in "$@"; do
+      case $flag in
+        --check) check=1 ;;
+        --nextest) nextest=1 ;;
+        *) echo "just setup: unknown flag '$flag' (the flags are --check and --nextest)" >&2; exit 2 ;;
+      esac
+    done
+    # What is missing is found, and the system's part checked, before anything is installed.
+    todo=()
+    # cargo-nextest is optional: building it takes 12 CPU minutes, and `just test` runs cargo test without it.
+    version=$("$tools/bin/cargo-nextest" --version 2>/dev/null || true)
+    if [[ $version == "cargo-nextest {{nextest_version}} "* ]]; then
+      echo "ok cargo-nextest {{nextest_version}} ($tools/bin)"
+    elif [ -n "$nextest" ]; then
+      todo+=(nextest)
+    else
+      echo "ok without cargo-nextest: just test runs cargo test (just setup --nextest installs {{nextest_version}})"
+    fi
+    py="$tools/py/bin/python3"
+    version=$("$py" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null || true)
+    if [ "$version" = {{mcp_sdk_version}} ]; then
+      echo "ok MCP Python SDK {{mcp_sdk_version}} ($tools/py)"
+    else
+      if ! command -v python3 >/dev/null; then
+        echo "just setup: python3 is missing: install Python 3.10 or later with its venv module (Debian, Ubuntu: apt-get install python3 python3-venv)" >&2
+        exit 1
+      fi
+      if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+        echo "just setup: the MCP Python SDK needs Python 3.10 or later; python3 is $(python3 --version 2>&1)" >&2
+        exit 1
+      fi
+      if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+        echo "just setup: python3 cannot make a virtual environment (no ensurepip module): install the python3-venv package (Debian, Ubuntu: apt-get install python3-venv), then run just setup again" >&2
+        exit 1
+      fi
+      todo+=(venv)
+    fi
+    # run WHAT COMMAND...: runs COMMAND (with --check: says it would).
+    run() {
+      local what=$1; shift
+      if [ -n "$check" ]; then echo "would install $what: $*"; else echo "installing $what: $*" >&2; "$@"; fi
+    }
+    for t in ${todo[@]+"${todo[@]}"}; do
+      case $t in
+        # Built without its self-update: fewer crates to compile.
+        nextest) run "cargo-nextest {{nextest_version}}" cargo install --locked cargo-nextest --version {{nextest_version}} \
+                   --no-default-features --features default-no-update --root "$tools" ;;
+        venv) run "a venv" python3 -m venv --clear "$tools/py"
+              run "MCP Python SDK {{mcp_sdk_version}}" "$py" -m pip install --disable-pip-version-check --progress-bar off \
+                mcp=={{mcp_sdk_version}} ;;
+      esac
+    done
+    # The TypeScript MCP client goes into an npm prefix beside them: npm install --prefix "$tools/npm" PACKAGE@VERSION.
+
+# What CI checks on this checkout: formatting, lints as errors, the tests (after `just setup`).
 [no-cd]
 ci:
     cd {{quote(source_directory())}} && cargo fmt --all -- --check
     cd {{quote(source_directory())}} && cargo clippy --workspace --all-targets -- -D warnings
+    {{self}} setup
     {{self}} test

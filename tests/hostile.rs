@@ -455,7 +455,7 @@ fn c04_resolve_refuses_internal_files() {
 
 // ---------------------------------------------------------------- case 5
 
-const MEM: &str = ".cursor/.lingxi/memory";
+const MEM: &str = ".agents/.lingxi/memory";
 
 fn memgate(s: &Scene, cmd: &str, input: &[Value]) -> (i32, Vec<Value>) {
     let text: String = input.iter().map(|v| format!("{v}\n")).collect();
@@ -493,7 +493,7 @@ fn c05_kb_memgate_refuses_archive_ids_that_leave_notes() {
     let (_, mut d0) = memgate_replace(&s);
     std::fs::create_dir_all(s.lib.root().join(MEM).join("notes/MEM-x")).unwrap();
     std::fs::write(s.outside("pwned.md"), "## Meta\n- Id: MEM-x\n").unwrap();
-    let before = snapshot(s.lib.root(), &[".cursor"]);
+    let before = snapshot(s.lib.root(), &[".agents"]);
     let notes = mem_notes(&s);
     let evil = "MEM-x/../../../../../outside/pwned";
     d0["targets"] = json!([evil]);
@@ -501,7 +501,7 @@ fn c05_kb_memgate_refuses_archive_ids_that_leave_notes() {
     let (code, recs) = memgate(&s, "apply", &[d0]);
     assert_eq!(code, 2, "{recs:?}");
     error_naming(&recs, "MEM-[A-Za-z0-9_-]+");
-    assert_eq!(snapshot(s.lib.root(), &[".cursor"]), before, "apply touched a file outside the memory");
+    assert_eq!(snapshot(s.lib.root(), &[".agents"]), before, "apply touched a file outside the memory");
     assert_eq!(mem_notes(&s), notes, "a note was lost");
 }
 
@@ -536,7 +536,7 @@ fn c05_kb_memgate_skips_notes_whose_id_is_not_a_mem_id() {
     assert!(!all.contains("outside/pwned\""), "a bad id was proposed as a target: {all}");
     let (_, r) = memgate(&s, "apply", &d);
     assert!(!s.outside("pwned.md").exists(), "{r:?}");
-    s.unharmed_except(&[".cursor"]);
+    s.unharmed_except(&[".agents"]);
 }
 
 impl Scene {
@@ -1126,7 +1126,7 @@ fn m19_memgate_note_ids_with_path_parts_are_refused() {
         assert_eq!(code, 2, "{evil}: {recs:?}");
         error_naming(&recs, "MEM-[A-Za-z0-9_-]+");
     }
-    s.unharmed_except(&[".cursor"]);
+    s.unharmed_except(&[".agents"]);
 }
 
 #[test]
@@ -1573,7 +1573,7 @@ fn u11_lastword_stderr_shows_library_text_escaped() {
 #[test]
 fn u12_memgate_messages_show_user_text_escaped() {
     use crate::memgate::{apply, decide, said};
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let text = "Never use var in this project\u{1b}]0;pwned\u{7}\u{202e}.\n\nSigned-off-by: Mallory <m@x.invalid>";
     let d = decide(&lib, &[said("remember", text)]);
     assert!(!d[0]["message"].as_str().unwrap().contains(['\u{1b}', '\u{7}', '\u{202e}', '\n']), "{d:?}");

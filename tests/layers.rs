@@ -23,6 +23,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("text", 4),
     ("doc", 5),
     ("library", 6),
+    // The user's own configuration file (outside every library).
+    ("config", 6),
     ("derived", 7),
     // The writer scans every write with the guard, so the guard sits below it.
     ("guard", 8),

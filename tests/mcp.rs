@@ -11,9 +11,6 @@ use serde_json::{json, Value};
 
 use crate::util::{isolate, Lib};
 
-/// The MCP SDK version `.ci/run` installs.
-const SDK: &str = "mcp==2.3.0";
-
 /// A kb-mcp process spoken to line by line.
 struct Session {
     child: Child,
@@ -370,24 +367,9 @@ fn a_missing_library_is_a_clear_error_at_start() {
     lib.cmd("kb-mcp").assert().code(2).stderr(predicates::str::starts_with("kb-mcp: no .library found in "));
 }
 
-/// The Python interpreter that has the MCP SDK, found with the caller's
-/// environment (the test's own environment is isolated).
-fn python_with_sdk() -> String {
-    let probe = Command::new("python3")
-        .args(["-c", "import sys, mcp; print(sys.executable)"])
-        .output()
-        .unwrap_or_else(|e| panic!("python3 is needed for the MCP client test ({e}); install Python 3.10+"));
-    assert!(
-        probe.status.success(),
-        "the MCP Python SDK is missing: run `python3 -m pip install {SDK}` (.ci/run does): {}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-    String::from_utf8_lossy(&probe.stdout).trim().to_string()
-}
-
 #[test]
 fn the_official_python_sdk_calls_every_tool() {
-    let python = python_with_sdk();
+    let python = crate::setup::python_with_sdk();
     let lib = git_lib();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
     let bin = assert_cmd::cargo::cargo_bin("kb-mcp");
@@ -440,7 +422,7 @@ fn the_official_python_sdk_calls_every_tool() {
     assert_eq!((d["record"].as_str(), d["status"].as_str()), (Some("decision"), Some("pending")));
     let r = &ok("answer")[0];
     assert_eq!(r["status"], "applied");
-    let note = lib.root().join(".cursor/.lingxi/memory/notes").join(format!("{}.md", r["note_id"].as_str().unwrap()));
+    let note = lib.root().join(".agents/.lingxi/memory/notes").join(format!("{}.md", r["note_id"].as_str().unwrap()));
     assert!(std::fs::read_to_string(&note).unwrap().contains("pnpm"));
 
     // last-word: planned, pending, applied into USER.md.

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::util::{golden, records, Lib};
 
-pub(crate) const MEM: &str = ".cursor/.lingxi/memory";
+pub(crate) const MEM: &str = ".agents/.lingxi/memory";
 
 pub(crate) fn mem(lib: &Lib, rel: &str) -> PathBuf {
     lib.root().join(MEM).join(rel)
@@ -21,7 +21,7 @@ pub(crate) fn read(lib: &Lib, rel: &str) -> String {
 }
 
 fn audit(lib: &Lib) -> Vec<Value> {
-    let p = lib.root().join(".cursor/.lingxi/workspace/audit.log");
+    let p = lib.root().join(".agents/.lingxi/workspace/audit.log");
     std::fs::read_to_string(p).map(|t| records(t.as_bytes())).unwrap_or_default()
 }
 
@@ -78,7 +78,7 @@ pub(crate) fn remember(lib: &Lib, text: &str) -> String {
 
 #[test]
 fn silent_new_writes_note_index_and_audit() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let d = decide(&lib, &[said("auto", "Never use var in this project; use let or const.")]);
     assert_eq!(d.len(), 1);
     let d0 = &d[0];
@@ -124,7 +124,7 @@ fn silent_new_writes_note_index_and_audit() {
 
 #[test]
 fn hedged_new_is_gated_and_waits_for_an_answer() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     for (text, hedge) in [
         ("Maybe use pnpm for installs.", "maybe"),
         ("可能用 pnpm 安装依赖更好", "可能"),
@@ -137,11 +137,12 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
         assert_eq!(d[0]["reliability"], "low");
         assert_eq!(d[0]["reasons"][0], format!("hedge word \"{hedge}\""));
         assert_eq!(d[0]["question"]["tool"], "questions");
-        assert_eq!(
-            d[0]["question"]["parameters"]["options"],
-            json!([
-            {"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}])
-        );
+        // Issue 38: asked in the user's language.
+        let options = match hedge {
+            "maybe" => json!([{"label": "Yes, save it", "value": "confirm"}, {"label": "Cancel", "value": "cancel"}]),
+            _ => json!([{"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}]),
+        };
+        assert_eq!(d[0]["question"]["parameters"]["options"], options, "{text}");
     }
     let d = decide(&lib, &[said("remember", "可能用 pnpm 安装依赖更好")]);
     assert_eq!(d[0]["message"], "需在记忆库对话中确认：NEW「可能用 pnpm 安装依赖更好」");
@@ -165,7 +166,7 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
 
 #[test]
 fn missing_evidence_in_auto_never_writes_silently() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let no_spans = json!({"mode": "auto", "confidence": 0.95,
         "input": {"user_input": {"text": "Always run cargo fmt before committing.", "evidence_spans": []},
                   "target_claim": {"id": "c", "digest": "fmt"}}});
@@ -196,8 +197,8 @@ fn missing_evidence_in_auto_never_writes_silently() {
 }
 
 #[test]
-fn merge_is_gated_with_the_seed_question_and_folds_into_the_note() {
-    let lib = Lib::empty();
+fn merge_is_gated_with_the_seeds_question_in_english_and_folds_into_the_note() {
+    let lib = Lib::project();
     let id = remember(&lib, "Never use var in this project; use let or const.");
     let d = decide(&lib, &[said("remember", "Do not use var in this project, use let or const.")]);
     let d0 = &d[0];
@@ -208,12 +209,12 @@ fn merge_is_gated_with_the_seed_question_and_folds_into_the_note() {
     assert_eq!(
         d0["question"],
         json!({"tool": "questions", "parameters": {
-        "question": "治理方案（待确认）：MERGE，是否执行？",
+        "question": "Proposed change to memory: MERGE. Go ahead?",
         "options": [
-            {"label": "确认执行", "value": "confirm"},
-            {"label": "取消", "value": "cancel"},
-            {"label": "改为新增", "value": "new_instead"},
-            {"label": "查看对比", "value": "show_diff"}]}})
+            {"label": "Yes, go ahead", "value": "confirm"},
+            {"label": "Cancel", "value": "cancel"},
+            {"label": "Add as a new note instead", "value": "new_instead"},
+            {"label": "Show the difference", "value": "show_diff"}]}})
     );
     let n = &d0["neighbours"][0];
     assert_eq!(n["id"], id.as_str());
@@ -252,7 +253,7 @@ fn merge_is_gated_with_the_seed_question_and_folds_into_the_note() {
 
 #[test]
 fn merge_with_a_more_complete_candidate_archives_the_old_note() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let old = remember(&lib, "Use pnpm for installs.");
     let sel = json!({"mode": "remember", "conversation_id": "conv-2", "input": {
         "user_input": {"text": "Use pnpm for installs.", "evidence_spans": [{"start": 0, "end": 22}]},
@@ -280,14 +281,14 @@ fn merge_with_a_more_complete_candidate_archives_the_old_note() {
 
 #[test]
 fn replace_archives_the_old_note_and_fills_supersedes() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let old = remember(&lib, "Use yarn for installs.");
     let old_bytes = read(&lib, &format!("notes/{old}.md"));
     let d = decide(&lib, &[said("remember", "From now on use pnpm for installs instead.")]);
     let d0 = &d[0];
     assert_eq!(d0["action"], "replace", "{d0}");
     assert_eq!(d0["gate"], "question");
-    assert_eq!(d0["question"]["parameters"]["question"], "治理方案（待确认）：REPLACE，是否执行？");
+    assert_eq!(d0["question"]["parameters"]["question"], "Proposed change to memory: REPLACE. Go ahead?");
     assert_eq!(d0["targets"], json!([old]));
     assert!(d0["reason"].as_str().unwrap().contains("from now on"));
     let new = d0["note_id"].as_str().unwrap().to_string();
@@ -327,7 +328,7 @@ fn replace_archives_the_old_note_and_fills_supersedes() {
 
 #[test]
 fn veto_writes_nothing_until_the_user_picks() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let old = remember(&lib, "Use yarn for installs.");
     let d = decide(&lib, &[said("remember", "Use pnpm for installs.")]);
     let d0 = &d[0];
@@ -353,7 +354,7 @@ fn veto_writes_nothing_until_the_user_picks() {
 
 #[test]
 fn target_claim_naming_a_note_is_decisive() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let old = remember(&lib, "Use yarn for installs.");
     let mut inp = said("remember", "Use pnpm for installs.");
     inp["input"]["target_claim"] = json!({"id": old, "digest": "installs use yarn"});
@@ -364,7 +365,7 @@ fn target_claim_naming_a_note_is_decisive() {
 
 #[test]
 fn prohibitions_yield_constraint_candidates_in_english_and_chinese() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     // The span covers a preference; the refusal outside it still yields a candidate.
     let text = "Use tabs for indentation. Don't use semicolons in JavaScript.";
     let inp = json!({"mode": "remember", "input": {"user_input": {"text": text, "evidence_spans": [{"start": 0, "end": 25}]}}});
@@ -390,7 +391,7 @@ fn prohibitions_yield_constraint_candidates_in_english_and_chinese() {
 
 #[test]
 fn chinese_notes_merge_and_replace() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let id = remember(&lib, "这里不要用 var，用 let 或 const。");
     let d = decide(&lib, &[said("remember", "别用 var，用 let/const")]);
     assert_eq!(d[0]["action"], "merge", "{}", d[0]);
@@ -406,7 +407,7 @@ fn chinese_notes_merge_and_replace() {
 
 #[test]
 fn selected_candidates_come_first() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let inp = json!({"mode": "remember", "input": {
         "user_input": {"text": "ok, those two", "evidence_spans": []},
         "selected_candidates": ["Run cargo clippy before every commit.", {"oneLiner": "Keep binaries under 150 lines.", "kind": "convention"}]}});
@@ -419,7 +420,7 @@ fn selected_candidates_come_first() {
 
 #[test]
 fn topk_is_five_nearest() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     for lang in ["Rust", "Go", "Python", "Java", "Ruby", "Kotlin", "Swift"] {
         // Similar notes are gated (merge); the user keeps each one as new.
         let d = decide(
@@ -439,7 +440,7 @@ fn topk_is_five_nearest() {
 
 #[test]
 fn a_note_about_whom_the_user_addresses_ranks_below_the_speakers() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let nates = remember(&lib, "Nate says Joanna's support means a lot to him.");
     let joannas = remember(&lib, "Joanna thanks Nate for his support.");
     let d = decide(&lib, &[said("remember", "Thanks, Nate! Your support means a lot.")]);
@@ -457,7 +458,7 @@ fn a_note_about_whom_the_user_addresses_ranks_below_the_speakers() {
 
 #[test]
 fn bad_input_is_an_error_record_and_writes_nothing() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let good = said("remember", "Use tabs for indentation.");
     let input = format!(
         "{}\n{}\n{}\n{}\nnot json\n{}\n{}\n",
@@ -501,7 +502,7 @@ fn bad_input_is_an_error_record_and_writes_nothing() {
 
 #[test]
 fn corrupted_index_or_note_stops_the_write_and_reindex_repairs() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let id = remember(&lib, "Use tabs for indentation.");
     std::fs::write(mem(&lib, "INDEX.md"), "# Memory Index\n\n| Id | Title |\n|---|---|\n| x | y |\n").unwrap();
     let d = decide(&lib, &[said("remember", "Write commit messages in English.")]);
@@ -530,7 +531,7 @@ fn corrupted_index_or_note_stops_the_write_and_reindex_repairs() {
 
 #[test]
 fn reindex_respects_hand_edited_notes() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let a = remember(&lib, "Use tabs for indentation.");
     let b = remember(&lib, "Write commit messages in English.");
     let p = mem(&lib, &format!("notes/{a}.md"));
@@ -554,7 +555,7 @@ fn reindex_respects_hand_edited_notes() {
 
 #[test]
 fn eight_concurrent_applies_leave_index_equal_to_notes() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let topics = ["tabs", "commits", "clippy", "pnpm", "rustfmt", "vitest", "english", "semver"];
     let texts = [
         "Use tabs for indentation.",
@@ -596,7 +597,7 @@ fn eight_concurrent_applies_leave_index_equal_to_notes() {
 
 #[test]
 fn help_lists_every_flag() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let out = lib.cmd("kb-memgate").arg("--help").assert().success();
     let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     for flag in ["--memory-dir", "--check", "--help", "--version", "decide", "apply", "reindex"] {
@@ -607,7 +608,7 @@ fn help_lists_every_flag() {
 
 #[test]
 fn spans_count_characters_of_the_untrimmed_text() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let inp = json!({"mode": "remember", "input": {"user_input": {"text": " 别用 moment.js ", "evidence_spans": [{"start": 1, "end": 14}]}}});
     let d = decide(&lib, &[inp]);
     assert_eq!(d[0]["candidate"]["oneLiner"], "别用 moment.js");
@@ -615,7 +616,7 @@ fn spans_count_characters_of_the_untrimmed_text() {
 
 #[test]
 fn just_remember_composes_decide_and_apply() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let input = lines(&[said("remember", "Use tabs for indentation."), said("remember", "Maybe use pnpm.")]);
     let recs = crate::util::ok_records(crate::recipes::just(lib.root()).arg("remember").write_stdin(input));
     assert_eq!(recs[0]["status"], "applied");
@@ -633,7 +634,7 @@ fn just_remember_composes_decide_and_apply() {
 /// index is not trusted.
 #[test]
 fn apply_appends_the_row_and_writes_the_side_segment() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     remember(&lib, "Use tabs for indentation.");
     lib.cmd("kb-memgate").arg("reindex").assert().success();
     assert!(!mem(&lib, ".search.side").exists());
@@ -709,7 +710,7 @@ fn apply_appends_the_row_and_writes_the_side_segment() {
 /// rewrites the table.
 #[test]
 fn index_digests_in_the_audit_are_the_whole_files_digests() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let sha = |t: &str| kb::doc::digest::sha256_hex(t.as_bytes());
     let index_lines =
         |lib: &Lib| -> Vec<Value> { audit(lib).into_iter().filter(|l| l["event"] == "memory_index_updated").collect() };

@@ -34,7 +34,7 @@ pub(crate) struct Scene {
 
 impl Scene {
     pub fn new() -> Scene {
-        let lib = Lib::empty();
+        let lib = Lib::project();
         let old = remember(&lib, "Use yarn for installs.");
         remember(&lib, "Write commit messages in English.");
         lib.cmd("kb-memgate").arg("reindex").assert().success();
@@ -65,7 +65,7 @@ fn sha(bytes: &[u8]) -> String {
 }
 
 fn audit(lib: &Lib) -> Vec<Value> {
-    let p = lib.root().join(".cursor/.lingxi/workspace/audit.log");
+    let p = lib.root().join(".agents/.lingxi/workspace/audit.log");
     std::fs::read_to_string(p).map(|t| records(t.as_bytes())).unwrap_or_default()
 }
 

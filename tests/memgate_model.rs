@@ -59,7 +59,7 @@ fn model(lib: &Lib, name: &str, seed: u64) -> PathBuf {
 
 /// A store of the three notes, and the model.
 fn store() -> (Lib, PathBuf, Vec<String>) {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let ids = NOTES.iter().map(|t| remember(&lib, t)).collect();
     let m = model(&lib, "model", 1);
     (lib, m, ids)
@@ -383,7 +383,7 @@ fn a_missing_or_broken_model_is_an_error_before_any_write() {
 
 #[test]
 fn chinese_stays_lexical_with_a_model() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let zh = remember(&lib, "缩进一律使用 tabs");
     for t in NOTES {
         remember(&lib, t);
@@ -431,7 +431,7 @@ fn a_note_edited_since_reindex_is_read_as_it_is_now() {
 
 #[test]
 fn an_empty_store_with_a_model() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let m = model(&lib, "model", 1);
     let (d, err) = decide_with(&lib, &m, &[bare("Prefer pnpm to npm.")]);
     assert_eq!((d[0]["action"].as_str(), err.as_str()), (Some("new"), ""), "{d:?}");

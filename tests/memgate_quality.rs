@@ -40,7 +40,7 @@ fn kept(lib: &Lib, text: &str) -> String {
 /// remembered one after another: every one is new, none vetoed.
 #[test]
 fn a_hundred_unrelated_rules_in_a_row_are_all_written() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let rules: Vec<&str> = include_str!("fixtures/memgate/rules.txt")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
@@ -57,7 +57,7 @@ fn a_hundred_unrelated_rules_in_a_row_are_all_written() {
 
 #[test]
 fn one_rule_in_two_scopes_does_not_merge() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let go = remember(&lib, "Use tabs in Go files.");
     let d = decide(&lib, &[said("remember", "Use tabs in Python files.")]);
     assert_eq!(d[0]["action"], "new", "{}", d[0]);
@@ -71,7 +71,7 @@ fn one_rule_in_two_scopes_does_not_merge() {
 /// word of two, the refusal's polarity), so it was never written.
 #[test]
 fn a_refusal_sharing_one_word_with_a_rule_is_new() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     for rule in ["Use tabs for indentation.", "Write commit messages in English.", "Run clippy before every push."] {
         remember(&lib, rule);
     }
@@ -157,7 +157,7 @@ fn praise_does_not_pull_a_note() {
 #[track_caller]
 fn first_neighbour_is_the_target(cases: &[(&str, &str, &str)]) {
     for &(target, other, query) in cases {
-        let lib = Lib::empty();
+        let lib = Lib::project();
         let target = kept(&lib, target);
         kept(&lib, other);
         let d = decide(&lib, &[said("remember", query)]);
@@ -167,7 +167,7 @@ fn first_neighbour_is_the_target(cases: &[(&str, &str, &str)]) {
 
 #[test]
 fn chinese_paraphrase_finds_its_neighbour() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let target = remember(&lib, "前端上线前把调试用的打印语句清理干净。");
     for other in ["数据库迁移必须先在测试环境跑一遍。", "接口返回的时间统一用 UTC。", "样式文件统一放在 styles 目录。"]
     {
@@ -181,12 +181,12 @@ fn chinese_paraphrase_finds_its_neighbour() {
 
 #[test]
 fn moving_to_another_choice_is_a_replace() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let old = remember(&lib, "用 pnpm 安装依赖。");
     let d = decide(&lib, &[said("remember", "以后改用 yarn，不用 pnpm 了")]);
     assert_eq!(d[0]["action"], "replace", "{}", d[0]);
     assert_eq!(d[0]["targets"], json!([old]));
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let old = remember(&lib, "Use yarn for installs.");
     let d = decide(&lib, &[said("remember", "Use pnpm for installs instead of yarn.")]);
     assert_eq!(d[0]["action"], "replace", "{}", d[0]);
@@ -212,7 +212,7 @@ fn phrase_table_gates() {
         })
         .collect();
     assert!(rows.len() >= 150, "{} phrasings", rows.len());
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let recs = decide(&lib, &rows.iter().map(|(_, _, t)| said("remember", t)).collect::<Vec<_>>());
     let mut wrong = Vec::new();
     for (i, (gate, kind, text)) in rows.iter().enumerate() {
@@ -241,7 +241,7 @@ fn pairs_tally(table: &str) -> (std::collections::BTreeMap<String, (usize, usize
     for l in table.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let f: Vec<&str> = l.split('\t').collect();
         let [want, old, new] = f[..] else { panic!("bad pair line: {l:?}") };
-        let lib = Lib::empty();
+        let lib = Lib::project();
         keep(&lib, old);
         // No target claim: the same digest on both sides would be a shared
         // subject no real pair has.
@@ -302,7 +302,7 @@ fn english_pairs_get_their_action() {
 /// by its words alone.
 #[test]
 fn a_question_finds_its_note_in_other_words() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let dog = kept(&lib, "Caroline adopted a dog named Max from the animal shelter last spring.");
     for other in [
         "Caroline works as a nurse.",

@@ -480,50 +480,52 @@ fn a_link_above_the_workspace_is_fine() {
 }
 
 /// `.cursor/.lingxi` turned into a link: kb-memgate wrote its notes,
-/// INDEX.md and audit log into the link's target. The default store is
-/// refused when any part of it is a link; `--memory-dir` names it.
+/// INDEX.md and audit log into the link's target. The default store
+/// (`.agents/.lingxi`, or `.cursor/.lingxi` when the user's config says
+/// `cursor`) is refused when any part of it is a link; `--memory-dir`
+/// names it.
 #[test]
 fn a_memory_store_reached_through_a_link_is_refused() {
-    let lib = Lib::empty();
-    let target = lib.root().join("target");
-    std::fs::create_dir_all(&target).unwrap();
     let input = crate::memgate::lines(&[crate::memgate::said("remember", "Never use var in this project.")]);
-    let good = tempfile::tempdir().unwrap();
-    let d = {
-        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("kb-memgate"));
-        crate::util::isolate(&mut c, good.path());
-        assert_cmd::Command::from_std(c)
-            .arg("decide")
-            .write_stdin(input.clone())
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone()
-    };
-    for (link, at) in [(".cursor/.lingxi", "target"), (".cursor", "target"), (".cursor/.lingxi/memory", "target")] {
-        std::fs::remove_dir_all(lib.root().join(".cursor")).ok();
-        std::fs::create_dir_all(lib.root().join(link).parent().unwrap()).unwrap();
-        symlink(lib.root().join(at), lib.root().join(link));
-        for (cmd, stdin) in
-            [("decide", input.clone()), ("apply", String::from_utf8(d.clone()).unwrap()), ("reindex", String::new())]
-        {
-            let out = lib.cmd("kb-memgate").arg(cmd).write_stdin(stdin).output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{link} {cmd}: {err}");
-            assert!(err.contains("symlink") && err.contains("--memory-dir"), "{link} {cmd}: {err}");
-            assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{link} {cmd}: wrote into the link's target");
+    let good = Lib::project();
+    let d =
+        good.cmd("kb-memgate").arg("decide").write_stdin(input.clone()).assert().success().get_output().stdout.clone();
+    for (store, top) in [("project", ".agents"), ("cursor", ".cursor")] {
+        let lib = Lib::empty();
+        lib.put("notes/a.md", "a project with a library\n");
+        let config = lib.root().join(".config/kb-tools/config.yaml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(&config, format!("memory:\n  store: {store}\n")).unwrap();
+        let target = lib.root().join("target");
+        std::fs::create_dir_all(&target).unwrap();
+        for link in [format!("{top}/.lingxi"), top.to_string(), format!("{top}/.lingxi/memory")] {
+            std::fs::remove_dir_all(lib.root().join(top)).ok();
+            std::fs::remove_file(lib.root().join(top)).ok();
+            std::fs::create_dir_all(lib.root().join(&link).parent().unwrap()).unwrap();
+            symlink(&target, lib.root().join(&link));
+            for (cmd, stdin) in [
+                ("decide", input.clone()),
+                ("apply", String::from_utf8(d.clone()).unwrap()),
+                ("reindex", String::new()),
+            ] {
+                let out = lib.cmd("kb-memgate").arg(cmd).write_stdin(stdin).output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(2), "{link} {cmd}: {err}");
+                assert!(err.contains("symlink") && err.contains("--memory-dir"), "{link} {cmd}: {err}");
+                assert_eq!(
+                    std::fs::read_dir(&target).unwrap().count(),
+                    0,
+                    "{link} {cmd}: wrote into the link's target"
+                );
+            }
         }
+        // Named explicitly, the store behind the link is the user's choice.
+        let named = format!("{top}/.lingxi/memory");
+        let out =
+            lib.cmd("kb-memgate").args(["apply", "--memory-dir", &named]).write_stdin(d.clone()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(target.join("notes").is_dir());
     }
-    // Named explicitly, the store behind the link is the user's choice.
-    let out = lib
-        .cmd("kb-memgate")
-        .args(["apply", "--memory-dir", ".cursor/.lingxi/memory"])
-        .write_stdin(d)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(target.join("notes").is_dir());
 }
 
 const SECRET_DOC: &str = "---\ntopic: zebra-secret\n---\n# Zebra secret\n\nzebra TOPSECRET-4711\n";
@@ -627,7 +629,7 @@ const DANGEROUS: &str =
 /// edited to carry it anyway is refused by apply with the writer's words.
 #[test]
 fn memgate_refuses_what_the_guard_calls_dangerous() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let d = crate::memgate::decide(&lib, &[crate::memgate::said("remember", DANGEROUS)]);
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0]["action"], "refuse", "{d:?}");
@@ -649,14 +651,14 @@ fn memgate_refuses_what_the_guard_calls_dangerous() {
     let e = recs.iter().find(|r| r["record"] == "error").expect("an error record");
     assert!(e["message"].as_str().unwrap().contains("the guard judged the content dangerous"), "{e}");
     assert!(crate::memgate::notes(&lib).is_empty());
-    assert!(!lib.root().join(".cursor/.lingxi/workspace/audit.log").exists());
+    assert!(!lib.root().join(".agents/.lingxi/workspace/audit.log").exists());
 }
 
 /// The same text said safely is still remembered: the guard refuses only
 /// what it calls dangerous.
 #[test]
 fn memgate_still_remembers_safe_text() {
-    let lib = Lib::empty();
+    let lib = Lib::project();
     let id = crate::memgate::remember(&lib, "Never pipe curl into a shell in this project.");
     assert!(crate::memgate::notes(&lib).contains(&format!("{id}.md")));
     let _: PathBuf = crate::memgate::mem(&lib, "notes");

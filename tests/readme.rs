@@ -138,15 +138,26 @@ fn issue_18_readme_first_two_commands_install_and_test() {
         let out = Command::new("just").arg("-f").arg(&justfile).args(["--show", recipe]).output().expect("just");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    assert!(show("install").contains("cargo install --locked --quiet --path"), "{}", show("install"));
+    // Issue 38: progress shown, the stripped `dist` profile, the place named.
+    let install = show("install");
+    assert!(
+        install.contains("cargo install --locked --profile dist --path") && !install.contains("--quiet"),
+        "{install}"
+    );
+    assert!(install.contains("echo \"installed kb-append "), "{install}");
+    let cargo = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("[profile.dist]\ninherits = \"release\"\ndebug = false\nstrip = true\n"), "{cargo}");
+    assert!(cargo.contains("[profile.release]\ndebug = 1\n"), "benchmarks keep their symbols");
     let ci = show("ci");
     assert!(ci.contains("cargo clippy") && ci.contains("cargo fmt") && ci.contains(" test"), "{ci}");
     assert!(show("test").contains("cargo nextest run"));
+    // Issue 38: ci sets up what the tests need before running them.
+    assert!(ci.contains(" setup\n") && ci.find(" setup\n") < ci.rfind(" test"), "{ci}");
     // No recipe builds at run time: the binaries come from PATH.
     let text = std::fs::read_to_string(&justfile).unwrap();
     for (n, l) in text.lines().enumerate() {
         let in_dev_recipe =
-            ["cargo install", "cargo nextest", "cargo fmt", "cargo clippy", "cargo build --release --quiet"];
+            ["cargo install", "cargo nextest", "cargo test", "cargo fmt", "cargo clippy", "cargo build --release"];
         assert!(!l.contains("cargo ") || in_dev_recipe.iter().any(|d| l.contains(d)), "justfile:{}: {l}", n + 1);
     }
 }
@@ -278,7 +289,8 @@ fn issue_18_codex_agents_md_commands_run_from_a_project() {
 }
 
 /// Issue 18: the Cursor rule's commands work, with kb-memgate's notes in
-/// `.cursor/.lingxi`.
+/// `.cursor/.lingxi` once the user's config says `store: cursor` as the
+/// README shows (issue 38).
 #[test]
 fn issue_18_cursor_rule_commands_run_from_a_project() {
     let rule = block("markdown cursor-rule");
@@ -286,6 +298,10 @@ fn issue_18_cursor_rule_commands_run_from_a_project() {
     let cmds = commands(&rule);
     assert_eq!(cmds.len(), 2, "{cmds:?}");
     let (lib, home) = hook_project();
+    // The test's HOME is the project (util::isolate).
+    let config = lib.root().join(".config/kb-tools/config.yaml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, block("yaml kb-tools-config")).unwrap();
     let said = "{\"mode\":\"remember\",\"input\":{\"user_input\":{\"text\":\"Never use var here\",\"evidence_spans\":[{\"start\":0,\"end\":18}]}}}\n";
     let out = run_hook(&lib, &home, &cmds[0], said);
     assert!(out.contains("\"status\":"), "{out}");

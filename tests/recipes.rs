@@ -61,6 +61,24 @@ fn demo_writes_through_kb_append_on_the_example_library() {
     assert!(out.contains("task-ai(library):batch 2 writes"), "{out}");
     let search = &out[out.find("== just search").unwrap()..];
     assert!(search.contains("Score") && search.contains("connection-pooling"), "{search}");
+    // Issue 38: the library stays in ./kb-demo, and the output says how to explore it.
+    let work = lib.root().join("kb-demo");
+    assert!(
+        out.contains(&format!("== explore it: the library stays in {}\n  cd {}\n", work.display(), work.display())),
+        "{out}"
+    );
+    assert!(work.join(".library/.memory/.references/connection-pooling-v1.md").is_file());
+    let log = crate::util::git(&work, &["log", "--format=%s"]);
+    assert!(log.contains("task-ai(library):batch 2 writes\n"), "the demo's writes are committed there: {log}");
+    // Run again, it replaces its own earlier demo; a folder of the user's is never replaced.
+    just(lib.root()).arg("demo").assert().success();
+    std::fs::create_dir_all(lib.root().join("mine")).unwrap();
+    std::fs::write(lib.root().join("mine/notes.md"), "keep\n").unwrap();
+    let out = just(lib.root()).args(["demo", "mine"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("just demo: mine exists and is not an earlier demo; name another folder: just demo DIR\n"));
+    assert_eq!(std::fs::read_to_string(lib.root().join("mine/notes.md")).unwrap(), "keep\n");
 }
 
 #[test]
@@ -258,10 +276,11 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     ran.extend(["write", "write-batch"]);
     assert!(ok(&["search", "pooling", "--no-recommend"], "").contains("team-notes/a.md"));
     assert!(ok(&["list"], "").contains("a.md"));
-    assert!(matches!(code(&["status"], "").0, Some(0 | 1)));
+    assert_eq!(code(&["status"], "").0, Some(0));
+    assert!(matches!(code(&["check"], "").0, Some(0 | 1)));
     ok(&["maintain"], "");
     ok(&["maintain", "full"], "");
-    ran.extend(["search", "list", "status", "maintain"]);
+    ran.extend(["search", "list", "status", "check", "maintain"]);
     ok(&["install-cron"], "");
     ok(&["uninstall-cron"], "");
     ran.extend(["install-cron", "uninstall-cron"]);
@@ -288,7 +307,7 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     ran.extend(["skill", "skills", "skill-nudge", "evolve"]);
     let said = "{\"mode\":\"remember\",\"input\":{\"user_input\":{\"text\":\"Never use var here\",\"evidence_spans\":[{\"start\":0,\"end\":18}]}}}\n";
     ok(&["remember"], said);
-    assert!(p.proj().join(".cursor/.lingxi/memory/INDEX.md").is_file());
+    assert!(p.proj().join(".agents/.lingxi/memory/INDEX.md").is_file());
     ok(&["remember-answer"], "");
     ok(&["remember-reindex"], "");
     ran.extend(["remember", "remember-answer", "remember-reindex"]);
@@ -305,7 +324,7 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     ran.extend(["lastword-hook", "lastword", "lastword-status"]);
     let demo = ok(&["demo"], "");
     let work = demo.lines().next().and_then(|l| l.strip_prefix("== library at ")).expect("demo names its library");
-    assert!(!Path::new(work).exists(), "demo removes its temp folder {work}");
+    assert_eq!(Path::new(work), p.proj().join("kb-demo/.library"), "demo leaves its library in the project's kb-demo");
     assert!(ok(&[], "").contains("Available recipes"));
     assert!(ok(&["completions"], "").contains("complete -o default -F _kb_index kb-index\n"));
     ran.push("completions");
@@ -316,7 +335,7 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     ran.push("man");
     ran.extend(["demo", "default"]);
     // These act on the kb-tools checkout by design (build, test, bench).
-    let checkout = ["install", "test", "bench", "ci"];
+    let checkout = ["install", "setup", "test", "bench", "ci"];
     let all = recipes(&p.justfile());
     let missed: Vec<&String> =
         all.iter().filter(|r| !ran.contains(&r.as_str()) && !checkout.contains(&r.as_str())).collect();
@@ -332,7 +351,14 @@ fn issue_18_every_recipe_acts_on_the_project_it_is_run_from() {
     };
     assert_eq!(outside(&before), outside(&after));
     // Inside the project: the library, and only what the recipes are for.
-    let allowed = ["proj/.library/", "proj/.cursor/.lingxi/", "proj/kb-guard.sarif", "proj/AGENTS.md", "proj/ext.txt"];
+    let allowed = [
+        "proj/.library/",
+        "proj/.agents/.lingxi/",
+        "proj/kb-guard.sarif",
+        "proj/AGENTS.md",
+        "proj/ext.txt",
+        "proj/kb-demo/",
+    ];
     for k in after.keys().filter(|k| k.starts_with("proj")) {
         let s = k.to_string_lossy();
         assert!(allowed.iter().any(|a| s.starts_with(a)), "unexpected file {s}");

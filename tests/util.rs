@@ -22,6 +22,14 @@ impl Lib {
         Lib { tmp: tempfile::tempdir().expect("tempdir") }
     }
 
+    /// An empty project (an `.agents` folder, no library): where
+    /// kb-memgate keeps its notes by default (`.agents/.lingxi`).
+    pub fn project() -> Lib {
+        let lib = Lib::empty();
+        std::fs::create_dir_all(lib.root().join(".agents")).expect("mkdir .agents");
+        lib
+    }
+
     /// A workspace with an initialised library.
     pub fn new() -> Lib {
         let lib = Lib::empty();
@@ -106,6 +114,7 @@ pub fn isolate(c: &mut Command, dir: &Path) {
         .env_remove("KB_SKILL_ALLOW_EDIT")
         .env_remove("KB_SKILL_ALLOW_CREATE")
         .env_remove("KB_MEMGATE_MODEL")
+        .env_remove("XDG_CONFIG_HOME")
         .env("KB_NOW", NOW)
         .env("HOME", dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -16,6 +16,7 @@
 //!   cited domains.
 //! - [`library`]: where the library is, what each path is, its documents
 //!   and logs, git commits.
+//! - [`config`]: the user's own configuration (outside every library).
 //! - [`derived`]: every derived file, rebuilt in full or incrementally.
 //! - [`guard`]: the threat scanner (below the writer, which runs it).
 //! - [`write`]: the one writer (guard scan, atomic write, logs, indexes,
@@ -46,6 +47,8 @@ pub mod text;
 pub mod doc;
 
 pub mod library;
+
+pub mod config;
 
 pub mod derived;
 

@@ -78,12 +78,21 @@ pub struct Spec {
     /// command to run: it and everything after it are taken as they are
     /// (kb-lock's `-- CMD ARGS...`).
     pub trailing: bool,
+    /// Words a person may try that are not commands, each with what to
+    /// run instead (kb-memgate's `remember`: `decide | apply`).
+    pub hints: &'static [(&'static str, &'static str)],
 }
 
 impl Spec {
     /// A binary's table; see [`Spec::trailing`] for kb-lock's form.
     pub const fn new(bin: &'static str, usage: &'static str, cmds: &'static [Cmd]) -> Spec {
-        Spec { bin, usage, cmds, trailing: false }
+        Spec { bin, usage, cmds, trailing: false, hints: &[] }
+    }
+
+    /// The same table, with what to run instead of words that are not
+    /// commands.
+    pub const fn hints(self, hints: &'static [(&'static str, &'static str)]) -> Spec {
+        Spec { hints, ..self }
     }
 
     /// The flags, read from the Options section of the usage text: each
@@ -321,8 +330,12 @@ fn choose<'a>(spec: &'a Spec, words: &[&str]) -> Result<&'a Cmd> {
             if !group.is_empty() {
                 Error::usage(format!("'{w}' needs a subcommand: {}", list(&group)))
             } else {
-                let hint =
-                    closest(w, firsts.iter().copied()).map(|s| format!("; did you mean '{s}'?")).unwrap_or_default();
+                let hint = match spec.hints.iter().find(|(word, _)| word == w) {
+                    Some((_, instead)) => format!("; {instead}"),
+                    None => {
+                        closest(w, firsts.iter().copied()).map(|s| format!("; did you mean '{s}'?")).unwrap_or_default()
+                    }
+                };
                 Error::usage(format!("unknown command '{w}'{hint} (commands: {})", list(&names)))
             }
         }

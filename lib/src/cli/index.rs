@@ -38,7 +38,7 @@ pub static SPEC: Spec = Spec::new(
         Cmd::new("status", "", STATUS, "the six audit dimensions; exit 1 when one needs attention"),
         Cmd::new("quick", "", LOCKED, "re-index what changed since .last-maintained"),
         Cmd::new("scheduled", "", &["root", "force", "no-commit", "timeout"], "the 24 h-gated daily maintenance"),
-        Cmd::new("commit", "full|scheduled", &["root"], "commit every library change with the seed's message"),
+        Cmd::new("commit", "full|scheduled", &["root"], "commit every library change as task-ai(library):maintain ..."),
         Cmd::new("cron install", "", CRON, "add the daily `just maintain scheduled` line to the crontab"),
         Cmd::new(
             "changes",

@@ -15,7 +15,12 @@ pub static SPEC: Spec = Spec::new(
     "kb-lastword",
     USAGE,
     &[
-        Cmd::new("plan", "[FILE...]", &["source", "format"], "queue entries (YAML or JSONL; stdin without FILE)"),
+        Cmd::new(
+            "plan",
+            "[FILE...]",
+            &["source", "format"],
+            "queue entries (YAML or JSONL; stdin without FILE or for -)",
+        ),
         Cmd::new("apply", "", &["dry-run", "file", "format"], "write pending entries into the Markdown files"),
         Cmd::new("status", "", &["format"], "pending files, counts by operation, staging"),
         Cmd::new("validate", "FILE...", &["format"], "check a delta file's syntax and uniqueness"),
@@ -40,7 +45,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                 plan::plan(&home, &input, a.get("source").map(str::to_string), &mut rep)?;
             }
             for f in &a.positional {
-                let input = delta::read_input(Some(Path::new(f)))?;
+                // `-` is stdin, as for every other filter.
+                let input = delta::read_input((f != "-").then(|| Path::new(f)))?;
                 plan::plan(&home, &input, a.get("source").map(str::to_string), &mut rep)?;
             }
         }

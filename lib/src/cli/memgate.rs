@@ -17,7 +17,14 @@ pub static SPEC: Spec = Spec::new(
         Cmd::new("apply", "", &["memory-dir", "model"], "write notes, INDEX.md and audit for the decisions on stdin"),
         Cmd::new("reindex", "", &["memory-dir", "check", "model"], "INDEX.md and search index from the notes"),
     ],
-);
+)
+.hints(&[
+    (
+        "remember",
+        "to remember, pipe decide into apply: kb-memgate decide < input.jsonl | kb-memgate apply (just remember does)",
+    ),
+    ("answer", "to apply answered decisions: kb-memgate apply < answered.jsonl (just remember-answer does)"),
+]);
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {

@@ -311,7 +311,11 @@ fn decide(
             continue;
         }
         if let Target::Url(_) = e.target {
-            results.push((i, "pending", Some("url targets are not applied yet (seed 004 §7); kept pending".into())));
+            results.push((
+                i,
+                "pending",
+                Some("url targets (remote knowledge bases) are not applied yet; kept pending".into()),
+            ));
             continue;
         }
         let k = check::target_key(home, e);

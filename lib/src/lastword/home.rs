@@ -326,7 +326,7 @@ impl Home {
         let cfg = self.lastword.join("config.yaml");
         if !cfg.exists() {
             let text = format!(
-                "# last-word knowledge bases (seed 004 §5)\n{}",
+                "# last-word knowledge bases: the files kb-lastword may write\n{}",
                 crate::doc::yaml::to_string(&self.config.to_value())?
             );
             crate::fs::atomic::write(&cfg, text.as_bytes())?;

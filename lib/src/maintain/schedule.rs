@@ -293,8 +293,21 @@ pub fn cron_line(lib: &Library, cmd: &CronCommand) -> String {
     )
 }
 
+/// A `crontab` that is not installed, said in words a person can act on.
+fn missing_crontab(e: std::io::Error, doing: &str) -> Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        Error::msg(
+            "the crontab command is not installed, so there is no cron to add the line to: install cron \
+             (Debian, Ubuntu: apt-get install cron; Fedora: dnf install cronie), or run `just maintain scheduled` \
+             from a scheduler of your own",
+        )
+    } else {
+        Error::io(doing, e)
+    }
+}
+
 fn crontab_read() -> Result<Vec<String>> {
-    let out = Command::new("crontab").arg("-l").output().map_err(|e| Error::io("running crontab -l", e))?;
+    let out = Command::new("crontab").arg("-l").output().map_err(|e| missing_crontab(e, "running crontab -l"))?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect());
     }
@@ -312,7 +325,7 @@ fn crontab_write(lines: &[String]) -> Result<()> {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
-        .map_err(|e| Error::io("running crontab -", e))?;
+        .map_err(|e| missing_crontab(e, "running crontab -"))?;
     let mut text = lines.join("\n");
     if !text.is_empty() {
         text.push('\n');

@@ -35,7 +35,8 @@ pub const PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18
 pub struct Options {
     /// `--root` (else `KB_ROOT`, else the nearest `.library`).
     pub root: Option<PathBuf>,
-    /// `--memory-dir` (else `.cursor/.lingxi/memory` beside the library).
+    /// `--memory-dir` (else the user's configured store beside the library:
+    /// `.agents/.lingxi/memory`, or `.cursor/.lingxi/memory` for Cursor).
     pub memory_dir: Option<PathBuf>,
     /// `--timeout` for the library lock.
     pub timeout: Option<std::time::Duration>,
@@ -55,7 +56,10 @@ impl Server {
     pub fn open(opts: &Options) -> Result<Server> {
         let lib = Library::resolve(opts.root.as_deref())?;
         let workspace = lib.dir.parent().map_or_else(|| lib.dir.clone(), Path::to_path_buf);
-        let memory_dir = opts.memory_dir.clone().unwrap_or_else(|| workspace.join(crate::memgate::store::DEFAULT_DIR));
+        let memory_dir = match &opts.memory_dir {
+            Some(d) => d.clone(),
+            None => workspace.join(crate::memgate::store::memory_rel(&crate::config::Config::load()?)?),
+        };
         let mut lock = lock::Options::default();
         if let Some(t) = opts.timeout {
             lock.timeout = t;

@@ -64,7 +64,10 @@ fn step(d: &Decision) -> Result<Step> {
     if d.gate == "silent" {
         return match action {
             Action::New => Ok(Step::Write(Action::New)),
-            _ => Err(Error::msg(format!("a {} decision is never silent (seed 003: always gated)", d.action))),
+            _ => Err(Error::msg(format!(
+                "a {} decision is never silent (merge, replace and veto always ask the user)",
+                d.action
+            ))),
         };
     }
     if d.gate != "question" {

@@ -1,5 +1,5 @@
 //! Seed 003 "记忆审计": after every note created, updated or deleted and
-//! every INDEX update, one NDJSON line in `.cursor/.lingxi/workspace/
+//! every INDEX update, one NDJSON line in `<store>/workspace/
 //! audit.log` — silent new writes included. Fields: event, ts,
 //! conversation_id, generation_id, note_id, operation, source, file,
 //! reason, and the digests of the file before and after (nothing is lost

@@ -218,7 +218,7 @@ fn decide_candidate(
         generation_id: inp.generation_id.clone(),
         action: g.action.as_str().into(),
         gate: if gated { "question" } else { "silent" }.into(),
-        question: gated.then(|| gate::question(g.action, &c)),
+        question: gated.then(|| gate::question(g.action, &c, gate::chinese(&inp.text, &c))),
         reliability: if g.action == Action::New {
             if rel.high {
                 "high"

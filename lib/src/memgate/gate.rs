@@ -4,7 +4,9 @@
 //! verbatim, no hedge ("maybe", "可能", "也许", "先别记"…), complete input,
 //! or a short unambiguous constraint — and asks otherwise; veto writes
 //! nothing and asks which note to keep. When in doubt: ask. Also the one
-//! sentence returned to the main conversation.
+//! sentence returned to the main conversation. Questions, options and
+//! that sentence follow the user's language: the seed's Chinese for
+//! Chinese input, English otherwise.
 
 use serde_json::{json, Value};
 
@@ -55,43 +57,63 @@ pub fn reliability(input: &Input, c: &Candidate) -> Reliability {
     Reliability { high: reasons.is_empty(), reasons }
 }
 
-/// The questions JSON a gated decision carries.
-pub fn question(action: Action, c: &Candidate) -> Value {
-    match action {
-        Action::Merge | Action::Replace => json!({
-            "tool": "questions",
-            "parameters": {
-                "question": format!("治理方案（待确认）：{}，是否执行？", action.as_str().to_uppercase()),
-                "options": [
-                    {"label": "确认执行", "value": "confirm"},
-                    {"label": "取消", "value": "cancel"},
-                    {"label": "改为新增", "value": "new_instead"},
-                    {"label": "查看对比", "value": "show_diff"}
-                ]
-            }
-        }),
-        Action::Veto => json!({
-            "tool": "questions",
-            "parameters": {
-                "question": format!("记忆冲突（未写入）：「{}」与已有记忆结论相反，保留哪一条？", c.title),
-                "options": [
-                    {"label": "保留现有", "value": "keep_existing"},
-                    {"label": "改用新结论", "value": "replace"},
-                    {"label": "取消", "value": "cancel"}
-                ]
-            }
-        }),
-        Action::New | Action::Skip => json!({
-            "tool": "questions",
-            "parameters": {
-                "question": format!("新增记忆（待确认）：「{}」，是否写入？", c.title),
-                "options": [
-                    {"label": "确认写入", "value": "confirm"},
-                    {"label": "取消", "value": "cancel"}
-                ]
-            }
-        }),
-    }
+/// Whether the user writes Chinese: the language of the questions and of
+/// the sentence for the main conversation.
+pub fn chinese(user_text: &str, c: &Candidate) -> bool {
+    text::mostly_cjk(user_text) || text::mostly_cjk(&c.one_liner)
+}
+
+/// The questions JSON a gated decision carries, in the user's language:
+/// seed 003's Chinese strings for Chinese input, English otherwise. The
+/// option values are the same in both.
+pub fn question(action: Action, c: &Candidate, zh: bool) -> Value {
+    let (question, options): (String, &[(&str, &str, &str)]) = match action {
+        Action::Merge | Action::Replace => {
+            let up = action.as_str().to_uppercase();
+            let q = match zh {
+                true => format!("治理方案（待确认）：{up}，是否执行？"),
+                false => format!("Proposed change to memory: {up}. Go ahead?"),
+            };
+            (
+                q,
+                &[
+                    ("确认执行", "Yes, go ahead", "confirm"),
+                    ("取消", "Cancel", "cancel"),
+                    ("改为新增", "Add as a new note instead", "new_instead"),
+                    ("查看对比", "Show the difference", "show_diff"),
+                ],
+            )
+        }
+        Action::Veto => {
+            let q = match zh {
+                true => format!("记忆冲突（未写入）：「{}」与已有记忆结论相反，保留哪一条？", c.title),
+                false => format!(
+                    "Memory conflict (nothing written): \"{}\" contradicts a note already kept. Which one stays?",
+                    c.title
+                ),
+            };
+            (
+                q,
+                &[
+                    ("保留现有", "Keep the existing note", "keep_existing"),
+                    ("改用新结论", "Use the new one", "replace"),
+                    ("取消", "Cancel", "cancel"),
+                ],
+            )
+        }
+        Action::New | Action::Skip => {
+            let q = match zh {
+                true => format!("新增记忆（待确认）：「{}」，是否写入？", c.title),
+                false => format!("New memory (to confirm): \"{}\". Save it?", c.title),
+            };
+            (q, &[("确认写入", "Yes, save it", "confirm"), ("取消", "Cancel", "cancel")])
+        }
+    };
+    let options: Vec<Value> = options
+        .iter()
+        .map(|(zh_label, en_label, value)| json!({"label": if zh { zh_label } else { en_label }, "value": value}))
+        .collect();
+    json!({"tool": "questions", "parameters": {"question": question, "options": options}})
 }
 
 /// The answers a gated decision accepts.
@@ -112,7 +134,7 @@ pub fn message(action: Action, gated: bool, c: &Candidate, targets: &[String], u
 }
 
 fn message_text(action: Action, gated: bool, c: &Candidate, targets: &[String], user_text: &str) -> String {
-    let zh = text::mostly_cjk(user_text) || text::mostly_cjk(&c.one_liner);
+    let zh = chinese(user_text, c);
     let t = targets.join(", ");
     let up = action.as_str().to_uppercase();
     match (action, gated, zh) {

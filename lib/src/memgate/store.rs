@@ -1,6 +1,9 @@
-//! The memory directory of seed 003 (`.cursor/.lingxi/memory/`): where
-//! notes, INDEX.md, the archive, the search index, the lock and the audit
-//! log live, and how notes are read from it.
+//! The memory directory of seed 003: where notes, INDEX.md, the archive,
+//! the search index, the lock and the audit log live, and how notes are
+//! read from it. The seed puts it in `.cursor/.lingxi/memory/`, Cursor's
+//! folder; other agents' users get `.agents/.lingxi/memory/`. Which one is
+//! the user's choice (`memory.store` in their own config, kb::config),
+//! never a project file's, and it is always inside a project.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,8 +21,57 @@ use crate::text::segment::{Bytes, SideOf};
 /// the amortised rewrite small.
 pub const MAX_CHANGES: usize = 128;
 
-/// The seed's default memory directory, relative to the project root.
-pub const DEFAULT_DIR: &str = ".cursor/.lingxi/memory";
+/// Seed 003's store folder, for Cursor (`memory.store: cursor`).
+pub const CURSOR_STORE: &str = ".cursor/.lingxi";
+/// The store folder for any other agent, and the default
+/// (`memory.store: project`).
+pub const PROJECT_STORE: &str = ".agents/.lingxi";
+
+/// What makes a folder a project kb-memgate may keep notes in. `.cursor`
+/// and `.claude` alone are not: both agents keep a folder of that name in
+/// the home directory too.
+pub const PROJECT_MARKERS: &[&str] = &[".git", ".library", ".agents", "AGENTS.md", "CLAUDE.md", CURSOR_STORE];
+
+/// The store folder (holding `memory/` and `workspace/`) relative to a
+/// project, as the user's own configuration chooses: `cursor`,
+/// `project` (the default) or a relative folder of their own.
+pub fn store_rel(config: &crate::config::Config) -> Result<PathBuf> {
+    match config.memory.store.as_deref().map(str::trim) {
+        None | Some("project") => Ok(PathBuf::from(PROJECT_STORE)),
+        Some("cursor") => Ok(PathBuf::from(CURSOR_STORE)),
+        Some(dir) => {
+            let rel = crate::library::normalise(dir).map_err(|e| {
+                Error::msg(format!(
+                    "memory.store in {}: {e} (expected cursor, project or a folder inside the project)",
+                    crate::config::path().map_or_else(|| crate::config::FILE.into(), |p| p.display().to_string())
+                ))
+            })?;
+            Ok(PathBuf::from(rel))
+        }
+    }
+}
+
+/// The memory directory relative to a project.
+pub fn memory_rel(config: &crate::config::Config) -> Result<PathBuf> {
+    Ok(store_rel(config)?.join("memory"))
+}
+
+/// The project `cwd` is in: `cwd` or its nearest ancestor holding one of
+/// [`PROJECT_MARKERS`]. Outside any project this is an error, so no
+/// command makes a store in a folder that merely happened to be current.
+pub fn project(cwd: &Path) -> Result<PathBuf> {
+    cwd.ancestors()
+        .find(|d| PROJECT_MARKERS.iter().any(|m| d.join(m).symlink_metadata().is_ok()))
+        .map(Path::to_path_buf)
+        .ok_or_else(|| {
+            Error::msg(format!(
+                "no project found in {} or its parents (looked for {}); run kb-memgate in your project, \
+                 or name the store with --memory-dir DIR",
+                cwd.display(),
+                PROJECT_MARKERS.join(", ")
+            ))
+        })
+}
 
 /// Every path memgate touches, derived from the memory directory.
 #[derive(Debug, Clone)]
@@ -50,24 +102,38 @@ pub struct Paths {
 }
 
 impl Paths {
-    /// The paths for a memory directory (default: the seed's). The default
-    /// store is refused when any part of it below the working directory
-    /// (`.cursor`, `.lingxi`, `memory`, its `notes/` and `archive/`, and
-    /// the audit log's `workspace/`) is a symlink (issue 32: a peer's
-    /// `.cursor/.lingxi` link made kb-memgate write its notes, INDEX.md and
-    /// audit log into the link's target); a store named with
-    /// `--memory-dir` is the user's choice.
+    /// The paths for a memory directory: the one named, else the store
+    /// the user's configuration chooses in the project the working
+    /// directory is in (an error outside any project). The default store
+    /// is refused when any part of it below the project (the store folder,
+    /// `memory`, its `notes/` and `archive/`, and the audit log's
+    /// `workspace/`) is a symlink (issue 32: a peer's `.cursor/.lingxi`
+    /// link made kb-memgate write its notes, INDEX.md and audit log into
+    /// the link's target); a store named with `--memory-dir` is the
+    /// user's choice.
     pub fn new(dir: Option<&Path>) -> Result<Paths> {
         let dir = match dir {
             Some(d) => d.to_path_buf(),
             None => {
                 let cwd = std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?;
-                for rel in
-                    [".cursor/.lingxi/memory/notes", ".cursor/.lingxi/memory/archive", ".cursor/.lingxi/workspace"]
-                {
-                    crate::library::unlinked(&cwd, rel, "kb-memgate's memory store", "--memory-dir DIR")?;
+                let root = project(&cwd)?;
+                let store = store_rel(&crate::config::Config::load()?)?;
+                for rel in ["memory/notes", "memory/archive", "workspace"] {
+                    let rel = store.join(rel);
+                    let rel = rel.to_string_lossy();
+                    crate::library::unlinked(&root, &rel, "kb-memgate's memory store", "--memory-dir DIR")?;
                 }
-                PathBuf::from(DEFAULT_DIR)
+                if store == Path::new(PROJECT_STORE)
+                    && !root.join(PROJECT_STORE).exists()
+                    && root.join(CURSOR_STORE).join("memory/INDEX.md").is_file()
+                {
+                    eprintln!(
+                        "kb-memgate: notes are in {CURSOR_STORE}/memory (Cursor's store) but the store is \
+                         {PROJECT_STORE}/memory; to use Cursor's, put `memory: {{store: cursor}}` in {}",
+                        crate::config::path().map_or_else(|| crate::config::FILE.into(), |p| p.display().to_string())
+                    );
+                }
+                root.join(store).join("memory")
             }
         };
         let dir = if dir.is_absolute() {

@@ -3,7 +3,9 @@
 //! effectiveness_mark suggestions, (4) domain convergence (`.ioc.md`),
 //! (5) thinking-pattern lifecycle, (6) input integrity (unreadable files,
 //! broken frontmatter, bad changelog lines, dead lock directories). Index
-//! problems are appended to `.inconsistency.log` as the seed asks.
+//! problems are appended to `.inconsistency.log` as the seed asks. Domain
+//! convergence leaves out well-known code hosts and documentation sites
+//! (`config::KNOWN_DOMAINS` and the user's own `status.known_domains`).
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -64,7 +66,11 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
         entries.iter().filter(|e| e.effectiveness_mark).map(|e| e.path.as_str()).collect();
     let suggestions: Vec<_> =
         usage.values().filter(|u| u.suggest_mark && !marked.contains(u.path.as_str())).cloned().collect();
-    let domains = ioc::tally(&entries);
+    // Code hosts and documentation sites are cited for unrelated pages:
+    // they are shown, not counted (the built-in list plus the user's own).
+    let config = crate::config::Config::load()?;
+    let (known, domains): (Vec<ioc::Domain>, Vec<ioc::Domain>) =
+        ioc::tally(&entries).into_iter().partition(|d| config.known_domain(&d.domain));
     let patterns = lifecycle::compute(&entries, &usage);
     let counts = lifecycle::counts(&patterns);
     let review: Vec<_> = patterns.iter().filter(|p| p.needs_review).cloned().collect();
@@ -96,7 +102,7 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
             format!("{} files used, {} effectiveness_mark suggestions", usage.len(), suggestions.len()),
             values(&suggestions),
         ),
-        dim(4, "ioc", format!("{} domains in ≥ {} references", domains.len(), ioc::MIN_DOCS), values(&domains)),
+        dim(4, "ioc", ioc_summary(&domains, &known), values(&domains)),
         dim(
             5,
             "lifecycle",
@@ -110,6 +116,17 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
             integrity,
         ),
     ])
+}
+
+/// Dimension 4's line: the converging domains, and the well-known ones
+/// left out of the count.
+fn ioc_summary(domains: &[ioc::Domain], known: &[ioc::Domain]) -> String {
+    let mut line = format!("{} domains in ≥ {} references", domains.len(), ioc::MIN_DOCS);
+    if !known.is_empty() {
+        let names: Vec<String> = known.iter().map(|d| format!("{} ({})", d.domain, d.doc_count)).collect();
+        line.push_str(&format!("; well known, not counted: {}", names.join(", ")));
+    }
+    line
 }
 
 /// The report for people: one block per dimension, `!` marking attention.

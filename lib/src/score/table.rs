@@ -55,8 +55,8 @@ pub fn render(hits: &[Hit], s: &Summary) -> String {
     let budget = s.budget.map_or_else(String::new, |b| format!(" of {b}"));
     let omitted = if s.omitted > 0 { format!(", {} omitted by the budget", s.omitted) } else { String::new() };
     out.push_str(&format!(
-        "\n{} hits ({} direct, {} recommended) of {} matched · tier {} · ~{} tokens{budget}{omitted}\n",
-        s.hits, s.direct, s.recommended, s.matched, s.tier, s.tokens_used
+        "\n{} hits: {} of {} matching, {} linked from them · tier {} · ~{} tokens{budget}{omitted}\n",
+        s.hits, s.direct, s.matched, s.recommended, s.tier, s.tokens_used
     ));
     if multi || !s.sources_failed.is_empty() {
         out.push_str(&format!(

@@ -21,7 +21,7 @@ pub static SPEC: Spec = Spec::new(
             "promote-answer",
             "PATH",
             PROMOTE_ANSWER,
-            "file an answer into the local library with its provenance (seed 001 --promote-to-library)",
+            "file an answer into the local library with its provenance (kb-query's --promote-to-library)",
         ),
         Cmd::new("skill create", "NAME", CREATE, "create a skill"),
         Cmd::new("skill edit", "NAME", CONTENT, "replace a skill's SKILL.md"),

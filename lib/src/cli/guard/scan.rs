@@ -8,7 +8,7 @@ use crate::error::{Context, Error, Exit};
 use crate::guard::{self, policy::Policy, scan, target, Engine, Verdict};
 use crate::out::jsonl::{Format, Out};
 
-/// Scans `paths`; exit 1 when a verdict reaches `--fail-on`.
+/// Scans `paths`; exit 1 when a verdict reaches `--fail-on` (never, with `never`).
 pub fn run(
     a: &Args,
     engine: &Engine,
@@ -18,7 +18,14 @@ pub fn run(
     out: &mut Out,
 ) -> Result<(), Error> {
     let format_flag = a.get("format");
-    let fail_on = Verdict::parse(a.get("fail-on").unwrap_or("dangerous"))?;
+    // `never`: a report for people (`just scan`), findings shown, exit 0.
+    let fail_on = match a.get("fail-on").unwrap_or("dangerous") {
+        "never" => None,
+        v => Some(
+            Verdict::parse(v)
+                .map_err(|_| Error::usage(format!("unknown --fail-on '{v}' (expected caution, dangerous or never)")))?,
+        ),
+    };
     let paths: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
     let mut targets = Vec::new();
     for t in target::collect(&paths) {
@@ -34,7 +41,7 @@ pub fn run(
         stdin = crate::fs::nofollow::read_capped(std::io::stdin().lock(), limit, "stdin").ctx(|| "reading stdin")?;
     }
     let results = scan::scan_targets(engine, &targets, &stdin, policy, now);
-    if results.iter().any(|r| r.verdict.verdict >= fail_on && r.verdict.verdict > Verdict::Safe) {
+    if fail_on.is_some_and(|f| results.iter().any(|r| r.verdict.verdict >= f && r.verdict.verdict > Verdict::Safe)) {
         out.raise(Exit::Negative);
     }
     match format_flag {

@@ -17,7 +17,7 @@ pub(super) fn tools() -> Vec<Tool> {
             title: "Queue knowledge deltas",
             description: "Seed 004 last_word.plan(): queue heading-keyed updates to AGENTS.md, SOUL.md or \
                 USER.md for the end of the session. Each entry: path (e.g. ~/.config/agents/USER.md) or url, \
-                heading, optional level, operation (update by default; clear, delete) and content. Answers one \
+                heading, optional level, operation (update by default; no-op, clear, delete) and content. Answers one \
                 `delta` record per entry; invalid entries are staged, never lost.",
             schema: || {
                 json!({"type": "object", "properties": {
@@ -26,7 +26,7 @@ pub(super) fn tools() -> Vec<Tool> {
                         "url": {"type": "string"},
                         "heading": {"type": "string"},
                         "level": {"type": "integer", "minimum": 1, "maximum": 6},
-                        "operation": {"type": "string", "enum": ["update", "clear", "delete"]},
+                        "operation": {"type": "string", "enum": ["no-op", "update", "clear", "delete"]},
                         "content": {"type": "string"}
                     }, "required": ["heading"]}},
                     "source": {"type": "string", "description": "session id recorded on the entries"}
