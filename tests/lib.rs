@@ -12,6 +12,7 @@ mod evolve;
 mod evolve_crash;
 mod guard;
 mod guard_evasions;
+mod guard_intent;
 mod hostile;
 mod index;
 mod index_crash;

@@ -327,14 +327,17 @@ fn command_position(before: &[u8], base: usize, inside: &dyn Fn(usize) -> bool) 
 /// form, possibly with an article between ("before running `…`", "run
 /// the `…`").
 fn acts_on(before: &[Word]) -> bool {
-    let open: Vec<&str> = before.iter().rev().take(2).filter(|w| w.open).map(|w| w.text.as_str()).collect();
-    let verb = match open.as_slice() {
-        [w, ..] if !matches!(*w, "the" | "this" | "that" | "a" | "an" | "your") => *w,
-        [_, w] => *w,
+    let open: Vec<&str> = before.iter().rev().take(3).filter(|w| w.open).map(|w| w.text.as_str()).collect();
+    let (verb, prev) = match open.as_slice() {
+        [w, rest @ ..] if !matches!(*w, "the" | "this" | "that" | "a" | "an" | "your") => (*w, rest.first().copied()),
+        [_, w, rest @ ..] => (*w, rest.first().copied()),
         _ => return false,
     };
     let base = verb.strip_suffix("ing").unwrap_or(verb);
-    ACT.contains(&verb)
+    // A bare verb orders after "to", "and", "then" ("and run `…`"); after
+    // a subject it reports ("attackers often write \"…\"").
+    let ordered = prev.is_none_or(|p| matches!(p, "to" | "and" | "then" | "just" | "please" | "now" | "also" | "or"));
+    (ACT.contains(&verb) && ordered)
         || (verb.ends_with("ing")
             && (ACT.contains(&base) || ACT.iter().any(|a| base.len() + 1 == a.len() && a.starts_with(base))
                 || base.len() >= 2 && base.as_bytes()[base.len() - 1] == base.as_bytes()[base.len() - 2]
