@@ -450,9 +450,7 @@ impl Reverse {
     /// The reversed automaton of `hir` (`None` if it cannot be built).
     pub fn new(hir: &Hir) -> Option<Reverse> {
         let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new().reverse(true).utf8(false).which_captures(thompson::WhichCaptures::None),
-            )
+            .configure(thompson::Config::new().reverse(true).utf8(false).which_captures(thompson::WhichCaptures::None))
             .build_from_hir(hir)
             .ok()?;
         let dfa = DFA::builder().configure(DFA::config().match_kind(MatchKind::All)).build_from_nfa(nfa).ok()?;

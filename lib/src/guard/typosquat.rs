@@ -438,7 +438,10 @@ mod tests {
             names("pip install git+https://github.com/psf/reqeusts.git"),
             ["psf/reqeusts (looks like requests)"]
         );
-        assert_eq!(names("pip install git+https://github.com/pallet/flask@main"), ["pallet/flask (looks like pallets/flask)"]);
+        assert_eq!(
+            names("pip install git+https://github.com/pallet/flask@main"),
+            ["pallet/flask (looks like pallets/flask)"]
+        );
         assert_eq!(names("npm install github:expresjs/express"), ["expresjs/express (looks like expressjs/express)"]);
         assert_eq!(names("npm i lodash/lodahs"), ["lodash/lodahs (looks like lodash)"]);
         assert_eq!(
