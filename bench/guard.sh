@@ -79,7 +79,7 @@ side_by_side() { # NAME DIR MB: kb-guard and rg CPU and wall on DIR
   read -r W_G C_G <<< "$(best "$BIN" scan "$2")"
   read -r W_R C_R <<< "$(best "$RG" "${RGARGS[@]}" "$2")"
   echo "$1 kb-guard          $(rate "$3" "$W_G" "$C_G")"
-  echo "$1 rg (${#RGARGS[@]} flags, $(wc -l < patterns.txt) patterns) $(rate "$3" "$W_R" "$C_R")   kb-guard/rg CPU $(ratio "$C_G" "$C_R"), wall $(ratio "$W_G" "$W_R") (target <= 1.5 quiet, <= 2 loaded)"
+  echo "$1 rg ($(wc -l < patterns.txt) patterns)   $(rate "$3" "$W_R" "$C_R")   kb-guard/rg CPU $(ratio "$C_G" "$C_R"), wall $(ratio "$W_G" "$W_R") (target <= 1.5 quiet, <= 2 loaded)"
 }
 if [ -n "$RG" ]; then
   side_by_side "skills " corpus "$MB"
