@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod evolve;
 mod evolve_crash;
+mod fleet;
 mod guard;
 mod guard_evasions;
 mod guard_intent;

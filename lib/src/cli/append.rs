@@ -6,6 +6,7 @@
 mod flags;
 mod meta;
 mod promote;
+mod quarantine;
 mod skill;
 mod spec;
 mod sync;
@@ -54,7 +55,9 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         c if c.starts_with("skill ") => skill::run(&a, &lib()?, &opts, &mut out)?,
         "sync" => sync::sync(&a, &lib()?, opts, &mut out)?,
         "resolve" => sync::resolve(&a, &lib()?, &opts, &mut out)?,
-        "quarantine" | "quarantine release" | "quarantine drop" => sync::quarantine(&a, &lib()?, &opts, &mut out)?,
+        "quarantine" | "quarantine release" | "quarantine drop" => {
+            quarantine::quarantine(&a, &lib()?, &opts, &mut out)?
+        }
         "merge-log" | "merge-derived" => sync::merge_driver(&a)?,
         other => return Err(Error::usage(format!("unknown command '{other}'"))),
     }

@@ -41,8 +41,16 @@ pub enum Step {
     SyncFetched,
     /// Sync started a merge (`MERGE_HEAD` exists) and has not committed it.
     SyncMerging,
-    /// Sync committed the merge; no push yet.
+    /// Sync committed the merge of one fetched tip; no push yet.
     SyncMerged,
+    /// Sync sealed its merges as one commit (issue 33); no push yet.
+    SyncSealed,
+    /// Sync pushed its own ref and offered the shared branch; the record
+    /// of the tips it merged is not written yet.
+    SyncPushed,
+    /// Sync renewed the machine identity of a copied clone (issue 33);
+    /// nothing pushed under the new one yet.
+    SyncRenewed,
     /// kb-lastword apply wrote (and synced) one temp file; nothing is in place.
     LastwordTemp,
     /// kb-lastword apply's journal (`last-word/.journal`) is durable.
@@ -97,6 +105,9 @@ pub const STEPS: &[Step] = &[
     Step::SyncFetched,
     Step::SyncMerging,
     Step::SyncMerged,
+    Step::SyncSealed,
+    Step::SyncPushed,
+    Step::SyncRenewed,
     Step::LastwordTemp,
     Step::LastwordJournal,
     Step::LastwordRename,
@@ -134,6 +145,9 @@ impl Step {
             Step::SyncFetched => "sync-fetched",
             Step::SyncMerging => "sync-merging",
             Step::SyncMerged => "sync-merged",
+            Step::SyncSealed => "sync-sealed",
+            Step::SyncPushed => "sync-pushed",
+            Step::SyncRenewed => "sync-renewed",
             Step::LastwordTemp => "lastword-temp",
             Step::LastwordJournal => "lastword-journal",
             Step::LastwordRename => "lastword-rename",
@@ -154,11 +168,14 @@ impl Step {
         }
     }
 
-    /// The pipeline a step belongs to: `write`, `compact`, `sync`, `lastword`, `memgate` or `evolve`.
+    /// The pipeline a step belongs to: `write`, `compact`, `sync`, `fleet`
+    /// (steps a two-clone sync never reaches: an identity renewal),
+    /// `lastword`, `memgate` or `evolve`.
     pub fn pipeline(self) -> &'static str {
         match self {
             Step::CompactArchive | Step::CompactLog => "compact",
-            Step::SyncFetched | Step::SyncMerging | Step::SyncMerged => "sync",
+            Step::SyncFetched | Step::SyncMerging | Step::SyncMerged | Step::SyncSealed | Step::SyncPushed => "sync",
+            Step::SyncRenewed => "fleet",
             Step::LastwordTemp | Step::LastwordJournal | Step::LastwordRename | Step::LastwordRenamed => "lastword",
             Step::MemgateTemp
             | Step::MemgateJournal

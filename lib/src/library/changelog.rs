@@ -46,6 +46,11 @@ pub struct Event {
     /// Why a risky write was allowed, or other free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The machine that wrote the event (issue 33: `kb.machine` in the
+    /// clone's git config, set by sync), stamped by [`append`]; absent
+    /// outside git and before a clone's first sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 impl Event {
@@ -75,14 +80,23 @@ pub struct Log {
     pub torn: bool,
 }
 
-/// Appends events as whole lines. Callers hold the library lock.
+/// Appends events as whole lines, each stamped with this clone's machine
+/// identity when it has one. Callers hold the library lock.
 pub fn append(lib: &Library, events: &[Event]) -> Result<()> {
     let mut text = String::new();
-    for e in events {
+    for e in &stamped(lib, events) {
         text.push_str(&serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}")))?);
         text.push('\n');
     }
     atomic::append_lines(&lib.path(FILE), &text)
+}
+
+/// The events as [`append`] writes them: this clone's machine identity
+/// on each that carries none (a recovery compares lines in this form).
+pub fn stamped(lib: &Library, events: &[Event]) -> Vec<Event> {
+    let mut events = events.to_vec();
+    crate::library::machine::stamp(lib, &mut events);
+    events
 }
 
 /// Reads the log; a missing file is an empty log and a torn last line is

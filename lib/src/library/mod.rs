@@ -14,6 +14,7 @@ pub mod git_state;
 pub mod graph;
 pub mod journal;
 pub mod kind;
+pub mod machine;
 pub mod names;
 pub mod relations;
 pub mod scan;

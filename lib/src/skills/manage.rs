@@ -274,6 +274,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             sha256: sha.clone(),
             bytes: text.as_ref().map(|t| t.len() as u64),
             reason: warning.clone(),
+            machine: None,
         };
         // Steps 4-5 as a batch's: the journal, then the file lands, then
         // its changelog line, index, relations and commit; a kill anywhere

@@ -33,7 +33,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::library::kind::{self, Kind};
 use crate::library::names;
-use crate::sync::gitcmd::Repo;
+use crate::sync::gitcmd::{Blobs, Repo};
 use crate::sync::inspect::{self, Rejected};
 
 /// The caps and choices the user sets for one sync (flags; never read
@@ -119,16 +119,27 @@ struct Entry {
 
 const ZERO: &str = "0000000000000000000000000000000000000000";
 
-/// Judges what `theirs` changes since `base` (the merge base, or HEAD
-/// for a fast-forward, or the empty tree for an unborn branch). `ours`
-/// is HEAD (for the deletion share), `None` when unborn.
-pub fn judge(repo: &Repo, base: &str, ours: Option<&str>, theirs: &str, limits: &Limits) -> Result<Admission> {
+/// One range to judge: what `theirs` changes since `base` (the merge
+/// base, or HEAD for a fast-forward, or the empty tree for an unborn
+/// branch). `ours` is HEAD (for the deletion share), `None` when unborn.
+pub struct Range<'a> {
+    pub base: &'a str,
+    pub ours: Option<&'a str>,
+    pub theirs: &'a str,
+}
+
+/// Judges one range. `caps`: count its commits against the size caps
+/// here (a sync judging many machine refs counts them all at once first,
+/// with [`caps`]). Objects are read through `blobs`, one reader for every
+/// range a sync judges.
+pub fn judge(repo: &Repo, blobs: &mut Blobs, range: &Range, limits: &Limits, caps: bool) -> Result<Admission> {
+    let Range { base, ours, theirs } = *range;
     let mut adm = Admission::default();
     let reject = |adm: &mut Admission, path: &str, reason: String| {
         adm.rejected.push(Rejected { path: names::shown(path), reason })
     };
     // The library itself, and every folder on the way to it, stay folders.
-    for (path, what) in library_chain(repo, theirs)? {
+    for (path, what) in library_chain(repo, blobs, theirs)? {
         reject(
             &mut adm,
             &path,
@@ -141,9 +152,11 @@ pub fn judge(repo: &Repo, base: &str, ours: Option<&str>, theirs: &str, limits: 
     if !adm.rejected.is_empty() {
         return Ok(adm);
     }
-    caps(repo, base, theirs, limits, &mut adm)?;
-    if !adm.rejected.is_empty() {
-        return Ok(adm);
+    if caps {
+        if let Some(r) = self::caps(repo, blobs, &[base], &[theirs], limits)? {
+            adm.rejected.push(r);
+            return Ok(adm);
+        }
     }
     let raw = repo.run(&["diff-tree", "-r", "-z", "--raw", "-M", base, theirs, "--"], "git diff-tree")?;
     let entries = parse_raw(&raw);
@@ -229,7 +242,7 @@ pub fn judge(repo: &Repo, base: &str, ours: Option<&str>, theirs: &str, limits: 
         match k {
             Kind::Derived => {
                 if rel == ".gitattributes" || rel == ".gitignore" {
-                    let text = blob(repo, &e.new_sha)?;
+                    let text = blob(blobs, &e.new_sha)?;
                     let ours = if rel == ".gitattributes" {
                         crate::sync::attributes::gitattributes()
                     } else {
@@ -251,7 +264,7 @@ pub fn judge(repo: &Repo, base: &str, ours: Option<&str>, theirs: &str, limits: 
             }
             Kind::Log => {
                 if let Some(old) = &base_blob {
-                    if let Some(why) = appended_only(repo, rel, old, &e.new_sha, theirs, &mut archives)? {
+                    if let Some(why) = appended_only(repo, blobs, rel, old, &e.new_sha, theirs, &mut archives)? {
                         reject(&mut adm, rel, why);
                         continue;
                     }
@@ -308,179 +321,169 @@ fn refusal(k: Kind) -> String {
 }
 
 /// The folders from the top of the work tree to the library that the
-/// peer's tip holds as something other than a folder, with what it is.
-fn library_chain(repo: &Repo, theirs: &str) -> Result<Vec<(String, &'static str)>> {
+/// peer's tip holds as something other than a folder, with what it is:
+/// each folder's entry read from its parent tree.
+fn library_chain(repo: &Repo, blobs: &mut Blobs, theirs: &str) -> Result<Vec<(String, &'static str)>> {
     let mut out = Vec::new();
     let prefix = repo.prefix.trim_end_matches('/');
     if prefix.is_empty() {
         return Ok(out);
     }
+    let mut parent = format!("{theirs}^{{tree}}");
     let mut path = String::new();
     for part in prefix.split('/') {
+        // Absent (deleted) is the deletion check's business; anything but
+        // a tree is refused.
+        let Some((_, kind, tree)) = blobs.object(&parent)? else { break };
+        if kind != "tree" {
+            break;
+        }
+        let Some(mode) = tree_entry_mode(&tree, part.as_bytes()) else { break };
         if !path.is_empty() {
             path.push('/');
         }
         path.push_str(part);
-        let line = repo.run(&["ls-tree", "-z", theirs, "--", &path], "git ls-tree")?;
-        // "<mode> <type> <sha>\t<path>": absent (deleted) is the deletion
-        // check's business; anything but a tree is refused.
-        if let Some(mode) = line.split(' ').next().filter(|m| !m.is_empty()) {
-            let what = match mode {
-                "040000" => continue,
-                "120000" => "a symlink",
-                "160000" => "a gitlink (submodule)",
-                _ => "a file",
-            };
-            out.push((path.clone(), what));
-        }
+        let what = match mode.as_slice() {
+            b"40000" => {
+                parent = format!("{theirs}:{path}");
+                continue;
+            }
+            b"120000" => "a symlink",
+            b"160000" => "a gitlink (submodule)",
+            _ => "a file",
+        };
+        out.push((path.clone(), what));
+        break;
     }
     Ok(out)
+}
+
+/// The mode of `name` in a raw tree object (`<mode> <name>\0<20-byte
+/// id>` entries), `None` when absent.
+fn tree_entry_mode(tree: &[u8], name: &[u8]) -> Option<Vec<u8>> {
+    let mut rest = tree;
+    while let Some(nul) = rest.iter().position(|&b| b == 0) {
+        let (head, tail) = rest.split_at(nul);
+        let (mode, entry) = head.split_at(head.iter().position(|&b| b == b' ')?);
+        if &entry[1..] == name {
+            return Some(mode.to_vec());
+        }
+        rest = tail.get(21..)?;
+    }
+    None
 }
 
 /// Size caps, read from the tree without checking it out, per peer
 /// commit: files added, bytes added or changed, the largest file. A tree
 /// bomb (a few hundred bytes of objects that check out as 100,000 files)
 /// is refused after reading its trees, in seconds, with nothing written;
-/// git's listing is stopped as soon as a cap is passed.
-fn caps(repo: &Repo, base: &str, theirs: &str, limits: &Limits, adm: &mut Admission) -> Result<()> {
-    let range = if repo.ok(&["cat-file", "-e", &format!("{base}^{{commit}}")]) {
-        format!("{base}..{theirs}")
-    } else {
-        theirs.to_string()
-    };
-    let commits = repo.run(&["rev-list", &range], "git rev-list")?;
-    let mut sizes = Sizes::open(repo)?;
-    for commit in commits.lines().filter(|c| !c.is_empty()) {
-        let mut child = repo
-            .cmd()
-            .args([
-                "diff-tree",
-                "--no-commit-id",
-                "-r",
-                "-z",
-                "--raw",
-                "--no-renames",
-                "--root",
-                "-m",
-                "--first-parent",
-                commit,
-                "--",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| Error::io("running git diff-tree", e))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::msg("git diff-tree gave no output"))?;
-        let mut fields = BufReader::new(stdout).split(0);
-        let (mut files, mut bytes, mut refused) = (0usize, 0u64, None);
-        while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-            let (meta, path) = (
-                meta.map_err(|e| Error::io("reading git diff-tree", e))?,
-                path.map_err(|e| Error::io("reading git diff-tree", e))?,
-            );
-            let meta = String::from_utf8_lossy(&meta);
-            let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-            let [_, new_mode, _, new_sha, status] = parts.as_slice() else { continue };
-            if status.starts_with('D') || *new_mode == "160000" {
-                continue;
-            }
-            if status.starts_with('A') {
-                files += 1;
-            }
-            let size = sizes.of(new_sha)?;
-            bytes += size;
-            let short = &commit[..commit.len().min(12)];
-            if files > limits.max_files {
-                refused = Some(format!(
-                    "commit {short} adds more than {} files; a tree that large is refused unread (raise the cap with --max-commit-files N)",
-                    limits.max_files
-                ));
-            } else if size > limits.max_file_bytes {
-                refused = Some(format!(
-                    "commit {short} holds a file of {size} bytes, over the cap of {} (raise it with --max-file-bytes N): {}",
-                    limits.max_file_bytes,
-                    names::shown(&String::from_utf8_lossy(&path))
-                ));
-            } else if bytes > limits.max_bytes {
-                refused = Some(format!(
-                    "commit {short} adds or changes more than {} bytes (raise the cap with --max-commit-bytes N)",
-                    limits.max_bytes
-                ));
-            }
-            if refused.is_some() {
-                break;
-            }
-        }
-        if refused.is_none() {
-            let status = child.wait().map_err(|e| Error::io("waiting for git diff-tree", e))?;
-            if !status.success() {
-                return Err(Error::msg(format!("git diff-tree {commit} failed ({status})")));
-            }
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        if let Some(reason) = refused {
-            adm.rejected.push(Rejected { path: commit.to_string(), reason });
-            return Ok(());
+/// git's listing is stopped as soon as a cap is passed. Counts every
+/// commit reachable from `tips` and from none of `bases` (a base that is
+/// not a commit, the empty tree, excludes nothing), so one call covers
+/// the ranges of many machine refs; the refusal names the commit.
+pub fn caps(
+    repo: &Repo,
+    blobs: &mut Blobs,
+    bases: &[&str],
+    tips: &[&str],
+    limits: &Limits,
+) -> Result<Option<Rejected>> {
+    let mut args = vec!["rev-list".to_string()];
+    args.extend(tips.iter().map(|t| t.to_string()));
+    for b in bases {
+        if blobs.object(&format!("{b}^{{commit}}"))?.is_some_and(|(_, k, _)| k == "commit") {
+            args.push(format!("^{b}"));
         }
     }
-    Ok(())
-}
-
-/// Blob sizes by one long-running `git cat-file --batch-check`, each
-/// asked once.
-struct Sizes {
-    child: std::process::Child,
-    known: HashMap<String, u64>,
-}
-
-impl Sizes {
-    fn open(repo: &Repo) -> Result<Sizes> {
-        let child = repo
-            .cmd()
-            .args(["cat-file", "--batch-check=%(objectsize)"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| Error::io("running git cat-file", e))?;
-        Ok(Sizes { child, known: HashMap::new() })
+    args.push("--".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let commits = repo.run(&args, "git rev-list")?;
+    let commits: Vec<&str> = commits.lines().filter(|c| !c.is_empty()).collect();
+    if commits.is_empty() {
+        return Ok(None);
     }
-
-    fn of(&mut self, sha: &str) -> Result<u64> {
-        if let Some(n) = self.known.get(sha) {
-            return Ok(*n);
+    let mut sizes: HashMap<String, u64> = HashMap::new();
+    // One `git diff-tree --stdin` for every commit of the range (a catch-up
+    // brings hundreds), each commit's entries after its id; read as a
+    // stream, so a tree bomb is refused without reading it all.
+    let mut child = repo
+        .cmd()
+        .args(["diff-tree", "--stdin", "-r", "-z", "--raw", "--no-renames", "--root", "-m", "--first-parent"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::io("running git diff-tree", e))?;
+    let mut stdin = child.stdin.take().ok_or_else(|| Error::msg("git diff-tree takes no input"))?;
+    let input: String = commits.iter().map(|c| format!("{c}\n")).collect();
+    // Written from a thread: diff-tree's output fills its pipe while the
+    // list is still going in.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let stdout = child.stdout.take().ok_or_else(|| Error::msg("git diff-tree gave no output"))?;
+    let mut fields = BufReader::new(stdout).split(0);
+    let (mut commit, mut files, mut bytes, mut refused) = (String::new(), 0usize, 0u64, None);
+    while let Some(field) = fields.next() {
+        let field = field.map_err(|e| Error::io("reading git diff-tree", e))?;
+        let meta = String::from_utf8_lossy(&field);
+        let Some(meta) = meta.strip_prefix(':') else {
+            // "<commit>" or "<commit> (from <parent>)": the next commit.
+            commit = meta.split(' ').next().unwrap_or_default().to_string();
+            (files, bytes) = (0, 0);
+            continue;
+        };
+        let path = fields.next().transpose().map_err(|e| Error::io("reading git diff-tree", e))?.unwrap_or_default();
+        let parts: Vec<&str> = meta.split(' ').collect();
+        let [_, new_mode, _, new_sha, status] = parts.as_slice() else { continue };
+        if status.starts_with('D') || *new_mode == "160000" {
+            continue;
         }
-        let io = |e| Error::io("asking git cat-file for a size", e);
-        let stdin = self.child.stdin.as_mut().ok_or_else(|| Error::msg("git cat-file has no input"))?;
-        writeln!(stdin, "{sha}").map_err(io)?;
-        stdin.flush().map_err(io)?;
-        let stdout = self.child.stdout.as_mut().ok_or_else(|| Error::msg("git cat-file has no output"))?;
-        let mut line = Vec::new();
-        // One byte at a time: the reply is one short line, and a buffered
-        // reader would have to live beside the child.
-        let mut byte = [0u8; 1];
-        loop {
-            match std::io::Read::read(stdout, &mut byte).map_err(io)? {
-                0 => break,
-                _ if byte[0] == b'\n' => break,
-                _ => line.push(byte[0]),
+        if status.starts_with('A') {
+            files += 1;
+        }
+        let size = match sizes.get(*new_sha) {
+            Some(n) => *n,
+            // An absent object counts as 0: the merge itself fails on it.
+            None => {
+                let n = blobs.size(new_sha)?.unwrap_or(0);
+                sizes.insert(new_sha.to_string(), n);
+                n
             }
+        };
+        bytes += size;
+        let short = &commit[..commit.len().min(12)];
+        if files > limits.max_files {
+            refused = Some(format!(
+                "commit {short} adds more than {} files; a tree that large is refused unread (raise the cap with --max-commit-files N)",
+                limits.max_files
+            ));
+        } else if size > limits.max_file_bytes {
+            refused = Some(format!(
+                "commit {short} holds a file of {size} bytes, over the cap of {} (raise it with --max-file-bytes N): {}",
+                limits.max_file_bytes,
+                names::shown(&String::from_utf8_lossy(&path))
+            ));
+        } else if bytes > limits.max_bytes {
+            refused = Some(format!(
+                "commit {short} adds or changes more than {} bytes (raise the cap with --max-commit-bytes N)",
+                limits.max_bytes
+            ));
         }
-        // "<sha> missing" for an absent object: counted as 0, the merge
-        // itself fails on it later.
-        let n = String::from_utf8_lossy(&line).trim().parse().unwrap_or(0);
-        self.known.insert(sha.to_string(), n);
-        Ok(n)
+        if refused.is_some() {
+            break;
+        }
     }
-}
-
-impl Drop for Sizes {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    if refused.is_none() {
+        let status = child.wait().map_err(|e| Error::io("waiting for git diff-tree", e))?;
+        if !status.success() {
+            return Err(Error::msg(format!("git diff-tree --stdin failed ({status})")));
+        }
     }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = writer.join();
+    Ok(refused.map(|reason| Rejected { path: commit, reason }))
 }
 
 /// `git diff-tree --raw -z` output as entries (renames and copies carry
@@ -507,8 +510,9 @@ fn parse_raw(raw: &str) -> Vec<Entry> {
 }
 
 /// A blob's text (lossy; for the checks only).
-pub fn blob(repo: &Repo, sha: &str) -> Result<String> {
-    repo.run(&["cat-file", "blob", sha], "git cat-file")
+fn blob(blobs: &mut Blobs, sha: &str) -> Result<String> {
+    let bytes = blobs.get(sha)?.ok_or_else(|| Error::msg(format!("git has no object {sha}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Why a peer's version of a log is not an append to the base's, or
@@ -517,13 +521,14 @@ pub fn blob(repo: &Repo, sha: &str) -> Result<String> {
 /// the peer's tip (each must be found there).
 fn appended_only(
     repo: &Repo,
+    blobs: &mut Blobs,
     rel: &str,
     old: &str,
     new: &str,
     theirs: &str,
     archives: &mut Option<Vec<String>>,
 ) -> Result<Option<String>> {
-    let (old, new) = (blob(repo, old)?, blob(repo, new)?);
+    let (old, new) = (blob(blobs, old)?, blob(blobs, new)?);
     let kept: HashSet<&str> = new.lines().collect();
     let missing: Vec<&str> =
         crate::fs::atomic::complete_lines(&old).filter(|l| !l.is_empty() && !kept.contains(l)).collect();
@@ -537,7 +542,7 @@ fn appended_only(
             for line in repo.list(&["ls-tree", "-r", "-z", theirs, "--", &spec], "git ls-tree")? {
                 if let Some((meta, _)) = line.split_once('\t') {
                     if let Some(sha) = meta.split(' ').nth(2) {
-                        texts.push(blob(repo, sha)?);
+                        texts.push(blob(blobs, sha)?);
                     }
                 }
             }

@@ -177,3 +177,82 @@ pub fn stderr_of(out: &Output) -> String {
         lines.join("; ")
     }
 }
+
+/// Objects read through one `git cat-file --batch-command` process, so a
+/// merge of many heads reads each version (or size) it needs without
+/// starting git per object.
+pub struct Blobs {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Blobs {
+    /// Starts the reader in the repository.
+    pub fn open(repo: &Repo) -> Result<Blobs> {
+        let mut child = repo
+            .cmd()
+            .args(["cat-file", "--batch-command"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| Error::io("running git cat-file --batch-command", e))?;
+        let input = child.stdin.take().ok_or_else(|| Error::msg("git cat-file has no stdin"))?;
+        let output =
+            std::io::BufReader::new(child.stdout.take().ok_or_else(|| Error::msg("git cat-file has no stdout"))?);
+        Ok(Blobs { child, input, output })
+    }
+
+    /// The bytes of an object (`None`: no such object).
+    pub fn get(&mut self, sha: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.object(sha)?.map(|(_, _, bytes)| bytes))
+    }
+
+    /// The blob a name such as `HEAD:path` resolves to, with its id
+    /// (`None`: no such path, or not a file there).
+    pub fn blob(&mut self, name: &str) -> Result<Option<(String, Vec<u8>)>> {
+        Ok(self.object(name)?.filter(|(_, kind, _)| kind == "blob").map(|(id, _, bytes)| (id, bytes)))
+    }
+
+    /// An object's size in bytes (`None`: no such object).
+    pub fn size(&mut self, name: &str) -> Result<Option<u64>> {
+        Ok(self.header("info", name)?.map(|(_, _, size)| size as u64))
+    }
+
+    /// An object's id, type and bytes. A name with a newline is no name
+    /// (the protocol is one name a line): `None`.
+    pub fn object(&mut self, name: &str) -> Result<Option<(String, String, Vec<u8>)>> {
+        use std::io::Read;
+        let Some((id, kind, size)) = self.header("contents", name)? else { return Ok(None) };
+        let mut bytes = vec![0; size + 1];
+        self.output.read_exact(&mut bytes).map_err(|e| Error::io("reading from git cat-file", e))?;
+        bytes.pop();
+        Ok(Some((id, kind, bytes)))
+    }
+
+    /// Sends one command and reads the header of its answer: id, type
+    /// and size.
+    fn header(&mut self, command: &str, name: &str) -> Result<Option<(String, String, usize)>> {
+        use std::io::{BufRead, Write};
+        if name.contains('\n') {
+            return Ok(None);
+        }
+        let io = |e| Error::io("reading from git cat-file --batch-command", e);
+        writeln!(self.input, "{command} {name}").and_then(|()| self.input.flush()).map_err(io)?;
+        let mut header = String::new();
+        self.output.read_line(&mut header).map_err(io)?;
+        // "<sha> <type> <size>", or "<name> missing" (or "ambiguous").
+        let parts: Vec<&str> = header.trim_end().split(' ').collect();
+        let [id, kind, size] = parts.as_slice() else { return Ok(None) };
+        let Ok(size) = size.parse::<usize>() else { return Ok(None) };
+        Ok(Some(((*id).to_string(), (*kind).to_string(), size)))
+    }
+}
+
+impl Drop for Blobs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

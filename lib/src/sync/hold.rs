@@ -84,14 +84,28 @@ pub type Judged = Result<Option<(Why, String)>>;
 /// Decides which admitted changes are held, before anything is merged.
 /// A path already held keeps its first entry's `ours` (what this machine
 /// had before any peer version).
-pub fn decide(repo: &Repo, lib: &Library, changes: &[Change], theirs_tip: &str, gate: &Gate) -> Result<Vec<Held>> {
+pub fn decide(
+    repo: &Repo,
+    lib: &Library,
+    blobs: &mut crate::sync::gitcmd::Blobs,
+    changes: &[Change],
+    theirs_tip: &str,
+    gate: &Gate,
+) -> Result<Vec<Held>> {
     let held_before = read(lib)?;
     let now = crate::clock::now()?.to_string();
     let mut out = Vec::new();
+    // HEAD as it is now (the reader outlives merges that move it).
+    let head = repo.rev("HEAD").unwrap_or_else(|| "HEAD".into());
     for c in changes.iter().filter(|c| c.kind != Kind::Log && c.kind != Kind::Derived) {
-        let here = blob_at(repo, "HEAD", &repo.top_path(&c.path));
-        let here_bytes = here.as_deref().map(|s| bytes(repo, s)).transpose()?;
-        let theirs = c.theirs.as_deref().map(|s| bytes(repo, s)).transpose()?;
+        let (here, here_bytes) = match blobs.blob(&format!("{head}:{}", repo.top_path(&c.path)))? {
+            Some((id, bytes)) => (Some(id), Some(bytes)),
+            None => (None, None),
+        };
+        let theirs = match c.theirs.as_deref() {
+            Some(sha) => Some(blobs.get(sha)?.ok_or_else(|| Error::msg(format!("git has no object {sha}")))?),
+            None => None,
+        };
         let Some((why, reason)) = gate(c, here_bytes.as_deref(), theirs.as_deref())? else { continue };
         let ours = match held_before.iter().find(|h| h.path == c.path) {
             Some(h) => h.ours.clone(),
@@ -312,13 +326,6 @@ pub fn bytes(repo: &Repo, sha: &str) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// The blob a commit holds at a top-relative path.
-fn blob_at(repo: &Repo, commit: &str, top_rel: &str) -> Option<String> {
-    let out = repo.output(&["rev-parse", "--verify", "--quiet", &format!("{commit}:{top_rel}")]).ok()?;
-    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (out.status.success() && !sha.is_empty()).then_some(sha)
-}
-
 /// What `release` and `drop` report.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "record", rename = "quarantine")]
@@ -361,6 +368,7 @@ pub fn settle(lib: &Library, path: &str, release: bool, commit: bool) -> Result<
         sha256: None,
         bytes: None,
         reason: Some(h.reason.clone()),
+        machine: None,
     };
     if release {
         // The peer's version, whether the index holds it (a quarantine) or

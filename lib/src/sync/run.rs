@@ -1,11 +1,13 @@
-//! `kb-append sync` (issue 11 item 1): under the library lock, commit the
-//! library's pending changes, fetch, merge the remote branch with a real
-//! git merge (fast-forward when possible, never a rebase or force-push),
-//! settle conflicts in files kb-tools owns, rebuild the derived files the
-//! merge touched, commit `task-ai(library):sync <remote>/<branch>`, push,
-//! and on a rejected push fetch and merge again with backoff and jitter.
-//! Any failure puts the library back as it was; a sync killed mid-merge is
-//! undone and redone by the next one.
+//! `kb-append sync` (issue 11 item 1, issue 33): under the library lock,
+//! commit the library's pending changes, fetch the shared branch and the
+//! machine refs that moved (`sync::fleet`), admit each new tip's range at
+//! the boundary (`sync::admit`, issue 32), merge every new tip with real
+//! git merges (fast-forward when possible, never a rebase or force-push)
+//! into one result, settle conflicts in files kb-tools owns, rebuild the
+//! derived files the merge touched, seal the result as one commit, and
+//! push this machine's own ref with a compare-and-swap of the shared
+//! branch in the same push. Any failure puts the library back as it was;
+//! a sync killed mid-merge is undone and redone by the next one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -19,12 +21,14 @@ use crate::library::entry;
 use crate::library::kind::{self, Kind};
 use crate::library::Library;
 use crate::lock;
-use crate::sync::admit::{self, Limits, Moved};
+use crate::sync::admit::{self, Admission, Limits, Moved};
 use crate::sync::attributes;
 use crate::sync::conflicts::{self, Side};
 use crate::sync::drivers::{self, REBUILD_MARKER};
-use crate::sync::gitcmd::{stderr_of, Repo};
+use crate::sync::fleet::{self, Fleet, Outcome, Tip};
+use crate::sync::gitcmd::{stderr_of, Blobs, Repo};
 use crate::sync::hold::{self, Held, Why};
+use crate::sync::identity;
 use crate::sync::inspect::Rejected;
 use crate::sync::{merge_log, refresh};
 
@@ -44,12 +48,24 @@ pub struct Options {
     pub branch: Option<String>,
     /// Push the result (`--no-push` turns it off).
     pub push: bool,
-    /// How many merge-and-push rounds before giving up on rejected pushes.
+    /// How many pushes one sync may make: the second only when a copy of
+    /// this clone raced it for its own ref (then under a new identity).
     pub attempts: u32,
     /// Lock timeout and holder command.
     pub lock: lock::Options,
     /// The boundary's caps and the user's choices (issue 32).
     pub limits: Limits,
+    /// `--min-interval`: no push sooner than this after the last one
+    /// (jittered by up to a quarter per machine); the sync still fetches,
+    /// merges and commits.
+    pub min_interval: Option<Duration>,
+    /// `--prune-idle`: delete machine refs the shared branch contains
+    /// whose last commit is older than this, in the same push.
+    pub prune_idle: Option<Duration>,
+    /// `--max-refs`: machine refs one sync merges at most (besides the
+    /// shared branch); the rest wait for the next sync, so one sync's work
+    /// stays bounded however many machines pushed since.
+    pub max_refs: usize,
 }
 
 impl Default for Options {
@@ -58,9 +74,12 @@ impl Default for Options {
             remote: None,
             branch: None,
             push: true,
-            attempts: 8,
+            attempts: 2,
             lock: lock::Options::default(),
             limits: Limits::default(),
+            min_interval: None,
+            prune_idle: None,
+            max_refs: 16,
         }
     }
 }
@@ -73,17 +92,43 @@ pub struct Report {
     pub remote: String,
     /// The branch synced.
     pub branch: String,
+    /// This clone's machine identity (`kb.machine` in its git config);
+    /// its ref on the hub is `kb/<machine>`.
+    pub machine: String,
+    /// The identity was renewed: a copy of this clone (same config) had
+    /// pushed under the old one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub identity_renewed: bool,
     /// Commits fetched from the remote and merged.
     pub fetched: usize,
     /// Library documents the merged commits changed (what came in).
     pub merged: usize,
+    /// The hub refs whose new commits this sync merged (the shared
+    /// branch, `kb/<machine>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub merged_refs: Vec<String>,
+    /// New machine refs left for the next sync (`--max-refs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub deferred: usize,
     /// Kept sides of overlapping edits (`.conflicts/...`).
     pub conflicts: Vec<String>,
     /// Derived files rebuilt.
     pub rebuilt: Vec<String>,
-    /// Whether local commits were pushed.
+    /// Whether this sync pushed (its own ref, the shared branch, or both).
     pub pushed: bool,
-    /// Merge-and-push rounds (more than 1 when a push was rejected).
+    /// Whether the push moved the shared branch to this clone's HEAD.
+    pub main_advanced: bool,
+    /// Another machine moved the shared branch first: not a failure (the
+    /// work is in this machine's ref; the next sync of anyone folds it in).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub main_race_lost: bool,
+    /// Why the push was skipped (`--min-interval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_skipped: Option<String>,
+    /// Idle machine refs this sync deleted from the hub (`--prune-idle`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pruned: Vec<String>,
+    /// Pushes made (2 only when the identity was renewed mid-push).
     pub attempts: u32,
     /// HEAD afterwards.
     pub head: String,
@@ -107,6 +152,10 @@ pub struct Report {
     pub waiting: usize,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// A held path as the sync record shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct HeldShown {
@@ -121,7 +170,7 @@ impl From<&Held> for HeldShown {
     }
 }
 
-/// What one merge round did.
+/// What merging did.
 #[derive(Debug, Default)]
 struct Step {
     rejected: Vec<Rejected>,
@@ -132,6 +181,33 @@ struct Step {
     deleted: Vec<String>,
     moved: Vec<Moved>,
     held: Vec<Held>,
+}
+
+impl Step {
+    fn add(&mut self, s: Step) {
+        self.fetched += s.fetched;
+        self.merged += s.merged;
+        self.conflicts.extend(s.conflicts);
+        self.rebuilt.extend(s.rebuilt);
+        self.deleted.extend(s.deleted);
+        self.moved.extend(s.moved);
+        self.held.extend(s.held);
+    }
+}
+
+/// What a whole sync did, for the record.
+#[derive(Debug, Default)]
+struct Done {
+    step: Step,
+    merged_refs: Vec<String>,
+    deferred: usize,
+    pushed: bool,
+    pushes: u32,
+    main_advanced: bool,
+    main_race_lost: bool,
+    renewed: bool,
+    push_skipped: Option<String>,
+    pruned: Vec<String>,
 }
 
 /// Where a failed sync rolls back to.
@@ -160,7 +236,15 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     if repo.config(&format!("remote.{remote}.url")).is_none() {
         return Err(Error::msg(format!("unknown remote '{remote}' ('git remote -v' lists this clone's remotes)")));
     }
-    let tracking = format!("refs/remotes/{remote}/{branch}");
+    let fleet = Fleet::new(&remote, &branch);
+    // The rate a fleet pushes at is the user's choice: the flag, else the
+    // clone's (or the user's) git config, never a file a peer can write.
+    let min_interval = match (opts.min_interval, repo.config("kb.syncMinInterval")) {
+        (Some(d), _) => Some(d),
+        (None, Some(v)) => Some(crate::clock::parse_duration(&v)?),
+        (None, None) => None,
+    };
+    let opts = &Options { min_interval, ..opts.clone() };
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
         crate::library::git_state::note(&crate::library::git_state::clear(lib, Duration::from_secs(10))?);
@@ -172,78 +256,522 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
         recover(&repo)?;
         hold::reinstate(lib, &repo)?;
         clean_outside(&repo)?;
-        fetch(&repo, &remote, &branch, &tracking)?;
+        let (mut machine, _) = identity::ensure(lib, &repo)?;
+        fleet.fetch(&repo)?;
         crate::fs::crash::at(crate::fs::crash::Step::SyncFetched);
         let mut start = Start { head: repo.rev("HEAD"), ..Start::default() };
-        let result = rounds(lib, &repo, opts, &remote, &branch, &tracking, &mut start);
+        let result = rounds(lib, &repo, opts, &fleet, &mut machine, &mut start);
         if result.is_err() {
             rollback(&repo, &start);
         }
-        let (step, pushed, attempts) = result?;
+        let done = result?;
         Ok(Report {
             remote: remote.clone(),
             branch: branch.clone(),
-            fetched: step.fetched,
-            merged: step.merged,
-            conflicts: step.conflicts,
-            rebuilt: step.rebuilt,
-            pushed,
-            attempts,
+            machine,
+            identity_renewed: done.renewed,
+            fetched: done.step.fetched,
+            merged: done.step.merged,
+            merged_refs: done.merged_refs,
+            deferred: done.deferred,
+            conflicts: done.step.conflicts,
+            rebuilt: done.step.rebuilt.into_iter().collect::<BTreeSet<_>>().into_iter().collect(),
+            pushed: done.pushed,
+            main_advanced: done.main_advanced,
+            main_race_lost: done.main_race_lost,
+            push_skipped: done.push_skipped,
+            pruned: done.pruned,
+            attempts: done.pushes.max(1),
             // An unborn branch has no HEAD commit: the empty string.
             head: repo.rev("HEAD").unwrap_or_default(),
             seconds: crate::out::round(started.elapsed().as_secs_f64(), 3),
-            rejected: step.rejected,
-            deleted: step.deleted,
-            moved: step.moved,
-            held: step.held.iter().map(HeldShown::from).collect(),
+            rejected: done.step.rejected,
+            deleted: done.step.deleted,
+            moved: done.step.moved,
+            held: done.step.held.iter().map(HeldShown::from).collect(),
             waiting: hold::read(lib)?.len(),
         })
     })
 }
 
-/// Local changes, then merge-and-push rounds until the push lands.
+/// Syncs with several remotes in one run (issue 33: a relay machine joins
+/// a team hub to an organisation hub): with each in the order given, then
+/// once more with each earlier one whose hub has not seen what a later
+/// one brought. Each is an ordinary sync (the same boundary, the same
+/// merge, this machine's own ref on every hub), so no server of our own
+/// is needed. Stops at the first failure or refusal; one report (or
+/// error) per sync made.
+pub fn relay(lib: &Library, opts: &Options, remotes: &[String]) -> Vec<Result<Report>> {
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    let each = |remote: &String| Options { remote: Some(remote.clone()), ..opts.clone() };
+    for remote in remotes {
+        let result = sync(lib, &each(remote));
+        let stop = result.as_ref().map_or(true, |r| !r.rejected.is_empty());
+        seen.push(result.as_ref().map(|r| r.head.clone()).unwrap_or_default());
+        out.push(result);
+        if stop {
+            return out;
+        }
+    }
+    let last = seen.last().cloned().unwrap_or_default();
+    for (remote, head) in remotes.iter().zip(&seen).take(remotes.len().saturating_sub(1)) {
+        if *head != last && opts.push {
+            let result = sync(lib, &each(remote));
+            let stop = result.as_ref().map_or(true, |r| !r.rejected.is_empty());
+            out.push(result);
+            if stop {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Local changes, one merge of every new tip, one push.
 fn rounds(
     lib: &Library,
     repo: &Repo,
     opts: &Options,
-    remote: &str,
-    branch: &str,
-    tracking: &str,
+    fleet: &Fleet,
+    machine: &mut String,
     start: &mut Start,
-) -> Result<(Step, bool, u32)> {
-    let mut total = Step { rebuilt: commit_local(lib, repo, start)?, ..Step::default() };
+) -> Result<Done> {
+    let mut done =
+        Done { step: Step { rebuilt: commit_local(lib, repo, start)?, ..Step::default() }, ..Done::default() };
     start.merging = true;
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let step = merge(lib, repo, opts, remote, branch, tracking)?;
-        if !step.rejected.is_empty() {
-            return Ok((Step { rejected: step.rejected, ..total }, false, attempts));
+    let mut state = fleet.read_state(repo);
+    let heads = fleet.heads(repo)?;
+    let before = repo.rev("HEAD");
+    // Our own ref holds commits this clone never had: a copy of this
+    // clone (same config) pushed under our name. Take a new one; its
+    // ref is then a peer's like any other, merged below.
+    if let Some(own) = heads.machines.get(machine.as_str()) {
+        if !before.as_deref().is_some_and(|h| h == own || repo.is_ancestor(own, h)) {
+            renew(lib, repo, fleet, machine, &mut done)?;
         }
-        total.fetched += step.fetched;
-        total.merged += step.merged;
-        total.conflicts.extend(step.conflicts);
-        total.rebuilt.extend(step.rebuilt);
-        total.deleted.extend(step.deleted);
-        total.moved.extend(step.moved);
-        total.held.extend(step.held);
-        let head = repo.rev("HEAD");
-        if !opts.push || head.is_none() || head == repo.rev(tracking) {
-            total.rebuilt = total.rebuilt.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
-            return Ok((total, false, attempts));
-        }
-        if push(repo, remote, branch)? {
-            total.rebuilt = total.rebuilt.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
-            return Ok((total, true, attempts));
-        }
-        if attempts >= opts.attempts {
-            return Err(Error::msg(format!(
-                "push to '{remote}' still rejected after {attempts} attempts (others keep pushing); run sync again"
-            )));
-        }
-        std::thread::sleep(crate::lock::backoff::delay(attempts, 100, 3000));
-        fetch(repo, remote, branch, tracking)?;
     }
+    let pick = fleet::Pick { machine, max: opts.max_refs };
+    let tips = fleet.pending(repo, &heads, &state, before.as_deref(), pick)?;
+    let step = merge_all(lib, repo, opts, fleet, &tips)?;
+    if !step.rejected.is_empty() {
+        // Refused: nothing of the fetched refs is merged. A refusal found
+        // only after an earlier tip merged undoes that merge too.
+        if repo.rev("HEAD") != before {
+            rollback(repo, start);
+        }
+        done.step.rejected = step.rejected;
+        return Ok(done);
+    }
+    done.merged_refs = tips.iter().filter(|t| t.independent).map(|t| t.name.clone()).collect();
+    done.step.add(step);
+    // Every fetched tip is in HEAD now, but those left for later (and
+    // the ones only they contain).
+    let head = repo.rev("HEAD");
+    let mut later = BTreeSet::new();
+    if tips.iter().any(|t| t.deferred) {
+        let names: Vec<String> = tips.iter().map(|t| fleet.tracking_of(&t.name)).collect();
+        let mut args = vec!["for-each-ref", "--no-merged=HEAD", "--format=%(refname)"];
+        args.extend(names.iter().map(String::as_str));
+        let left = repo.run(&args, "git for-each-ref --no-merged")?;
+        later = tips
+            .iter()
+            .filter(|t| left.lines().any(|l| l == fleet.tracking_of(&t.name)))
+            .map(|t| t.name.clone())
+            .collect();
+        done.deferred = tips.iter().filter(|t| t.deferred).count();
+    }
+    state.head.clone_from(&head);
+    let old = std::mem::take(&mut state.refs);
+    state.refs = heads
+        .tips(fleet)
+        .into_iter()
+        .filter_map(|t| {
+            if later.contains(&t.name) {
+                old.get(&t.name).map(|s| (t.name, s.clone()))
+            } else {
+                Some((t.name, t.sha))
+            }
+        })
+        .collect();
+    if let (true, Some(h)) = (opts.push, &head) {
+        push_all(lib, repo, opts, fleet, machine, &heads, h, &mut state, &mut done)?;
+    }
+    crate::fs::crash::at(crate::fs::crash::Step::SyncPushed);
+    fleet.write_state(repo, &state)?;
+    Ok(done)
+}
+
+/// Takes a new identity and says so on stderr.
+fn renew(lib: &Library, repo: &Repo, fleet: &Fleet, machine: &mut String, done: &mut Done) -> Result<()> {
+    let old = machine.clone();
+    *machine = identity::renew(lib, repo, &old)?;
+    done.renewed = true;
+    crate::out::warn(
+        "kb-append",
+        &format!(
+            "this clone shared the machine identity '{old}' with a copy of it (the hub's {} holds commits this \
+             clone never had); it is now '{machine}' and pushes {}",
+            fleet.short(&old),
+            fleet.short(machine)
+        ),
+    );
+    Ok(())
+}
+
+/// One push: this machine's ref (a fast-forward of its own history), the
+/// shared branch by compare-and-swap, and the idle refs `--prune-idle`
+/// deletes, each under a lease. Losing the shared branch is no failure;
+/// a refusal of our own ref by the hub is (the sync rolls back).
+#[allow(clippy::too_many_arguments)]
+fn push_all(
+    lib: &Library,
+    repo: &Repo,
+    opts: &Options,
+    fleet: &Fleet,
+    machine: &mut String,
+    heads: &fleet::Heads,
+    head: &str,
+    state: &mut fleet::State,
+    done: &mut Done,
+) -> Result<()> {
+    let now = crate::clock::now()?;
+    let main_ref = format!("refs/heads/{}", fleet.branch);
+    let mut own_ref = fleet.own_ref(machine);
+    let mut refspecs = Vec::new();
+    if heads.machines.get(machine.as_str()).map(String::as_str) != Some(head) {
+        refspecs.push(format!("HEAD:{own_ref}"));
+    }
+    // Every fetched tip is merged, so the shared branch fast-forwards to
+    // HEAD unless someone moved it since the fetch: then the hub refuses.
+    if heads.main.as_deref() != Some(head) {
+        refspecs.push(format!("HEAD:{main_ref}"));
+    }
+    let mut leases = Vec::new();
+    if let Some(idle) = opts.prune_idle {
+        let before = now.as_second().saturating_sub(i64::try_from(idle.as_secs()).unwrap_or(i64::MAX));
+        for t in fleet.prunable(repo, heads, machine, before)? {
+            let r = format!("refs/heads/{}", t.name);
+            refspecs.push(format!(":{r}"));
+            leases.push((r, t.sha));
+        }
+    }
+    if refspecs.is_empty() {
+        return Ok(());
+    }
+    if let Some(wait) = opts.min_interval.and_then(|iv| fleet::interval_wait(state, machine, iv, now)) {
+        done.push_skipped = Some(wait);
+        return Ok(());
+    }
+    let ended = fleet::push(repo, &fleet.remote, &refspecs, &leases)?;
+    done.pushes += 1;
+    let refused = |o: Option<&Outcome>| match o {
+        Some(Outcome::Refused(why)) => Some(why.clone()),
+        _ => None,
+    };
+    match ended.get(&own_ref) {
+        None | Some(Outcome::Done) => {}
+        Some(Outcome::Behind) => {
+            // A copy of this clone pushed under our name since the fetch.
+            renew(lib, repo, fleet, machine, done)?;
+            own_ref = fleet.own_ref(machine);
+            let again = fleet::push(repo, &fleet.remote, &[format!("HEAD:{own_ref}")], &[])?;
+            done.pushes += 1;
+            if let Some(why) = refused(again.get(&own_ref))
+                .or_else(|| (again.get(&own_ref) == Some(&Outcome::Behind)).then(|| format!("{own_ref} moved on")))
+            {
+                return Err(Error::msg(format!("push to '{}' was refused: {why}", fleet.remote)));
+            }
+        }
+        Some(Outcome::Refused(why)) => {
+            return Err(Error::msg(format!("push to '{}' was refused: {why}", fleet.remote)));
+        }
+    }
+    match ended.get(&main_ref) {
+        Some(Outcome::Done) => {
+            done.main_advanced = true;
+            state.refs.insert(fleet.branch.clone(), head.to_string());
+        }
+        Some(Outcome::Behind) => done.main_race_lost = true,
+        Some(Outcome::Refused(why)) => {
+            // The hub guards the shared branch (a protected branch, a
+            // hook) but took this machine's ref: the work is safe there.
+            crate::out::warn(
+                "kb-append",
+                &format!("the hub refused to move {main_ref} ({why}); this machine's work is in {own_ref}"),
+            );
+        }
+        None => {}
+    }
+    done.pruned = leases
+        .iter()
+        .filter(|(r, _)| ended.get(r) == Some(&Outcome::Done))
+        .filter_map(|(r, _)| r.strip_prefix("refs/heads/").map(str::to_string))
+        .collect();
+    for p in &done.pruned {
+        state.refs.remove(p);
+    }
+    done.pushed = true;
+    state.refs.insert(fleet.short(machine), head.to_string());
+    state.last_push = Some(crate::clock::format(now));
+    Ok(())
+}
+
+/// Merges every new tip into HEAD as one result. Each tip's range is
+/// admitted first (all before any merge, so a refusal changes nothing):
+/// the shared branch's from HEAD, each machine ref's from the shared
+/// branch's new tip when there is one (what a machine ref brings beyond
+/// it is its own work; judged from an old HEAD, every ref would carry
+/// the whole catch-up again). Then the shared branch is merged with
+/// git's own merge, and the machine refs are folded into one tree in one
+/// pass (`sync::fold`; a ref that overlaps an edit here is merged the
+/// ordinary way). The result is sealed as one commit whose parents are
+/// HEAD and the tips (`seal`).
+fn merge_all(lib: &Library, repo: &Repo, opts: &Options, fleet: &Fleet, tips: &[Tip]) -> Result<Step> {
+    let tips: Vec<&Tip> = tips.iter().filter(|t| t.independent).collect();
+    if tips.is_empty() {
+        return Ok(Step::default());
+    }
+    let start = repo.rev("HEAD");
+    let main = tips.iter().find(|t| t.name == fleet.branch).copied();
+    let pivot = main.map(|t| t.sha.clone()).or_else(|| start.clone());
+    let mut judged = Vec::new();
+    let mut rejected = Vec::new();
+    let mut blobs = Blobs::open(repo)?;
+    // The machine refs' commits are counted against the size caps all at
+    // once: what is new beyond the shared branch's tip.
+    let refs: Vec<&str> = tips.iter().filter(|t| Some(**t) != main).map(|t| t.sha.as_str()).collect();
+    let bases: Vec<&str> = pivot.as_deref().into_iter().collect();
+    if let Some(mut r) = admit::caps(repo, &mut blobs, &bases, &refs, &opts.limits)? {
+        let from: Vec<&str> = tips
+            .iter()
+            .filter(|t| Some(**t) != main && repo.is_ancestor(&r.path, &t.sha))
+            .map(|t| t.name.as_str())
+            .collect();
+        r.reason = format!("{} (from {})", r.reason, from.join(", "));
+        return Ok(Step { rejected: vec![r], ..Step::default() });
+    }
+    for tip in &tips {
+        let is_main = Some(*tip) == main;
+        let against = if is_main { start.as_deref() } else { pivot.as_deref() };
+        let (adm, _) = judge(repo, &mut blobs, opts, against, &tip.sha, is_main)?;
+        for mut r in adm.rejected.iter().cloned() {
+            if tip.name != fleet.branch {
+                r.reason = format!("{} (from {})", r.reason, tip.name);
+            }
+            rejected.push(r);
+        }
+        judged.push(adm);
+    }
+    if !rejected.is_empty() {
+        return Ok(Step { rejected, ..Step::default() });
+    }
+    let gate = gate(lib)?;
+    let mut total = Step::default();
+    let mut others: Vec<(&Tip, Admission)> = Vec::new();
+    for (tip, adm) in tips.iter().zip(judged) {
+        if Some(*tip) == main {
+            // Admitted against this very HEAD.
+            let step = merge(lib, repo, &mut blobs, opts, fleet, tip, Some(adm), gate.as_ref())?;
+            if !step.rejected.is_empty() {
+                return Ok(step);
+            }
+            total.add(step);
+        } else {
+            others.push((tip, adm));
+        }
+    }
+    let head = repo.rev("HEAD");
+    let mut left: Vec<(&Tip, Option<Admission>)> = Vec::new();
+    match &head {
+        Some(h) if others.len() > 1 => {
+            let (folded, rest) = fold_tips(lib, repo, &mut blobs, fleet, h, others, gate.as_ref())?;
+            total.add(folded);
+            left = rest.into_iter().map(|t| (t, None)).collect();
+        }
+        _ => {
+            // One ref, or an unborn branch: git's merge, one at a time;
+            // an admission holds only while HEAD is what it was made
+            // against.
+            for (tip, adm) in others {
+                let fresh = left.is_empty() && head == pivot;
+                left.push((tip, fresh.then_some(adm)));
+            }
+        }
+    }
+    for (tip, pre) in left {
+        let step = merge(lib, repo, &mut blobs, opts, fleet, tip, pre, gate.as_ref())?;
+        if !step.rejected.is_empty() {
+            return Ok(step);
+        }
+        total.add(step);
+    }
+    seal(repo, fleet, start.as_deref(), &tips)?;
+    Ok(total)
+}
+
+/// Folds the tips that merge without a person into HEAD in one pass
+/// (`sync::fold`) and commits the result; returns what it did and the
+/// tips left for an ordinary merge. Holds, deletions, the rebuild of
+/// derived files and the crash marker work as for one merge (`merge`).
+fn fold_tips<'t>(
+    lib: &Library,
+    repo: &Repo,
+    blobs: &mut Blobs,
+    fleet: &Fleet,
+    head: &str,
+    judged: Vec<(&'t Tip, Admission)>,
+    gate: &hold::Gate,
+) -> Result<(Step, Vec<&'t Tip>)> {
+    // Each tip's base with HEAD as it is now (after the shared branch's
+    // merge): the fold applies what each brings beyond it.
+    let mut pairs = Vec::new();
+    for (t, _) in &judged {
+        let base = repo.run(&["merge-base", head, &t.sha], "git merge-base")?.trim().to_string();
+        pairs.push((t.sha.clone(), base));
+    }
+    let plan = crate::sync::fold::plan(repo, head, &pairs)?;
+    let tips: Vec<&Tip> = judged.iter().map(|(t, _)| *t).collect();
+    let left: Vec<&Tip> = plan.left.iter().map(|&i| tips[i]).collect();
+    let mut step = Step::default();
+    if plan.folded.is_empty() {
+        return Ok((step, left));
+    }
+    let mut judged: Vec<Option<Admission>> = judged.into_iter().map(|(_, adm)| Some(adm)).collect();
+    let mut held = Vec::new();
+    let mut deleted = Vec::new();
+    let mut moved = Vec::new();
+    for &i in &plan.folded {
+        let Some(adm) = judged[i].take() else { continue };
+        held.extend(hold::decide(repo, lib, blobs, &adm.changes, &tips[i].sha, gate)?);
+        deleted.push((adm.deleted, tips[i].sha.clone()));
+        moved.extend(adm.moved);
+    }
+    hold::prepare(lib, repo, &held)?;
+    let mut range = vec!["rev-list".to_string(), "--count".into()];
+    range.extend(plan.folded.iter().map(|&i| tips[i].sha.clone()));
+    range.push(format!("^{head}"));
+    let range: Vec<&str> = range.iter().map(String::as_str).collect();
+    step.fetched = repo.run(&range, "git rev-list")?.trim().parse().unwrap_or(0);
+    // A kill from here to the commit leaves the work tree between two
+    // states: the marker tells the next sync to put HEAD's back.
+    crate::fs::atomic::write(&repo.git_path(MERGE_MARKER), format!("fold {head}\n").as_bytes())?;
+    repo.run(&["read-tree", "-m", "-u", head, &plan.tree], "git read-tree (the folded heads)")?;
+    crate::fs::crash::at(crate::fs::crash::Step::SyncMerging);
+    hold::restore(lib, repo, &held)?;
+    // The folded tree keeps this side's derived files: they are right for
+    // HEAD, so re-deriving what the tips changed brings them in step.
+    let changed: Vec<String> = plan.changed.iter().cloned().collect();
+    let incoming = library_docs(repo, &changed);
+    step.merged = incoming.len();
+    let mut touched = Vec::new();
+    let mut gone = Vec::new();
+    for (paths, tip) in &deleted {
+        gone.extend(deletion_events(lib, repo, paths, tip)?);
+    }
+    if !gone.is_empty() {
+        changelog::append(lib, &gone)?;
+        touched.push(changelog::FILE.to_string());
+    }
+    let events = refresh::events_since(lib, repo, head)?;
+    step.rebuilt = refresh::documents(lib, &incoming, Some(&events))?;
+    touched.extend(step.rebuilt.iter().cloned());
+    add_paths(repo, &touched)?;
+    let tree = repo.run(&["write-tree"], "git write-tree")?.trim().to_string();
+    let message = format!("task-ai(library):sync {}/{} ({} heads)", fleet.remote, fleet.branch, plan.folded.len());
+    let mut args: Vec<&str> = crate::library::git::identity_args(&repo.top);
+    args.extend(["commit-tree", &tree, "-p", head, "-m", &message]);
+    for &i in &plan.folded {
+        args.extend(["-p", tips[i].sha.as_str()]);
+    }
+    let commit = repo.run(&args, "git commit-tree")?.trim().to_string();
+    repo.run(&["update-ref", "-m", &message, "HEAD", &commit, head], "git update-ref")?;
+    crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
+    remove_marker(repo, MERGE_MARKER)?;
+    step.deleted = deleted.into_iter().flat_map(|(d, _)| d).collect();
+    step.moved = moved;
+    step.held = held;
+    Ok((step, left))
+}
+
+/// The boundary's verdict on what `theirs` brings to `ours` (HEAD), and
+/// the merge base when the merge is not a fast-forward. `caps`: count
+/// the range's commits against the size caps here (not done already).
+fn judge(
+    repo: &Repo,
+    blobs: &mut Blobs,
+    opts: &Options,
+    ours: Option<&str>,
+    theirs: &str,
+    caps: bool,
+) -> Result<(Admission, Option<String>)> {
+    // One `merge-base`: HEAD itself when the tip fast-forwards it.
+    let base = match ours {
+        Some(o) => {
+            let b = repo.run(&["merge-base", o, theirs], "git merge-base")?.trim().to_string();
+            (b != o).then_some(b)
+        }
+        None => None,
+    };
+    let from = base.as_deref().or(ours).unwrap_or(EMPTY_TREE);
+    // Nothing a peer sends is merged before it is admitted (issue 32).
+    let range = admit::Range { base: from, ours, theirs };
+    Ok((admit::judge(repo, blobs, &range, &opts.limits, caps)?, base))
+}
+
+/// Replaces the commits the merges made with one: the merged tree, with
+/// HEAD before the merges and every tip as parents (those no other
+/// contains, sorted), by a fixed author at the newest parent's time. Two
+/// machines folding the same heads into the same tree so make the same
+/// commit, and a fleet that merges each other's refs settles instead of
+/// merging merges forever. A pure fast-forward is left as it is.
+fn seal(repo: &Repo, fleet: &Fleet, start: Option<&str>, tips: &[&Tip]) -> Result<()> {
+    let Some(head) = repo.rev("HEAD") else { return Ok(()) };
+    if Some(head.as_str()) == start {
+        return Ok(());
+    }
+    let mut candidates: BTreeSet<String> = tips.iter().map(|t| t.sha.clone()).collect();
+    candidates.extend(start.map(str::to_string));
+    let parents: BTreeSet<String> = if candidates.len() > 1 {
+        let mut args = vec!["merge-base", "--independent"];
+        args.extend(candidates.iter().map(String::as_str));
+        repo.run(&args, "git merge-base --independent")?.lines().map(str::to_string).collect()
+    } else {
+        candidates
+    };
+    if parents.len() == 1 && parents.contains(&head) {
+        return Ok(());
+    }
+    let tree = repo.run(&["rev-parse", "HEAD^{tree}"], "git rev-parse")?.trim().to_string();
+    let mut show = vec!["show", "-s", "--format=%ct"];
+    show.extend(parents.iter().map(String::as_str));
+    let newest = repo.run(&show, "git show")?.lines().filter_map(|l| l.trim().parse::<i64>().ok()).max().unwrap_or(0);
+    let message = match parents.len() {
+        1 => format!("task-ai(library):sync {}/{} rebuild derived", fleet.remote, fleet.branch),
+        2 => format!("task-ai(library):sync {}/{}", fleet.remote, fleet.branch),
+        n => format!("task-ai(library):sync {}/{} ({n} heads)", fleet.remote, fleet.branch),
+    };
+    let mut c = repo.cmd();
+    let date = format!("@{newest} +0000");
+    c.env("GIT_AUTHOR_NAME", "kb-tools sync")
+        .env("GIT_AUTHOR_EMAIL", "kb-tools@localhost")
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_NAME", "kb-tools sync")
+        .env("GIT_COMMITTER_EMAIL", "kb-tools@localhost")
+        .env("GIT_COMMITTER_DATE", &date);
+    // Unsigned: a signature would make two machines' seals differ.
+    c.args(["commit-tree", "--no-gpg-sign", &tree, "-m", &message]);
+    for p in &parents {
+        c.args(["-p", p]);
+    }
+    let out = c.output().map_err(|e| Error::io("running git commit-tree", e))?;
+    if !out.status.success() {
+        return Err(Error::msg(format!("git commit-tree failed: {}", stderr_of(&out))));
+    }
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    repo.run(&["update-ref", "-m", &message, "HEAD", &commit, &head], "git update-ref")?;
+    crate::fs::crash::at(crate::fs::crash::Step::SyncSealed);
+    Ok(())
 }
 
 /// Undoes a merge a killed sync left behind (its marker names it); refuses
@@ -262,6 +790,15 @@ fn recover(repo: &Repo) -> Result<()> {
     }
     let merging = repo.git_path("MERGE_HEAD").exists();
     let ours = repo.git_path(MERGE_MARKER).exists();
+    // A fold (many heads at once, no `git merge`) killed before its
+    // commit: the index and work tree are between HEAD and the folded
+    // tree, and everything of the library was committed before it began.
+    let marker = std::fs::read_to_string(repo.git_path(MERGE_MARKER)).unwrap_or_default();
+    if let Some(head) = marker.trim().strip_prefix("fold ") {
+        if !merging && repo.rev("HEAD").as_deref() == Some(head) {
+            repo.run(&["reset", "--hard", "--quiet", head], "git reset (undoing an interrupted sync)")?;
+        }
+    }
     if merging && !ours {
         return Err(Error::msg(format!(
             "a merge is in progress in {} that sync did not start; finish it (git commit) or abort it (git merge --abort)",
@@ -291,27 +828,6 @@ fn clean_outside(repo: &Repo) -> Result<()> {
             outside.join(", ")
         )))
     }
-}
-
-/// Fetches the remote branch into its tracking ref. A branch missing on an
-/// empty remote is fine (the push creates it); elsewhere it is an error.
-fn fetch(repo: &Repo, remote: &str, branch: &str, tracking: &str) -> Result<()> {
-    let refspec = format!("+refs/heads/{branch}:{tracking}");
-    let out = repo.output(&["fetch", "--quiet", "--no-tags", remote, &refspec])?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let msg = stderr_of(&out);
-    if msg.contains("couldn't find remote ref") {
-        let heads = repo.run(&["ls-remote", "--heads", remote], "git ls-remote")?;
-        if heads.trim().is_empty() {
-            return Ok(());
-        }
-        return Err(Error::msg(format!("branch '{branch}' does not exist on remote '{remote}'")));
-    }
-    // For the message only: an unset url shows as empty.
-    let url = repo.config(&format!("remote.{remote}.url")).unwrap_or_default();
-    Err(Error::msg(format!("cannot fetch from remote '{remote}' ({url}): {msg}")))
 }
 
 /// Commits what the library holds uncommitted (writes made with
@@ -358,9 +874,20 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
     Ok(rebuilt)
 }
 
-/// One merge of the fetched branch into HEAD.
-fn merge(lib: &Library, repo: &Repo, opts: &Options, remote: &str, branch: &str, tracking: &str) -> Result<Step> {
-    let Some(theirs) = repo.rev(tracking) else { return Ok(Step::default()) };
+/// One merge of a fetched tip into HEAD, judged at the boundary first
+/// (`pre`: the admission already made against this HEAD).
+#[allow(clippy::too_many_arguments)]
+fn merge(
+    lib: &Library,
+    repo: &Repo,
+    blobs: &mut Blobs,
+    opts: &Options,
+    fleet: &Fleet,
+    tip: &Tip,
+    pre: Option<Admission>,
+    gate: &hold::Gate,
+) -> Result<Step> {
+    let theirs = tip.sha.clone();
     let ours = repo.rev("HEAD");
     if let Some(o) = &ours {
         if *o == theirs || repo.is_ancestor(&theirs, o) {
@@ -374,19 +901,22 @@ fn merge(lib: &Library, repo: &Repo, opts: &Options, remote: &str, branch: &str,
     };
     let fetched = repo.run(&["rev-list", "--count", &range], "git rev-list")?.trim().parse().unwrap_or(0);
     let mut step = Step { fetched, ..Step::default() };
-    let base = match &ours {
-        Some(o) if !repo.is_ancestor(o, &theirs) => {
-            Some(repo.run(&["merge-base", o, &theirs], "git merge-base")?.trim().to_string())
+    let (adm, base) = match pre {
+        Some(adm) => {
+            let base = match &ours {
+                Some(o) if !repo.is_ancestor(o, &theirs) => {
+                    Some(repo.run(&["merge-base", o, &theirs], "git merge-base")?.trim().to_string())
+                }
+                _ => None,
+            };
+            (adm, base)
         }
-        _ => None,
+        None => judge(repo, blobs, opts, ours.as_deref(), &theirs, true)?,
     };
-    // Nothing a peer sends is merged before it is admitted (issue 32).
-    let from = base.as_deref().unwrap_or(&before);
-    let adm = admit::judge(repo, from, ours.as_deref(), &theirs, &opts.limits)?;
     if !adm.rejected.is_empty() {
         return Ok(Step { rejected: adm.rejected, ..Step::default() });
     }
-    let held = hold::decide(repo, lib, &adm.changes, &theirs, gate(lib)?.as_ref())?;
+    let held = hold::decide(repo, lib, blobs, &adm.changes, &theirs, gate)?;
     hold::prepare(lib, repo, &held)?;
     // This machine's derived files, to put back over the peer's bytes.
     let derived: Vec<(String, Option<Vec<u8>>)> =
@@ -450,11 +980,11 @@ fn merge(lib: &Library, repo: &Repo, opts: &Options, remote: &str, branch: &str,
         return Err(Error::msg("the merge left unmerged paths after sync settled them"));
     }
     if base.is_some() {
-        repo.commit_merge(&theirs, &format!("task-ai(library):sync {remote}/{branch}"))?;
+        repo.commit_merge(&theirs, &format!("task-ai(library):sync {}/{}", fleet.remote, tip.name))?;
     } else if !touched.is_empty() && !repo.ok(&["diff", "--cached", "--quiet"]) {
         // A peer's derived bytes put back to ours and rebuilt are often
         // the very bytes it sent: then there is nothing to commit.
-        repo.commit(&format!("task-ai(library):sync {remote}/{branch} rebuild derived"))?;
+        repo.commit(&format!("task-ai(library):sync {}/{} rebuild derived", fleet.remote, tip.name))?;
     }
     crate::fs::crash::at(crate::fs::crash::Step::SyncMerged);
     remove_marker(repo, MERGE_MARKER)?;
@@ -587,30 +1117,6 @@ fn add_library(repo: &Repo) -> Result<()> {
     repo.run(&["add", "--all", "--", &repo.library_pathspec()], "git add").map(|_| ())
 }
 
-/// Pushes HEAD to the remote branch. `Ok(false)` when the remote moved on
-/// (fetch and merge again); an error for any other refusal.
-fn push(repo: &Repo, remote: &str, branch: &str) -> Result<bool> {
-    let out = repo.output(&["push", "--porcelain", remote, &format!("HEAD:refs/heads/{branch}")])?;
-    if out.status.success() {
-        return Ok(true);
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    // Behind: the remote moved on, or another push won the race for the ref.
-    let behind = stdout.lines().any(|l| {
-        l.starts_with('!')
-            && ((l.contains("[rejected]") && (l.contains("fetch first") || l.contains("non-fast-forward")))
-                || l.contains("(failed to update ref)"))
-    });
-    if behind {
-        return Ok(false);
-    }
-    let why = stdout.lines().find(|l| l.starts_with('!')).map(|l| l.trim().to_string());
-    Err(Error::msg(format!(
-        "push to '{remote}' was refused: {}",
-        why.map_or_else(|| stderr_of(&out), |w| format!("{w}; {}", stderr_of(&out)))
-    )))
-}
-
 /// Puts the library back where the sync found it: aborts a merge, drops
 /// the sync's commits, and leaves pending changes uncommitted again.
 fn rollback(repo: &Repo, start: &Start) {
@@ -712,6 +1218,7 @@ fn deletion_events(lib: &Library, repo: &Repo, deleted: &[String], theirs: &str)
             sha256: None,
             bytes: None,
             reason: Some(format!("deleted by a peer's commits (up to {short}), merged by sync")),
+            machine: None,
         })
         .collect())
 }

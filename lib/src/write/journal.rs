@@ -200,7 +200,8 @@ fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize>
         *present.entry(l).or_default() += 1;
     }
     let mut missing = Vec::new();
-    for e in events {
+    // Compared as `append` wrote them: with this clone's machine stamped.
+    for e in &changelog::stamped(lib, events) {
         let line = serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}")))?;
         match present.get_mut(line.as_str()) {
             Some(n) if *n > 0 => *n -= 1,

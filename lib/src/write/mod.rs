@@ -578,6 +578,7 @@ fn apply(
         sha256: Some(sha.clone()),
         bytes: Some(text.len() as u64),
         reason: req.allow_risky.clone(),
+        machine: None,
     };
     let written = Written {
         path: req.path.clone(),

@@ -27,20 +27,37 @@ pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(),
         push: !a.on("no-push"),
         lock: opts.lock,
         limits: limits(a)?,
+        min_interval: a.get("min-interval").map(crate::clock::parse_duration).transpose()?,
+        prune_idle: a.get("prune-idle").map(days_or_duration).transpose()?,
+        max_refs: a.num("max-refs")?.unwrap_or(sync::Options::default().max_refs),
         ..Default::default()
     };
-    match sync::sync(lib, &o) {
-        // A peer's commit was refused (issue 21): reported, exit 2.
-        Ok(report) if !report.rejected.is_empty() => {
-            for r in &report.rejected {
-                crate::out::warn("kb-append", &format!("sync rejected {}: {}", r.path, r.reason));
+    // `--remote A --remote B`: a relay, one record per sync made.
+    let remotes = a.all("remote");
+    let results = if remotes.len() > 1 { sync::relay(lib, &o, &remotes) } else { vec![sync::sync(lib, &o)] };
+    for result in results {
+        match result {
+            // A peer's commit was refused (issue 21): reported, exit 2.
+            Ok(report) if !report.rejected.is_empty() => {
+                for r in &report.rejected {
+                    crate::out::warn("kb-append", &format!("sync rejected {}: {}", r.path, r.reason));
+                }
+                out.record(&report)?;
+                out.raise(Exit::Failure);
             }
-            out.record(&report)?;
-            out.raise(Exit::Failure);
-            Ok(())
+            Ok(report) => out.record(&report)?,
+            Err(e) => out.error(&e.to_string(), json!({"command": "sync"}))?,
         }
-        Ok(report) => out.record(&report),
-        Err(e) => out.error(&e.to_string(), json!({"command": "sync"})),
+    }
+    Ok(())
+}
+
+/// `--prune-idle`: a bare number is days (refs idle for seconds are
+/// never what anyone means), else a duration such as `12h`.
+fn days_or_duration(s: &str) -> Result<std::time::Duration, Error> {
+    match s.trim().parse::<u64>() {
+        Ok(days) => Ok(std::time::Duration::from_secs(days.saturating_mul(86_400))),
+        Err(_) => crate::clock::parse_duration(s),
     }
 }
 
@@ -62,34 +79,6 @@ fn limits(a: &Args) -> Result<sync::admit::Limits, Error> {
     l.accept_deletes = a.on("accept-deletes");
     l.merge_outside = a.on("merge-outside");
     Ok(l)
-}
-
-/// `quarantine`: list what sync held; `quarantine release|drop PATH...`
-/// ends holds, under the library lock.
-pub fn quarantine(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
-    if a.cmd == "quarantine" {
-        let held = sync::hold::read(lib)?;
-        if a.table()? {
-            let rows: Vec<Vec<String>> = held
-                .iter()
-                .map(|h| vec![h.path.clone(), format!("{:?}", h.why).to_lowercase(), h.reason.clone()])
-                .collect();
-            return out.text(&crate::out::jsonl::table(&["PATH", "WHY", "REASON"], &rows));
-        }
-        for h in &held {
-            out.record(h)?;
-        }
-        return Ok(());
-    }
-    let release = a.cmd == "quarantine release";
-    for path in &a.positional {
-        let done = crate::lock::with_lock(lib, &opts.lock, || sync::hold::settle(lib, path, release, opts.commit));
-        match done {
-            Ok(r) => out.record(&r)?,
-            Err(e) => out.error(&e.to_string(), json!({"command": a.cmd, "path": path}))?,
-        }
-    }
-    Ok(())
 }
 
 /// `resolve PATH --keep ours|theirs|FILE`: end a kept conflict.
