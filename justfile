@@ -325,6 +325,7 @@ bench:
     # With KB_MEMGATE_MODEL set (a sentence encoder's folder), a row with it too.
     python3 bench/memgate_locomo.py ${KB_MEMGATE_MODEL:+--model "$KB_MEMGATE_MODEL"} target/release/kb-memgate
     bash bench/lastword.sh
+    bash bench/lastword-plan.sh
     bash bench/index.sh 100000
     bash bench/score.sh
     bash bench/guard.sh 3000
