@@ -83,6 +83,16 @@ impl Session {
         (r["isError"] == true, recs)
     }
 
+    /// A tool call refused before it ran: a result with isError and one
+    /// `error` record, whose message it returns.
+    fn refused(&mut self, tool: &str, args: Value) -> String {
+        let (err, recs) = self.call(tool, args);
+        assert!(err, "{tool}: {recs:?}");
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        assert_eq!(recs[0]["record"], "error", "{recs:?}");
+        recs[0]["message"].as_str().unwrap_or_default().to_string()
+    }
+
     /// A request that must fail at the protocol level: (code, message).
     fn error(&mut self, method: &str, params: Value) -> (i64, String) {
         let a = self.request(method, params);
@@ -186,22 +196,33 @@ fn malformed_and_hostile_requests_are_errors_and_the_server_keeps_serving() {
     let (code, msg) = s.error("tools/call", json!({"name": "rm_rf", "arguments": {}}));
     assert_eq!(code, -32602);
     assert!(msg.starts_with("unknown tool 'rm_rf' (tools: library_search, "), "{msg}");
+    let (code, msg) = s.error("tools/call", json!({"name": "library_list", "arguments": [1]}));
+    assert_eq!((code, msg.as_str()), (-32602, "library_list: \"arguments\" must be an object"));
+    // A call to a tool that exists, refused before it ran: a result the
+    // model sees (isError, one error record), saying what to change.
+    let hint = "; give 'path' relative to the library, inside it, e.g. notes/topic.md";
     for (path, want) in [
-        ("../outside.md", "'../outside.md' contains '..'"),
-        ("/etc/passwd", "'/etc/passwd' is absolute; paths are relative to the library"),
-        (".changelog", "refused: '.changelog' is a generated or internal file; it is written only by kb-tools"),
+        ("../outside.md", format!("library_write: '../outside.md' contains '..'{hint}")),
+        ("/etc/passwd", format!("library_write: '/etc/passwd' is absolute; paths are relative to the library{hint}")),
+        (
+            ".changelog",
+            format!(
+                "library_write: refused: '.changelog' is a generated or internal file; it is written only by kb-tools{hint}"
+            ),
+        ),
+        (".git/config", format!("library_write: refused: '.git/config' names '.git', which git gives a meaning to{hint}")),
     ] {
-        let (code, msg) =
-            s.error("tools/call", json!({"name": "library_write", "arguments": {"path": path, "content": "x"}}));
-        assert_eq!((code, msg.as_str()), (-32602, want));
+        assert_eq!(s.refused("library_write", json!({"path": path, "content": "x"})), want);
     }
     assert!(!lib.root().join("outside.md").exists());
-    let (code, msg) = s.error("tools/call", json!({"name": "library_write", "arguments": {"path": "a.md"}}));
-    assert_eq!((code, msg.as_str()), (-32602, "library_write: missing argument 'content'"));
-    let (code, msg) = s.error("tools/call", json!({"name": "library_list", "arguments": {"colour": "red"}}));
+    assert_eq!(s.refused("library_write", json!({"path": "a.md"})), "library_write: missing argument 'content'");
     assert_eq!(
-        (code, msg.as_str()),
-        (-32602, "library_list: unknown argument 'colour' (expected one of: type, topic)")
+        s.refused("library_list", json!({"colour": "red"})),
+        "library_list: unknown argument 'colour' (expected one of: type, topic)"
+    );
+    assert_eq!(
+        s.refused("library_search", json!({"query": "jwt", "limit": "ten"})),
+        "library_search: 'limit' must be a whole number"
     );
     let (code, msg) = s.error("resources/read", json!({"uri": "kb://../../etc/passwd"}));
     assert_eq!((code, msg.as_str()), (-32602, "'../../etc/passwd' contains '..'"));
@@ -215,22 +236,22 @@ fn malformed_and_hostile_requests_are_errors_and_the_server_keeps_serving() {
     assert_eq!((recs[0]["path"].as_str(), recs[0]["rule"].as_str()), (Some("notes/bad.md"), Some("sc-01")));
     assert_eq!(recs.last().unwrap()["verdict"], "dangerous");
     std::fs::remove_file(lib.path("notes/bad.md")).unwrap();
-    let (code, msg) = s.error("tools/call", json!({"name": "guard_scan", "arguments": {"path": "../x"}}));
-    assert_eq!((code, msg.as_str()), (-32602, "'../x' contains '..'"));
-    let (code, msg) =
-        s.error("tools/call", json!({"name": "library_search", "arguments": {"query": "x", "sources": ["corp"]}}));
-    assert_eq!((code, msg.as_str()), (-32602, "unknown source 'corp' (known: local)"));
-    let (code, msg) = s.error("tools/call", json!({"name": "library_search", "arguments": {"query": "x", "tier": 4}}));
-    assert_eq!((code, msg.as_str()), (-32602, "--tier wants 1, 2 or 3, got '4'"));
-    let (code, msg) =
-        s.error("tools/call", json!({"name": "skill_manage", "arguments": {"action": "explode", "name": "x"}}));
-    assert_eq!(code, -32602);
+    assert_eq!(s.refused("guard_scan", json!({"path": "../x"})), format!("guard_scan: '../x' contains '..'{hint}"));
+    assert_eq!(
+        s.refused("library_search", json!({"query": "x", "sources": ["corp"]})),
+        "library_search: unknown source 'corp' in 'sources' (known: local)"
+    );
+    assert_eq!(
+        s.refused("library_search", json!({"query": "x", "tier": 4})),
+        "library_search: 'tier' must be 1, 2 or 3, not 4"
+    );
+    let msg = s.refused("skill_manage", json!({"action": "explode", "name": "x"}));
     assert!(msg.starts_with("skill_manage: unknown action 'explode'"), "{msg}");
-    let (code, msg) =
-        s.error("tools/call", json!({"name": "skill_manage", "arguments": {"action": "create", "name": "x"}}));
-    assert_eq!((code, msg.as_str()), (-32602, "skill_manage: create needs 'content'"));
-    let (code, msg) = s.error("tools/call", json!({"name": "guard_scan", "arguments": {}}));
-    assert_eq!((code, msg.as_str()), (-32602, "guard_scan: give exactly one of 'path' or 'text'"));
+    assert_eq!(
+        s.refused("skill_manage", json!({"action": "create", "name": "x"})),
+        "skill_manage: create needs 'content'"
+    );
+    assert_eq!(s.refused("guard_scan", json!({})), "guard_scan: give exactly one of 'path' or 'text'");
     // Still serving, and nothing was written by any of the above.
     assert_eq!(s.request("ping", json!({}))["result"], json!({}));
     let (err, recs) = s.call("library_list", json!({}));
@@ -437,10 +458,18 @@ fn the_official_python_sdk_calls_every_tool() {
     // resources, protocol errors, still serving.
     assert_eq!(seen["resources"], json!(["kb://.skills/.candidates/deploy-nginx/SKILL.md", "kb://notes/jwt-auth.md"]));
     assert_eq!(seen["resource_text"].as_str(), Some(lib.read("notes/jwt-auth.md").as_str()));
-    for k in ["unknown_tool", "escape", "bad_argument", "resource_escape"] {
+    for k in ["unknown_tool", "resource_escape"] {
         assert_eq!(seen[k]["code"], -32602, "{k}: {}", seen[k]);
     }
-    assert_eq!(seen["escape"]["message"], "'../outside.md' contains '..'");
+    let hint = "; give 'path' relative to the library, inside it, e.g. notes/topic.md";
+    for (k, want) in [
+        ("escape", format!("library_write: '../outside.md' contains '..'{hint}")),
+        ("git_path", format!("library_write: refused: '.git/config' names '.git', which git gives a meaning to{hint}")),
+        ("bad_argument", "library_search: 'limit' must be a whole number".to_string()),
+    ] {
+        assert_eq!(seen[k], json!({"error": true, "records": [{"record": "error", "message": want}]}), "{k}");
+    }
+    assert!(!lib.root().join("outside.md").exists());
     assert_eq!(ok("after").len(), 2);
 }
 

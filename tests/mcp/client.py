@@ -2,9 +2,10 @@
 
 Usage: client.py KB_MCP_BINARY ROOT
 
-Lists tools and resources, calls every tool, provokes protocol errors
-(unknown tool, a path escaping the library, a bad argument) and checks the
-server keeps serving. Prints one JSON object with what it saw; the Rust
+Lists tools and resources, calls every tool, provokes refusals (a path
+escaping the library or into .git, a bad argument: results with isError)
+and protocol errors (unknown tool, a resource outside the library), and
+checks the server keeps serving. Prints one JSON object with what it saw; the Rust
 test (tests/mcp.rs) checks that and the library on disk.
 """
 
@@ -119,9 +120,12 @@ async def main(binary, root):
             seen["resource_text"] = doc.contents[0].text
 
             seen["unknown_tool"] = await protocol_error(session, "library_delete_everything", {})
-            seen["escape"] = await protocol_error(
-                session, "library_write", {"path": "../outside.md", "content": "# x\n"})
-            seen["bad_argument"] = await protocol_error(session, "library_search", {"query": "jwt", "limit": "ten"})
+            # Refused calls reach the model: results with isError and a message.
+            seen["escape"] = records(await session.call_tool(
+                "library_write", {"path": "../outside.md", "content": "# x\n"}))
+            seen["git_path"] = records(await session.call_tool(
+                "library_write", {"path": ".git/config", "content": "# x\n"}))
+            seen["bad_argument"] = records(await session.call_tool("library_search", {"query": "jwt", "limit": "ten"}))
             try:
                 await session.read_resource("kb://../../etc/passwd")
                 seen["resource_escape"] = None

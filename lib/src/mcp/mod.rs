@@ -24,7 +24,7 @@ use crate::library::Library;
 use crate::lock;
 use crate::out::jsonl;
 use rpc::{Answer, Message, Response, RpcError};
-use tools::{Ctx, Tool};
+use tools::{Ctx, Reply, Tool};
 
 /// Protocol revisions this server speaks, oldest first; the last is
 /// offered when a client asks for one it does not know.
@@ -126,7 +126,11 @@ impl Server {
                     let names: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
                     RpcError::invalid(format!("unknown tool '{name}' (tools: {})", names.join(", ")))
                 })?;
-                (tool.call)(&self.cx, args).map(|r| r.to_result())
+                // A call the tool refused before running (a bad path, a
+                // mistyped argument) is the model's to correct: a result
+                // with isError and the message, not a protocol error the
+                // client would raise before the model saw it.
+                Ok((tool.call)(&self.cx, args).unwrap_or_else(|e| Reply::refused(&e.message)).to_result())
             }
             "resources/list" => Ok(resources::list(&self.cx.lib)),
             "resources/templates/list" => Ok(resources::templates()),

@@ -116,7 +116,8 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
             Value::String(s) => s.clone(),
             _ => return Err(RpcError::invalid("library_search: 'tier' must be 1, 2 or 3")),
         };
-        opts.tier = Tier::parse(&t).map_err(|e| RpcError::invalid(e.to_string()))?;
+        opts.tier = Tier::parse(&t)
+            .map_err(|_| RpcError::invalid(format!("library_search: 'tier' must be 1, 2 or 3, not {t}")))?;
     }
     let (ty, topic, nb) = (a.str("type")?, a.str("topic")?, a.str("notebook")?);
     opts.filters = Filters::new(ty.as_deref(), topic.as_deref(), nb.as_deref());
@@ -139,7 +140,10 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
                 .chain(resolved.errors.iter().map(|e| e.source.as_str()))
                 .collect();
             if let Some(w) = wanted.iter().find(|w| !known.contains(&w.as_str())) {
-                return Err(Error::usage(format!("unknown source '{w}' (known: {})", known.join(", "))));
+                return Err(Error::usage(format!(
+                    "library_search: unknown source '{w}' in 'sources' (known: {})",
+                    known.join(", ")
+                )));
             }
             resolved.sources.retain(|s| wanted.contains(&s.name));
             resolved.errors.retain(|e| wanted.contains(&e.source));
@@ -216,7 +220,7 @@ fn write(cx: &Ctx, map: Map<String, Value>) -> Called {
         nonblank(a.str("allow_risky")?),
         opts.max_bytes,
     )
-    .map_err(RpcError::invalid)?;
+    .map_err(|e| RpcError::invalid(path_refused("library_write", &path, &e)))?;
     run(|| {
         let result = write::batch(&cx.lib, vec![(0, Ok(req))], &opts)?;
         let mut r = Reply::default();
@@ -241,8 +245,9 @@ fn guard_scan(cx: &Ctx, map: Map<String, Value>) -> Called {
     let (path, text) = (a.str("path")?, a.str("text")?);
     let (shown, arg, stdin) = match (path, text) {
         (Some(p), None) => {
-            let rel = library::normalise(&p).map_err(|e| RpcError::invalid(e.to_string()))?;
-            cx.lib.check_inside(&rel).map_err(|e| RpcError::invalid(e.to_string()))?;
+            let refused = |e: Error| RpcError::invalid(path_refused("guard_scan", &p, &e.to_string()));
+            let rel = library::normalise(&p).map_err(refused)?;
+            cx.lib.check_inside(&rel).map_err(refused)?;
             (rel.clone(), cx.lib.path(&rel).display().to_string(), Vec::new())
         }
         (None, Some(t)) => ("-".to_string(), "-".to_string(), t.into_bytes()),
@@ -278,4 +283,14 @@ fn guard_scan(cx: &Ctx, map: Map<String, Value>) -> Called {
         }
         Ok(r)
     })
+}
+
+/// A refused `path` argument's message: what is wrong with it, and, when
+/// the path itself is the problem, what to give instead.
+fn path_refused(tool: &str, path: &str, why: &str) -> String {
+    if why.contains(&format!("'{path}'")) {
+        format!("{tool}: {why}; give 'path' relative to the library, inside it, e.g. notes/topic.md")
+    } else {
+        format!("{tool}: {why}")
+    }
 }

@@ -1,11 +1,14 @@
 //! The tools kb-mcp offers: each a thin call into the same `kb::` function
 //! the CLI calls, answering with the records the CLI would print.
 //!
-//! Two kinds of failure, as MCP separates them: a call the server cannot
-//! even attempt (unknown tool, a wrong or missing argument, a path that
-//! escapes the library) is a JSON-RPC `invalid params` error; a call that
-//! ran and failed (guard refusal, lock timeout, no library) is a result
-//! with `isError` and an `error` record carrying the CLI's message.
+//! Two kinds of failure, as MCP (2025-11-25 on) separates them: a tool
+//! that does not exist is a JSON-RPC `invalid params` error (the server's
+//! dispatch says so); everything about a call to a tool that exists is a
+//! result with `isError` and an `error` record the model can correct
+//! itself from: a wrong, missing or unknown argument, a path that escapes
+//! the library (the handlers' [`RpcError`]s, turned into results by
+//! [`Reply::refused`]), and a call that ran and failed (guard refusal,
+//! lock timeout) with the CLI's message.
 
 mod lastword;
 mod library;
@@ -106,6 +109,13 @@ impl Reply {
         self.is_error = true;
     }
 
+    /// A call refused before it ran: one `error` record with what to change.
+    pub fn refused(message: &str) -> Reply {
+        let mut r = Reply::default();
+        r.error(message, json!({}));
+        r
+    }
+
     /// Adds the JSON Lines a captured `Out` wrote; runs of other lines
     /// (a dry run's unified diff) become one `text` record each.
     pub fn extend_jsonl(&mut self, bytes: &[u8]) {
@@ -151,7 +161,8 @@ impl Reply {
 pub type Called = Result<Reply, RpcError>;
 
 /// Turns a `kb` error into the call's answer: usage errors are the
-/// caller's mistake (invalid params); anything else is a failed call.
+/// caller's mistake (refused, see [`Reply::refused`]); anything else is a
+/// failed call.
 pub fn failed(e: Error) -> Called {
     match e {
         Error::Usage(m) => Err(RpcError::invalid(m)),
