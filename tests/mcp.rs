@@ -188,10 +188,12 @@ fn malformed_and_hostile_requests_are_errors_and_the_server_keeps_serving() {
     assert_eq!((a["id"].clone(), a["error"]["code"].as_i64()), (json!(7), Some(-32600)));
     let a = s.raw(r#"{"jsonrpc":"2.0","id":8}"#);
     assert_eq!(a["error"]["code"], -32600);
-    let a = s.raw("[]");
-    assert_eq!(a["error"]["code"], -32600);
-    let a = s.raw(r#"[{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"x"}]"#);
-    assert_eq!(a, json!([{"jsonrpc": "2.0", "id": "a", "result": {}}]));
+    // Batches are refused whole, unread (MCP removed them in 2025-06-18).
+    let batch_refused = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600,
+        "message": "JSON-RPC batches are not supported (MCP removed them in 2025-06-18): send one message per line"}});
+    for line in ["[]", r#" [{"jsonrpc":"2.0","id":"a","method":"ping"},{"jsonrpc":"2.0","method":"x"}]"#, "[1,"] {
+        assert_eq!(s.raw(line), batch_refused, "{line}");
+    }
     assert_eq!(s.error("prompts/get", json!({})).0, -32601);
     let (code, msg) = s.error("tools/call", json!({"name": "rm_rf", "arguments": {}}));
     assert_eq!(code, -32602);
@@ -339,13 +341,8 @@ fn request_ids_are_echoed_exactly_as_sent() {
         a,
         format!(r#"{{"jsonrpc":"2.0","id":{big},"error":{{"code":-32600,"message":"\"jsonrpc\" must be \"2.0\""}}}}"#)
     );
-    let a = s.raw_text(&format!(
-        r#"[{{"jsonrpc":"2.0","id":{big},"method":"ping"}},{{"jsonrpc":"2.0","id":"{big}","method":"ping"}}]"#
-    ));
-    assert_eq!(
-        a,
-        format!(r#"[{{"jsonrpc":"2.0","id":{big},"result":{{}}}},{{"jsonrpc":"2.0","id":"{big}","result":{{}}}}]"#)
-    );
+    let a = s.raw_text(&format!(r#"{{"jsonrpc":"2.0","id":"{big}","method":"ping"}}"#));
+    assert_eq!(a, format!(r#"{{"jsonrpc":"2.0","id":"{big}","result":{{}}}}"#));
     // A null id, or one of the wrong type, is answered with null.
     for line in [r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#] {
         let a = s.raw_text(line);
@@ -372,14 +369,31 @@ fn documents_are_resources_listed_and_read() {
     assert_eq!(read["result"]["contents"][0]["text"], "---\ntopic: spaced\n---\n# Spaced\n");
 }
 
+/// The handshake revisions: the client's when this server speaks it, else
+/// 2025-11-25. 2025-03-26, which required batches, is not negotiated.
+/// Before `initialize`, a request that carries no revision of its own is
+/// refused (ping excepted).
 #[test]
 fn protocol_version_is_negotiated() {
     let lib = Lib::new();
     let mut s = Session::start(&lib);
+    assert_eq!(s.request("ping", json!({}))["result"], json!({}));
+    let (code, msg) = s.error("tools/call", json!({"name": "library_list", "arguments": {}}));
+    assert_eq!(
+        (code, msg.as_str()),
+        (-32600, "tools/call before initialize: send initialize first (protocol revisions 2024-11-05, 2025-06-18, 2025-11-25)")
+    );
+    assert_eq!(s.error("tools/list", json!({})).0, -32600);
     let a = s.request("initialize", json!({"protocolVersion": "1999-01-01", "capabilities": {}}));
     assert_eq!(a["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(a["result"]["serverInfo"]["name"], "kb-mcp");
     assert_eq!(a["result"]["capabilities"]["tools"], json!({"listChanged": false}));
+    assert_eq!(s.call("library_list", json!({})), (false, vec![]));
+    for (asked, got) in [("2024-11-05", "2024-11-05"), ("2025-03-26", "2025-11-25"), ("2025-06-18", "2025-06-18")] {
+        let mut s = Session::start(&lib);
+        let a = s.request("initialize", json!({"protocolVersion": asked, "capabilities": {}}));
+        assert_eq!(a["result"]["protocolVersion"], got, "{asked}");
+    }
 }
 
 #[test]

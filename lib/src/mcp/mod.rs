@@ -3,8 +3,8 @@
 //! subprocess per call).
 //!
 //! The transport is newline-delimited JSON-RPC 2.0 on stdin/stdout with
-//! the `initialize` handshake (protocol revisions 2024-11-05 to
-//! 2025-11-25); stderr carries warnings. Requests are answered one at a
+//! the `initialize` handshake (protocol revisions in [`PROTOCOL_VERSIONS`];
+//! no batches); stderr carries warnings. Requests are answered one at a
 //! time, in order; every tool call takes the library lock itself exactly
 //! as the CLI does, so several servers and CLIs can share one library.
 
@@ -26,9 +26,13 @@ use crate::out::jsonl;
 use rpc::{Answer, Message, Response, RpcError};
 use tools::{Ctx, Reply, Tool};
 
-/// Protocol revisions this server speaks, oldest first; the last is
-/// offered when a client asks for one it does not know.
-pub const PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// Handshake revisions this server negotiates through `initialize`,
+/// oldest first; the last is offered when a client asks for one it does
+/// not know. 2025-03-26 is left out: it required JSON-RPC batches, which
+/// this server refuses on every revision (a batch's answers are held
+/// whole; 2025-06-18 removed them), so a client asking for it is offered
+/// 2025-11-25 instead.
+pub const PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-06-18", "2025-11-25"];
 
 /// What the binary was told.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +53,8 @@ pub struct Options {
 pub struct Server {
     cx: Ctx,
     tools: Vec<Tool>,
+    /// The handshake revision `initialize` settled on, once it ran.
+    negotiated: std::sync::Mutex<Option<&'static str>>,
 }
 
 impl Server {
@@ -64,7 +70,11 @@ impl Server {
         if let Some(t) = opts.timeout {
             lock.timeout = t;
         }
-        Ok(Server { cx: Ctx::new(lib, memory_dir, lock, opts.skills.clone()), tools: tools::all() })
+        Ok(Server {
+            cx: Ctx::new(lib, memory_dir, lock, opts.skills.clone()),
+            tools: tools::all(),
+            negotiated: std::sync::Mutex::new(None),
+        })
     }
 
     /// The library served.
@@ -79,13 +89,16 @@ impl Server {
             return None;
         }
         let one = |e: RpcError| Some(Answer::One(rpc::error(rpc::null_id(), &e)));
+        // A batch is refused before it is parsed: nothing of it is held.
+        if line.trim_start().starts_with('[') {
+            return one(RpcError::new(
+                rpc::INVALID_REQUEST,
+                "JSON-RPC batches are not supported (MCP removed them in 2025-06-18): send one message per line",
+            ));
+        }
         match rpc::parse(line) {
             Err(e) => one(RpcError::new(rpc::PARSE_ERROR, format!("parse error: {e}"))),
-            Ok(rpc::Line::Batch(batch)) if batch.is_empty() => one(RpcError::new(rpc::INVALID_REQUEST, "empty batch")),
-            Ok(rpc::Line::Batch(batch)) => {
-                let answers: Vec<Response> = batch.into_iter().filter_map(|m| self.handle(m)).collect();
-                (!answers.is_empty()).then_some(Answer::Batch(answers))
-            }
+            Ok(rpc::Line::Batch(_)) => one(RpcError::new(rpc::INVALID_REQUEST, "JSON-RPC batches are not supported")),
             Ok(rpc::Line::One(m)) => self.handle(m).map(Answer::One),
         }
     }
@@ -108,8 +121,23 @@ impl Server {
 
     fn dispatch(&self, method: &str, params: Value) -> std::result::Result<Value, RpcError> {
         let mut params = rpc::params(params);
+        let negotiated = || *self.negotiated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !matches!(method, "initialize" | "ping") && negotiated().is_none() {
+            return Err(RpcError::new(
+                rpc::INVALID_REQUEST,
+                format!(
+                    "{method} before initialize: send initialize first (protocol revisions {})",
+                    PROTOCOL_VERSIONS.join(", ")
+                ),
+            ));
+        }
         match method {
-            "initialize" => Ok(initialize(params.get("protocolVersion").and_then(Value::as_str))),
+            "initialize" => {
+                let result = initialize(params.get("protocolVersion").and_then(Value::as_str));
+                let version = PROTOCOL_VERSIONS.iter().find(|v| result["protocolVersion"] == **v).copied();
+                *self.negotiated.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = version;
+                Ok(result)
+            }
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": self.tools.iter().map(Tool::describe).collect::<Vec<_>>()})),
             "tools/call" => {

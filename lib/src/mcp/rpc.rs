@@ -247,10 +247,9 @@ impl Response {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Answer {
-    /// The answer to one message.
+    /// The answer to one message (batches are refused, see
+    /// [`crate::mcp::Server::handle_line`]).
     One(Response),
-    /// The answers to a batch's requests, in order.
-    Batch(Vec<Response>),
 }
 
 /// A success response.
