@@ -381,7 +381,11 @@ fn protocol_version_is_negotiated() {
     let (code, msg) = s.error("tools/call", json!({"name": "library_list", "arguments": {}}));
     assert_eq!(
         (code, msg.as_str()),
-        (-32600, "tools/call before initialize: send initialize first (protocol revisions 2024-11-05, 2025-06-18, 2025-11-25)")
+        (
+            -32600,
+            "tools/call before initialize: send initialize first (protocol revisions 2024-11-05, 2025-06-18, \
+             2025-11-25), or name revision 2026-07-28 in params._meta[\"io.modelcontextprotocol/protocolVersion\"]"
+        )
     );
     assert_eq!(s.error("tools/list", json!({})).0, -32600);
     let a = s.request("initialize", json!({"protocolVersion": "1999-01-01", "capabilities": {}}));
@@ -396,21 +400,96 @@ fn protocol_version_is_negotiated() {
     }
 }
 
+/// Revision 2026-07-28 over raw JSON-RPC: no handshake, the revision in
+/// each request's `_meta`, `server/discover`, results with `resultType`,
+/// the server's identity in `_meta` and caching hints on the lists; a
+/// revision the server does not speak is -32022 naming the ones it does.
+#[test]
+fn revision_2026_07_28_is_spoken_per_request_without_a_handshake() {
+    let lib = git_lib();
+    let mut s = Session::start(&lib);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let info = json!({"name": "kb-mcp", "title": "kb-tools library", "version": env!("CARGO_PKG_VERSION")});
+    let a = s.request("server/discover", json!({"_meta": meta}));
+    let d = &a["result"];
+    assert_eq!(d["supportedVersions"], json!(["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"]));
+    assert_eq!(
+        d["capabilities"],
+        json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}})
+    );
+    assert_eq!(
+        (&d["resultType"], &d["ttlMs"], &d["cacheScope"]),
+        (&json!("complete"), &json!(3_600_000), &json!("public"))
+    );
+    assert_eq!(d["_meta"], json!({"io.modelcontextprotocol/serverInfo": info}));
+    // tools/list: the same bytes every time, cacheable for an hour by anyone.
+    let list =
+        s.raw_text(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {"_meta": meta}}).to_string());
+    let again =
+        s.raw_text(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {"_meta": meta}}).to_string());
+    assert_eq!(list, again);
+    let list: Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(12));
+    assert_eq!((&list["result"]["ttlMs"], &list["result"]["cacheScope"]), (&json!(3_600_000), &json!("public")));
+    // A call without initialize, answered on the request's revision.
+    let a = s.request(
+        "tools/call",
+        json!({"name": "library_write", "_meta": meta,
+        "arguments": {"path": "notes/jwt.md", "content": DOC}}),
+    );
+    assert_eq!((&a["result"]["isError"], &a["result"]["resultType"]), (&json!(false), &json!("complete")), "{a}");
+    assert_eq!(a["result"]["_meta"], json!({"io.modelcontextprotocol/serverInfo": info}));
+    assert_eq!(lib.read("notes/jwt.md"), DOC);
+    let a = s.request("resources/list", json!({"_meta": meta}));
+    assert_eq!((&a["result"]["ttlMs"], &a["result"]["cacheScope"]), (&json!(0), &json!("private")), "{a}");
+    assert_eq!(a["result"]["resources"][0]["uri"], "kb://notes/jwt.md");
+    // ping and initialize belong to the handshake revisions.
+    let (code, msg) = s.error("ping", json!({"_meta": meta}));
+    assert_eq!((code, msg.as_str()), (-32601, "ping is not part of protocol revision 2026-07-28"));
+    // A revision it does not speak.
+    let a = s.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2027-01-01"}}));
+    assert_eq!(
+        a["error"],
+        json!({"code": -32022,
+            "message": "unsupported protocol version '2027-01-01' in _meta: name 2026-07-28 there, or leave it out and send initialize (2024-11-05, 2025-06-18, 2025-11-25)",
+            "data": {"supported": ["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"], "requested": "2027-01-01"}})
+    );
+    // Without a revision and without initialize, a request is refused.
+    assert_eq!(s.error("tools/list", json!({})).0, -32600);
+}
+
 #[test]
 fn a_missing_library_is_a_clear_error_at_start() {
     let lib = Lib::empty();
     lib.cmd("kb-mcp").assert().code(2).stderr(predicates::str::starts_with("kb-mcp: no .library found in "));
 }
 
+/// The Python SDK's default client (`mode="auto"`) probes
+/// `server/discover`, which kb-mcp answers, and speaks 2026-07-28 with no
+/// handshake.
 #[test]
 fn the_official_python_sdk_calls_every_tool() {
+    python_scenario("auto", "2026-07-28");
+}
+
+/// A client pinned to the handshake still works: 2025-11-25.
+#[test]
+fn the_official_python_sdk_calls_every_tool_over_the_handshake() {
+    python_scenario("legacy", "2025-11-25");
+}
+
+/// tests/mcp/client.py with the SDK client's `mode`: the whole scenario,
+/// checked on disk, on the revision `protocol`.
+fn python_scenario(mode: &str, protocol: &str) {
     let python = crate::setup::python_with_sdk();
     let lib = git_lib();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
     let bin = assert_cmd::cargo::cargo_bin("kb-mcp");
     let mut c = Command::new(python);
     isolate(&mut c, lib.root());
-    c.env("KB_LASTWORD_HOME", lib.root()).arg(&script).arg(&bin).arg(lib.root());
+    c.env("KB_LASTWORD_HOME", lib.root()).arg(&script).arg(&bin).arg(lib.root()).arg(mode);
     let out = c.output().expect("running the MCP client");
     assert!(out.status.success(), "client failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let seen: Value = serde_json::from_slice(&out.stdout).expect("client output is JSON");
@@ -419,7 +498,7 @@ fn the_official_python_sdk_calls_every_tool() {
         seen[k]["records"].as_array().cloned().unwrap_or_default()
     };
     assert_eq!(seen["server"], "kb-mcp");
-    assert_eq!(seen["protocol"], "2025-11-25");
+    assert_eq!(seen["protocol"], protocol);
     assert_eq!(seen["tools"].as_array().map(Vec::len), Some(12));
 
     // library_*: the document, its changelog line and commit.

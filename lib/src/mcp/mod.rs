@@ -2,14 +2,16 @@
 //! coding agents, over stdio, on the same `kb::` calls as the CLIs (no
 //! subprocess per call).
 //!
-//! The transport is newline-delimited JSON-RPC 2.0 on stdin/stdout with
-//! the `initialize` handshake (protocol revisions in [`PROTOCOL_VERSIONS`];
-//! no batches); stderr carries warnings. Requests are answered one at a
+//! The transport is newline-delimited JSON-RPC 2.0 on stdin/stdout (no
+//! batches): with the `initialize` handshake (revisions in
+//! [`PROTOCOL_VERSIONS`]), or without it, each request naming revision
+//! 2026-07-28 itself ([`revision`]); stderr carries warnings. Requests are answered one at a
 //! time, in order; every tool call takes the library lock itself exactly
 //! as the CLI does, so several servers and CLIs can share one library.
 
 pub mod args;
 pub mod resources;
+pub mod revision;
 pub mod rpc;
 pub mod tools;
 
@@ -121,13 +123,32 @@ impl Server {
 
     fn dispatch(&self, method: &str, params: Value) -> std::result::Result<Value, RpcError> {
         let mut params = rpc::params(params);
+        let not_found = || RpcError::new(rpc::METHOD_NOT_FOUND, format!("method not found: {method}"));
+        match revision::asked(&params)? {
+            // 2026-07-28: the request names its revision; nothing of the
+            // connection is needed, and the result follows its conventions.
+            revision::Asked::Modern if revision::removed_in_modern(method) => {
+                return Err(RpcError::new(
+                    rpc::METHOD_NOT_FOUND,
+                    format!("{method} is not part of protocol revision {}", revision::MODERN),
+                ))
+            }
+            revision::Asked::Modern => {
+                let result = self.method(method, &mut params)?.ok_or_else(not_found)?;
+                return Ok(revision::modern_result(method, result, server_info()));
+            }
+            revision::Asked::Handshake => {}
+        }
         let negotiated = || *self.negotiated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !matches!(method, "initialize" | "ping") && negotiated().is_none() {
+        if !matches!(method, "initialize" | "ping" | "server/discover") && negotiated().is_none() {
             return Err(RpcError::new(
                 rpc::INVALID_REQUEST,
                 format!(
-                    "{method} before initialize: send initialize first (protocol revisions {})",
-                    PROTOCOL_VERSIONS.join(", ")
+                    "{method} before initialize: send initialize first (protocol revisions {}), or name revision \
+                     {} in params._meta[\"{}\"]",
+                    PROTOCOL_VERSIONS.join(", "),
+                    revision::MODERN,
+                    revision::VERSION_META
                 ),
             ));
         }
@@ -139,7 +160,19 @@ impl Server {
                 Ok(result)
             }
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": self.tools.iter().map(Tool::describe).collect::<Vec<_>>()})),
+            _ => self.method(method, &mut params)?.ok_or_else(not_found),
+        }
+    }
+
+    /// The methods every revision shares; None for one this server lacks.
+    fn method(
+        &self,
+        method: &str,
+        params: &mut serde_json::Map<String, Value>,
+    ) -> std::result::Result<Option<Value>, RpcError> {
+        Ok(Some(match method {
+            "server/discover" => discover(),
+            "tools/list" => json!({"tools": self.tools.iter().map(Tool::describe).collect::<Vec<_>>()}),
             "tools/call" => {
                 let name = match params.remove("name") {
                     Some(Value::String(n)) => n,
@@ -158,18 +191,34 @@ impl Server {
                 // mistyped argument) is the model's to correct: a result
                 // with isError and the message, not a protocol error the
                 // client would raise before the model saw it.
-                Ok((tool.call)(&self.cx, args).unwrap_or_else(|e| Reply::refused(&e.message)).to_result())
+                (tool.call)(&self.cx, args).unwrap_or_else(|e| Reply::refused(&e.message)).to_result()
             }
-            "resources/list" => Ok(resources::list(&self.cx.lib)),
-            "resources/templates/list" => Ok(resources::templates()),
+            "resources/list" => resources::list(&self.cx.lib),
+            "resources/templates/list" => resources::templates(),
             "resources/read" => match params.get("uri") {
-                Some(Value::String(u)) => resources::read(&self.cx.lib, u),
-                _ => Err(RpcError::invalid("resources/read needs a \"uri\"")),
+                Some(Value::String(u)) => resources::read(&self.cx.lib, u)?,
+                _ => return Err(RpcError::invalid("resources/read needs a \"uri\"")),
             },
-            other => Err(RpcError::new(rpc::METHOD_NOT_FOUND, format!("method not found: {other}"))),
-        }
+            _ => return Ok(None),
+        }))
     }
 }
+
+/// The server's identity (`serverInfo`).
+fn server_info() -> Value {
+    json!({"name": "kb-mcp", "title": "kb-tools library", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// What the server offers, the same on every revision.
+fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}})
+}
+
+/// Guidance for the model, in `initialize` and `server/discover`.
+const INSTRUCTIONS: &str = "The shared .library of this workspace. Search it (library_search) before answering \
+    from memory; write what you learn with library_write; manage skills with skill_list and \
+    skill_manage; remember user rules with memory_remember (ask the user when a decision is pending); \
+    queue AGENTS.md/USER.md updates with last_word_plan. Documents are resources kb://<path>.";
 
 /// The `initialize` result: the client's revision when this server speaks
 /// it, else the newest one it does.
@@ -178,12 +227,20 @@ fn initialize(asked: Option<&str>) -> Value {
     let version = asked.filter(|v| PROTOCOL_VERSIONS.contains(v)).unwrap_or(latest);
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}, "resources": {"listChanged": false, "subscribe": false}},
-        "serverInfo": {"name": "kb-mcp", "title": "kb-tools library", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "The shared .library of this workspace. Search it (library_search) before answering \
-            from memory; write what you learn with library_write; manage skills with skill_list and \
-            skill_manage; remember user rules with memory_remember (ask the user when a decision is pending); \
-            queue AGENTS.md/USER.md updates with last_word_plan. Documents are resources kb://<path>.",
+        "capabilities": capabilities(),
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+/// The `server/discover` result (2026-07-28): every revision spoken, what
+/// is offered, the guidance. On 2026-07-28 the caller adds the result
+/// conventions ([`revision::modern_result`]).
+fn discover() -> Value {
+    json!({
+        "supportedVersions": revision::supported(),
+        "capabilities": capabilities(),
+        "instructions": INSTRUCTIONS,
     })
 }
 

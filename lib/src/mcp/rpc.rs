@@ -27,17 +27,19 @@ pub struct RpcError {
     pub code: i64,
     /// What went wrong, in the CLIs' words.
     pub message: String,
+    /// The `data` member, when the error carries one.
+    pub data: Option<Value>,
 }
 
 impl RpcError {
     /// An invalid-params error.
     pub fn invalid(message: impl Into<String>) -> RpcError {
-        RpcError { code: INVALID_PARAMS, message: message.into() }
+        RpcError { code: INVALID_PARAMS, message: message.into(), data: None }
     }
 
     /// Any other error code.
     pub fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into() }
+        RpcError { code, message: message.into(), data: None }
     }
 }
 
@@ -259,7 +261,11 @@ pub fn result(id: Id, result: Value) -> Response {
 
 /// An error response.
 pub fn error(id: Id, e: &RpcError) -> Response {
-    Response { jsonrpc: "2.0", id, result: None, error: Some(json!({"code": e.code, "message": e.message})) }
+    let mut error = json!({"code": e.code, "message": e.message});
+    if let Some(data) = &e.data {
+        error["data"] = data.clone();
+    }
+    Response { jsonrpc: "2.0", id, result: None, error: Some(error) }
 }
 
 /// The params object (empty for null).
