@@ -159,7 +159,25 @@ fn raw_jsonrpc_initialize_list_and_write_land_on_disk() {
     );
     for t in tools["result"]["tools"].as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        // {"records": [...]}, each record one of the tool's kinds, by its schema.
+        let out = &t["outputSchema"];
+        assert_eq!((&out["type"], &out["required"]), (&json!("object"), &json!(["records"])), "{t}");
+        let kinds: Vec<&Value> = out["properties"]["records"]["items"]["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| &b["properties"]["record"])
+            .collect();
+        assert!(kinds.contains(&&json!({"const": "error"})), "{t}");
     }
+    let write = &tools["result"]["tools"][3];
+    let kinds: Vec<&str> = write["outputSchema"]["properties"]["records"]["items"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["properties"]["record"]["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["write", "error"]);
     let (err, recs) = s.call("library_write", json!({"path": "notes/jwt.md", "content": DOC, "notebook": "nb-1"}));
     assert!(!err, "{recs:?}");
     assert_eq!((recs[0]["record"].as_str(), recs[0]["action"].as_str()), (Some("write"), Some("created")));
@@ -500,6 +518,7 @@ fn python_scenario(mode: &str, protocol: &str) {
     assert_eq!(seen["server"], "kb-mcp");
     assert_eq!(seen["protocol"], protocol);
     assert_eq!(seen["tools"].as_array().map(Vec::len), Some(12));
+    assert_eq!(seen["output_schemas"], seen["tools"], "every tool has an outputSchema");
 
     // library_*: the document, its changelog line and commit.
     assert_eq!(ok("write")[0]["action"], "created");

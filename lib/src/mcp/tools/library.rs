@@ -28,6 +28,7 @@ pub(super) fn tools() -> Vec<Tool> {
             schema: search_schema,
             call: search,
             read_only: true,
+            records: &["source_error", "hit", "summary", "error"],
         },
         Tool {
             name: "library_list",
@@ -42,6 +43,7 @@ pub(super) fn tools() -> Vec<Tool> {
             },
             call: list,
             read_only: true,
+            records: &["entry", "error"],
         },
         Tool {
             name: "library_status",
@@ -51,6 +53,7 @@ pub(super) fn tools() -> Vec<Tool> {
             schema: || json!({"type": "object", "properties": {}, "additionalProperties": false}),
             call: status,
             read_only: true,
+            records: &["audit", "error"],
         },
         Tool {
             name: "library_write",
@@ -61,6 +64,7 @@ pub(super) fn tools() -> Vec<Tool> {
             schema: || schema_file(include_str!("../../../../schemas/write-request.schema.json")),
             call: write,
             read_only: false,
+            records: &["write", "error"],
         },
         Tool {
             name: "guard_scan",
@@ -76,6 +80,7 @@ pub(super) fn tools() -> Vec<Tool> {
             },
             call: guard_scan,
             read_only: true,
+            records: &["finding", "verdict", "error"],
         },
     ]
 }

@@ -13,6 +13,7 @@
 mod lastword;
 mod library;
 mod memory;
+pub mod output;
 mod skills;
 
 use std::path::PathBuf;
@@ -193,6 +194,8 @@ pub struct Tool {
     pub call: fn(&Ctx, Map<String, Value>) -> Called,
     /// Whether it only reads (MCP `readOnlyHint`).
     pub read_only: bool,
+    /// The record kinds it answers with (its `outputSchema`, see [`output`]).
+    pub records: &'static [&'static str],
 }
 
 impl Tool {
@@ -203,6 +206,7 @@ impl Tool {
             "title": self.title,
             "description": self.description,
             "inputSchema": (self.schema)(),
+            "outputSchema": output::schema(self.records),
             "annotations": {"title": self.title, "readOnlyHint": self.read_only, "openWorldHint": false},
         })
     }
@@ -254,6 +258,15 @@ mod tests {
         assert_eq!(names.len(), tools.len());
         for t in &tools {
             assert_eq!((t.schema)()["type"], "object", "{}", t.name);
+            // Every record kind it names has a schema (an unknown name would accept anything).
+            assert!(!t.records.is_empty(), "{}", t.name);
+            for k in t.records {
+                assert!(
+                    output::record(k).get("properties").is_some() || output::record(k).get("oneOf").is_some(),
+                    "{}: {k}",
+                    t.name
+                );
+            }
         }
     }
 }
