@@ -265,12 +265,46 @@ pub fn serve(server: &Server, input: impl BufRead, mut output: impl Write) -> Re
             jsonl::Line::Fits => server.handle_line(&String::from_utf8_lossy(&buf)),
         };
         if let Some(answer) = answer {
-            let mut bytes = serde_json::to_vec(&answer).map_err(|e| crate::Error::msg(format!("encoding: {e}")))?;
+            let mut bytes = bounded(answer, MAX_RESPONSE)?;
             bytes.push(b'\n');
             output.write_all(&bytes).ctx(|| "writing to stdout")?;
             output.flush().ctx(|| "writing to stdout")?;
         }
     }
+}
+
+/// The longest answer line sent, in bytes: a client reads one line whole,
+/// so an answer is bounded as a request is ([`jsonl::MAX_LINE`]).
+pub const MAX_RESPONSE: usize = jsonl::MAX_LINE;
+
+/// An answer encoded, at most `limit` bytes: one that is longer is
+/// replaced by what to ask instead, a tool result with `isError` for a
+/// tool call (the model can narrow it), else an internal error.
+pub fn bounded(answer: Answer, limit: usize) -> Result<Vec<u8>> {
+    let encode = |a: &Answer| serde_json::to_vec(a).map_err(|e| crate::Error::msg(format!("encoding: {e}")));
+    let bytes = encode(&answer)?;
+    if bytes.len() <= limit {
+        return Ok(bytes);
+    }
+    let Answer::One(r) = answer;
+    let msg = format!(
+        "the answer is {} bytes, over the {limit}-byte response limit: ask for less (a lower limit, tier or \
+         budget, a narrower type or topic, one path)",
+        bytes.len()
+    );
+    let small = match r.result() {
+        Some(result) if result.get("content").is_some() => {
+            let mut refused = Reply::refused(&msg).to_result();
+            for key in ["resultType", "_meta"] {
+                if let Some(v) = result.get(key) {
+                    refused[key] = v.clone();
+                }
+            }
+            rpc::result(r.into_id(), refused)
+        }
+        _ => rpc::error(r.into_id(), &RpcError::new(rpc::INTERNAL_ERROR, msg)),
+    };
+    encode(&Answer::One(small))
 }
 
 /// The binary's body: open the library, serve stdin/stdout.
@@ -279,4 +313,40 @@ pub fn run(opts: &Options) -> Result<Exit> {
     eprintln!("kb-mcp: serving {}", server.library().dir.display());
     serve(&server, std::io::stdin().lock(), std::io::stdout().lock())?;
     Ok(Exit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &str) -> Answer {
+        match rpc::parse(line) {
+            Ok(rpc::Line::One(m)) => match rpc::classify(m) {
+                rpc::Message::Request { id, .. } => {
+                    Answer::One(rpc::result(id, json!({"content": [], "isError": false})))
+                }
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_answer_over_the_limit_says_what_to_ask_instead() {
+        let a = answer(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#);
+        let fits = bounded(a, 1 << 10).unwrap();
+        assert_eq!(
+            String::from_utf8(fits).unwrap(),
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":false}}"#
+        );
+        let a = answer(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#);
+        let v: Value = serde_json::from_slice(&bounded(a, 10).unwrap()).unwrap();
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["isError"], true);
+        assert_eq!(
+            v["result"]["structuredContent"]["records"][0]["message"],
+            "the answer is 64 bytes, over the 10-byte response limit: ask for less (a lower limit, tier or budget, \
+             a narrower type or topic, one path)"
+        );
+    }
 }

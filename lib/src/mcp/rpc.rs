@@ -239,6 +239,11 @@ impl Response {
         self.result.as_ref()
     }
 
+    /// The id it answers, taken out.
+    pub fn into_id(self) -> Id {
+        self.id
+    }
+
     /// The error member, for a failure.
     pub fn error(&self) -> Option<&Value> {
         self.error.as_ref()
