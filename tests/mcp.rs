@@ -384,7 +384,12 @@ fn documents_are_resources_listed_and_read() {
     assert_eq!(res[0]["uri"], "kb://notes/a%20b.md");
     assert_eq!(res[0]["title"], "Spaced");
     let read = s.request("resources/read", json!({"uri": "kb://notes/a%20b.md"}));
-    assert_eq!(read["result"]["contents"][0]["text"], "---\ntopic: spaced\n---\n# Spaced\n");
+    assert_eq!(
+        read["result"]["contents"][0],
+        json!({"uri": "kb://notes/a%20b.md", "mimeType": "text/markdown", "text": "---\ntopic: spaced\n---\n# Spaced\n",
+            "_meta": {"kb-tools/provenance": {"origin": "local", "commit": null},
+                      "kb-tools/guard": {"verdict": "safe", "findings": 0}}})
+    );
 }
 
 /// The handshake revisions: the client's when this server speaks it, else

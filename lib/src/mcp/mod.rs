@@ -10,6 +10,7 @@
 //! as the CLI does, so several servers and CLIs can share one library.
 
 pub mod args;
+pub mod provenance;
 pub mod resources;
 pub mod revision;
 pub mod rpc;
