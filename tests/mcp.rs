@@ -191,6 +191,10 @@ fn raw_jsonrpc_initialize_list_and_write_land_on_disk() {
     let (err, recs) = s.call("library_search", json!({"query": "jwt", "no_recommend": true}));
     assert!(!err);
     assert_eq!(recs[0]["path"], "notes/jwt.md");
+    // Written here and committed: local, with its commit; the guard's verdict.
+    let head = lib.git(&["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(recs[0]["provenance"], json!({"origin": "local", "commit": head}));
+    assert_eq!(recs[0]["guard"], json!({"verdict": "safe", "findings": 0}));
     assert_eq!(recs.last().unwrap()["record"], "summary");
 }
 

@@ -668,7 +668,11 @@ fn mcp_documents_carry_their_provenance_and_the_guard_verdict() {
     p.victim.put("notes/draft.md", "# Draft\n");
     let read = |uri: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}});
     let uris = ["kb://notes/theirs.md", "kb://notes/mine.md", "kb://notes/draft.md", "kb://notes/kept.md"];
-    let answers = mcp(&p.victim, &uris.iter().map(|u| read(u)).collect::<Vec<_>>());
+    let mut requests: Vec<Value> = uris.iter().map(|u| read(u)).collect();
+    requests.push(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "library_search",
+        "arguments": {"query": "theirs mine", "no_recommend": true}}}));
+    let mut answers = mcp(&p.victim, &requests);
+    let search = answers.pop().unwrap();
     let last =
         |path: &str| p.victim.git(&["log", "-1", "--format=%H", "--", &format!(".library/{path}")]).trim().to_string();
     let safe = json!({"verdict": "safe", "findings": 0});
@@ -682,6 +686,16 @@ fn mcp_documents_carry_their_provenance_and_the_guard_verdict() {
         assert_eq!(meta["kb-tools/provenance"], json!({"origin": origin, "commit": commit}), "{a}");
         assert_eq!(meta["kb-tools/guard"], safe, "{a}");
     }
+    // Search hits say the same.
+    let hits: Vec<(String, Value)> = search["result"]["structuredContent"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["record"] == "hit")
+        .map(|h| (h["path"].as_str().unwrap().to_string(), h["provenance"]["origin"].clone()))
+        .collect();
+    assert!(hits.contains(&("notes/theirs.md".into(), json!("peer"))), "{search}");
+    assert!(hits.contains(&("notes/mine.md".into(), json!("local"))), "{search}");
 }
 
 // ------------------------------------------------- rules, skills, trust

@@ -60,3 +60,17 @@ pub fn verdict(lib: &Library, rel: &str, text: &str) -> Value {
         Err(e) => json!({"verdict": "unknown", "error": e.to_string()}),
     }
 }
+
+/// A served document's provenance and verdict, read from its library:
+/// `local`/`peer` for the library served, the source's registered name
+/// for an external one (`commit` null: its history is not this clone's).
+pub fn of_document(lib: &Library, source: &str, external: bool, rel: &str) -> (Value, Value) {
+    let origin = if external { json!({"origin": source, "commit": null}) } else { origin(lib, rel) };
+    let text = crate::fs::nofollow::read(&lib.path(rel), crate::library::scan::MAX_DOC_BYTES)
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let guard = match text {
+        Ok(t) => verdict(lib, rel, &t),
+        Err(e) => json!({"verdict": "unknown", "error": e.to_string()}),
+    };
+    (origin, guard)
+}

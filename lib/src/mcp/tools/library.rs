@@ -167,7 +167,17 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
         }
         let mut r = Reply::default();
         outcome.errors.iter().for_each(|e| r.push(e));
-        outcome.hits.iter().for_each(|h| r.push(h));
+        // Each hit says where its document came from and what the guard
+        // says of it (issue 36).
+        for h in &outcome.hits {
+            let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
+            if let Some(s) = resolved.sources.iter().find(|s| s.name == h.source) {
+                let (origin, guard) = crate::mcp::provenance::of_document(&s.lib, &s.name, s.external, &h.path);
+                v["provenance"] = origin;
+                v["guard"] = guard;
+            }
+            r.records.push(v);
+        }
         r.push(&outcome.summary);
         Ok(r)
     })
