@@ -517,6 +517,26 @@ fn python_scenario(mode: &str, protocol: &str) {
     let mut c = Command::new(python);
     isolate(&mut c, lib.root());
     c.env("KB_LASTWORD_HOME", lib.root()).arg(&script).arg(&bin).arg(lib.root()).arg(mode);
+    scenario_checked(&lib, &mut c, protocol);
+}
+
+/// The official TypeScript SDK's client (tests/mcp/client.mjs, `just
+/// setup` installs it) runs the same scenario; it handshakes (2025-11-25)
+/// and validates every structuredContent against the tool's outputSchema.
+#[test]
+fn the_official_typescript_sdk_calls_every_tool() {
+    let sdk = crate::setup::typescript_sdk();
+    let lib = git_lib();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.mjs");
+    let bin = assert_cmd::cargo::cargo_bin("kb-mcp");
+    let mut c = Command::new("node");
+    isolate(&mut c, lib.root());
+    c.env("KB_LASTWORD_HOME", lib.root()).arg(&script).arg(&sdk).arg(&bin).arg(lib.root());
+    scenario_checked(&lib, &mut c, "2025-11-25");
+}
+
+/// Runs a client's scenario and checks what it saw and the library on disk.
+fn scenario_checked(lib: &Lib, c: &mut Command, protocol: &str) {
     let out = c.output().expect("running the MCP client");
     assert!(out.status.success(), "client failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let seen: Value = serde_json::from_slice(&out.stdout).expect("client output is JSON");
