@@ -704,3 +704,52 @@ fn a_server_kept_warm_sees_every_change_between_calls() {
     );
     assert_eq!(findings(&mut s), 1);
 }
+
+/// Issue 36: the README's client configurations (Claude Code's
+/// `.mcp.json`, Cursor's `mcp.json`, Codex's `config.toml`) parse, and
+/// each starts `kb-mcp --root DIR`, a binary `just install` installs
+/// (`cargo install --path`, every `[[bin]]`) and whose flags it takes.
+#[test]
+fn the_readme_client_configurations_parse_and_name_the_installed_binary() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let section = &readme[readme.find("### Configuration").unwrap()..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let blocks = crate::readme::blocks(section);
+    let mut servers: Vec<(String, Value)> = Vec::new();
+    for (info, body) in &blocks {
+        match info.as_str() {
+            "json" => {
+                let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+                servers.push(("json".into(), v["mcpServers"]["kb"].clone()));
+            }
+            // TOML, the subset the snippet uses: a table header and
+            // `key = value` lines whose values are JSON strings and arrays.
+            "toml" => {
+                let mut lines = body.lines().filter(|l| !l.trim().is_empty());
+                assert_eq!(lines.next(), Some("[mcp_servers.kb]"), "{body}");
+                let mut table = serde_json::Map::new();
+                for l in lines {
+                    let (k, v) = l.split_once(" = ").unwrap_or_else(|| panic!("not key = value: {l}"));
+                    table.insert(k.trim().into(), serde_json::from_str(v).unwrap_or_else(|e| panic!("{e}: {l}")));
+                }
+                servers.push(("toml".into(), Value::Object(table)));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(servers.len(), 3, "Claude Code, Cursor and Codex: {blocks:?}");
+    let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("[[bin]]\nname = \"kb-mcp\""), "kb-mcp is a binary of the package");
+    let justfile = std::fs::read_to_string(dir.join("justfile")).unwrap();
+    assert!(justfile.contains("cargo install --locked --profile dist --path"), "just install installs every binary");
+    for (kind, s) in &servers {
+        assert_eq!(s["command"], "kb-mcp", "{kind}: {s}");
+        let args = s["args"].as_array().unwrap_or_else(|| panic!("{kind}: {s}"));
+        assert_eq!(args.len(), 2, "{kind}: {s}");
+        assert_eq!(args[0], "--root", "{kind}: {s}");
+    }
+    // The flags the configurations pass are ones kb-mcp takes.
+    let lib = Lib::new();
+    lib.cmd("kb-mcp").arg("--root").arg(lib.root()).write_stdin("").assert().success();
+}
