@@ -42,7 +42,7 @@ const assert = (ok, what) => {
 // A tool result as {error, records}, its structured records checked against its text.
 function records(result) {
   const recs = result.structuredContent.records;
-  const text = result.content.filter((c) => c.type === "text").map((c) => c.text).join("");
+  const text = result.content[0].text;
   const parsed = text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
   assert(JSON.stringify(parsed) === JSON.stringify(recs), `text and records differ: ${text}`);
   return { error: result.isError === true, records: recs };

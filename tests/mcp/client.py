@@ -49,7 +49,7 @@ def records(result):
     """A tool result as {error, records}: the records from its structured
     content, checked against its text content (the CLI's JSON Lines)."""
     recs = result.structured_content["records"]
-    text = "".join(c.text for c in result.content if c.type == "text")
+    text = result.content[0].text
     assert [json.loads(l) for l in text.splitlines() if l.strip()] == recs, text
     return {"error": result.is_error, "records": recs}
 

@@ -90,6 +90,9 @@ pub struct Reply {
     pub records: Vec<Value>,
     /// Whether the call failed (MCP `isError`).
     pub is_error: bool,
+    /// A note for the model beside the records (a second text content
+    /// item), e.g. that document text in them is data.
+    pub notice: Option<&'static str>,
 }
 
 impl Reply {
@@ -147,11 +150,16 @@ impl Reply {
     }
 
     /// The MCP `CallToolResult`: the records as JSON Lines text (what the
-    /// CLI prints) and as structured content.
+    /// CLI prints, the first content item; a notice is a second one) and
+    /// as structured content.
     pub fn to_result(&self) -> Value {
         let text: String = self.records.iter().map(|r| format!("{r}\n")).collect();
+        let mut content = vec![json!({"type": "text", "text": text})];
+        if let Some(n) = self.notice {
+            content.push(json!({"type": "text", "text": n}));
+        }
         json!({
-            "content": [{"type": "text", "text": text}],
+            "content": content,
             "structuredContent": {"records": self.records},
             "isError": self.is_error,
         })
