@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# kb-guard benchmark (issues 6, 17): recall and precision per class and
+# kb-guard benchmark (issues 6, 17, 37): recall and precision per class and
 # family on a generated corpus (bench/guard-gen.py), side by side with a
-# baseline build; throughput vs the baseline and `rg -c -f PATTERNS`;
-# adversarial linearity. Rules are tuned on `--split train`; `--split
+# baseline build; CPU time beside ripgrep's on the same patterns, on the
+# skill corpus and on a Markdown library (bench/gen-library.py); adversarial
+# linearity. Where the time goes: GUARD_BENCH_PERF=1 adds a `perf` profile. Rules are tuned on `--split train`; `--split
 # heldout` (templates and seed never tuned on) is reported once.
 # Usage: bench/guard.sh [SKILLS] [--split train|heldout] [--baseline BIN]
 #   (default 2000 skills, ~37 MB of files, split train; BIN e.g. main's release kb-guard)
@@ -65,11 +66,37 @@ if [ -n "$BASE" ]; then
   read -r W_BASE C_BASE <<< "$(best "$BASE" scan corpus)"
   echo "kb-guard (base)    $(rate "$MB" "$W_BASE" "$C_BASE")   new/base CPU $(ratio "$C_NEW" "$C_BASE")"
 fi
-if command -v rg > /dev/null; then
-  read -r W_RG C_RG <<< "$(best rg -c -f patterns.txt corpus)"
-  echo "rg -c -f ($(wc -l < patterns.txt))     $(rate "$MB" "$W_RG" "$C_RG")   kb-guard/rg wall $(ratio "$W_NEW" "$W_RG"), CPU $(ratio "$C_NEW" "$C_RG") (target <= 2)"
+# ripgrep on the same patterns, side by side (issue 37: a ratio, not a
+# timed test). kb-guard matches with ASCII classes and word boundaries, so
+# rg gets `--no-unicode` (with Unicode `\b` rg leaves its DFA for the
+# PikeVM and runs 50-100x slower: no fair baseline); `--hidden
+# --no-ignore` makes it read every file kb-guard reads (a library lives
+# under `.library/`). Install: `apt-get install ripgrep` or `cargo install
+# ripgrep`; RG=path picks a build.
+RG=${RG:-$(command -v rg || true)}
+RGARGS=(--hidden --no-ignore --no-unicode -c -f patterns.txt)
+side_by_side() { # NAME DIR MB: kb-guard and rg CPU and wall on DIR
+  read -r W_G C_G <<< "$(best "$BIN" scan "$2")"
+  read -r W_R C_R <<< "$(best "$RG" "${RGARGS[@]}" "$2")"
+  echo "$1 kb-guard          $(rate "$3" "$W_G" "$C_G")"
+  echo "$1 rg ($(wc -l < patterns.txt) patterns)   $(rate "$3" "$W_R" "$C_R")   kb-guard/rg CPU $(ratio "$C_G" "$C_R"), wall $(ratio "$W_G" "$W_R") (target <= 1.5 quiet, <= 2 loaded)"
+}
+if [ -n "$RG" ]; then
+  side_by_side "skills " corpus "$MB"
+  # A Markdown library of LIB_DOCS documents (bench/gen-library.py).
+  LIB_DOCS=${GUARD_LIB_DOCS:-12000}
+  if [ ! -d "library-$LIB_DOCS" ]; then
+    python3 "$ROOT/bench/gen-library.py" "library-$LIB_DOCS" "$LIB_DOCS" 42 > /dev/null
+  fi
+  LMB=$(echo "$(find "library-$LIB_DOCS" -type f -printf '%s\n' | awk '{s += $1} END {print s}') / 1000000" | bc -l)
+  side_by_side "library" "library-$LIB_DOCS" "$LMB"
 else
   echo "note: ripgrep not installed; the rg comparison is skipped"
+fi
+if [ -n "${GUARD_BENCH_PERF:-}" ] && command -v perf > /dev/null; then
+  perf record -q -F 999 -o perf.data "$BIN" scan corpus > /dev/null 2>&1
+  echo "where the time goes (perf, top symbols):"
+  perf report -i perf.data --no-children --sort symbol 2>/dev/null | grep -E '^ +[0-9]' | head -12
 fi
 # Adversarial: 1 MB of near-matching text per rule family, long lines.
 ADV_MB=$(echo "$(find adversarial -type f -printf '%s\n' | awk '{s += $1} END {print s}') / 1000000" | bc -l)

@@ -7,8 +7,8 @@ usage: guard_report.py MANIFEST NAME=SCAN.jsonl [NAME=SCAN.jsonl ...] [--misses 
 import json, sys
 from collections import Counter, defaultdict
 
-TARGETS = {"plain": ("dangerous", ">= 97 %"), "evasive": ("dangerous", ">= 90 %"),
-           "near_miss": ("dangerous", "<= 5 %"), "clean": ("flagged", "0 %")}
+TARGETS = {"plain": ("dangerous", ">= 98 %"), "evasive": ("dangerous", ">= 98 %"),
+           "near_miss": ("dangerous", "<= 2 %"), "clean": ("flagged", "0 %")}
 
 
 def load(path):
@@ -60,6 +60,11 @@ def main():
             for n in names:
                 c = Counter(scans[n][0].get(m["skill"], "missing") for m in man if m["class"] == cls)
                 print(f"  verdicts {n:<17} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
+            if cls == "near_miss":  # issue 37: caution is for real doubt
+                for n in names:
+                    c = Counter(scans[n][0].get(m["skill"], "missing") for m in man if m["class"] == cls)
+                    total = sum(c.values())
+                    print(f"  caution or worse {n:<9} {100.0 * (total - c['safe']) / max(total, 1):>9.1f}%   target <= 25 %")
     if show:
         ver, rules = scans[show]
         print(f"\nmisses of {show}:")

@@ -131,7 +131,7 @@ fn intel_to_a_hot_loaded_rule_that_catches_a_new_sample() {
     assert_eq!(s["record"], "evolve_status");
     assert_eq!(s["proposals"]["integrated"], 2);
     assert_eq!(s["pending"], 0);
-    assert_eq!((s["rules"]["core"].as_u64(), s["rules"]["extended"].as_u64()), (Some(201), Some(2)));
+    assert_eq!((s["rules"]["core"].as_u64(), s["rules"]["extended"].as_u64()), (Some(206), Some(2)));
     assert_eq!(s["core_scan"]["last"], "2026-03-01T12:00:00Z");
     assert_eq!(s["core_scan"]["next"], "2026-03-08T12:00:00Z");
     assert_eq!(s["core_scan"]["due"], false);

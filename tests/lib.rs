@@ -14,6 +14,7 @@ mod evolve_crash;
 mod fleet;
 mod guard;
 mod guard_evasions;
+mod guard_intent;
 mod hostile;
 mod index;
 mod index_crash;

@@ -17,6 +17,7 @@ use regex_automata::Input;
 
 use super::deobfuscate;
 use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};
+use super::intent::{self, Reading};
 use super::mention;
 use super::normalize;
 use super::pattern::{self, Candidate, Set};
@@ -114,13 +115,28 @@ struct Compiled {
     re: Regex,
     benign: Vec<Regex>,
     harmless: Vec<Regex>,
+    hir: regex_syntax::hir::Hir,
+    reverse: OnceLock<Option<pattern::Reverse>>,
 }
+
+/// Longest match, in bytes, that counts as one phrase (issue 37). A rule
+/// with a gap (`.*`) that spans more joins words that do not belong
+/// together (a 25 KB line of near matches); the shortest match within the
+/// span is looked for instead, and none is a finding.
+const MAX_SPAN: usize = 256;
+
+/// Shorter matches looked for after a too-long one, per line and rule.
+const MAX_SHRINK: usize = 16;
 
 /// Harmless matches (a rule's `harmless` shapes) passed over on one line
 /// before the next match is reported whatever it looks like: a line cannot
 /// hide a real secret behind a run of placeholders, and each line is
 /// searched at most this many times more.
 const MAX_HARMLESS: usize = 8;
+
+/// Mentions (matches read as talk about a threat) passed over on one line
+/// before the next match is reported whatever it looks like.
+const MAX_MENTIONS: usize = 8;
 
 impl Compiled {
     /// The first match in the candidate's span that no `harmless` shape
@@ -132,11 +148,32 @@ impl Compiled {
             let m = self.re.search(&Input::new(hay).span(from..cand.to))?;
             let harmless = self.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), le));
             if !harmless || passed == MAX_HARMLESS {
-                return Some(m);
+                return if m.len() > MAX_SPAN { self.shortest(hay, m.start(), cand.to) } else { Some(m) };
             }
             from = m.end().max(m.start() + 1);
             if from >= cand.to {
                 return None;
+            }
+        }
+        None
+    }
+}
+
+impl Compiled {
+    /// The first match in `from..to` at most [`MAX_SPAN`] long: matches
+    /// by earliest end, each taken from its nearest start.
+    fn shortest(&self, hay: &[u8], mut from: usize, to: usize) -> Option<regex_automata::Match> {
+        let reverse = self.reverse.get_or_init(|| pattern::Reverse::new(&self.hir)).as_ref()?;
+        for _ in 0..MAX_SHRINK {
+            let end = self.re.search_half(&Input::new(hay).span(from..to).earliest(true))?.offset();
+            work::add(Step::RuleSearch, end - from);
+            let start = reverse.nearest_start(hay, from, end)?;
+            if end - start <= MAX_SPAN {
+                return Some(regex_automata::Match::must(0, start..end));
+            }
+            from = start + 1;
+            if from >= to {
+                break;
             }
         }
         None
@@ -222,7 +259,7 @@ impl Engine {
                 Ok(out)
             };
             let (benign, harmless) = (shapes(&r.benign, "benign")?, shapes(&r.harmless, "harmless")?);
-            Ok(Compiled { rule: i, re, benign, harmless })
+            Ok(Compiled { rule: i, re, benign, harmless, hir: hir.clone(), reverse: OnceLock::new() })
         };
         let words = |w: &str| pattern::parse(w).and_then(|h| pattern::single(&h));
         let (set, (pats, extra)) = rayon::join(
@@ -544,15 +581,31 @@ impl Engine {
                     continue;
                 }
                 let (ls, le) = lines.span(cand.line);
-                let Some(m) = c.first_threat(hay, cand, le) else { continue };
+                let context = ctx(line);
+                // A match read as a mention (negated, warned against,
+                // quoted, documented) is no finding, and the line is read
+                // on: a mention cannot hide an order after it.
+                let mut from = cand.from;
+                let mut judged = None;
+                for passed in 0..=MAX_MENTIONS {
+                    let Some(m) = c.first_threat(hay, &Candidate { from, ..*cand }, le) else { break };
+                    let j = self.judge(rule, &c.benign, hay, (ls, le), (m.start(), m.end()), context);
+                    if let Some(j) = j.or((passed == MAX_MENTIONS).then_some((rule.severity, None))) {
+                        judged = Some((m, j));
+                        break;
+                    }
+                    from = m.end().max(m.start() + 1);
+                    if from >= cand.to {
+                        break;
+                    }
+                }
+                let Some((m, (severity, lowered))) = judged else { continue };
                 matched.push((*pid, line));
                 if reported == PER_RULE {
                     out.omitted += 1;
                     continue;
                 }
                 reported += 1;
-                let context = ctx(line);
-                let (severity, lowered) = self.judge(rule, &c.benign, hay, (ls, le), (m.start(), m.end()), context);
                 work::add(Step::RuleSearch, m.start() - ls);
                 let column = String::from_utf8_lossy(&hay[ls..m.start()]).chars().count() + 1;
                 let matched = String::from_utf8_lossy(&hay[m.range()]);
@@ -582,6 +635,14 @@ impl Engine {
     /// detector's list, a tutorial's example), is lowered one level.
     /// Secrets are never lowered by context: a real key is leaked however
     /// it is quoted.
+    ///
+    /// Issue 37: a prose match is read in its clause ([`intent::read`]):
+    /// a mention (negated, warned against, quoted as a phrase, a path
+    /// described) is no finding at all (`None`), an instruction keeps its
+    /// rule's severity however it is framed, and only real doubt (warning
+    /// words nearby, nothing clear) is lowered one level. A code line's
+    /// quoted mention (a detector's deny-list, a membership test) is no
+    /// finding either.
     fn judge(
         &self,
         rule: &Rule,
@@ -590,22 +651,31 @@ impl Engine {
         (ls, le): (usize, usize),
         (s, e): (usize, usize),
         context: Context,
-    ) -> (Severity, Option<Lowered>) {
+    ) -> Option<(Severity, Option<Lowered>)> {
         let severity = rule.severity;
         // The context is a window of the line around the match.
         let (ls, le) = (ls.max(s.saturating_sub(CONTEXT_WINDOW)), le.min(e + CONTEXT_WINDOW));
         work::add(Step::Judge, le - ls);
         if benign.iter().any(|b| pattern::matches_at(b, hay, s, le)) {
-            return (Severity::Medium, Some(Lowered { from: severity, why: "benign use" }));
+            return Some((Severity::Medium, Some(Lowered { from: severity, why: "benign use" })));
         }
         let cat = rule.category.as_str();
-        if context == Context::Prose && LOWERABLE.contains(&cat) && self.cautioned(&hay[ls..s], &hay[e..le]) {
-            return (severity.lower(), Some(Lowered { from: severity, why: "cautionary prose" }));
+        if cat == "credential_exposure" {
+            return Some((severity, None));
         }
-        if cat != "credential_exposure" && mention::quoted(&hay[ls..le], s - ls, e - ls, context, &self.mention_words) {
-            return (severity.lower(), Some(Lowered { from: severity, why: "quoted mention" }));
+        let quoted = mention::quoted(&hay[ls..le], s - ls, e - ls, context, &self.mention_words);
+        match context {
+            Context::Prose => match intent::read(&hay[ls..le], s - ls, e - ls, quoted) {
+                Reading::Instruction => Some((severity, None)),
+                Reading::Mention(_) => None,
+                Reading::Doubt if LOWERABLE.contains(&cat) && self.cautioned(&hay[ls..s], &hay[e..le]) => {
+                    Some((severity.lower(), Some(Lowered { from: severity, why: "cautionary prose" })))
+                }
+                Reading::Doubt => Some((severity, None)),
+            },
+            Context::Code if quoted => None,
+            _ => Some((severity, None)),
         }
-        (severity, None)
     }
 
     /// Decodes base64 runs that decode to text and scans that text; a

@@ -32,6 +32,29 @@ const RUNNERS: &[&str] = &[
     "call(",
 ];
 
+/// Calls whose first argument is a pattern or needle searched for.
+const MATCHERS: &[&str] = &[
+    "search(",
+    "match(",
+    "fullmatch(",
+    "findall(",
+    "finditer(",
+    "compile(",
+    "includes(",
+    "contains(",
+    "test(",
+    "indexOf(",
+    "startswith(",
+    "endswith(",
+    "startsWith(",
+    "endsWith(",
+    "find(",
+    "Regex::new(",
+    "RegExp(",
+    "grep(",
+    "count(",
+];
+
 /// Whether the match `line[s..e]` is a quoted mention: wholly inside one
 /// quoted string that is (code) a list/set/dict element or the left side
 /// of a membership or equality test, or (prose) quoted on a line that
@@ -50,7 +73,12 @@ pub fn quoted(line: &[u8], s: usize, e: usize, context: Context, words: &Regex) 
                 matches!(before, Some(b'[' | b',' | b'{')) && matches!(after_trim.first(), Some(b',' | b']' | b'}'));
             let tested =
                 after_trim.starts_with(b"in ") || after_trim.starts_with(b"==") || after_trim.starts_with(b"!=");
-            listed || tested
+            // The pattern or needle of a search: `re.search(r"…", text)`,
+            // `text.includes("…")`, `Regex::new("…")` (issue 37: a detector).
+            let head = trim_end(&line[..open]);
+            let head = head.strip_suffix(b"r").or_else(|| head.strip_suffix(b"b")).unwrap_or(head);
+            let searched = MATCHERS.iter().any(|m| head.ends_with(m.as_bytes()));
+            listed || tested || searched
         }
         // The words about the phrase are outside the quotes. A link's title
         // or an attribute's value is text a renderer hides, not a quote.
@@ -108,6 +136,11 @@ fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     find(hay, needle).is_some()
+}
+
+fn trim_end(b: &[u8]) -> &[u8] {
+    let n = b.iter().rev().take_while(|c| c.is_ascii_whitespace()).count();
+    &b[..b.len() - n]
 }
 
 fn trim_start(b: &[u8]) -> &[u8] {

@@ -10,6 +10,7 @@ pub mod evolve;
 pub mod filter;
 pub mod finding;
 pub mod gate;
+pub mod intent;
 pub mod mention;
 pub mod normalize;
 pub mod pattern;

@@ -438,6 +438,33 @@ impl Set {
     }
 }
 
+/// A pattern read backwards (issue 37): from where a match ends, the
+/// nearest byte where one starts. A rule with a gap (`.*`) matches from
+/// the first of its heads on a line to a tail far away; the phrase it
+/// means is the shortest of those, which this finds in one backward pass.
+pub struct Reverse {
+    dfa: DFA,
+}
+
+impl Reverse {
+    /// The reversed automaton of `hir` (`None` if it cannot be built).
+    pub fn new(hir: &Hir) -> Option<Reverse> {
+        let nfa = thompson::Compiler::new()
+            .configure(thompson::Config::new().reverse(true).utf8(false).which_captures(thompson::WhichCaptures::None))
+            .build_from_hir(hir)
+            .ok()?;
+        let dfa = DFA::builder().configure(DFA::config().match_kind(MatchKind::All)).build_from_nfa(nfa).ok()?;
+        Some(Reverse { dfa })
+    }
+
+    /// The largest start in `from..end` of a match that ends at `end`.
+    pub fn nearest_start(&self, hay: &[u8], from: usize, end: usize) -> Option<usize> {
+        let mut cache = self.dfa.create_cache();
+        let input = Input::new(hay).span(from..end).anchored(Anchored::Yes).earliest(true);
+        self.dfa.try_search_rev(&mut cache, &input).ok().flatten().map(|m| m.offset())
+    }
+}
+
 /// Whether `re` matches `hay` starting exactly at `at` (and before `end`).
 pub fn matches_at(re: &Regex, hay: &[u8], at: usize, end: usize) -> bool {
     re.search(&Input::new(hay).span(at..end).anchored(Anchored::Yes)).is_some()

@@ -235,23 +235,127 @@ pub fn find(text: &str) -> Vec<Squat> {
                     );
                     continue;
                 }
-                let name = package_name(w);
-                if name.len() < 5 || popular.contains(&name.as_str()) {
-                    continue;
-                }
-                if let Some(p) = popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p)) {
+                let squat = match vcs_source(w, eco == Eco::Npm) {
+                    Some(src) => vcs_squat(&src, popular),
+                    None => {
+                        let name = package_name(w);
+                        let near = || popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p));
+                        if name.len() < 5 || popular.contains(&name.as_str()) {
+                            None
+                        } else {
+                            near().map(|p| format!("{name} (looks like {p})"))
+                        }
+                    }
+                };
+                if let Some(matched) = squat {
                     // `w` is a slice of `line`: its offset is exact, even
                     // when the same word appears earlier on the line.
                     let off = (w.as_ptr() as usize).saturating_sub(line.as_ptr() as usize).min(line.len());
                     col += line.get(at..off).map_or(0, |s| s.chars().count());
                     work::add(Step::Typosquat, off.saturating_sub(at));
                     at = off;
-                    out.push(Squat { line: i + 1, column: col, matched: format!("{name} (looks like {p})") });
+                    out.push(Squat { line: i + 1, column: col, matched });
                 }
             }
         }
     }
     out
+}
+
+/// Where popular packages' repositories live: the owner each is
+/// published from, so a repository of the same name under a look-alike
+/// owner is caught (a fork under any other owner is not flagged).
+const OWNERS: &[(&str, &str)] = &[
+    ("requests", "psf"),
+    ("black", "psf"),
+    ("flask", "pallets"),
+    ("click", "pallets"),
+    ("jinja", "pallets"),
+    ("werkzeug", "pallets"),
+    ("django", "django"),
+    ("numpy", "numpy"),
+    ("pandas", "pandas-dev"),
+    ("urllib3", "urllib3"),
+    ("pytest", "pytest-dev"),
+    ("httpx", "encode"),
+    ("pydantic", "pydantic"),
+    ("scipy", "scipy"),
+    ("matplotlib", "matplotlib"),
+    ("pillow", "python-pillow"),
+    ("boto3", "boto"),
+    ("transformers", "huggingface"),
+    ("express", "expressjs"),
+    ("lodash", "lodash"),
+    ("react", "facebook"),
+    ("axios", "axios"),
+    ("chalk", "chalk"),
+    ("webpack", "webpack"),
+    ("typescript", "microsoft"),
+    ("electron", "electron"),
+    ("mongoose", "automattic"),
+    ("jquery", "jquery"),
+    ("dotenv", "motdotla"),
+    ("eslint", "eslint"),
+    ("prettier", "prettier"),
+    ("vite", "vitejs"),
+];
+
+/// An install argument that names a repository rather than a package
+/// (issue 37): `git+https://host/owner/repo.git@ref#egg=name`, `git+ssh://`,
+/// `hg+`/`svn+`/`bzr+` URLs, `github:owner/repo`, an archive URL of a
+/// repository, or (npm) the `owner/repo` shorthand. Returns
+/// `(owner, repo, egg)`, lowercased.
+fn vcs_source(w: &str, npm: bool) -> Option<(String, String, Option<String>)> {
+    let w = w.trim_matches(|c| c == '"' || c == '\'');
+    let lower = w.to_ascii_lowercase();
+    let (egg, url) = match lower.split_once("#egg=") {
+        Some((u, e)) => (Some(e.split(['&', '[']).next().unwrap_or("").to_string()), u.to_string()),
+        None => (None, lower.split('#').next().unwrap_or("").to_string()),
+    };
+    let path = if let Some(rest) = ["git+", "hg+", "svn+", "bzr+"].iter().find_map(|p| url.strip_prefix(p)) {
+        let after = rest.split_once("://").map_or(rest, |(_, a)| a);
+        // `git@host:owner/repo` or `host/owner/repo`
+        let after = after.split_once('@').filter(|(u, _)| !u.contains('/')).map_or(after, |(_, a)| a);
+        after.split_once(['/', ':']).map(|(_, p)| p.to_string())?
+    } else if let Some(rest) = ["github:", "gitlab:", "bitbucket:"].iter().find_map(|p| url.strip_prefix(p)) {
+        rest.to_string()
+    } else if let Some(rest) = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://")) {
+        let (host, p) = rest.split_once('/')?;
+        if !host.contains("git") {
+            return None;
+        }
+        p.to_string()
+    } else if npm && !url.starts_with('@') && url.matches('/').count() == 1 && !url.starts_with('.') {
+        url.clone()
+    } else {
+        return None;
+    };
+    let mut parts = path.split('/').filter(|p| !p.is_empty());
+    let owner = parts.next()?.to_string();
+    let repo = parts.next()?;
+    let repo = repo.split('@').next().unwrap_or(repo);
+    let repo = repo.strip_suffix(".git").unwrap_or(repo).replace('_', "-");
+    Some((owner, repo, egg))
+}
+
+/// A repository install that imitates a popular package: its name (or
+/// its `#egg=` name) one edit away from a popular one, or a popular name
+/// under an owner one edit away from the one it is published from.
+fn vcs_squat((owner, repo, egg): &(String, String, Option<String>), popular: &[&str]) -> Option<String> {
+    for name in std::iter::once(repo).chain(egg.as_ref()) {
+        let name = name.trim_start_matches("python-").to_string();
+        if name.len() >= 5 && !popular.contains(&name.as_str()) {
+            if let Some(p) = popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p)) {
+                return Some(format!("{owner}/{repo} (looks like {p})"));
+            }
+        }
+        if let Some((_, canon)) = OWNERS.iter().find(|(n, _)| *n == name) {
+            if owner != canon && one_edit(owner, canon) {
+                return Some(format!("{owner}/{repo} (looks like {canon}/{repo})"));
+            }
+        }
+    }
+    None
 }
 
 #[derive(PartialEq, Eq)]
@@ -325,6 +429,28 @@ mod tests {
         assert!(names("npm install express colors react-dom && yarn add vite").is_empty());
         assert!(names("pip install -r requirement.txt").is_empty());
         assert!(names("we install reqeusts by hand").is_empty());
+    }
+
+    #[test]
+    fn repository_installs_from_look_alike_names_are_squats() {
+        let names = |t: &str| find(t).into_iter().map(|s| s.matched).collect::<Vec<_>>();
+        assert_eq!(
+            names("pip install git+https://github.com/psf/reqeusts.git"),
+            ["psf/reqeusts (looks like requests)"]
+        );
+        assert_eq!(
+            names("pip install git+https://github.com/pallet/flask@main"),
+            ["pallet/flask (looks like pallets/flask)"]
+        );
+        assert_eq!(names("npm install github:expresjs/express"), ["expresjs/express (looks like expressjs/express)"]);
+        assert_eq!(names("npm i lodash/lodahs"), ["lodash/lodahs (looks like lodash)"]);
+        assert_eq!(
+            names("pip install \"git+ssh://git@gitlab.com/me/tool.git#egg=numpyy\""),
+            ["me/tool (looks like numpy)"]
+        );
+        assert!(names("pip install git+https://github.com/psf/requests.git").is_empty());
+        assert!(names("pip install git+https://github.com/me/my-fork-of-requests").is_empty());
+        assert!(names("npm install expressjs/express ./local-pkg").is_empty());
     }
 
     #[test]
