@@ -35,21 +35,31 @@ cd "$OUT"
 # which made the 37 MB train corpus read as 64 MB.
 BYTES=$(find corpus -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 "$BIN" rules list --format jsonl | python3 -c 'import json,sys; [print(r["pattern"]) for r in map(json.loads, sys.stdin) if "pattern" in r]' > patterns.txt
-best() { # "WALL CPU": best wall and best CPU (user+sys) seconds of 3 runs of "$@".
-  # CPU time is what a loaded machine does not inflate; ratios use it.
-  python3 - "$@" <<'PY'
-import resource, subprocess, sys, time
-wall = cpu = 1e9
-for _ in range(3):
+# rg's copy: `--no-unicode` refuses non-ASCII literals (the CJK rules), so
+# each non-ASCII character is written as its UTF-8 bytes (`\xE5\xBF\xBD`),
+# which match the same text.
+python3 -c '
+import sys
+for l in open(sys.argv[1], encoding="utf-8"):
+    print("".join(c if ord(c) < 128 else "".join(f"\\x{b:02X}" for b in c.encode()) for c in l.rstrip("\n")))
+' patterns.txt > patterns-rg.txt
+RUNS=${GUARD_BENCH_RUNS:-5}
+best() { # "WALL CPU WALL_MEDIAN CPU_MEDIAN": of $RUNS runs of "$@", the best and
+  # the median wall and CPU (user+sys) seconds. CPU time is what a loaded
+  # machine inflates least; ratios use it.
+  python3 - "$RUNS" "$@" <<'PY'
+import resource, statistics, subprocess, sys, time
+walls, cpus = [], []
+for _ in range(int(sys.argv[1])):
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN); t0 = time.perf_counter()
-    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+    subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL)
     t1 = time.perf_counter(); r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall = min(wall, t1 - t0)
-    cpu = min(cpu, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
-print(f"{wall:.3f} {cpu:.3f}")
+    walls.append(t1 - t0)
+    cpus.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+print(f"{min(walls):.3f} {min(cpus):.3f} {statistics.median(walls):.3f} {statistics.median(cpus):.3f}")
 PY
 }
-rate() { python3 -c 'import sys; mb,w,c=map(float,sys.argv[1:]); print(f"wall {w:.2f} s {mb/w:.0f} MB/s, CPU {c:.2f} s {mb/c:.0f} MB/s a core")' "$@"; }
+rate() { python3 -c 'import sys; mb,w,c=map(float,sys.argv[1:4]); print(f"wall {w:.2f} s {mb/w:.0f} MB/s, CPU {c:.2f} s {mb/c:.0f} MB/s a core")' "$@"; }
 "$BIN" scan corpus > new.jsonl || true
 BUILDS=("new=new.jsonl")
 if [ -n "$BASE" ]; then
@@ -59,11 +69,11 @@ fi
 python3 "$ROOT/bench/guard_report.py" manifest.jsonl "${BUILDS[@]}"
 MB=$(echo "$BYTES / 1000000" | bc -l)
 ratio() { python3 -c 'import sys; a,b=map(float,sys.argv[1:]); print(f"{a/b:.2f}")' "$@"; }
-read -r W_NEW C_NEW <<< "$(best "$BIN" scan corpus)"
+read -r W_NEW C_NEW _ _ <<< "$(best "$BIN" scan corpus)"
 printf 'corpus             %d skills, %.1f MB (%s cores, load %s)\n' "$SKILLS" "$MB" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)"
 echo "kb-guard (new)     $(rate "$MB" "$W_NEW" "$C_NEW")"
 if [ -n "$BASE" ]; then
-  read -r W_BASE C_BASE <<< "$(best "$BASE" scan corpus)"
+  read -r W_BASE C_BASE _ _ <<< "$(best "$BASE" scan corpus)"
   echo "kb-guard (base)    $(rate "$MB" "$W_BASE" "$C_BASE")   new/base CPU $(ratio "$C_NEW" "$C_BASE")"
 fi
 # ripgrep on the same patterns, side by side (issue 37: a ratio, not a
@@ -74,12 +84,12 @@ fi
 # under `.library/`). Install: `apt-get install ripgrep` or `cargo install
 # ripgrep`; RG=path picks a build.
 RG=${RG:-$(command -v rg || true)}
-RGARGS=(--hidden --no-ignore --no-unicode -c -f patterns.txt)
-side_by_side() { # NAME DIR MB: kb-guard and rg CPU and wall on DIR
-  read -r W_G C_G <<< "$(best "$BIN" scan "$2")"
-  read -r W_R C_R <<< "$(best "$RG" "${RGARGS[@]}" "$2")"
-  echo "$1 kb-guard          $(rate "$3" "$W_G" "$C_G")"
-  echo "$1 rg ($(wc -l < patterns.txt) patterns)   $(rate "$3" "$W_R" "$C_R")   kb-guard/rg CPU $(ratio "$C_G" "$C_R"), wall $(ratio "$W_G" "$W_R") (target <= 1.5 quiet, <= 2 loaded)"
+RGARGS=(--hidden --no-ignore --no-unicode -c -f patterns-rg.txt)
+side_by_side() { # NAME DIR MB: kb-guard and rg CPU and wall on DIR (best and median)
+  read -r W_G C_G WM_G CM_G <<< "$(best "$BIN" scan "$2")"
+  read -r W_R C_R WM_R CM_R <<< "$(best "$RG" "${RGARGS[@]}" "$2")"
+  echo "$1 kb-guard          $(rate "$3" "$W_G" "$C_G") (load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "$1 rg ($(wc -l < patterns.txt) patterns)   $(rate "$3" "$W_R" "$C_R")   kb-guard/rg CPU $(ratio "$C_G" "$C_R") best, $(ratio "$CM_G" "$CM_R") median; wall $(ratio "$W_G" "$W_R") best, $(ratio "$WM_G" "$WM_R") median (target <= 1.5 quiet, <= 2 loaded)"
 }
 if [ -n "$RG" ]; then
   side_by_side "skills " corpus "$MB"
@@ -100,8 +110,20 @@ if [ -n "${GUARD_BENCH_PERF:-}" ] && command -v perf > /dev/null; then
 fi
 # Adversarial: 1 MB of near-matching text per rule family, long lines.
 ADV_MB=$(echo "$(find adversarial -type f -printf '%s\n' | awk '{s += $1} END {print s}') / 1000000" | bc -l)
-read -r W_ADV C_ADV <<< "$(best "$BIN" scan adversarial)"
+read -r W_ADV C_ADV _ _ <<< "$(best "$BIN" scan adversarial)"
 python3 -c 'import sys; mb,wn,cn,amb,wa,ca=map(float,sys.argv[1:]); print(f"adversarial        {amb:.1f} MB, wall {wa:.2f} s, CPU {ca:.2f} s; per-MB time adversarial/normal: CPU {(ca/amb)/(cn/mb):.2f}, wall {(wa/amb)/(wn/mb):.2f} (target <= 2)")' "$MB" "$W_NEW" "$C_NEW" "$ADV_MB" "$W_ADV" "$C_ADV"
+# Same verdicts (issue 37: speed work must not change a finding): with a
+# baseline, every record either build writes (findings and verdicts) on
+# each corpus, compared byte for byte. Not timed.
+if [ -n "$BASE" ]; then
+  for d in corpus adversarial "library-${GUARD_LIB_DOCS:-12000}" "$ROOT/../shared/data/agents-md"; do
+    [ -d "$d" ] || continue
+    "$BASE" scan "$d" > records-base.jsonl 2>/dev/null || true
+    "$BIN" scan "$d" > records-new.jsonl 2>/dev/null || true
+    changed=$(diff records-base.jsonl records-new.jsonl | grep -c '^[<>]' || true)
+    echo "records base vs new on $(basename "$d"): $(wc -l < records-new.jsonl) records, $changed lines differ"
+  done
+fi
 if [ -d "$ROOT/../shared/data/agents-md" ]; then
   echo "real agent files (shared/data/agents-md): $("$BIN" scan "$ROOT/../shared/data/agents-md" 2>/dev/null | python3 -c 'import json,sys,collections; print(dict(collections.Counter(r["verdict"] for r in map(json.loads, sys.stdin) if r["record"]=="verdict")))')"
 fi

@@ -112,11 +112,39 @@ type LineMap<'a> = (&'a dyn Fn(usize) -> usize, &'a dyn Fn(usize, usize) -> bool
 
 struct Compiled {
     rule: usize,
+    hir: regex_syntax::hir::Hir,
+    /// The rule's `benign` and `harmless` shapes, parsed.
+    shapes: (Vec<regex_syntax::hir::Hir>, Vec<regex_syntax::hir::Hir>),
+    /// Its regexes, compiled on first use (see [`Compiled::regexes`]).
+    regexes: OnceLock<Regexes>,
+    reverse: OnceLock<Option<pattern::Reverse>>,
+}
+
+/// A rule's own regexes: its pattern, its benign and its harmless shapes.
+struct Regexes {
     re: Regex,
     benign: Vec<Regex>,
     harmless: Vec<Regex>,
-    hir: regex_syntax::hir::Hir,
-    reverse: OnceLock<Option<pattern::Reverse>>,
+}
+
+/// The rules compiled on first use: the built-in core rules, fixed at
+/// build time and each compiled by the test `every_core_rule_compiles`.
+/// Every other rule is compiled when its engine is built, so a bad one is
+/// refused at load.
+const LAZY_SOURCE: &str = "core";
+
+impl Compiled {
+    fn compile(&self) -> Result<Regexes> {
+        let all = |hirs: &[regex_syntax::hir::Hir]| hirs.iter().map(pattern::single).collect::<Result<Vec<_>>>();
+        Ok(Regexes { re: pattern::single(&self.hir)?, benign: all(&self.shapes.0)?, harmless: all(&self.shapes.1)? })
+    }
+
+    /// The rule's regexes. Issue 37: a scan runs few of its rules (only
+    /// those the set flags), and compiling all of them up front was a
+    /// sixth of the CPU of scanning a 25 MB library.
+    fn regexes(&self) -> &Regexes {
+        self.regexes.get_or_init(|| self.compile().expect("core rules compile (every_core_rule_compiles)"))
+    }
 }
 
 /// Longest match, in bytes, that counts as one phrase (issue 37). A rule
@@ -145,8 +173,8 @@ impl Compiled {
         let mut from = cand.from;
         for passed in 0..=MAX_HARMLESS {
             work::add(Step::RuleSearch, cand.to - from);
-            let m = self.re.search(&Input::new(hay).span(from..cand.to))?;
-            let harmless = self.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), le));
+            let m = self.regexes().re.search(&Input::new(hay).span(from..cand.to))?;
+            let harmless = self.regexes().harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), le));
             if !harmless || passed == MAX_HARMLESS {
                 return if m.len() > MAX_SPAN { self.shortest(hay, m.start(), cand.to) } else { Some(m) };
             }
@@ -165,7 +193,7 @@ impl Compiled {
     fn shortest(&self, hay: &[u8], mut from: usize, to: usize) -> Option<regex_automata::Match> {
         let reverse = self.reverse.get_or_init(|| pattern::Reverse::new(&self.hir)).as_ref()?;
         for _ in 0..MAX_SHRINK {
-            let end = self.re.search_half(&Input::new(hay).span(from..to).earliest(true))?.offset();
+            let end = self.regexes().re.search_half(&Input::new(hay).span(from..to).earliest(true))?.offset();
             work::add(Step::RuleSearch, end - from);
             let start = reverse.nearest_start(hay, from, end)?;
             if end - start <= MAX_SPAN {
@@ -231,9 +259,9 @@ fn rule_error(r: &Rule, e: Error) -> Error {
 impl Engine {
     /// Compiles `rules`; the first bad pattern is an error naming its rule.
     /// The combined set and the rules' own regexes compile in parallel
-    /// (rayon): compiling is a fixed cost of every scan, about 40 ms of
-    /// CPU for the core rules, which one core would otherwise spend while
-    /// the other waits.
+    /// (rayon): compiling is a fixed cost of every scan, which one core
+    /// would otherwise spend while the other waits. The core rules' own
+    /// regexes compile on first use ([`Compiled::regexes`]).
     pub fn new(rules: Vec<Rule>) -> Result<Engine> {
         let mut by_id = HashMap::new();
         let mut hirs = Vec::new();
@@ -246,20 +274,18 @@ impl Engine {
             hirs.push(pattern::parse(p).map_err(|e| rule_error(r, e))?);
             with_pattern.push(i);
         }
-        let compile_one = |(&i, hir): (&usize, &_)| -> Result<Compiled> {
+        let compile_one = |(&i, hir): (&usize, &regex_syntax::hir::Hir)| -> Result<Compiled> {
             let r = &rules[i];
             let fail = |e: Error| rule_error(r, e);
-            let re = pattern::single(hir).map_err(fail)?;
-            let shapes = |list: &[String], field: &str| -> Result<Vec<Regex>> {
-                let mut out = Vec::new();
-                for b in list {
-                    let bh = pattern::parse(b).map_err(|e| fail(Error::msg(format!("{field}: {e}"))))?;
-                    out.push(pattern::single(&bh).map_err(fail)?);
-                }
-                Ok(out)
+            let shapes = |list: &[String], field: &str| -> Result<Vec<regex_syntax::hir::Hir>> {
+                list.iter().map(|b| pattern::parse(b).map_err(|e| fail(Error::msg(format!("{field}: {e}"))))).collect()
             };
-            let (benign, harmless) = (shapes(&r.benign, "benign")?, shapes(&r.harmless, "harmless")?);
-            Ok(Compiled { rule: i, re, benign, harmless, hir: hir.clone(), reverse: OnceLock::new() })
+            let shapes = (shapes(&r.benign, "benign")?, shapes(&r.harmless, "harmless")?);
+            let c = Compiled { rule: i, hir: hir.clone(), shapes, regexes: OnceLock::new(), reverse: OnceLock::new() };
+            if r.source != LAZY_SOURCE {
+                let _ = c.regexes.set(c.compile().map_err(fail)?);
+            }
+            Ok(c)
         };
         let words = |w: &str| pattern::parse(w).and_then(|h| pattern::single(&h));
         let (set, (pats, extra)) = rayon::join(
@@ -589,7 +615,7 @@ impl Engine {
                 let mut judged = None;
                 for passed in 0..=MAX_MENTIONS {
                     let Some(m) = c.first_threat(hay, &Candidate { from, ..*cand }, le) else { break };
-                    let j = self.judge(rule, &c.benign, hay, (ls, le), (m.start(), m.end()), context);
+                    let j = self.judge(rule, &c.regexes().benign, hay, (ls, le), (m.start(), m.end()), context);
                     if let Some(j) = j.or((passed == MAX_MENTIONS).then_some((rule.severity, None))) {
                         judged = Some((m, j));
                         break;
@@ -741,8 +767,8 @@ impl Engine {
             let c = &self.pats[pid];
             let rule = &self.rules[c.rule];
             let Some(inject) = &rule.inject else { continue };
-            for m in c.re.find_iter(hay) {
-                if c.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), hay.len())) {
+            for m in c.regexes().re.find_iter(hay) {
+                if c.regexes().harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), hay.len())) {
                     continue;
                 }
                 out.push((m.start(), m.end(), rule.id.clone(), inject.clone()));
@@ -892,35 +918,29 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
         t
     };
     work::add(Step::Payloads, hay.len());
-    // Skips ahead like Boyer-Moore: a run of BASE64_MIN bytes starting at
-    // or after `i` covers `i + BASE64_MIN - 1`, so when that byte is not
-    // base64 none starts before it; prose is mostly short words, so most
-    // bytes are never looked at. Invariant: `i == 0` or `hay[i - 1]` is
-    // not base64 (a run never starts mid-word).
+    // One pass that counts the current run: the length grows by one on a
+    // base64 byte and drops to 0 on any other, without a branch (issue
+    // 37: in prose a branch per word boundary was mispredicted, and a
+    // Boyer-Moore skip still cost 4 cycles a byte). Only a run's end,
+    // rare, takes the branch.
     let mut out = Vec::new();
-    let mut i = 0;
-    while i + BASE64_MIN <= hay.len() {
-        let probe = i + BASE64_MIN - 1;
-        if !B64[hay[probe] as usize] {
-            i = probe + 1;
-            continue;
+    let mut run = 0;
+    let close = |end: usize, run: usize, out: &mut Vec<std::ops::Range<usize>>| {
+        let mut padded = end;
+        while padded < hay.len() && padded - end < 2 && hay[padded] == b'=' {
+            padded += 1;
         }
-        let mut start = probe;
-        while start > i && B64[hay[start - 1] as usize] {
-            start -= 1;
+        out.push(end - run..padded);
+    };
+    for (k, &b) in hay.iter().enumerate() {
+        let is = B64[b as usize] as usize;
+        if (is == 0) & (run >= BASE64_MIN) {
+            close(k, run, &mut out);
         }
-        let mut end = probe + 1;
-        while end < hay.len() && B64[hay[end] as usize] {
-            end += 1;
-        }
-        let run_end = end;
-        if end - start >= BASE64_MIN {
-            while end < hay.len() && end - run_end < 2 && hay[end] == b'=' {
-                end += 1;
-            }
-            out.push(start..end);
-        }
-        i = run_end + 1;
+        run = (run + 1) * is;
+    }
+    if run >= BASE64_MIN {
+        close(hay.len(), run, &mut out);
     }
     out
 }
@@ -965,6 +985,27 @@ fn decode_base64(run: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// Base64 runs are the maximal runs of 16 or more base64 bytes, with
+    /// up to two `=` after them.
+    #[test]
+    fn base64_runs_are_the_maximal_long_runs() {
+        let reference = regex::bytes::Regex::new(r"[A-Za-z0-9+/]{16,}={0,2}").unwrap();
+        let run = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY";
+        let texts = [
+            String::new(),
+            run.to_string(),
+            format!("{run}==="),
+            format!("x {run}= {run}==y{run}"),
+            format!("{}={}", &run[..16], &run[..15]),
+            "short words in plain prose, none of them sixteen long.\n".repeat(3),
+            format!("{}-{run}\n{}", "a".repeat(40), &run[..17]),
+        ];
+        for t in texts {
+            let want: Vec<_> = reference.find_iter(t.as_bytes()).map(|m| m.range()).collect();
+            assert_eq!(base64_runs(t.as_bytes()), want, "{t:?}");
+        }
+    }
+
     #[test]
     fn the_shared_engine_is_built_once_per_rule_set() {
         let dir = tempfile::tempdir().unwrap();
@@ -982,6 +1023,16 @@ mod tests {
         std::fs::write(active.join("ext.yaml"), rule.replace("critical", "high")).unwrap();
         let (d, _) = Engine::shared(Some(&active)).unwrap();
         assert_eq!(d.rule("ext-01").map(|r| r.severity), Some(Severity::High), "an edited file rebuilds it");
+    }
+
+    /// The core rules compile on first use (see [`LAZY_SOURCE`]): each
+    /// of them compiles.
+    #[test]
+    fn every_core_rule_compiles() {
+        let engine = Engine::core().unwrap();
+        for c in &engine.pats {
+            assert!(c.compile().is_ok(), "core rule {} does not compile", engine.rules[c.rule].id);
+        }
     }
 
     #[test]

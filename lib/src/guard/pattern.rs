@@ -257,7 +257,9 @@ type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + std::panic::R
 pub struct Set {
     dfa: DFA,
     caches: CachePool,
-    fallback: Regex,
+    /// The heads and tails, for [`Set::fallback`].
+    forms: Vec<Hir>,
+    fallback: std::sync::OnceLock<Option<Regex>>,
     /// Number of patterns (their heads are set ids `0..patterns`).
     patterns: usize,
     /// For each tail's set id past `patterns`, the pattern it ends.
@@ -318,25 +320,66 @@ impl Set {
             .map_err(|e| fail(&e))?;
         let for_pool = dfa.clone();
         let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
-        let fallback = meta::Builder::new()
-            .configure(config().match_kind(MatchKind::All))
-            .build_many_from_hir(&all)
-            .map_err(|e| fail(&e))?;
-        Ok(Set { dfa, caches, fallback, patterns: hirs.len(), owner, has_tail, whole, head_max })
+        let fallback = std::sync::OnceLock::new();
+        Ok(Set { dfa, caches, forms: all, fallback, patterns: hirs.len(), owner, has_tail, whole, head_max })
+    }
+
+    /// The PikeVM for the error path, built when first needed (issue 37:
+    /// building it cost every scan a few percent, and the DFA never
+    /// fails). `None` if it cannot be built: then every pattern may match.
+    fn fallback(&self) -> Option<&Regex> {
+        self.fallback
+            .get_or_init(|| {
+                meta::Builder::new()
+                    .configure(config().match_kind(MatchKind::All))
+                    .build_many_from_hir(&self.forms)
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// Which set ids match somewhere in `hay`, by the fallback.
+    fn fallback_matches(&self, hay: &[u8]) -> PatternSet {
+        let mut found = PatternSet::new(self.dfa.pattern_len());
+        match self.fallback() {
+            Some(re) => re.which_overlapping_matches(&Input::new(hay), &mut found),
+            None => (0..self.dfa.pattern_len()).for_each(|p| {
+                found.insert(PatternID::must(p));
+            }),
+        }
+        found
     }
 
     /// Each set match in `hay` as `(set id, end offset)`, in text order
     /// (at one offset, heads before tails); `None` when the DFA failed
     /// and only the PikeVM's answer (which ids match at all) is known.
+    ///
+    /// Issue 37: most lines hold no set match at all, and the overlapping
+    /// search that reports every match is the slow one. So a plain search
+    /// for the earliest match end finds the next line with any match
+    /// (every match lies within one line: patterns never match `\n`), and
+    /// only that line is searched for all of its matches; the search for
+    /// the next one goes on after it.
     fn each_match(&self, hay: &[u8], mut f: impl FnMut(usize, usize)) -> Option<()> {
-        let input = Input::new(hay);
         let mut cache = self.caches.get();
-        let mut state = OverlappingState::start();
-        loop {
-            self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
-            let Some(m) = state.get_match() else { return Some(()) };
-            f(m.pattern().as_usize(), m.offset());
+        let mut at = 0;
+        while at < hay.len() {
+            let probe = Input::new(hay).span(at..hay.len()).earliest(true);
+            let Some(first) = self.dfa.try_search_fwd(&mut cache, &probe).ok()? else { return Some(()) };
+            // The line of the match's last byte (matches are never empty).
+            let last = first.offset().saturating_sub(1).max(at);
+            let line_start = memchr::memrchr(b'\n', &hay[at..last]).map_or(at, |i| at + i + 1);
+            let line_end = memchr::memchr(b'\n', &hay[last..]).map_or(hay.len(), |i| last + i);
+            let input = Input::new(hay).span(line_start..line_end);
+            let mut state = OverlappingState::start();
+            loop {
+                self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
+                let Some(m) = state.get_match() else { break };
+                f(m.pattern().as_usize(), m.offset());
+            }
+            at = line_end + 1;
         }
+        Some(())
     }
 
     /// The ids of the patterns that may match somewhere in `hay`: their
@@ -347,7 +390,7 @@ impl Set {
             found.insert(PatternID::must(id));
         };
         if self.each_match(hay, mark).is_none() {
-            self.fallback.which_overlapping_matches(&Input::new(hay), &mut found);
+            found = self.fallback_matches(hay);
         }
         let hit = |id: usize| found.contains(PatternID::must(id));
         let mut tail_hit = vec![false; self.patterns];
@@ -401,8 +444,7 @@ impl Set {
             }
         });
         if done.is_none() {
-            let mut found = PatternSet::new(self.dfa.pattern_len());
-            self.fallback.which_overlapping_matches(&Input::new(hay), &mut found);
+            let found = self.fallback_matches(hay);
             let all = |_| {
                 (1..=lines.lines())
                     .map(|l| {

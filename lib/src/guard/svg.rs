@@ -24,8 +24,13 @@ pub fn is_svg(path: &str, text: &str) -> bool {
         return true;
     }
     let head = text.trim_start_matches('\u{feff}').trim_start();
-    let lower = head.get(..head.len().min(4096)).unwrap_or(head).to_ascii_lowercase();
-    lower.starts_with("<svg") || (lower.starts_with("<?xml") && lower.contains("<svg"))
+    let starts = |p: &str| head.as_bytes().get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()));
+    if starts("<svg") {
+        return true;
+    }
+    // Only an XML prologue is read further (lowercasing every file's head
+    // cost a scan an allocation and a copy per file).
+    starts("<?xml") && head.get(..head.len().min(4096)).unwrap_or(head).to_ascii_lowercase().contains("<svg")
 }
 
 /// Schemes that run code when a link or a resource is followed.
