@@ -38,6 +38,7 @@ mod promote;
 mod readme;
 mod recipes;
 mod relate;
+mod rule_costs;
 mod score;
 mod setup;
 mod skills;

@@ -18,6 +18,7 @@ use regex_automata::Input;
 use super::deobfuscate;
 use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};
 use super::intent::{self, Reading};
+use super::kept::Kept;
 use super::mention;
 use super::normalize;
 use super::pattern::{self, Candidate, Set};
@@ -112,38 +113,36 @@ type LineMap<'a> = (&'a dyn Fn(usize) -> usize, &'a dyn Fn(usize, usize) -> bool
 
 struct Compiled {
     rule: usize,
+    /// The rule's regexes: compiled at once when the engine checks its
+    /// rules, else the first time the set flags the rule (issue 35: a
+    /// library of 8,000 rules compiles the few a text can match).
+    regexes: OnceLock<Option<Regexes>>,
     hir: regex_syntax::hir::Hir,
-    /// The rule's `benign` and `harmless` shapes, parsed.
-    shapes: (Vec<regex_syntax::hir::Hir>, Vec<regex_syntax::hir::Hir>),
-    /// Its regexes, compiled on first use (see [`Compiled::regexes`]).
-    regexes: OnceLock<Regexes>,
     reverse: OnceLock<Option<pattern::Reverse>>,
 }
 
-/// A rule's own regexes: its pattern, its benign and its harmless shapes.
+/// One rule's own regexes.
 struct Regexes {
     re: Regex,
     benign: Vec<Regex>,
     harmless: Vec<Regex>,
 }
 
-/// The rules compiled on first use: the built-in core rules, fixed at
-/// build time and each compiled by the test `every_core_rule_compiles`.
-/// Every other rule is compiled when its engine is built, so a bad one is
-/// refused at load.
-const LAZY_SOURCE: &str = "core";
-
-impl Compiled {
-    fn compile(&self) -> Result<Regexes> {
-        let all = |hirs: &[regex_syntax::hir::Hir]| hirs.iter().map(pattern::single).collect::<Result<Vec<_>>>();
-        Ok(Regexes { re: pattern::single(&self.hir)?, benign: all(&self.shapes.0)?, harmless: all(&self.shapes.1)? })
-    }
-
-    /// The rule's regexes. Issue 37: a scan runs few of its rules (only
-    /// those the set flags), and compiling all of them up front was a
-    /// sixth of the CPU of scanning a 25 MB library.
-    fn regexes(&self) -> &Regexes {
-        self.regexes.get_or_init(|| self.compile().expect("core rules compile (every_core_rule_compiles)"))
+impl Regexes {
+    /// Compiles rule `r`'s pattern (parsed: `hir`) and its shapes; an
+    /// error names the rule.
+    fn compile(r: &Rule, hir: &regex_syntax::hir::Hir) -> Result<Regexes> {
+        let fail = |e: Error| rule_error(r, e);
+        let re = pattern::single(hir).map_err(fail)?;
+        let shapes = |list: &[String], field: &str| -> Result<Vec<Regex>> {
+            let mut out = Vec::new();
+            for b in list {
+                let bh = pattern::parse(b).map_err(|e| fail(Error::msg(format!("{field}: {e}"))))?;
+                out.push(pattern::single(&bh).map_err(fail)?);
+            }
+            Ok(out)
+        };
+        Ok(Regexes { re, benign: shapes(&r.benign, "benign")?, harmless: shapes(&r.harmless, "harmless")? })
     }
 }
 
@@ -167,16 +166,24 @@ const MAX_HARMLESS: usize = 8;
 const MAX_MENTIONS: usize = 8;
 
 impl Compiled {
+    /// The rule's regexes, compiled now if they were not. Only rules
+    /// whose regexes compiled when they were checked (the core, a
+    /// validated or kept file) are compiled late, with the same build and
+    /// text, so `None` (the rule never matches) cannot happen in use.
+    fn regexes(&self, rules: &[Rule]) -> Option<&Regexes> {
+        self.regexes.get_or_init(|| Regexes::compile(&rules[self.rule], &self.hir).ok()).as_ref()
+    }
+
     /// The first match in the candidate's span that no `harmless` shape
     /// covers (after [`MAX_HARMLESS`] harmless ones, the next match).
-    fn first_threat(&self, hay: &[u8], cand: &Candidate, le: usize) -> Option<regex_automata::Match> {
+    fn first_threat(&self, rx: &Regexes, hay: &[u8], cand: &Candidate, le: usize) -> Option<regex_automata::Match> {
         let mut from = cand.from;
         for passed in 0..=MAX_HARMLESS {
             work::add(Step::RuleSearch, cand.to - from);
-            let m = self.regexes().re.search(&Input::new(hay).span(from..cand.to))?;
-            let harmless = self.regexes().harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), le));
+            let m = rx.re.search(&Input::new(hay).span(from..cand.to))?;
+            let harmless = rx.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), le));
             if !harmless || passed == MAX_HARMLESS {
-                return if m.len() > MAX_SPAN { self.shortest(hay, m.start(), cand.to) } else { Some(m) };
+                return if m.len() > MAX_SPAN { self.shortest(rx, hay, m.start(), cand.to) } else { Some(m) };
             }
             from = m.end().max(m.start() + 1);
             if from >= cand.to {
@@ -190,10 +197,10 @@ impl Compiled {
 impl Compiled {
     /// The first match in `from..to` at most [`MAX_SPAN`] long: matches
     /// by earliest end, each taken from its nearest start.
-    fn shortest(&self, hay: &[u8], mut from: usize, to: usize) -> Option<regex_automata::Match> {
+    fn shortest(&self, rx: &Regexes, hay: &[u8], mut from: usize, to: usize) -> Option<regex_automata::Match> {
         let reverse = self.reverse.get_or_init(|| pattern::Reverse::new(&self.hir)).as_ref()?;
         for _ in 0..MAX_SHRINK {
-            let end = self.regexes().re.search_half(&Input::new(hay).span(from..to).earliest(true))?.offset();
+            let end = rx.re.search_half(&Input::new(hay).span(from..to).earliest(true))?.offset();
             work::add(Step::RuleSearch, end - from);
             let start = reverse.nearest_start(hay, from, end)?;
             if end - start <= MAX_SPAN {
@@ -263,6 +270,18 @@ impl Engine {
     /// would otherwise spend while the other waits. The core rules' own
     /// regexes compile on first use ([`Compiled::regexes`]).
     pub fn new(rules: Vec<Rule>) -> Result<Engine> {
+        Engine::build(rules, true)
+    }
+
+    /// An engine of rules already checked by [`Engine::new`] with this
+    /// build (the core, validated or kept rule files): each rule's own
+    /// regexes are compiled the first time the set flags it, so loading
+    /// costs the set alone, not a compile per rule (issue 35).
+    pub fn of_checked(rules: Vec<Rule>) -> Result<Engine> {
+        Engine::build(rules, false)
+    }
+
+    fn build(rules: Vec<Rule>, eager: bool) -> Result<Engine> {
         let mut by_id = HashMap::new();
         let mut hirs = Vec::new();
         let mut with_pattern = Vec::new();
@@ -275,17 +294,11 @@ impl Engine {
             with_pattern.push(i);
         }
         let compile_one = |(&i, hir): (&usize, &regex_syntax::hir::Hir)| -> Result<Compiled> {
-            let r = &rules[i];
-            let fail = |e: Error| rule_error(r, e);
-            let shapes = |list: &[String], field: &str| -> Result<Vec<regex_syntax::hir::Hir>> {
-                list.iter().map(|b| pattern::parse(b).map_err(|e| fail(Error::msg(format!("{field}: {e}"))))).collect()
-            };
-            let shapes = (shapes(&r.benign, "benign")?, shapes(&r.harmless, "harmless")?);
-            let c = Compiled { rule: i, hir: hir.clone(), shapes, regexes: OnceLock::new(), reverse: OnceLock::new() };
-            if r.source != LAZY_SOURCE {
-                let _ = c.regexes.set(c.compile().map_err(fail)?);
+            let regexes = OnceLock::new();
+            if eager {
+                let _ = regexes.set(Some(Regexes::compile(&rules[i], hir)?));
             }
-            Ok(c)
+            Ok(Compiled { rule: i, regexes, hir: hir.clone(), reverse: OnceLock::new() })
         };
         let words = |w: &str| pattern::parse(w).and_then(|h| pattern::single(&h));
         let (set, (pats, extra)) = rayon::join(
@@ -309,10 +322,11 @@ impl Engine {
         Ok(Engine { rules, by_id, set, pats, caution, mention_words, caution_after })
     }
 
-    /// The core rules, compiled once per process.
+    /// The core rules, compiled once per process (checked by the test
+    /// suite, so each rule's regexes are compiled when first needed).
     pub fn core() -> Result<&'static Engine> {
         static CORE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
-        CORE.get_or_init(|| rules::core().and_then(Engine::new).map_err(|e| e.to_string()))
+        CORE.get_or_init(|| rules::core().and_then(Engine::of_checked).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| Error::msg(format!("core rules: {e}")))
     }
@@ -332,48 +346,73 @@ impl Engine {
     /// taken back.
     pub fn load_with(dir: Option<&Path>, planned: &HashMap<PathBuf, String>) -> Result<(Engine, Vec<LoadError>)> {
         let mut all = rules::core()?;
+        let core_len = all.len();
         let mut errors = Vec::new();
-        // A rule file as planned, else as on disk (`None`: not there),
-        // never read through a link nor from a FIFO or device.
-        let parse = |p: &Path, name: &str| match planned.get(p) {
-            Some(t) => Some(rules::parse(t, name)),
-            None => match rules::read_library(p) {
-                Ok(Some(t)) => Some(rules::parse(&t, name)),
-                Ok(None) => None,
-                Err(e) => Some(Err(e)),
-            },
-        };
-        if let Some(dir) = dir {
-            let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE));
-            let files = library_core.and_then(|p| {
-                let name = p.display().to_string();
-                parse(&p, &name).map(|parsed| (name, parsed))
-            });
-            let mut extended = rules::extended_files(dir);
-            if !planned.is_empty() {
-                for (name, parsed) in extended.iter_mut() {
-                    if planned.contains_key(Path::new(name.as_str())) {
-                        if let Some(p) = parse(Path::new(name.as_str()), name) {
-                            *parsed = p;
-                        }
-                    }
-                }
-                for p in planned.keys().filter(|p| p.parent() == Some(dir)) {
-                    let name = p.display().to_string();
-                    if !extended.iter().any(|(n, _)| *n == name) {
-                        extended.extend(parse(p, &name).map(|parsed| (name.clone(), parsed)));
-                    }
-                }
-                extended.sort_by(|a, b| a.0.cmp(&b.0));
+        let Some(dir) = dir else { return Ok((Engine::of_checked(all)?, errors)) };
+        // Each file's text as planned, else as on disk (`None`: not
+        // there), never read through a link nor from a FIFO or device.
+        let library_core = dir.parent().map(|p| p.join(rules::LIBRARY_CORE_FILE));
+        let core_file = library_core.and_then(|p| {
+            let text = planned.get(&p).map(|t| Ok(t.clone())).or_else(|| rules::read_library(&p).transpose());
+            text.map(|t| (p.display().to_string(), t))
+        });
+        let mut extended = rules::extended_files(dir);
+        for (name, text) in extended.iter_mut() {
+            if let Some(t) = planned.get(Path::new(name.as_str())) {
+                *text = Ok(t.clone());
             }
-            for (source, parsed) in files.into_iter().chain(extended) {
-                match parsed.and_then(|rs| validate_extended(&all, rs)) {
-                    Ok(rs) => all.extend(rs),
-                    Err(e) => errors.push(LoadError { source, message: e.to_string() }),
+        }
+        for (p, t) in planned.iter().filter(|(p, _)| p.parent() == Some(dir)) {
+            let name = p.display().to_string();
+            if !extended.iter().any(|(n, _)| *n == name) {
+                extended.push((name, Ok(t.clone())));
+            }
+        }
+        extended.sort_by(|a, b| a.0.cmp(&b.0));
+        // A planned text is being judged: checked in full, never kept,
+        // never stood in for by a kept one.
+        let kept = if planned.is_empty() { Kept::for_rules(dir) } else { None };
+        for (source, text) in core_file.into_iter().chain(extended) {
+            let room = rules::MAX_RULES.saturating_sub(all.len() - core_len);
+            let checked = text.and_then(|t| {
+                let rs = rules::parse(&t, &source)?;
+                if rs.len() > room {
+                    return Err(Error::msg(format!(
+                        "{source}: its {} rules take the library's rule files over the limit of {} rules together",
+                        rs.len(),
+                        rules::MAX_RULES
+                    )));
+                }
+                let known = kept.as_ref().is_some_and(|k| k.holds(&source, &t));
+                let rs = if known { check_ids(&all, rs)? } else { validate_extended(&all, rs)? };
+                Ok((t, rs, known))
+            });
+            match checked {
+                Ok((t, rs, known)) => {
+                    if let Some(k) = kept.as_ref().filter(|_| !known) {
+                        k.keep(&source, &t);
+                    }
+                    all.extend(rs);
+                }
+                Err(e) => {
+                    let good = kept
+                        .as_ref()
+                        .and_then(|k| k.last_good(&source))
+                        .and_then(|t| rules::parse(&t, &source).ok())
+                        .filter(|rs| rs.len() <= room)
+                        .and_then(|rs| check_ids(&all, rs).ok());
+                    let message = match good {
+                        Some(_) => format!("{e}; its last good version stays in force"),
+                        None => e.to_string(),
+                    };
+                    errors.push(LoadError { source, message });
+                    all.extend(good.into_iter().flatten());
                 }
             }
         }
-        Ok((Engine::new(all)?, errors))
+        // Every rule in `all` was checked: the core by the test suite,
+        // each file by validate now or when it was kept.
+        Ok((Engine::of_checked(all)?, errors))
     }
 
     /// [`Engine::load`], compiled once per rule set and shared: for
@@ -595,6 +634,7 @@ impl Engine {
         for (pid, candidates) in ids {
             let c = &self.pats[*pid];
             let rule = &self.rules[c.rule];
+            let Some(rx) = c.regexes(&self.rules) else { continue };
             // One match per line is all a finding needs, and only the
             // lines the set flagged can hold one, within the span it gave
             // (from the rule's first head to its last tail): each is
@@ -614,8 +654,8 @@ impl Engine {
                 let mut from = cand.from;
                 let mut judged = None;
                 for passed in 0..=MAX_MENTIONS {
-                    let Some(m) = c.first_threat(hay, &Candidate { from, ..*cand }, le) else { break };
-                    let j = self.judge(rule, &c.regexes().benign, hay, (ls, le), (m.start(), m.end()), context);
+                    let Some(m) = c.first_threat(rx, hay, &Candidate { from, ..*cand }, le) else { break };
+                    let j = self.judge(rule, &rx.benign, hay, (ls, le), (m.start(), m.end()), context);
                     if let Some(j) = j.or((passed == MAX_MENTIONS).then_some((rule.severity, None))) {
                         judged = Some((m, j));
                         break;
@@ -767,8 +807,9 @@ impl Engine {
             let c = &self.pats[pid];
             let rule = &self.rules[c.rule];
             let Some(inject) = &rule.inject else { continue };
-            for m in c.regexes().re.find_iter(hay) {
-                if c.regexes().harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), hay.len())) {
+            let Some(rx) = c.regexes(&self.rules) else { continue };
+            for m in rx.re.find_iter(hay) {
+                if rx.harmless.iter().any(|h| pattern::matches_at(h, hay, m.start(), hay.len())) {
                     continue;
                 }
                 out.push((m.start(), m.end(), rule.id.clone(), inject.clone()));
@@ -832,18 +873,26 @@ fn rule_files_digest(dir: Option<&Path>) -> String {
 /// Checks an extended file's rules against the rules already loaded:
 /// no builtins, no id clashes, patterns compile, examples behave.
 fn validate_extended(loaded: &[Rule], rules: Vec<Rule>) -> Result<Vec<Rule>> {
-    for r in &rules {
-        if r.builtin {
-            return Err(Error::msg(format!("rule {}: extended rules cannot be builtin", r.id)));
-        }
-        if let Some(old) = loaded.iter().find(|o| o.id == r.id) {
-            return Err(Error::msg(format!("rule {}: id already defined in {}", r.id, old.source)));
-        }
-    }
+    let rules = check_ids(loaded, rules)?;
     let engine = Engine::new(rules.clone())?;
     let bad: Vec<String> = rules.iter().flat_map(|r| engine.check_examples(r)).collect();
     if !bad.is_empty() {
         return Err(Error::msg(bad.join("; ")));
+    }
+    Ok(rules)
+}
+
+/// The checks of [`validate_extended`] that do not compile anything: no
+/// builtins, no id already loaded. All a kept (validated) file needs.
+fn check_ids(loaded: &[Rule], rules: Vec<Rule>) -> Result<Vec<Rule>> {
+    let ids: HashMap<&str, &str> = loaded.iter().map(|o| (o.id.as_str(), o.source.as_str())).collect();
+    for r in &rules {
+        if r.builtin {
+            return Err(Error::msg(format!("rule {}: extended rules cannot be builtin", r.id)));
+        }
+        if let Some(source) = ids.get(r.id.as_str()) {
+            return Err(Error::msg(format!("rule {}: id already defined in {source}", r.id)));
+        }
     }
     Ok(rules)
 }
@@ -1025,13 +1074,13 @@ mod tests {
         assert_eq!(d.rule("ext-01").map(|r| r.severity), Some(Severity::High), "an edited file rebuilds it");
     }
 
-    /// The core rules compile on first use (see [`LAZY_SOURCE`]): each
+    /// The core rules compile on first use ([`Engine::of_checked`]): each
     /// of them compiles.
     #[test]
     fn every_core_rule_compiles() {
         let engine = Engine::core().unwrap();
         for c in &engine.pats {
-            assert!(c.compile().is_ok(), "core rule {} does not compile", engine.rules[c.rule].id);
+            assert!(Regexes::compile(&engine.rules[c.rule], &c.hir).is_ok(), "core rule {} does not compile", engine.rules[c.rule].id);
         }
     }
 

@@ -11,6 +11,7 @@ pub mod filter;
 pub mod finding;
 pub mod gate;
 pub mod intent;
+pub mod kept;
 pub mod mention;
 pub mod normalize;
 pub mod pattern;

@@ -257,9 +257,12 @@ type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + std::panic::R
 pub struct Set {
     dfa: DFA,
     caches: CachePool,
-    /// The heads and tails, for [`Set::fallback`].
-    forms: Vec<Hir>,
+    /// The PikeVM for the error path, built the first time it is needed
+    /// (it never is in practice: building it for 10,000 rules costs more
+    /// than the scan). `None`: it could not be built; every rule is then
+    /// a candidate on every line and its own regex decides.
     fallback: std::sync::OnceLock<Option<Regex>>,
+    all: Vec<Hir>,
     /// Number of patterns (their heads are set ids `0..patterns`).
     patterns: usize,
     /// For each tail's set id past `patterns`, the pattern it ends.
@@ -321,33 +324,21 @@ impl Set {
         let for_pool = dfa.clone();
         let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
         let fallback = std::sync::OnceLock::new();
-        Ok(Set { dfa, caches, forms: all, fallback, patterns: hirs.len(), owner, has_tail, whole, head_max })
+        Ok(Set { dfa, caches, fallback, all, patterns: hirs.len(), owner, has_tail, whole, head_max })
     }
 
-    /// The PikeVM for the error path, built when first needed (issue 37:
-    /// building it cost every scan a few percent, and the DFA never
-    /// fails). `None` if it cannot be built: then every pattern may match.
-    fn fallback(&self) -> Option<&Regex> {
-        self.fallback
-            .get_or_init(|| {
-                meta::Builder::new()
-                    .configure(config().match_kind(MatchKind::All))
-                    .build_many_from_hir(&self.forms)
-                    .ok()
-            })
-            .as_ref()
-    }
-
-    /// Which set ids match somewhere in `hay`, by the fallback.
-    fn fallback_matches(&self, hay: &[u8]) -> PatternSet {
-        let mut found = PatternSet::new(self.dfa.pattern_len());
-        match self.fallback() {
-            Some(re) => re.which_overlapping_matches(&Input::new(hay), &mut found),
-            None => (0..self.dfa.pattern_len()).for_each(|p| {
-                found.insert(PatternID::must(p));
+    /// Which set ids match anywhere in `hay`, by the PikeVM: the answer
+    /// when the DFA failed (all of them when the PikeVM cannot be built).
+    fn fallback_matches(&self, hay: &[u8], found: &mut PatternSet) {
+        let fallback = self.fallback.get_or_init(|| {
+            meta::Builder::new().configure(config().match_kind(MatchKind::All)).build_many_from_hir(&self.all).ok()
+        });
+        match fallback {
+            Some(re) => re.which_overlapping_matches(&Input::new(hay), found),
+            None => (0..self.all.len()).for_each(|id| {
+                found.insert(PatternID::must(id));
             }),
         }
-        found
     }
 
     /// Each set match in `hay` as `(set id, end offset)`, in text order
@@ -390,7 +381,7 @@ impl Set {
             found.insert(PatternID::must(id));
         };
         if self.each_match(hay, mark).is_none() {
-            found = self.fallback_matches(hay);
+            self.fallback_matches(hay, &mut found);
         }
         let hit = |id: usize| found.contains(PatternID::must(id));
         let mut tail_hit = vec![false; self.patterns];
@@ -444,7 +435,8 @@ impl Set {
             }
         });
         if done.is_none() {
-            let found = self.fallback_matches(hay);
+            let mut found = PatternSet::new(self.dfa.pattern_len());
+            self.fallback_matches(hay, &mut found);
             let all = |_| {
                 (1..=lines.lines())
                     .map(|l| {

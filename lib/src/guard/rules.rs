@@ -194,10 +194,31 @@ struct RuleFile {
     rules: Vec<Rule>,
 }
 
+/// The most bytes of one rule file (issue 35): several times the largest
+/// real one. Every writer compiles every rule, so a bigger file is refused
+/// where it enters (integrate, a peer's commit) and, planted anyway, left
+/// out with a warning, never compiled.
+pub const MAX_FILE_BYTES: usize = 2 << 20;
+
+/// The most rules of one file, and of a library's rule files together.
+pub const MAX_RULES: usize = 10_000;
+
 /// Parses a rules file's text and checks each rule's fields (not yet its
 /// pattern or examples: see [`crate::guard::Engine`]).
 pub fn parse(text: &str, source: &str) -> Result<Vec<Rule>> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(Error::msg(format!(
+            "{source}: {} bytes, over the limit of {MAX_FILE_BYTES} bytes a rule file",
+            text.len()
+        )));
+    }
     let file: RuleFile = yaml::from_str(text).map_err(|e| Error::msg(format!("{source}: {e}")))?;
+    if file.rules.len() > MAX_RULES {
+        return Err(Error::msg(format!(
+            "{source}: {} rules, over the limit of {MAX_RULES} rules a rule file",
+            file.rules.len()
+        )));
+    }
     let mut seen = HashSet::new();
     let mut rules = Vec::with_capacity(file.rules.len());
     for mut r in file.rules {
@@ -259,9 +280,9 @@ pub fn read_library(path: &Path) -> Result<Option<String>> {
     crate::fs::read::optional_text(path)
 }
 
-/// Reads every `*.yaml` file of the extended-rules directory in name order;
-/// each file is parsed on its own so one broken file names itself.
-pub fn extended_files(dir: &Path) -> Vec<(String, Result<Vec<Rule>>)> {
+/// Reads every `*.yaml` file of the extended-rules directory in name order,
+/// each file's text on its own so one unreadable file names itself.
+pub fn extended_files(dir: &Path) -> Vec<(String, Result<String>)> {
     // No directory: no extended rules. Unlistable: an error, never "no
     // rules" (scans would silently run without them; issue 22).
     let rd = match std::fs::read_dir(dir) {
@@ -277,15 +298,7 @@ pub fn extended_files(dir: &Path) -> Vec<(String, Result<Vec<Rule>>)> {
     paths.sort();
     paths
         .into_iter()
-        .filter_map(|p| {
-            let name = p.display().to_string();
-            let rules = match read_library(&p) {
-                Ok(Some(t)) => parse(&t, &name),
-                // Listed, then removed: gone.
-                Ok(None) => return None,
-                Err(e) => Err(e),
-            };
-            Some((name, rules))
-        })
+        // Listed, then removed: gone.
+        .filter_map(|p| read_library(&p).transpose().map(|text| (p.display().to_string(), text)))
         .collect()
 }
