@@ -80,7 +80,7 @@ fn header(encoder: &Encoder) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(encoder.fingerprint.as_bytes());
+    out.extend_from_slice(encoder.digest().as_bytes());
     out.extend_from_slice(&(encoder.dims() as u32).to_le_bytes());
     out
 }
