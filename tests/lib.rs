@@ -39,6 +39,7 @@ mod readme;
 mod recipes;
 mod relate;
 mod score;
+mod score_model;
 mod setup;
 mod skills;
 mod skills_crash;

@@ -1,5 +1,5 @@
-//! The encoder half: with a sentence encoder configured (`--model DIR` or
-//! `KB_MEMGATE_MODEL`, `text::bert`), every note's vector, and a text's
+//! The encoder half: with a sentence encoder configured (`--model DIR`,
+//! `KB_MODEL` or `KB_MEMGATE_MODEL`, `text::bert`), every note's vector, and a text's
 //! cosine with each, so a neighbour can be found by meaning over the whole
 //! store — "Thanks for having my back" and "Jon expressed gratitude for
 //! Gina's support" share no word.
@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -33,19 +33,12 @@ use super::store::{self, Paths};
 use crate::error::{Error, Result};
 use crate::text::bert::Encoder;
 
-/// The environment variable naming the model folder when `--model` does not.
-pub const MODEL_ENV: &str = "KB_MEMGATE_MODEL";
-
 const MAGIC: &[u8; 4] = b"KBDV";
 const VERSION: u32 = 1;
 const HEADER: usize = 4 + 4 + 64 + 4;
 const KEY: usize = 16;
 
-/// The model folder to use: the flag's, else the environment's (an empty
-/// value is none).
-pub fn model_dir(flag: Option<&Path>) -> Option<PathBuf> {
-    flag.map(Path::to_path_buf).or_else(|| std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
-}
+pub use crate::text::bert::model_dir;
 
 /// A loaded encoder and the vector of every note a view holds.
 pub struct Semantic {

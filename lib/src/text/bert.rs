@@ -37,6 +37,21 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::text::tokenizer::Tokenizer;
 
+/// The environment variable naming the model folder when `--model` does not.
+pub const MODEL_ENV: &str = "KB_MODEL";
+/// kb-memgate's earlier name for it, still read after [`MODEL_ENV`].
+pub const MODEL_ENV_ALIAS: &str = "KB_MEMGATE_MODEL";
+
+/// The model folder to use: the flag's, else `KB_MODEL`'s, else
+/// `KB_MEMGATE_MODEL`'s (an empty value is none).
+pub fn model_dir(flag: Option<&Path>) -> Option<std::path::PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| {
+        [MODEL_ENV, MODEL_ENV_ALIAS]
+            .iter()
+            .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from))
+    })
+}
+
 /// The fields of `config.json` the forward pass needs.
 #[derive(Deserialize)]
 struct Config {
