@@ -4,6 +4,10 @@
 //! store — "Thanks for having my back" and "Jon expressed gratitude for
 //! Gina's support" share no word.
 //!
+//! Notes and the text that looks for them are alike (a statement meets a
+//! statement), so both are encoded with the model's query prompt, as e5
+//! asks for symmetric tasks (no prompt for a model without one).
+//!
 //! A note's vector is kept in the derived cache `.dense.vec` beside the
 //! search index: written whole by `reindex`, added to by `apply` for the
 //! note it writes, never written by decide. It is keyed by the note's id,
@@ -112,7 +116,7 @@ fn read_cache(path: &Path, encoder: &Encoder) -> HashMap<[u8; KEY], Vec<f32>> {
 /// cache whole; no key reaches it.
 pub fn append(paths: &Paths, encoder: &Encoder, id: &str, size: u64, mtime_ns: i64, text: &str) -> Result<()> {
     let mut entry = Vec::with_capacity(KEY + 4 * encoder.dims());
-    put_entry(&mut entry, &key(id, size, mtime_ns), &encoder.encode(text));
+    put_entry(&mut entry, &key(id, size, mtime_ns), &encoder.encode_query(text));
     let path = &paths.dense;
     let ctx = |e| Error::io(format!("appending to {}", path.display()), e);
     let mut f = crate::fs::nofollow::open_rw(path, false).map_err(ctx)?;
@@ -160,7 +164,7 @@ impl Semantic {
             .par_iter()
             .map(|(d, file)| {
                 let note = store::read_note(paths, file)?;
-                Ok((*d, note.map(|l| encoder.encode(&l.note.body.search_text()))))
+                Ok((*d, note.map(|l| encoder.encode_query(&l.note.body.search_text()))))
             })
             .collect::<Result<_>>()?;
         // A note gone from notes/ since indexing has no vector and is not counted.
@@ -183,7 +187,7 @@ impl Semantic {
 
     /// A text's unit vector.
     pub fn encode(&self, text: &str) -> Vec<f32> {
-        self.encoder.encode(text)
+        self.encoder.encode_query(text)
     }
 
     /// The cosine of a unit vector with note `doc`'s, if it has one.
