@@ -12,7 +12,11 @@
 //!   spec     a KB_SCORE_TUNE value, `k1=0.9,b=0.6,gamma=2,...` ("" = the
 //!            shipped constants)
 //! Honours KB_NOW (bench/scifact.py pins it) for freshness. With
-//! RANK_TUNE_BUILD set, the indexes are built in process instead of read
+//! KB_MODEL set, meaning joins the words as in `kb-score --model`: each
+//! query is encoded once, the documents' vectors are read from the file
+//! beside the cache (encoded and saved first when missing), and the
+//! fusion knobs (dense_w, dense_floor, dense_gamma, dense_depth) tune.
+//! With RANK_TUNE_BUILD set, the indexes are built in process instead of read
 //! from the caches, so analysis knobs in KB_SCORE_TUNE (set in the
 //! environment, one analysis per run) take effect.
 
@@ -93,6 +97,31 @@ fn main() {
     }
     let parsed: Vec<(String, Query)> =
         qrels.iter().filter_map(|(id, _)| Some((id.clone(), Query::parse(queries.get(id)?).ok()?))).collect();
+    // With a model: per variant, each query's cosine with every document.
+    let model = kb::text::bert::model_dir(None).map(|m| kb::text::bert::Encoder::load(&m).expect("the model loads"));
+    let mut cosines: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
+    if let Some(enc) = &model {
+        let t = std::time::Instant::now();
+        let qvs: Vec<Vec<f32>> = parsed.iter().map(|(_, q)| enc.encode_query(&q.text)).collect();
+        eprintln!("rank_tune: {} queries encoded in {:.1} s", qvs.len(), t.elapsed().as_secs_f64());
+        for (name, bytes) in &variants {
+            let v = View::open(bytes).expect("index opens");
+            let lib = Path::new(&work).join(name).join(".library");
+            let cache = lib.join(".cache/kb-score").join(format!("index-v{}.bin", kb::score::index::FORMAT_VERSION));
+            let file = kb::score::vectors::path_for(&cache, enc);
+            // As the CLI reads a document: its title, and its body past the frontmatter.
+            let title_body = |d: u32| {
+                let text = std::fs::read_to_string(lib.join(v.path(d))).ok()?;
+                let body = kb::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
+                Some((v.meta(d).title.unwrap_or_default(), body.to_string()))
+            };
+            let t = std::time::Instant::now();
+            let first = kb::score::vectors::dense(&file, &v, enc, &qvs[0], &title_body);
+            eprintln!("rank_tune: {name}: {} documents encoded in {:.1} s", first.encoded, t.elapsed().as_secs_f64());
+            let all = qvs.iter().map(|qv| kb::score::vectors::dense(&file, &v, enc, qv, &title_body).cosine).collect();
+            cosines.insert(name.clone(), all);
+        }
+    }
     for spec in specs.split(';') {
         let tuning = rank::TUNING.tuned(spec);
         let mut row = format!("{split} {spec:40}");
@@ -105,12 +134,13 @@ fn main() {
             };
             let (mut nd, mut rc) = (0.0, 0.0);
             let t = std::time::Instant::now();
-            for ((_, rel), (_, q)) in qrels.iter().zip(&parsed) {
+            for (i, ((_, rel), (_, q))) in qrels.iter().zip(&parsed).enumerate() {
                 let seq = &seqs[name];
                 // As the CLI reads it: the title, a line, the body.
                 let doc_text =
                     |d: u32| Some(format!("{}\n{}", v.meta(d).title.unwrap_or_default(), seq.get(id_of(d))?));
-                let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, &tuning);
+                let dense = cosines.get(name).map(|c| c[i].as_slice());
+                let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, dense, &tuning);
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
                 rc += recall100(&ranked, rel);

@@ -40,6 +40,7 @@ mod recipes;
 mod relate;
 mod rule_costs;
 mod score;
+mod score_model;
 mod setup;
 mod skills;
 mod skills_crash;

@@ -23,6 +23,8 @@ const QUERY: &[&str] = &[
     "source",
     "no-registries",
     "verify",
+    "model",
+    "no-dense",
     "root",
     "format",
 ];
@@ -57,6 +59,9 @@ fn settle(a: Cli) -> Result<Args, Error> {
         spec.cli.push(sources::parse_source_flag(&s)?);
     }
     opts.verify = a.on("verify");
+    if !a.on("no-dense") {
+        opts.model = crate::text::bert::model_dir(a.get("model").map(std::path::Path::new));
+    }
     spec.root = a.get("root").map(PathBuf::from);
     let format = a.format()?;
     opts.filters = Filters::new(a.get("type"), a.get("topic"), a.get("notebook"));

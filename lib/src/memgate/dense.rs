@@ -1,8 +1,12 @@
-//! The encoder half: with a sentence encoder configured (`--model DIR` or
-//! `KB_MEMGATE_MODEL`, `text::bert`), every note's vector, and a text's
+//! The encoder half: with a sentence encoder configured (`--model DIR`,
+//! `KB_MODEL` or `KB_MEMGATE_MODEL`, `text::bert`), every note's vector, and a text's
 //! cosine with each, so a neighbour can be found by meaning over the whole
 //! store — "Thanks for having my back" and "Jon expressed gratitude for
 //! Gina's support" share no word.
+//!
+//! Notes and the text that looks for them are alike (a statement meets a
+//! statement), so both are encoded with the model's query prompt, as e5
+//! asks for symmetric tasks (no prompt for a model without one).
 //!
 //! A note's vector is kept in the derived cache `.dense.vec` beside the
 //! search index: written whole by `reindex`, added to by `apply` for the
@@ -23,7 +27,7 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -33,19 +37,12 @@ use super::store::{self, Paths};
 use crate::error::{Error, Result};
 use crate::text::bert::Encoder;
 
-/// The environment variable naming the model folder when `--model` does not.
-pub const MODEL_ENV: &str = "KB_MEMGATE_MODEL";
-
 const MAGIC: &[u8; 4] = b"KBDV";
 const VERSION: u32 = 1;
 const HEADER: usize = 4 + 4 + 64 + 4;
 const KEY: usize = 16;
 
-/// The model folder to use: the flag's, else the environment's (an empty
-/// value is none).
-pub fn model_dir(flag: Option<&Path>) -> Option<PathBuf> {
-    flag.map(Path::to_path_buf).or_else(|| std::env::var_os(MODEL_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
-}
+pub use crate::text::bert::model_dir;
 
 /// A loaded encoder and the vector of every note a view holds.
 pub struct Semantic {
@@ -80,7 +77,7 @@ fn header(encoder: &Encoder) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(encoder.fingerprint.as_bytes());
+    out.extend_from_slice(encoder.digest().as_bytes());
     out.extend_from_slice(&(encoder.dims() as u32).to_le_bytes());
     out
 }
@@ -119,7 +116,7 @@ fn read_cache(path: &Path, encoder: &Encoder) -> HashMap<[u8; KEY], Vec<f32>> {
 /// cache whole; no key reaches it.
 pub fn append(paths: &Paths, encoder: &Encoder, id: &str, size: u64, mtime_ns: i64, text: &str) -> Result<()> {
     let mut entry = Vec::with_capacity(KEY + 4 * encoder.dims());
-    put_entry(&mut entry, &key(id, size, mtime_ns), &encoder.encode(text));
+    put_entry(&mut entry, &key(id, size, mtime_ns), &encoder.encode_query(text));
     let path = &paths.dense;
     let ctx = |e| Error::io(format!("appending to {}", path.display()), e);
     let mut f = crate::fs::nofollow::open_rw(path, false).map_err(ctx)?;
@@ -167,7 +164,7 @@ impl Semantic {
             .par_iter()
             .map(|(d, file)| {
                 let note = store::read_note(paths, file)?;
-                Ok((*d, note.map(|l| encoder.encode(&l.note.body.search_text()))))
+                Ok((*d, note.map(|l| encoder.encode_query(&l.note.body.search_text()))))
             })
             .collect::<Result<_>>()?;
         // A note gone from notes/ since indexing has no vector and is not counted.
@@ -190,7 +187,7 @@ impl Semantic {
 
     /// A text's unit vector.
     pub fn encode(&self, text: &str) -> Vec<f32> {
-        self.encoder.encode(text)
+        self.encoder.encode_query(text)
     }
 
     /// The cosine of a unit vector with note `doc`'s, if it has one.

@@ -48,6 +48,8 @@ pub enum Match {
     Fulltext,
     /// Reached over the relation graph from a direct hit.
     Graph,
+    /// Only the meaning matched: the sentence encoder's vectors, no word.
+    Dense,
 }
 
 /// `min(used_by, 5) / 5`.

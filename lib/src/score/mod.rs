@@ -23,6 +23,7 @@ pub mod sources;
 pub mod table;
 pub mod terms;
 pub mod tiers;
+pub mod vectors;
 pub mod view;
 pub mod walk;
 pub mod written;
@@ -53,6 +54,9 @@ pub struct Options {
     pub filters: Filters,
     /// Check every document's size and mtime before trusting the cache.
     pub verify: bool,
+    /// The sentence encoder's folder (`--model`, `KB_MODEL`): meaning
+    /// joins the words (kb::score::vectors); `None` is lexical only.
+    pub model: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -64,6 +68,7 @@ impl Default for Options {
             budget: None,
             filters: Filters::default(),
             verify: false,
+            model: None,
         }
     }
 }
@@ -118,6 +123,9 @@ pub struct Hit {
     /// The snippet or content was cut to fit `--budget` (the last hit).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// With a model: the document's best chunk cosine with the query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<f64>,
     #[serde(skip)]
     exact: f64,
     #[serde(skip)]
@@ -193,6 +201,19 @@ struct Partial {
 #[derive(Default)]
 pub struct Open {
     held: std::collections::HashMap<std::path::PathBuf, cache::Held>,
+    /// The sentence encoder, loaded once, with its folder.
+    encoder: Option<(std::path::PathBuf, crate::text::bert::Encoder)>,
+}
+
+/// The encoder of `dir` in `slot`, loaded on first use and kept.
+fn encoder<'a>(
+    slot: &'a mut Option<(std::path::PathBuf, crate::text::bert::Encoder)>,
+    dir: &std::path::Path,
+) -> Result<&'a crate::text::bert::Encoder> {
+    if slot.as_ref().is_none_or(|(d, _)| d != dir) {
+        *slot = Some((dir.to_path_buf(), crate::text::bert::Encoder::load(dir)?));
+    }
+    Ok(&slot.as_ref().expect("just loaded").1)
 }
 
 impl std::fmt::Debug for Open {
@@ -201,9 +222,11 @@ impl std::fmt::Debug for Open {
     }
 }
 
-/// Searches one source.
+/// Searches one source; `dense` is the encoder and the query's vector.
+#[allow(clippy::too_many_arguments)]
 fn search_source(
-    open: &mut Open,
+    held: &mut std::collections::HashMap<std::path::PathBuf, cache::Held>,
+    dense: Option<(&crate::text::bert::Encoder, &[f32])>,
     src: &Source,
     order: usize,
     local: Option<&crate::Library>,
@@ -214,16 +237,23 @@ fn search_source(
     let cache_path = cache::path_for(&src.lib, local, src.external);
     let mut none = cache::Held::default();
     let held = match &cache_path {
-        Some(p) => open.held.entry(p.clone()).or_default(),
+        Some(p) => held.entry(p.clone()).or_default(),
         None => &mut none,
     };
     cache::with_held(held, &src.lib, cache_path.as_deref(), opts.verify, |v| {
-        let doc_text = |d: u32| {
+        let title_body = |d: u32| {
             let text = tiers::content(&src.lib, v.path(d))?;
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
-            Some(format!("{}\n{body}", v.meta(d).title.unwrap_or_default()))
+            Some((v.meta(d).title.unwrap_or_default(), body.to_string()))
         };
-        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, &rank::Tuning::current());
+        let doc_text = |d: u32| title_body(d).map(|(t, b)| format!("{t}\n{b}"));
+        let cosines = dense.map(|(enc, qv)| {
+            let file = cache_path.as_deref().map(|c| vectors::path_for(c, enc)).unwrap_or_default();
+            vectors::dense(&file, v, enc, qv, &title_body).cosine
+        });
+        let tuning = rank::Tuning::current();
+        let (direct, matched) =
+            rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, cosines.as_deref(), &tuning);
         let mk = |d: u32,
                   (score, base, lexical): (f64, f64, f64),
                   kind: Match,
@@ -251,6 +281,7 @@ fn search_source(
                 summary: None,
                 content: None,
                 truncated: false,
+                dense: None,
                 exact: score,
                 lexical,
                 order,
@@ -258,7 +289,10 @@ fn search_source(
         };
         let hits: Vec<Hit> = direct
             .iter()
-            .map(|s| mk(s.doc, (s.score, round4(s.base), s.lexical), s.kind, s.freshness, 0, None))
+            .map(|s| Hit {
+                dense: s.cosine.map(round4),
+                ..mk(s.doc, (s.score, round4(s.base), s.lexical), s.kind, s.freshness, 0, None)
+            })
             .collect();
         let mut rec_docs = Vec::new();
         let recs = if opts.recommend {
@@ -314,8 +348,13 @@ pub fn search_with(
     let mut matched = 0;
     let mut queried = Vec::new();
     let mut with_findings = Vec::new();
+    // The query is encoded once for every source.
+    let Open { held, encoder: slot } = open;
+    let encoder = opts.model.as_deref().map(|m| encoder(slot, m)).transpose()?;
+    let qv = encoder.map(|e| e.encode_query(&q.text));
+    let dense = encoder.zip(qv.as_deref());
     for (i, src) in sources.iter().enumerate() {
-        match search_source(open, src, i, local, q, opts, now) {
+        match search_source(held, dense, src, i, local, q, opts, now) {
             Ok((p, report)) => {
                 queried.push(src.name.clone());
                 warnings.extend(report.warnings.into_iter().map(|w| format!("{}: {w}", src.name)));

@@ -82,7 +82,7 @@ pub fn closest(v: &View, q: &Query, now: i64, filters: &Filters, source: &str, o
     if !filters.is_empty() {
         // Closeness needs no feedback reordering: no document text is read.
         let (unfiltered, _) =
-            rank::direct(v, q, now, &Filters::default(), NEAREST, &|_| None, &rank::Tuning::current());
+            rank::direct(v, q, now, &Filters::default(), NEAREST, &|_| None, None, &rank::Tuning::current());
         if !unfiltered.is_empty() {
             return unfiltered.iter().map(|s| mk(s.doc, Near::Filtered, Some(s.kind), s.score)).collect();
         }

@@ -82,6 +82,10 @@ pub struct Scored {
     /// when it was re-ranked): breaks ties of the final score, so two
     /// documents with different text evidence are never ordered by path.
     pub lexical: f64,
+    /// With a model: the document's best chunk cosine with the query.
+    pub cosine: Option<f64>,
+    /// With a model: what meaning added to the base (kb::score::vectors).
+    pub dense: f64,
 }
 
 /// The freshness of document `d` at `now` (epoch seconds).
@@ -95,7 +99,16 @@ pub fn freshness_of(v: &View, d: u32, now: i64) -> f64 {
 /// Scores a document with a base.
 pub fn score(v: &View, d: u32, base: f64, kind: Match, lexical: f64, now: i64) -> Scored {
     let freshness = freshness_of(v, d, now);
-    Scored { doc: d, score: formula::final_score(base, v.used_by(d), freshness), base, kind, freshness, lexical }
+    Scored {
+        doc: d,
+        score: formula::final_score(base, v.used_by(d), freshness),
+        base,
+        kind,
+        freshness,
+        lexical,
+        cosine: None,
+        dense: 0.0,
+    }
 }
 
 /// Ranking order: final score, then text evidence, then document id
@@ -141,6 +154,40 @@ impl Grading {
     }
 }
 
+/// How meaning (a document's best chunk cosine with the query, from the
+/// sentence encoder) joins the base, a convex combination so the base
+/// stays in [0, 1]: `(1 − weight) × lexical base + weight × share^gamma`,
+/// the share being the cosine above `floor` as a part of the query's best
+/// cosine above it. Documents the words missed enter through the `depth`
+/// best cosines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    /// Weight of meaning against the text evidence.
+    pub weight: f64,
+    /// Cosine that counts as no evidence.
+    pub floor: f64,
+    /// Power of the share, as for the text evidence.
+    pub gamma: f64,
+    /// Documents by cosine that become candidates.
+    pub depth: usize,
+}
+
+/// The fusion kb-score ranks with (tuned on SciFact train, bench/RESULTS.md).
+pub const FUSION: Fusion = Fusion { weight: 0.5, floor: 0.1, gamma: 2.0, depth: 100 };
+
+impl Fusion {
+    /// This fusion with the knobs a tuning spec names replaced.
+    pub fn tuned(self, spec: &str) -> Fusion {
+        let k = |key: &str, d: f64| bm25::knob(spec, key).unwrap_or(d);
+        Fusion {
+            weight: k("dense_w", self.weight),
+            floor: k("dense_floor", self.floor),
+            gamma: k("dense_gamma", self.gamma),
+            depth: k("dense_depth", self.depth as f64) as usize,
+        }
+    }
+}
+
 /// Everything a ranking is tuned by.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tuning {
@@ -152,10 +199,13 @@ pub struct Tuning {
     pub feedback: Feedback,
     /// Term proximity re-ranking of the best text matches.
     pub proximity: Proximity,
+    /// Meaning and words together (with a model).
+    pub fusion: Fusion,
 }
 
 /// The tuned constants.
-pub const TUNING: Tuning = Tuning { bm25: bm25::PARAMS, grading: GRADING, feedback: FEEDBACK, proximity: PROXIMITY };
+pub const TUNING: Tuning =
+    Tuning { bm25: bm25::PARAMS, grading: GRADING, feedback: FEEDBACK, proximity: PROXIMITY, fusion: FUSION };
 
 impl Tuning {
     /// The tuning in force: [`TUNING`], or the override of
@@ -172,6 +222,7 @@ impl Tuning {
             grading: self.grading.tuned(spec),
             feedback: self.feedback.tuned(spec),
             proximity: self.proximity.tuned(spec),
+            fusion: self.fusion.tuned(spec),
         }
     }
 }
@@ -182,8 +233,10 @@ pub type DocText<'a> = &'a dyn Fn(u32) -> Option<String>;
 
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
-/// `t` is [`Tuning::current`] except in the tuning harness
-/// (bench/rank_tune.rs).
+/// `dense` is each document's best cosine with the query when a model is
+/// in use ([`Fusion`]). `t` is [`Tuning::current`] except in the tuning
+/// harness (bench/rank_tune.rs).
+#[allow(clippy::too_many_arguments)]
 pub fn direct(
     v: &View,
     q: &Query,
@@ -191,6 +244,7 @@ pub fn direct(
     filters: &Filters,
     limit: usize,
     doc_text: DocText,
+    dense: Option<&[f32]>,
     t: &Tuning,
 ) -> (Vec<Scored>, usize) {
     let (p, g) = (&t.bm25, &t.grading);
@@ -235,10 +289,18 @@ pub fn direct(
             e.1 = kind;
         }
     }
+    best.retain(|_, b| b.0 > 0.0);
+    let meaning = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
     let mut all: Vec<Scored> = best
         .into_iter()
-        .filter(|(_, b)| b.0 > 0.0)
-        .map(|(d, (base, kind, lex))| score(v, d, base, kind, lex, now))
+        .map(|(d, (base, kind, lex))| {
+            let mut s = score(v, d, base, kind, lex, now);
+            if let Some(&(cosine, part)) = meaning.get(&d) {
+                s.cosine = Some(cosine);
+                s.dense = part;
+            }
+            s
+        })
         .collect();
     if t.proximity.active() && sc.ideal > 0.0 {
         rerank_by_proximity(v, q, sc.ideal, &mut all, doc_text, t, now);
@@ -257,6 +319,33 @@ pub fn direct(
     let kept: Vec<Scored> = all.into_iter().filter(|s| filters.pass(&v.meta(s.doc))).collect();
     let matched = kept.len();
     (kept.into_iter().take(limit).collect(), matched)
+}
+
+/// Adds meaning to the bases in `best` ([`Fusion`]), the `depth` best
+/// cosines joining as `Match::Dense` when no word matched them; returns
+/// each scored document's cosine and what meaning added.
+fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> HashMap<u32, (f64, f64)> {
+    let mut top: Vec<u32> = (0..cos.len() as u32).collect();
+    let by_cos = |a: &u32, b: &u32| cos[*b as usize].total_cmp(&cos[*a as usize]).then(a.cmp(b));
+    let depth = f.depth.min(top.len());
+    if depth < top.len() {
+        top.select_nth_unstable_by(depth, by_cos);
+    }
+    top.truncate(depth);
+    let Some(max) = top.iter().map(|&d| f64::from(cos[d as usize])).reduce(f64::max) else { return HashMap::new() };
+    for &d in &top {
+        best.entry(d).or_insert((0.0, Match::Dense, 0.0));
+    }
+    let mut out = HashMap::with_capacity(best.len());
+    for (&d, b) in best.iter_mut() {
+        let c = f64::from(cos.get(d as usize).copied().unwrap_or(0.0));
+        let share = if max > f.floor { ((c - f.floor) / (max - f.floor)).clamp(0.0, 1.0) } else { 0.0 };
+        let part = f.weight * share.powf(f.gamma);
+        b.0 = (1.0 - f.weight) * b.0 + part;
+        out.insert(d, (c, part));
+    }
+    best.retain(|_, b| b.0 > 0.0);
+    out
 }
 
 /// Raises the text evidence of the `t.proximity.depth` best documents
@@ -283,7 +372,10 @@ fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_
         }
         let bonus = t.proximity.weight * near;
         let text = formula::FULLTEXT_MAX * ((s.lexical / ideal).min(1.0) + bonus).min(1.0).powf(g.gamma);
+        let (cosine, dense) = (s.cosine, s.dense);
+        let text = if cosine.is_some() { (1.0 - t.fusion.weight) * text + dense } else { text };
         *s = score(v, s.doc, s.base.max(text), s.kind, s.lexical + bonus * ideal, now);
+        (s.cosine, s.dense) = (cosine, dense);
     }
 }
 

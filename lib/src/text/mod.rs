@@ -10,6 +10,7 @@ pub mod bert;
 pub mod bm25;
 pub mod embed;
 pub mod segment;
+pub(crate) mod tokenizer;
 
 /// NFKC plus lower case: full-width letters, ligatures and case no longer
 /// separate two spellings of the same word.

@@ -1,0 +1,221 @@
+//! kb-score's dense half: each document's vectors from the sentence
+//! encoder (`text::bert`, `--model DIR` or `KB_MODEL`), kept beside the
+//! index so a query encodes only itself. A document is embedded in chunks
+//! (its title with each section, a long section in windows), and scores
+//! by its best chunk: a note on many things matches a question on one.
+//!
+//! The file (`vectors-<digest>.bin` beside the index cache) is named and
+//! headed by the model's digest, so another model writes its own file and
+//! vectors of two models never mix. Each document's entry is keyed by its
+//! path, size and mtime as the index saw them: an edit changes the key,
+//! and only the documents whose key is new are encoded (in parallel)
+//! before the file is replaced whole (temp file and rename; readers map
+//! it). Entries of documents gone from the index are dropped then.
+//!
+//! Layout, little-endian: b"KBSV", u32 version, the digest (64 hex
+//! bytes), u32 dimensions, then per document 16 key bytes (the first of
+//! SHA-256 over path, size and mtime), u32 chunks, and the chunks' unit
+//! vectors as f32. A file of another version, model or size is not read.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use super::index::View;
+use crate::text::bert::Encoder;
+
+const MAGIC: &[u8; 4] = b"KBSV";
+const VERSION: u32 = 1;
+const HEADER: usize = 4 + 4 + 64 + 4;
+const KEY: usize = 16;
+/// Words of a chunk's window: a section longer than this is cut into
+/// windows (all-MiniLM-L6-v2 reads 256 tokens, about 180 words).
+const WINDOW: usize = 160;
+/// Chunks of one document at most: past that, the rest of a long
+/// document is not embedded (its words still count lexically).
+const MAX_CHUNKS: usize = 16;
+
+/// The vector file of an index cache file and a model.
+pub fn path_for(cache: &Path, encoder: &Encoder) -> PathBuf {
+    let stem = cache.file_stem().and_then(|s| s.to_str()).unwrap_or("index");
+    cache.with_file_name(format!("{stem}.vectors-{}.bin", &encoder.digest()[..16]))
+}
+
+/// A document's key: its path, size and mtime as indexed.
+fn key(path: &str, (size, mtime): (u64, u64)) -> [u8; KEY] {
+    let mut h = Sha256::new();
+    h.update(path.as_bytes());
+    h.update([0]);
+    h.update(size.to_le_bytes());
+    h.update(mtime.to_le_bytes());
+    let mut out = [0u8; KEY];
+    out.copy_from_slice(&h.finalize()[..KEY]);
+    out
+}
+
+fn header(encoder: &Encoder) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(encoder.digest().as_bytes());
+    out.extend_from_slice(&(encoder.dims() as u32).to_le_bytes());
+    out
+}
+
+/// The chunks of a document: its title with each section (split at
+/// headings), a section past [`WINDOW`] words in windows of that many.
+pub fn chunks(title: &str, body: &str) -> Vec<String> {
+    let mut sections: Vec<String> = vec![String::new()];
+    let mut in_fence = false;
+    for line in body.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        if !in_fence && t.starts_with('#') && !sections.last().is_some_and(|s| s.trim().is_empty()) {
+            sections.push(String::new());
+        }
+        let s = sections.last_mut().expect("one section at least");
+        s.push_str(line);
+        s.push('\n');
+    }
+    let mut out = Vec::new();
+    for s in sections {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        for w in words.chunks(WINDOW) {
+            let text = w.join(" ");
+            out.push(if title.is_empty() { text } else { format!("{title}\n{text}") });
+        }
+    }
+    if out.is_empty() && !title.is_empty() {
+        out.push(title.to_string());
+    }
+    out.truncate(MAX_CHUNKS);
+    out
+}
+
+/// Each document's best cosine with the query's vector (0 for a document
+/// without vectors), by index id; and how many documents were encoded now.
+pub struct Dense {
+    /// Best chunk cosine per document.
+    pub cosine: Vec<f32>,
+    /// Documents encoded by this call (changed or new since the last).
+    pub encoded: usize,
+}
+
+/// The cosines of `query` with every document of `v`, from the vector
+/// file at `file`, after encoding the documents it lacks (`text` gives a
+/// document's title and body) and saving it. A file that cannot be
+/// written leaves the vectors in memory for this call.
+pub fn dense(
+    file: &Path,
+    v: &View,
+    encoder: &Encoder,
+    query: &[f32],
+    text: &(dyn Fn(u32) -> Option<(String, String)> + Sync),
+) -> Dense {
+    let dims = encoder.dims();
+    let mapped = crate::fs::map::map(file).ok();
+    let bytes: &[u8] = mapped.as_deref().unwrap_or(&[]);
+    let mut have: HashMap<[u8; KEY], (usize, usize)> = HashMap::new();
+    if bytes.get(..HEADER) == Some(&header(encoder)[..]) {
+        let mut at = HEADER;
+        while let Some(head) = bytes.get(at..at + KEY + 4) {
+            let mut k = [0u8; KEY];
+            k.copy_from_slice(&head[..KEY]);
+            let n = u32::from_le_bytes(head[KEY..].try_into().expect("4 bytes")) as usize;
+            let start = at + KEY + 4;
+            let end = start + n * dims * 4;
+            if end > bytes.len() {
+                break;
+            }
+            have.insert(k, (start, n));
+            at = end;
+        }
+    }
+    let docs = v.docs() as u32;
+    let keys: Vec<[u8; KEY]> = (0..docs).map(|d| key(v.path(d), v.stamp(d))).collect();
+    let missing: Vec<u32> = (0..docs).filter(|&d| !have.contains_key(&keys[d as usize])).collect();
+    let fresh: HashMap<u32, Vec<f32>> = missing
+        .par_iter()
+        .map(|&d| {
+            let vecs = text(d).map_or_else(Vec::new, |(title, body)| {
+                chunks(&title, &body).iter().flat_map(|c| encoder.encode_passage(c)).collect()
+            });
+            (d, vecs)
+        })
+        .collect();
+    let mut cosine = vec![0f32; docs as usize];
+    for d in 0..docs {
+        let best = match fresh.get(&d) {
+            Some(vs) => vs.chunks_exact(dims).map(|c| dot(query, c)).fold(f32::NEG_INFINITY, f32::max),
+            None => {
+                let (start, n) = have[&keys[d as usize]];
+                bytes[start..start + n * dims * 4]
+                    .chunks_exact(dims * 4)
+                    .map(|c| dot_le(query, c))
+                    .fold(f32::NEG_INFINITY, f32::max)
+            }
+        };
+        cosine[d as usize] = if best.is_finite() { best } else { 0.0 };
+    }
+    let stale = have.len() != (docs as usize - missing.len());
+    if !missing.is_empty() || stale {
+        let mut out = header(encoder);
+        for d in 0..docs {
+            let k = &keys[d as usize];
+            out.extend_from_slice(k);
+            match fresh.get(&d) {
+                Some(vs) => {
+                    out.extend_from_slice(&((vs.len() / dims) as u32).to_le_bytes());
+                    vs.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                }
+                None => {
+                    let (start, n) = have[k];
+                    out.extend_from_slice(&(n as u32).to_le_bytes());
+                    out.extend_from_slice(&bytes[start..start + n * dims * 4]);
+                }
+            }
+        }
+        drop(mapped);
+        // Derived: a file that cannot be written costs the next call the encoding again.
+        let _ = crate::fs::atomic::write(file, &out);
+    }
+    Dense { cosine, encoded: missing.len() }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The dot product with a vector stored as little-endian f32 bytes.
+fn dot_le(a: &[f32], b: &[u8]) -> f32 {
+    a.iter().zip(b.chunks_exact(4)).map(|(x, y)| x * f32::from_le_bytes([y[0], y[1], y[2], y[3]])).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks;
+
+    #[test]
+    fn a_document_is_its_title_with_each_section_and_long_sections_in_windows() {
+        assert_eq!(
+            chunks("T", "intro words\n## A\nalpha\n## B\nbeta\n"),
+            ["T\nintro words", "T\n## A alpha", "T\n## B beta"]
+        );
+        // A heading inside a fence does not cut; a heading right after another does not leave an empty chunk.
+        assert_eq!(chunks("T", "```\n# not a heading\n```\n"), ["T\n``` # not a heading ```"]);
+        assert_eq!(chunks("", "# A\n# B\nx\n"), ["# A # B x"]);
+        let long = "w ".repeat(super::WINDOW + 1);
+        let c = chunks("T", &long);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[1], "T\nw");
+        assert_eq!(chunks("Only a title", ""), ["Only a title"]);
+        assert!(chunks("", " \n").is_empty());
+    }
+}

@@ -1,0 +1,355 @@
+//! A sentence encoder's own tokenizer, read from its folder: the encoder
+//! must cut a text exactly as the model was trained, or its vectors are
+//! quietly wrong. Two kinds ship with sentence-transformers models:
+//! BERT's WordPiece (English MiniLM, bge: `tokenizer.json`, or `vocab.txt`
+//! with `tokenizer_config.json`), with its lowercasing, accent stripping
+//! and CJK spacing as configured; and SentencePiece's Unigram (the
+//! multilingual models, e5 and paraphrase-multilingual: `tokenizer.json`),
+//! cut by Viterbi over the pieces' log probabilities. A setting this module
+//! does not implement is an error naming it, never ignored.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::error::{Error, Result};
+use crate::text::embed::{Fold, Vocab};
+
+/// HF tokenizers' penalty under the lowest piece score for an unknown
+/// character in a Unigram model.
+const UNK_PENALTY: f64 = 10.0;
+
+enum Model {
+    WordPiece { vocab: Vocab, fold: Fold },
+    Unigram(Unigram),
+}
+
+/// A Unigram model: each piece's id and log probability, and the text
+/// normalisation before it (NFKC for SentencePiece's `nmt_nfkc` charsmap,
+/// then runs of spaces made one).
+struct Unigram {
+    pieces: HashMap<Box<str>, (usize, f64)>,
+    longest: usize,
+    unk_score: f64,
+    nfkc: bool,
+    lowercase: bool,
+    collapse_spaces: bool,
+    prefix_space: bool,
+}
+
+/// A model's tokenizer: its model, its unknown token, and the tokens it
+/// puts around a text (`[CLS]`/`[SEP]`, `<s>`/`</s>`).
+pub(crate) struct Tokenizer {
+    model: Model,
+    pub(crate) unk: usize,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    /// The files read, for the model's digest.
+    pub(crate) source: Vec<u8>,
+}
+
+fn bad(file: &Path, what: impl std::fmt::Display) -> Error {
+    Error::msg(format!("{}: {what}", file.display()))
+}
+
+/// A JSON object's field as a string, or `None` (absent or null).
+fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+impl Tokenizer {
+    /// The tokenizer of a model folder: `tokenizer.json` if it is there,
+    /// else `vocab.txt` with `tokenizer_config.json`'s settings.
+    pub(crate) fn load(dir: &Path) -> Result<Tokenizer> {
+        let json = dir.join("tokenizer.json");
+        match std::fs::read(&json) {
+            Ok(bytes) => Tokenizer::from_json(&json, bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Tokenizer::from_vocab(dir),
+            Err(e) => Err(Error::io(format!("reading {}", json.display()), e)),
+        }
+    }
+
+    /// `vocab.txt` and the BERT tokenizer's settings in
+    /// `tokenizer_config.json` (absent: uncased BERT's).
+    fn from_vocab(dir: &Path) -> Result<Tokenizer> {
+        let file = dir.join("vocab.txt");
+        let bytes = std::fs::read(&file).map_err(|e| {
+            bad(&file, format!("{e} (a sentence-transformers folder holds config.json, tokenizer.json or vocab.txt, and model.safetensors)"))
+        })?;
+        let vocab = Vocab::parse(std::str::from_utf8(&bytes).map_err(|e| bad(&file, e))?);
+        let cfg_file = dir.join("tokenizer_config.json");
+        let cfg: Value = match std::fs::read(&cfg_file) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| bad(&cfg_file, e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+            Err(e) => return Err(Error::io(format!("reading {}", cfg_file.display()), e)),
+        };
+        let lowercase = cfg.get("do_lower_case").and_then(Value::as_bool).unwrap_or(true);
+        let fold = Fold {
+            lowercase,
+            strip_accents: cfg.get("strip_accents").and_then(Value::as_bool).unwrap_or(lowercase),
+            chinese: cfg.get("tokenize_chinese_chars").and_then(Value::as_bool).unwrap_or(true),
+        };
+        if cfg.get("do_basic_tokenize").and_then(Value::as_bool) == Some(false) {
+            return Err(bad(&cfg_file, "do_basic_tokenize false is not implemented"));
+        }
+        let special = |key: &str, default: &str| {
+            let t = text(&cfg, key).unwrap_or(default);
+            vocab.get(t).ok_or_else(|| bad(&file, format!("no {t} token")))
+        };
+        let (unk, start, end) =
+            (special("unk_token", "[UNK]")?, special("cls_token", "[CLS]")?, special("sep_token", "[SEP]")?);
+        let mut source = bytes.clone();
+        source.extend(serde_json::to_vec(&cfg).unwrap_or_default());
+        Ok(Tokenizer { model: Model::WordPiece { vocab, fold }, unk, start, end, source })
+    }
+
+    fn from_json(file: &Path, bytes: Vec<u8>) -> Result<Tokenizer> {
+        let t: Value = serde_json::from_slice(&bytes).map_err(|e| bad(file, e))?;
+        let model = t.get("model").ok_or_else(|| bad(file, "no model"))?;
+        let (model, unk) = match text(model, "type") {
+            Some("WordPiece") => wordpiece(file, &t, model)?,
+            Some("Unigram") => unigram(file, &t, model)?,
+            other => return Err(bad(file, format!("model type {other:?} is not implemented (WordPiece, Unigram)"))),
+        };
+        let id = |name: &str| -> Result<usize> {
+            let found = match &model {
+                Model::WordPiece { vocab, .. } => vocab.get(name),
+                Model::Unigram(u) => u.pieces.get(name).map(|p| p.0),
+            };
+            found.ok_or_else(|| bad(file, format!("post_processor's token {name} is not in the vocabulary")))
+        };
+        let post = t.get("post_processor").filter(|p| !p.is_null()).ok_or_else(|| bad(file, "no post_processor"))?;
+        let (start, end) = match text(post, "type") {
+            Some("TemplateProcessing") => {
+                let single = post
+                    .get("single")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad(file, "post_processor without single"))?;
+                let names: Vec<Option<&str>> =
+                    single.iter().map(|p| p.get("SpecialToken").and_then(|s| text(s, "id"))).collect();
+                match names[..] {
+                    [Some(a), None, Some(b)] if single[1].get("Sequence").is_some() => (id(a)?, id(b)?),
+                    _ => {
+                        return Err(bad(
+                            file,
+                            "post_processor template other than [special, $A, special] is not implemented",
+                        ))
+                    }
+                }
+            }
+            Some("BertProcessing" | "RobertaProcessing") => {
+                let name = |k: &str| {
+                    post.get(k)
+                        .and_then(|v| v.get(0))
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| bad(file, format!("post_processor without {k}")))
+                };
+                (id(name("cls")?)?, id(name("sep")?)?)
+            }
+            other => return Err(bad(file, format!("post_processor type {other:?} is not implemented"))),
+        };
+        Ok(Tokenizer { model, unk, start, end, source: bytes })
+    }
+
+    /// A text's token ids, without the tokens around it.
+    pub(crate) fn ids(&self, text: &str) -> Vec<usize> {
+        match &self.model {
+            Model::WordPiece { vocab, fold } => vocab.ids_folded(text, Some(self.unk), *fold),
+            Model::Unigram(u) => u.ids(text, self.unk),
+        }
+    }
+
+    /// How many token ids the model has (the highest plus one).
+    pub(crate) fn len(&self) -> usize {
+        match &self.model {
+            Model::WordPiece { vocab, .. } => vocab.len(),
+            Model::Unigram(u) => u.pieces.values().map(|p| p.0 + 1).max().unwrap_or(0),
+        }
+    }
+}
+
+/// A BERT WordPiece model and its normaliser.
+fn wordpiece(file: &Path, t: &Value, model: &Value) -> Result<(Model, usize)> {
+    if text(model, "continuing_subword_prefix").is_some_and(|p| p != "##") {
+        return Err(bad(file, "continuing_subword_prefix other than ## is not implemented"));
+    }
+    if model.get("max_input_chars_per_word").and_then(Value::as_u64).is_some_and(|n| n != 100) {
+        return Err(bad(file, "max_input_chars_per_word other than 100 is not implemented"));
+    }
+    let map =
+        model.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(file, "WordPiece model without vocab"))?;
+    let ids: HashMap<Box<str>, usize> =
+        map.iter().filter_map(|(k, v)| Some((k.as_str().into(), v.as_u64()? as usize))).collect();
+    let vocab = Vocab::from_map(ids);
+    let n = t.get("normalizer").unwrap_or(&Value::Null);
+    let fold = match text(n, "type") {
+        Some("BertNormalizer") => {
+            let lowercase = n.get("lowercase").and_then(Value::as_bool).unwrap_or(true);
+            Fold {
+                lowercase,
+                strip_accents: n.get("strip_accents").and_then(Value::as_bool).unwrap_or(lowercase),
+                chinese: n.get("handle_chinese_chars").and_then(Value::as_bool).unwrap_or(true),
+            }
+        }
+        other => {
+            return Err(bad(file, format!("normalizer {other:?} with WordPiece is not implemented (BertNormalizer)")))
+        }
+    };
+    match t.get("pre_tokenizer").and_then(|p| text(p, "type")) {
+        Some("BertPreTokenizer") => {}
+        other => {
+            return Err(bad(
+                file,
+                format!("pre_tokenizer {other:?} with WordPiece is not implemented (BertPreTokenizer)"),
+            ))
+        }
+    }
+    let unk_name = text(model, "unk_token").unwrap_or("[UNK]");
+    let unk = vocab.get(unk_name).ok_or_else(|| bad(file, format!("no {unk_name} token")))?;
+    Ok((Model::WordPiece { vocab, fold }, unk))
+}
+
+/// A SentencePiece Unigram model, with the normalisers and pre-tokenizer
+/// multilingual models ship.
+fn unigram(file: &Path, t: &Value, model: &Value) -> Result<(Model, usize)> {
+    let list = model.get("vocab").and_then(Value::as_array).ok_or_else(|| bad(file, "Unigram model without vocab"))?;
+    let mut pieces: HashMap<Box<str>, (usize, f64)> = HashMap::with_capacity(list.len());
+    for (i, p) in list.iter().enumerate() {
+        let (Some(piece), Some(score)) = (p.get(0).and_then(Value::as_str), p.get(1).and_then(Value::as_f64)) else {
+            return Err(bad(file, format!("Unigram vocab entry {i} is not [piece, score]")));
+        };
+        pieces.entry(piece.into()).or_insert((i, score));
+    }
+    let unk =
+        model.get("unk_id").and_then(Value::as_u64).ok_or_else(|| bad(file, "Unigram model without unk_id"))? as usize;
+    if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+        return Err(bad(file, "Unigram byte_fallback is not implemented"));
+    }
+    let min = pieces.values().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let mut u = Unigram {
+        longest: pieces.keys().map(|k| k.chars().count()).max().unwrap_or(1),
+        pieces,
+        unk_score: min - UNK_PENALTY,
+        nfkc: false,
+        lowercase: false,
+        collapse_spaces: false,
+        prefix_space: false,
+    };
+    let normalizers = match t.get("normalizer") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(n) if text(n, "type") == Some("Sequence") => {
+            n.get("normalizers").and_then(Value::as_array).cloned().unwrap_or_default()
+        }
+        Some(n) => vec![n.clone()],
+    };
+    for n in &normalizers {
+        match text(n, "type") {
+            // SentencePiece's compiled nmt_nfkc map: NFKC, which is what it
+            // compiles (its extra control-character rules aside).
+            Some("Precompiled" | "NFKC") => u.nfkc = true,
+            Some("Lowercase") => u.lowercase = true,
+            Some("Replace")
+                if n.get("pattern").and_then(|p| p.get("Regex")).and_then(Value::as_str) == Some(" {2,}")
+                    && text(n, "content") == Some(" ") =>
+            {
+                u.collapse_spaces = true
+            }
+            other => return Err(bad(file, format!("normalizer {other:?} with Unigram is not implemented"))),
+        }
+    }
+    let pre = t.get("pre_tokenizer").unwrap_or(&Value::Null);
+    let metas: Vec<Value> = match text(pre, "type") {
+        Some("Sequence") => pre.get("pretokenizers").and_then(Value::as_array).cloned().unwrap_or_default(),
+        Some(_) => vec![pre.clone()],
+        None => Vec::new(),
+    };
+    let mut meta = false;
+    for p in &metas {
+        match text(p, "type") {
+            Some("WhitespaceSplit") => {}
+            Some("Metaspace") => {
+                if text(p, "replacement").is_some_and(|r| r != "▁") {
+                    return Err(bad(file, "Metaspace replacement other than ▁ is not implemented"));
+                }
+                meta = true;
+                u.prefix_space = match text(p, "prepend_scheme") {
+                    Some("always") => true,
+                    Some("never") => false,
+                    Some(s) => return Err(bad(file, format!("Metaspace prepend_scheme {s:?} is not implemented"))),
+                    None => p.get("add_prefix_space").and_then(Value::as_bool).unwrap_or(true),
+                };
+            }
+            other => return Err(bad(file, format!("pre_tokenizer {other:?} with Unigram is not implemented"))),
+        }
+    }
+    if !meta {
+        return Err(bad(file, "a Unigram tokenizer without a Metaspace pre_tokenizer is not implemented"));
+    }
+    Ok((Model::Unigram(u), unk))
+}
+
+impl Unigram {
+    /// The ids of a text: normalised, split into words at spaces (each
+    /// word starting with ▁), each word cut by Viterbi into the pieces of
+    /// highest total log probability; an unknown character is the unknown
+    /// token, and a run of them one unknown token.
+    fn ids(&self, text: &str, unk: usize) -> Vec<usize> {
+        let mut s: String = if self.nfkc { text.nfkc().collect() } else { text.to_string() };
+        if self.lowercase {
+            s = s.chars().flat_map(char::to_lowercase).collect();
+        }
+        if self.collapse_spaces {
+            let mut out = String::with_capacity(s.len());
+            for c in s.chars() {
+                if !(c == ' ' && out.ends_with(' ')) {
+                    out.push(c);
+                }
+            }
+            s = out;
+        }
+        let mut out = Vec::new();
+        for (i, word) in s.split_whitespace().enumerate() {
+            let w = if self.prefix_space || i > 0 { format!("▁{word}") } else { word.to_string() };
+            self.viterbi(&w, unk, &mut out);
+        }
+        out
+    }
+
+    fn viterbi(&self, word: &str, unk: usize, out: &mut Vec<usize>) {
+        let chars: Vec<usize> = word.char_indices().map(|(i, _)| i).chain([word.len()]).collect();
+        let n = chars.len() - 1;
+        // best[i]: (score, start of the last piece, its id) of the best cut of the first i chars.
+        let mut best: Vec<(f64, usize, Option<usize>)> = vec![(f64::NEG_INFINITY, 0, None); n + 1];
+        best[0].0 = 0.0;
+        for end in 1..=n {
+            for start in end.saturating_sub(self.longest)..end {
+                if best[start].0 == f64::NEG_INFINITY {
+                    continue;
+                }
+                if let Some(&(id, score)) = self.pieces.get(&word[chars[start]..chars[end]]) {
+                    let s = best[start].0 + score;
+                    if s > best[end].0 {
+                        best[end] = (s, start, Some(id));
+                    }
+                }
+            }
+            if best[end].0 == f64::NEG_INFINITY {
+                best[end] = (best[end - 1].0 + self.unk_score, end - 1, None);
+            }
+        }
+        let mut cut = Vec::new();
+        let mut at = n;
+        while at > 0 {
+            let (_, start, id) = best[at];
+            let id = id.unwrap_or(unk);
+            // Runs of unknown characters are fused into one unknown token.
+            if !(id == unk && cut.last() == Some(&unk)) {
+                cut.push(id);
+            }
+            at = start;
+        }
+        out.extend(cut.into_iter().rev());
+    }
+}
