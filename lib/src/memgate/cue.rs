@@ -358,6 +358,20 @@ pub fn replacement(text: &str) -> Option<String> {
     first_word(REPLACE_EN, &RE, &norm).or_else(|| first_sub(REPLACE_ZH, &norm))
 }
 
+/// Phrases that say when a rule starts, not what it is about or where it
+/// applies: "from now on" opens no scope, and by itself reverses nothing.
+const TIME: &[&str] =
+    &["from now on", "from here on", "going forward", "从现在开始", "从现在起", "从今以后", "今后", "往后", "以后"];
+
+/// The text normalised, with its time phrases out.
+pub fn without_time(text: &str) -> String {
+    let mut norm = prepare(text);
+    for t in TIME {
+        norm = norm.replace(t, " ");
+    }
+    norm
+}
+
 /// Whether a text states a hard requirement ("must", "always", "必须"…).
 pub fn must(text: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
