@@ -97,10 +97,8 @@ fn a_reversal_replaces_every_note_it_contradicts() {
 /// agrees with the note and merges.
 #[test]
 fn a_restatement_ending_in_from_now_on_merges() {
-    let (lib, ds) = run(&[
-        "I prefer pnpm over npm for every JavaScript project",
-        "Use pnpm for JavaScript projects from now on.",
-    ]);
+    let (lib, ds) =
+        run(&["I prefer pnpm over npm for every JavaScript project", "Use pnpm for JavaScript projects from now on."]);
     assert_eq!(actions(&ds), ["new", "merge"], "{ds:?}");
     assert_eq!(in_force(&lib).len(), 1);
     assert!(in_force(&lib)[0].contains("pnpm"));
@@ -130,7 +128,8 @@ fn a_narrower_scope_is_a_rule_of_its_own() {
 /// The Chinese sequence: a rewording merges, the reversal replaces.
 #[test]
 fn chinese_restatement_then_reversal() {
-    let (lib, ds) = run(&["JavaScript 项目统一用 pnpm，不用 npm", "JS 项目都用 pnpm 而不是 npm", "以后改用 yarn，不再用 pnpm"]);
+    let (lib, ds) =
+        run(&["JavaScript 项目统一用 pnpm，不用 npm", "JS 项目都用 pnpm 而不是 npm", "以后改用 yarn，不再用 pnpm"]);
     assert_eq!(actions(&ds), ["new", "merge", "replace"], "{ds:?}");
     assert_eq!(in_force(&lib), ["以后改用 yarn，不再用 pnpm"]);
 }
@@ -138,7 +137,8 @@ fn chinese_restatement_then_reversal() {
 /// Mixed: a Chinese note, reversed in English.
 #[test]
 fn chinese_note_reversed_in_english() {
-    let (lib, ds) = run(&["前端项目用 pnpm 安装依赖", "Write commit messages in English.", "From now on use yarn, not pnpm."]);
+    let (lib, ds) =
+        run(&["前端项目用 pnpm 安装依赖", "Write commit messages in English.", "From now on use yarn, not pnpm."]);
     assert_eq!(actions(&ds), ["new", "new", "replace"], "{ds:?}");
     assert_eq!(in_force(&lib), ["From now on use yarn, not pnpm.", "Write commit messages in English."]);
 }
@@ -174,5 +174,5 @@ fn tags_are_salient_terms() {
     assert!(!zh.iter().any(|t| t == "交前"), "{zh:?}");
     assert!(zh.iter().any(|t| t == "提交"), "{zh:?}");
     let mixed = tags("从现在开始不用 pnpm 了，改用 yarn");
-    assert_eq!(mixed[..2], ["yarn", "pnpm"], "{mixed:?}");
+    assert_eq!(mixed[..2], ["pnpm", "yarn"], "{mixed:?}");
 }

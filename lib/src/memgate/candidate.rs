@@ -238,15 +238,15 @@ pub fn keywords(text: &str, n: usize) -> Vec<String> {
 const AROUND_ZH: &str = "前后时中里内上下外间";
 
 /// A statement's salient terms, at most `n`: the names it picks or turns
-/// down first (`stance`), then its content words in order — English words
+/// down first (`stance`), then its other content words, each in order — English words
 /// that are not function, stop or width words, and whole Chinese words
 /// (runs of content characters up to six long, a place or time character
 /// at their end left off) rather than bigrams across two words (交前).
 pub fn tags(text: &str, n: usize) -> Vec<String> {
     let st = super::stance::of(text);
-    let rank = |w: &str| {
+    let named = |w: &str| {
         let key = crate::score::terms::stem(super::lemma::base(w));
-        st.chosen.iter().chain(&st.rejected).position(|k| *k == key)
+        st.chosen.contains(&key) || st.rejected.contains(&key)
     };
     let mut words: Vec<String> = Vec::new();
     let mut cur = String::new();
@@ -255,6 +255,7 @@ pub fn tags(text: &str, n: usize) -> Vec<String> {
         let w = if w.chars().any(text::is_cjk) {
             let word = w.trim_end_matches(|c| AROUND_ZH.contains(c));
             match word.chars().count() {
+                _ if cue::is_function_word(word) => return,
                 0..=1 => return,
                 2..=6 => word.to_string(),
                 _ => word.chars().take(4).collect(),
@@ -291,9 +292,8 @@ pub fn tags(text: &str, n: usize) -> Vec<String> {
         }
     }
     flush(&mut cur, &mut words);
-    // The names first, picks before refusals; a stable sort keeps the
-    // rest in order of first use.
-    words.sort_by_key(|w| rank(w).unwrap_or(usize::MAX));
+    // The names first; a stable sort keeps each part in order of first use.
+    words.sort_by_key(|w| !named(w));
     words.truncate(n);
     words
 }

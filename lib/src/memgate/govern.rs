@@ -286,12 +286,6 @@ fn spelled(scope: &[String], other: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Whether two scopes name different places, each as the other spells it.
-fn other_place(a: &[String], b: &[String]) -> bool {
-    let (a, b) = (spelled(a, b), spelled(b, a));
-    !a.is_empty() && !b.is_empty() && differ(&a, &b)
-}
-
 /// Each side has subject words the other lacks and they share less than
 /// [`OTHER_SUBJECT`] of the smaller: they name different things.
 fn differ(a: &[String], b: &[String]) -> bool {
@@ -316,20 +310,27 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // the names both write in Latin letters ("JavaScript 项目" / "in JS
     // projects").
     let mixed = !chinese && (crate::text::mostly_cjk(&c.one_liner) || crate::text::mostly_cjk(&other.one_liner));
+    let (place_c, place_o) =
+        if chinese || mixed { (names(&scope_c), names(&scope_o)) } else { (scope_c.clone(), scope_o.clone()) };
+    let (place_c, place_o) = (spelled(&place_c, &place_o), spelled(&place_o, &place_c));
     let other_scope = if chinese {
-        let (a, b) = (names(&scope_c), names(&scope_o));
-        a.iter().any(|k| !b.contains(k)) && b.iter().any(|k| !a.contains(k))
-    } else if mixed {
-        other_place(&names(&scope_c), &names(&scope_o))
+        place_c.iter().any(|k| !place_o.contains(k)) && place_o.iter().any(|k| !place_c.contains(k))
     } else {
-        other_place(&scope_c, &scope_o)
+        !place_c.is_empty() && !place_o.is_empty() && differ(&place_c, &place_o)
     };
+    // Both name their place, and it is one place ("JavaScript 项目" / "in
+    // JS projects").
+    let same_place = !place_c.is_empty() && !place_o.is_empty() && !other_scope;
     // What each picks and turns down by name: the same pick is one choice
     // however worded ("prefer pnpm over npm" / "use pnpm, not npm"), and
     // turning down the other's pick contradicts it in any language.
     let (stance_c, stance_o) = (stance::of(&c.one_liner), stance::of(&other.one_liner));
     let reverses = stance_c.contradicts(&stance_o);
-    let agrees = stance_c.agrees(&stance_o);
+    // One pick is one scenario when both turn down the same alternative
+    // too ("pnpm over npm" / "pnpm, not npm"), or both name one place: UTC
+    // in log lines and UTC in API responses are two rules.
+    let agrees =
+        stance_c.agrees(&stance_o) && (same_place || stance_c.rejected.iter().any(|k| stance_o.rejected.contains(k)));
     // The index's BM25 is relative to the store (in a store of one note
     // every shared word is common); the pair similarity of the two
     // statements is not, and says the same thing reworded.
@@ -380,7 +381,9 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
                 || (shared > 0 && (hit.score >= SCENARIO_MIN || conclusion >= SCENARIO_PAIR))
                 || (replacing && shared > 0 && swap)
                 || (fill == Slot::Choice && shared > 0 && swap)
-                || (replacing && stance_c.rejected.iter().any(|r| subject(other).contains(r)))))
+                // Two-letter words stem into collisions ("ad" hoc / "adding").
+                || (replacing
+                    && stance_c.rejected.iter().any(|r| r.chars().count() > 2 && subject(other).contains(r)))))
         || (!other_scope && (reverses || agrees));
     // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
     // A cue the note itself holds ("而不是" in both) moves nowhere.

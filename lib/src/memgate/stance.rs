@@ -82,7 +82,8 @@ fn push(list: &mut Vec<String>, key: String) {
 /// A content word as a name key: stemmed base form, or `None` for a
 /// function, stop or filler word.
 fn name(w: &str) -> Option<String> {
-    let filler = ["every", "each", "all", "always", "only", "also", "just"];
+    // Width words and the particles of phrasal verbs ("commenting it out").
+    let filler = ["every", "each", "all", "always", "only", "also", "just", "out", "up", "off", "away", "down", "back"];
     if cue::is_function_word(w) || terms::is_stop(w) || filler.contains(&w) || w.chars().count() < 2 {
         return None;
     }
