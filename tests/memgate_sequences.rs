@@ -176,3 +176,27 @@ fn tags_are_salient_terms() {
     let mixed = tags("从现在开始不用 pnpm 了，改用 yarn");
     assert_eq!(mixed[..2], ["pnpm", "yarn"], "{mixed:?}");
 }
+
+/// What a statement picks and turns down, by name, in either language
+/// (`kb::memgate::stance`): the judgement the sequences above rest on.
+#[test]
+fn stance_reads_picks_and_refusals_by_name() {
+    use kb::memgate::stance::of;
+    let st = |t: &str| {
+        let s = of(t);
+        (s.chosen, s.rejected)
+    };
+    let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(st("I prefer pnpm over npm for every JavaScript project"), (v(&["pnpm"]), v(&["npm"])));
+    assert_eq!(st("Use pnpm, not npm, in JS projects."), (v(&["pnpm"]), v(&["npm"])));
+    assert_eq!(st("从现在开始不用 pnpm 了，改用 yarn"), (v(&["yarn"]), v(&["pnpm"])));
+    assert_eq!(st("From now on use yarn instead of pnpm."), (v(&["yarn"]), v(&["pnpm"])));
+    assert_eq!(st("Switch to yarn for installs, not pnpm."), (v(&["yarn"]), v(&["pnpm"])));
+    assert_eq!(st("Never use var in JavaScript."), (v(&[]), v(&["var"])));
+    assert_eq!(st("Do not commit secrets."), (v(&[]), v(&[])));
+    assert_eq!(st("Delete dead code instead of commenting it out."), (v(&[]), v(&["comment"])));
+    assert_eq!(st("JS 项目都用 pnpm 而不是 npm"), (v(&["pnpm"]), v(&["npm"])));
+    assert!(of("Use pnpm.").agrees(&of("我们用 pnpm")));
+    assert!(of("以后改用 yarn，不再用 pnpm").contradicts(&of("Use pnpm for installs.")));
+    assert!(!of("Use yarn only in the legacy repo.").contradicts(&of("Use pnpm in JavaScript projects.")));
+}

@@ -261,7 +261,7 @@ pub fn tags(text: &str, n: usize) -> Vec<String> {
                 _ => word.chars().take(4).collect(),
             }
         } else {
-            let width = ["every", "each", "over", "any", "only", "whole", "also", "just"];
+            let width = ["every", "each", "over", "any", "only", "whole", "also", "just", "before"];
             let digits = w.chars().all(|c| c.is_ascii_digit());
             if cue::is_function_word(&w)
                 || crate::score::terms::is_stop(&w)

@@ -214,7 +214,7 @@ fn kept_out(norm: &str) -> Option<String> {
 }
 
 /// Characters before `别` that make it part of another word (区别, 特别, 分别…).
-const BIE_BEFORE: &str = "区特分识类级告性个派差离辨鉴甄";
+pub const BIE_BEFORE: &str = "区特分识类级告性个派差离辨鉴甄";
 /// Characters after `别` that make it "other" rather than "don't" (别人, 别的…).
 const BIE_AFTER: &str = "人的处名称致墅";
 
