@@ -29,6 +29,7 @@ mod memgate;
 mod memgate_crash;
 mod memgate_model;
 mod memgate_quality;
+mod memgate_sequences;
 mod names;
 mod out_of_scope;
 mod peer;

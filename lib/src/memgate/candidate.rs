@@ -233,6 +233,71 @@ pub fn keywords(text: &str, n: usize) -> Vec<String> {
     out
 }
 
+/// Characters that end a Chinese content run as a place or time around
+/// it, not part of the word: 提交前 → 提交, 测试时 → 测试.
+const AROUND_ZH: &str = "前后时中里内上下外间";
+
+/// A statement's salient terms, at most `n`: the names it picks or turns
+/// down first (`stance`), then its other content words, each in order — English words
+/// that are not function, stop or width words, and whole Chinese words
+/// (runs of content characters up to six long, a place or time character
+/// at their end left off) rather than bigrams across two words (交前).
+pub fn tags(text: &str, n: usize) -> Vec<String> {
+    let st = super::stance::of(text);
+    let named = |w: &str| {
+        let key = crate::score::terms::stem(super::lemma::base(w));
+        st.chosen.contains(&key) || st.rejected.contains(&key)
+    };
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let flush = |cur: &mut String, words: &mut Vec<String>| {
+        let w = std::mem::take(cur);
+        let w = if w.chars().any(text::is_cjk) {
+            let word = w.trim_end_matches(|c| AROUND_ZH.contains(c));
+            match word.chars().count() {
+                _ if cue::is_function_word(word) => return,
+                0..=1 => return,
+                2..=6 => word.to_string(),
+                _ => word.chars().take(4).collect(),
+            }
+        } else {
+            let width = ["every", "each", "over", "any", "only", "whole", "also", "just", "before"];
+            let digits = w.chars().all(|c| c.is_ascii_digit());
+            if cue::is_function_word(&w)
+                || crate::score::terms::is_stop(&w)
+                || width.contains(&w.as_str())
+                || digits
+                || w.chars().count() < 2
+            {
+                return;
+            }
+            w
+        };
+        if !words.contains(&w) {
+            words.push(w);
+        }
+    };
+    let norm = super::cue::without_time(text);
+    for c in norm.chars() {
+        let content_cjk = text::is_cjk(c) && !cue::is_function_char(c) && !super::slot::FILLER_ZH.contains(c);
+        let latin = !text::is_cjk(c) && (c.is_alphanumeric() || ((c == '\'' || c == '_') && !cur.is_empty()));
+        let same_kind = cur.chars().next().is_none_or(|f| text::is_cjk(f) == text::is_cjk(c));
+        if (content_cjk || latin) && same_kind {
+            cur.push(c);
+        } else {
+            flush(&mut cur, &mut words);
+            if content_cjk || latin {
+                cur.push(c);
+            }
+        }
+    }
+    flush(&mut cur, &mut words);
+    // The names first; a stable sort keeps each part in order of first use.
+    words.sort_by_key(|w| !named(w));
+    words.truncate(n);
+    words
+}
+
 /// A short title: the sentence without its final punctuation, cut at a
 /// word (or, in CJK, a character) boundary.
 pub fn title_of(s: &str) -> String {
@@ -259,7 +324,7 @@ fn from_words(words: &str, label: Option<&str>, input: &Input, source: &str, ori
         _ if cue::decision(&one) => "decision".into(),
         _ => "preference".into(),
     };
-    let tags = keywords(&one, 4);
+    let tags = tags(&one, 4);
     let cjk = text::mostly_cjk(&one);
     let subject = if tags.is_empty() { title_of(&one) } else { tags.join(if cjk { "、" } else { ", " }) };
     let mut when =

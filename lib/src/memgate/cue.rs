@@ -214,7 +214,7 @@ fn kept_out(norm: &str) -> Option<String> {
 }
 
 /// Characters before `别` that make it part of another word (区别, 特别, 分别…).
-const BIE_BEFORE: &str = "区特分识类级告性个派差离辨鉴甄";
+pub const BIE_BEFORE: &str = "区特分识类级告性个派差离辨鉴甄";
 /// Characters after `别` that make it "other" rather than "don't" (别人, 别的…).
 const BIE_AFTER: &str = "人的处名称致墅";
 
@@ -356,6 +356,20 @@ pub fn replacement(text: &str) -> Option<String> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let norm = prepare(text);
     first_word(REPLACE_EN, &RE, &norm).or_else(|| first_sub(REPLACE_ZH, &norm))
+}
+
+/// Phrases that say when a rule starts, not what it is about or where it
+/// applies: "from now on" opens no scope, and by itself reverses nothing.
+const TIME: &[&str] =
+    &["from now on", "from here on", "going forward", "从现在开始", "从现在起", "从今以后", "今后", "往后", "以后"];
+
+/// The text normalised, with its time phrases out.
+pub fn without_time(text: &str) -> String {
+    let mut norm = prepare(text);
+    for t in TIME {
+        norm = norm.replace(t, " ");
+    }
+    norm
 }
 
 /// Whether a text states a hard requirement ("must", "always", "必须"…).

@@ -16,6 +16,7 @@ use super::dense::Semantic;
 use super::search::{Hit, View};
 use super::similarity::{self as sim, Features};
 use super::slot::{self, Slot};
+use super::stance;
 use super::store::{self, Loaded, Paths};
 use crate::error::Result;
 use crate::text::embed;
@@ -208,17 +209,15 @@ const RULE_ZH: &[&str] =
 
 /// The stemmed subject words of a one-liner's rule and of its scope.
 fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
+    // "从现在开始" / "from now on" says when, not where.
+    let one_liner = &cue::without_time(one_liner);
     if crate::text::mostly_cjk(one_liner) {
         let at = RULE_ZH.iter().filter_map(|m| one_liner.find(m)).min().unwrap_or(0);
         return (stems(keywords(&one_liner[at..], 12)), stems(keywords(&one_liner[..at], 12)));
     }
     // The scope of the first clause ("never use var in JavaScript; use
-    // let"), with time phrases out ("from now on" opens no scope).
-    let mut norm = crate::text::normalise(one_liner);
-    for time in ["from now on", "from here on", "going forward"] {
-        norm = norm.replace(time, " ");
-    }
-    let first = slot::clauses(&norm).into_iter().next().unwrap_or_default();
+    // let").
+    let first = slot::clauses(one_liner).into_iter().next().unwrap_or_default();
     let toks = crate::text::tokens(&first);
     let at = toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map_or(toks.len(), |i| i + 1);
     (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
@@ -257,40 +256,34 @@ fn same_frame(a: &str, b: &str) -> bool {
     n > 0 && 2.0 * x.intersection(&y).count() as f64 / n as f64 >= SWAP_FRAME
 }
 
-/// Markers after which a statement names what it moves away from.
-const REJECT: &[&str] = &[
-    "instead of",
-    "rather than",
-    "no longer use",
-    "not use",
-    "stop using",
-    "不用",
-    "不再用",
-    "不再",
-    "而不是",
-    "别用",
-    "不要用",
-];
+/// Words that say how widely a scope reaches, not where: "for every
+/// JavaScript project" is "in JS projects".
+const WIDTH: &[&str] = &["everi", "every", "each", "all", "ani", "any", "whole"];
 
-/// The names a statement rejects: the first subject word after each
-/// rejection marker ("instead of yarn" → yarn, "不用 pnpm 了" → pnpm);
-/// in Chinese only names in Latin letters or digits count (a bigram after
-/// 而不是 is too often a common word).
-fn rejected(one_liner: &str) -> Vec<String> {
-    let norm = crate::text::normalise(one_liner);
-    let chinese = crate::text::mostly_cjk(one_liner);
-    let mut out = Vec::new();
-    for m in REJECT {
-        for (i, _) in norm.match_indices(m) {
-            let first = keywords(&norm[i + m.len()..], 1).into_iter().next();
-            // Two-letter words stem into collisions ("ad" hoc / "adding").
-            let name = |w: &String| w.chars().count() > 2 && !(chinese && w.chars().any(crate::text::is_cjk));
-            if let Some(w) = first.filter(name) {
-                out.push(crate::score::terms::stem(&w));
-            }
-        }
+/// Whether `short` abbreviates `long`: a prefix of three letters or more
+/// ("repo" / "repositori"), or, at two or three letters, its first letter
+/// and then letters of it in order ("js" / "javascript", "ts" /
+/// "typescript"). No list of abbreviations: how they are made.
+fn abbreviates(short: &str, long: &str) -> bool {
+    let (s, l) = (short.chars().count(), long.chars().count());
+    if s < 2 || s >= l || !short.chars().all(|c| c.is_ascii_alphabetic()) {
+        return false;
     }
-    out
+    if s >= 3 && long.starts_with(short) {
+        return true;
+    }
+    let mut rest = long.chars();
+    s <= 3 && long.starts_with(&short[..1]) && short.chars().all(|c| rest.any(|x| x == c))
+}
+
+/// A scope's words as the other scope spells them: an abbreviation of
+/// one of `other`'s words becomes that word, and width words leave.
+fn spelled(scope: &[String], other: &[String]) -> Vec<String> {
+    scope
+        .iter()
+        .filter(|w| !WIDTH.contains(&w.as_str()))
+        .map(|w| other.iter().find(|o| abbreviates(w, o)).unwrap_or(w).clone())
+        .collect()
 }
 
 /// Each side has subject words the other lacks and they share less than
@@ -313,12 +306,31 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // Go files") is two scenarios, however many words they share.
     let chinese = crate::text::mostly_cjk(&c.one_liner) && crate::text::mostly_cjk(&other.one_liner);
     let ((_, scope_c), (_, scope_o)) = (rule_and_scope(&c.one_liner), rule_and_scope(&other.one_liner));
+    // One side in Chinese, the other not: their scopes meet only through
+    // the names both write in Latin letters ("JavaScript 项目" / "in JS
+    // projects").
+    let mixed = !chinese && (crate::text::mostly_cjk(&c.one_liner) || crate::text::mostly_cjk(&other.one_liner));
+    let (place_c, place_o) =
+        if chinese || mixed { (names(&scope_c), names(&scope_o)) } else { (scope_c.clone(), scope_o.clone()) };
+    let (place_c, place_o) = (spelled(&place_c, &place_o), spelled(&place_o, &place_c));
     let other_scope = if chinese {
-        let (a, b) = (names(&scope_c), names(&scope_o));
-        a.iter().any(|k| !b.contains(k)) && b.iter().any(|k| !a.contains(k))
+        place_c.iter().any(|k| !place_o.contains(k)) && place_o.iter().any(|k| !place_c.contains(k))
     } else {
-        !scope_c.is_empty() && !scope_o.is_empty() && differ(&scope_c, &scope_o)
+        !place_c.is_empty() && !place_o.is_empty() && differ(&place_c, &place_o)
     };
+    // Both name their place, and it is one place ("JavaScript 项目" / "in
+    // JS projects").
+    let same_place = !place_c.is_empty() && !place_o.is_empty() && !other_scope;
+    // What each picks and turns down by name: the same pick is one choice
+    // however worded ("prefer pnpm over npm" / "use pnpm, not npm"), and
+    // turning down the other's pick contradicts it in any language.
+    let (stance_c, stance_o) = (stance::of(&c.one_liner), stance::of(&other.one_liner));
+    let reverses = stance_c.contradicts(&stance_o);
+    // One pick is one scenario when both turn down the same alternative
+    // too ("pnpm over npm" / "pnpm, not npm"), or both name one place: UTC
+    // in log lines and UTC in API responses are two rules.
+    let agrees =
+        stance_c.agrees(&stance_o) && (same_place || stance_c.rejected.iter().any(|k| stance_o.rejected.contains(k)));
     // The index's BM25 is relative to the store (in a store of one note
     // every shared word is common); the pair similarity of the two
     // statements is not, and says the same thing reworded.
@@ -369,15 +381,22 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
                 || (shared > 0 && (hit.score >= SCENARIO_MIN || conclusion >= SCENARIO_PAIR))
                 || (replacing && shared > 0 && swap)
                 || (fill == Slot::Choice && shared > 0 && swap)
-                || (replacing && rejected(&c.one_liner).iter().any(|r| subject(other).contains(r)))));
+                // Two-letter words stem into collisions ("ad" hoc / "adding").
+                || (replacing
+                    && stance_c.rejected.iter().any(|r| r.chars().count() > 2 && subject(other).contains(r)))))
+        || (!other_scope && (reverses || agrees));
     // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
     // A cue the note itself holds ("而不是" in both) moves nowhere.
+    // Picking again what the note picks moves nowhere, "from now on" or not.
     let moves = replacing
+        && !agrees
         && ka.iter().any(|k| !kb.contains(k))
         && overlap > 0.0
         && cue::replacement(&other.one_liner).is_none();
     let same_conclusion = hit.duplicate
+        || (same_scenario && agrees)
         || (same_scenario
+            && !reverses
             && neg_c == neg_o
             && !differing
             && !moves
@@ -391,8 +410,9 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // ("Never commit secrets" / "Write commit messages in English").
     let common = ka.iter().filter(|k| kb.contains(k)).count();
     let refuses = overlap >= OPPOSED_SUBJECT && !opposed && (common > 1 || own_a.min(own_b) == 0 || !differing);
-    let conflict =
-        same_scenario && !same_conclusion && (moves || if neg_c != neg_o { refuses } else { opposed || swap });
+    let conflict = same_scenario
+        && !same_conclusion
+        && (reverses || moves || if neg_c != neg_o { refuses } else { opposed || swap });
     Neighbour {
         id: l.note.id.clone(),
         file: paths.rel(&l.note.id),
@@ -581,6 +601,22 @@ pub fn govern(
     if let Some(cue) = cue::replacement(user_text) {
         let reason =
             format!("conflicts with {} and the user chose the new conclusion (\"{cue}\")", conflicts.join(", "));
+        return Ok(Governance { action: Action::Replace, targets: conflicts, reason, neighbours });
+    }
+    // "Use yarn, not pnpm": turning down by name what each conflicting
+    // note picks is the user choosing the new conclusion.
+    let stance_c = stance::of(&c.one_liner);
+    let turned_down = |n: &Neighbour| {
+        let picks = stance::of(&n.loaded.note.body.one_liner).chosen;
+        stance_c.rejected.iter().find(|r| picks.contains(r)).cloned()
+    };
+    let named: Vec<String> = neighbours.iter().filter(|n| n.conflict).filter_map(turned_down).collect();
+    if named.len() == conflicts.len() {
+        let reason = format!(
+            "conflicts with {} and the user turned down what it picks ({})",
+            conflicts.join(", "),
+            named.join(", ")
+        );
         return Ok(Governance { action: Action::Replace, targets: conflicts, reason, neighbours });
     }
     let reason = format!("conflicts with {} and the input gives no decisive variable", conflicts.join(", "));

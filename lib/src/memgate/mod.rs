@@ -23,6 +23,7 @@ pub mod reindex;
 pub mod search;
 pub mod similarity;
 pub mod slot;
+pub mod stance;
 pub mod store;
 
 pub use store::Paths;

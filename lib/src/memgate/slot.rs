@@ -58,7 +58,7 @@ const MODAL_ZH: &[&str] =
 /// Characters that carry no subject in a rule, beyond
 /// `cue::is_function_char`: quantifiers and modals (统一, 所有, 每个, 必须,
 /// 需要, 应该, 可以, 之前).
-const FILLER_ZH: &str = "统所每必须需应可之得";
+pub const FILLER_ZH: &str = "统所每必须需应可之得";
 /// English words that say how often or how firmly, not what: "nightly" /
 /// "every night".
 const FILLER_EN: &[&str] = &["every", "each", "always", "ever", "first"];
