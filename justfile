@@ -333,6 +333,7 @@ bench:
     bash bench/evolve.sh
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
+    bash bench/costs.sh
 
 # Install what the tests need, pinned, into target/tools (nothing global): the MCP Python SDK in a venv, the TypeScript SDK with npm; --nextest: cargo-nextest too; --check: only say
 [no-cd]

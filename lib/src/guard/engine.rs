@@ -374,8 +374,7 @@ impl Engine {
         let kept = if planned.is_empty() { Kept::for_rules(dir) } else { None };
         for (source, text) in core_file.into_iter().chain(extended) {
             let room = rules::MAX_RULES.saturating_sub(all.len() - core_len);
-            let checked = text.and_then(|t| {
-                let rs = rules::parse(&t, &source)?;
+            let fits = |rs: Vec<Rule>| {
                 if rs.len() > room {
                     return Err(Error::msg(format!(
                         "{source}: its {} rules take the library's rule files over the limit of {} rules together",
@@ -383,23 +382,27 @@ impl Engine {
                         rules::MAX_RULES
                     )));
                 }
-                let known = kept.as_ref().is_some_and(|k| k.holds(&source, &t));
-                let rs = if known { check_ids(&all, rs)? } else { validate_extended(&all, rs)? };
-                Ok((t, rs, known))
+                Ok(rs)
+            };
+            let checked = text.and_then(|t| match kept.as_ref().and_then(|k| k.rules(&source, Some(&t))) {
+                Some(rs) => Ok((None, check_ids(&all, fits(rs)?)?)),
+                None => {
+                    let rs = validate_extended(&all, fits(rules::parse(&t, &source)?)?)?;
+                    Ok((Some(t), rs))
+                }
             });
             match checked {
-                Ok((t, rs, known)) => {
-                    if let Some(k) = kept.as_ref().filter(|_| !known) {
-                        k.keep(&source, &t);
+                Ok((validated, rs)) => {
+                    if let (Some(k), Some(t)) = (&kept, validated) {
+                        k.keep(&source, &t, &rs);
                     }
                     all.extend(rs);
                 }
                 Err(e) => {
                     let good = kept
                         .as_ref()
-                        .and_then(|k| k.last_good(&source))
-                        .and_then(|t| rules::parse(&t, &source).ok())
-                        .filter(|rs| rs.len() <= room)
+                        .and_then(|k| k.rules(&source, None))
+                        .and_then(|rs| fits(rs).ok())
                         .and_then(|rs| check_ids(&all, rs).ok());
                     let message = match good {
                         Some(_) => format!("{e}; its last good version stays in force"),

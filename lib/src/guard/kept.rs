@@ -7,12 +7,15 @@
 //! not lock writers out nor quietly weaken their scan: its last good
 //! version stays in force, with a warning.
 //!
-//! A kept copy is `# kb-guard kept <build> sha256:<digest>` then the text.
-//! It is used only when its build is this one and its bytes hash to its
+//! A kept copy is `<build> <digest of the text> <digest of the rest>`,
+//! then the file's rules as JSON (read far faster than the YAML: a writer
+//! with a large rule file in force hashes it, and parses no YAML). It is
+//! used only when its build is this one and its rules hash to their
 //! digest: what is trusted is what this build validated.
 
 use std::path::{Path, PathBuf};
 
+use super::rules::Rule;
 use crate::doc::digest::sha256_hex;
 
 /// Where the kept copies live, under the library root.
@@ -23,10 +26,6 @@ pub const DIR: &str = ".cache/guard-rules";
 fn build() -> String {
     let core = sha256_hex(super::rules::CORE_YAML.as_bytes());
     format!("{}+{}", env!("CARGO_PKG_VERSION"), &core[..16])
-}
-
-fn header(text: &str) -> String {
-    format!("# kb-guard kept {} sha256:{}\n", build(), sha256_hex(text.as_bytes()))
 }
 
 /// The kept copies of one library's rule files.
@@ -54,22 +53,41 @@ impl Kept {
         self.dir.join(format!("{}.yaml", &sha256_hex(source.as_bytes())[..32]))
     }
 
-    /// The kept text of `source`, when it is there, of this build, and its
-    /// bytes match its digest.
-    pub fn last_good(&self, source: &str) -> Option<String> {
+    /// The kept rules of `source`, when they are there, of this build,
+    /// match their digest and, with `text`, were validated from `text`.
+    pub fn rules(&self, source: &str, text: Option<&str>) -> Option<Vec<Rule>> {
         let kept = crate::fs::read::optional_text(&self.path(source)).ok()??;
-        let (head, text) = kept.split_once('\n')?;
-        (format!("{head}\n") == header(text)).then(|| text.to_string())
+        let (head, body) = kept.split_once('\n')?;
+        let mut parts = head.split(' ');
+        let (b, from, digest) = (parts.next()?, parts.next()?, parts.next()?);
+        let fresh = b == build() && digest == sha256_hex(body.as_bytes());
+        if !fresh || text.is_some_and(|t| from != sha256_hex(t.as_bytes())) {
+            return None;
+        }
+        let mut rules: Vec<Rule> = serde_json::from_str(body).ok()?;
+        for r in &mut rules {
+            r.source = source.to_string();
+        }
+        Some(rules)
     }
 
-    /// Whether `text` is the kept (validated) text of `source`.
-    pub fn holds(&self, source: &str, text: &str) -> bool {
-        self.last_good(source).is_some_and(|t| t == text)
-    }
-
-    /// Keeps `text` as the last good text of `source`. Best effort: a
-    /// library on a read-only disk validates again next time.
-    pub fn keep(&self, source: &str, text: &str) {
-        let _ = crate::fs::atomic::write(&self.path(source), format!("{}{text}", header(text)).as_bytes());
+    /// Keeps `rules`, validated from `text`, as the last good rules of
+    /// `source`. Best effort: a library on a read-only disk validates
+    /// again next time.
+    pub fn keep(&self, source: &str, text: &str, rules: &[Rule]) {
+        // Without where each rule was loaded from: not part of a rule file.
+        let defs: Vec<serde_json::Value> = rules
+            .iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .map(|mut v| {
+                if let Some(m) = v.as_object_mut() {
+                    m.remove("source");
+                }
+                v
+            })
+            .collect();
+        let Ok(body) = serde_json::to_string(&defs) else { return };
+        let head = format!("{} {} {}", build(), sha256_hex(text.as_bytes()), sha256_hex(body.as_bytes()));
+        let _ = crate::fs::atomic::write(&self.path(source), format!("{head}\n{body}").as_bytes());
     }
 }
