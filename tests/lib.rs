@@ -38,6 +38,7 @@ mod promote;
 mod readme;
 mod recipes;
 mod relate;
+mod query_syntax;
 mod score;
 mod setup;
 mod skills;

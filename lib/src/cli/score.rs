@@ -28,7 +28,8 @@ const QUERY: &[&str] = &[
 ];
 
 /// kb-score has no subcommands.
-pub static SPEC: Spec = Spec::new("kb-score", USAGE, &[Cmd::new("", "QUERY...", QUERY, "search the library")]);
+pub static SPEC: Spec =
+    Spec::new("kb-score", USAGE, &[Cmd::new("", "QUERY...", QUERY, "search the library")]).dash_words();
 
 struct Args {
     query: Vec<String>,

@@ -18,6 +18,7 @@ pub mod proximity;
 pub mod query;
 pub mod rank;
 pub mod recommend;
+pub mod select;
 pub mod side;
 pub mod sources;
 pub mod table;
