@@ -73,8 +73,9 @@ fn run(lib: &Lib, args: &[&str]) -> (Vec<String>, Value, i32, String) {
     (paths, recs.last().cloned().unwrap_or(Value::Null), code, stderr)
 }
 
+/// The direct hits of a query, up to 10 (an explicit limit: no tail cut).
 fn paths(lib: &Lib, query: &str) -> Vec<String> {
-    let (p, _, code, err) = run(lib, &[query]);
+    let (p, _, code, err) = run(lib, &["--limit", "10", "--", query]);
     assert!(code == 0 || code == 1, "{query}: exit {code}: {err}");
     p
 }
@@ -130,7 +131,7 @@ fn invalid_syntax_is_a_usage_error_saying_what_to_type() {
         ("p*", "prefix 'p*' is too short: give at least 2 characters before '*'"),
         ("type:howto", "query 'type:howto' only filters by type: or path:; give a word to search for as well"),
     ] {
-        let (_, _, code, err) = run(&lib, &[query]);
+        let (_, _, code, err) = run(&lib, &["--", query]);
         assert_eq!(code, 2, "{query}");
         assert_eq!(err, format!("kb-score: {says}\nkb-score: try 'kb-score --help'\n"), "{query}");
     }
@@ -151,4 +152,52 @@ fn a_dash_word_after_the_query_is_a_query_term() {
     let (_, _, code, err) = run(&lib, &["-openclaw", "memory"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown flag '-o'"), "{err}");
+}
+
+#[test]
+fn the_tail_far_below_the_first_hit_is_cut_unless_a_limit_is_given() {
+    let lib = library();
+    // "pgbouncer pooling": the PgBouncer note, then notes that only say
+    // "pooling" somewhere, far below.
+    let (p, s, _, _) = run(&lib, &["pgbouncer", "pooling"]);
+    assert_eq!(p, [BOUNCER]);
+    assert_eq!((s["tail_cut"].as_f64(), s["cut"].as_u64()), (Some(0.25), Some(2)));
+    let (p, s, _, _) = run(&lib, &["pgbouncer", "pooling", "--limit", "10"]);
+    assert_eq!(p, [BOUNCER, SIZING, THREADS]);
+    assert!(s.get("tail_cut").is_none() && s.get("cut").is_none(), "{s}");
+}
+
+#[test]
+fn the_snippet_is_the_best_matching_passage_with_the_words_marked() {
+    let lib = library();
+    let out = lib
+        .cmd("kb-score")
+        .args(["--no-registries", "--no-recommend", "--format", "table", "--tier", "2", "hikaricp", "instance"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(out.stdout).unwrap();
+    let snippet = table.split(&format!("── {SIZING} (local)\n")).nth(1).unwrap().lines().next().unwrap();
+    assert_eq!(
+        snippet,
+        "Connection pooling in the application: **HikariCP** keeps ten connections per **instance**, and the pool \
+         waits when all are busy."
+    );
+    let out = lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl", "--tier", "2", "hikaricp"]).output().unwrap();
+    let hit = records(&out.stdout).into_iter().find(|r| r["record"] == "hit").unwrap();
+    assert!(hit["summary"].as_str().unwrap().starts_with("Connection pooling in the application: HikariCP"));
+}
+
+#[test]
+fn a_query_of_unknown_words_gets_a_did_you_mean() {
+    let lib = library();
+    let (p, s, code, _) = run(&lib, &["platfromio"]);
+    assert_eq!((p.len(), code), (0, 1));
+    assert_eq!(s["did_you_mean"], "platformio");
+    // A word the library holds in its text only: its written form.
+    assert_eq!(run(&lib, &["firmwear"]).1["did_you_mean"], "firmware");
+    // One known word: no suggestion.
+    let (_, s, _, _) = run(&lib, &["platfromio", "memory", "type:howto"]);
+    assert!(s.get("did_you_mean").is_none(), "{s}");
+    let out = lib.cmd("kb-score").args(["--no-registries", "--format", "table", "platfromio"]).output().unwrap();
+    assert!(String::from_utf8(out.stdout).unwrap().contains("\ndid you mean: platformio\n"));
 }

@@ -48,6 +48,7 @@ fn settle(a: Cli) -> Result<Args, Error> {
     };
     if let Some(n) = a.num("limit")? {
         opts.limit = n;
+        opts.tail_cut = None;
     }
     opts.recommend = !a.on("no-recommend");
     if let Some(t) = a.get("tier") {

@@ -13,6 +13,7 @@ pub mod feedback;
 pub mod formula;
 pub mod index;
 pub mod nearest;
+pub mod passage;
 pub mod promote;
 pub mod proximity;
 pub mod query;
@@ -21,6 +22,7 @@ pub mod recommend;
 pub mod select;
 pub mod side;
 pub mod sources;
+pub mod suggest;
 pub mod table;
 pub mod terms;
 pub mod tiers;
@@ -54,7 +56,16 @@ pub struct Options {
     pub filters: Filters,
     /// Check every document's size and mtime before trusting the cache.
     pub verify: bool,
+    /// Leave out direct hits scoring below this share of the best one
+    /// (None: keep `limit`; an explicit `--limit` turns the cut off, so
+    /// recall can be measured).
+    pub tail_cut: Option<f64>,
 }
+
+/// The default tail cut: a direct hit scoring below this share of the
+/// best one is left out of the default output (tuned on SciFact train,
+/// bench/tail_cut.py).
+pub const TAIL_CUT: f64 = 0.25;
 
 impl Default for Options {
     fn default() -> Options {
@@ -65,6 +76,7 @@ impl Default for Options {
             budget: None,
             filters: Filters::default(),
             verify: false,
+            tail_cut: Some(TAIL_CUT),
         }
     }
 }
@@ -119,6 +131,10 @@ pub struct Hit {
     /// The snippet or content was cut to fit `--budget` (the last hit).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// Where the snippet holds the query's words (byte ranges), for the
+    /// table to mark.
+    #[serde(skip)]
+    pub marks: Vec<std::ops::Range<usize>>,
     #[serde(skip)]
     exact: f64,
     #[serde(skip)]
@@ -150,6 +166,13 @@ pub struct Summary {
     pub tokens_used: usize,
     /// Hits left out because the budget would have been exceeded.
     pub omitted: usize,
+    /// The tail cut applied: direct hits below this share of the best
+    /// one's score were left out (absent under an explicit `--limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_cut: Option<f64>,
+    /// Direct hits the tail cut left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cut: usize,
     /// Sources queried, local first then alphabetical.
     pub sources_queried: Vec<String>,
     /// Sources with at least one direct hit.
@@ -166,6 +189,10 @@ pub struct Summary {
     /// When out of scope: the seed's sentence naming them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// When out of scope and the library holds none of the query's words:
+    /// the query with each word replaced by the nearest one it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<String>,
 }
 
 /// Everything a search produced, ready to print.
@@ -252,6 +279,7 @@ fn search_source(
                 summary: None,
                 content: None,
                 truncated: false,
+                marks: Vec::new(),
                 exact: score,
                 lexical,
                 order,
@@ -345,6 +373,11 @@ pub fn search_with(
     }
     direct.sort_by(by_rank);
     direct.truncate(opts.limit);
+    let before_cut = direct.len();
+    if let (Some(share), Some(best)) = (opts.tail_cut, direct.first().map(|h| h.exact)) {
+        direct.retain(|h| h.exact >= share * best);
+    }
+    let cut = before_cut - direct.len();
     let kept: std::collections::HashSet<(usize, String)> = direct.iter().map(|h| (h.order, h.path.clone())).collect();
     let mut rec_hits: Vec<Hit> = Vec::new();
     for (h, root) in recs {
@@ -359,13 +392,14 @@ pub fn search_with(
     hits.sort_by(by_rank);
 
     // Tier loading under the budget.
+    let matcher = passage::Matcher::new(q);
     let mut used = 0usize;
     let mut out = Vec::with_capacity(hits.len());
     let total = hits.len();
     for mut h in hits {
         let lib = &sources[h.order].lib;
         if opts.tier >= Tier::Summary {
-            h.summary = tiers::snippet(lib, &h.path, &h.topic);
+            h.summary = tiers::snippet(lib, &h.path, &h.topic, &matcher);
         }
         if opts.tier >= Tier::Full {
             h.content = tiers::content(lib, &h.path);
@@ -381,6 +415,7 @@ pub fn search_with(
         }
         used += h.tokens;
         h.rank = out.len() + 1;
+        h.marks = h.summary.as_deref().map(|s| matcher.marks(s)).unwrap_or_default();
         out.push(h);
         if over.is_some() {
             break;
@@ -390,6 +425,7 @@ pub fn search_with(
     let out_of_scope = matched == 0;
     let closest =
         if out_of_scope { closest_entries(sources, &queried, q, opts, now, &mut warnings) } else { Vec::new() };
+    let did_you_mean = if out_of_scope { did_you_mean(sources, &queried, q, &mut warnings) } else { None };
     let summary = Summary {
         query: q.text.clone(),
         hits: out.len(),
@@ -400,6 +436,8 @@ pub fn search_with(
         budget: opts.budget,
         tokens_used: used,
         omitted: total - out.len(),
+        tail_cut: opts.tail_cut,
+        cut,
         synthesis: with_findings.len() >= 2,
         sources_queried: queried,
         sources_with_findings: with_findings,
@@ -407,6 +445,7 @@ pub fn search_with(
         out_of_scope,
         answer: out_of_scope.then(|| nearest::answer(&closest)),
         closest,
+        did_you_mean,
     };
     Ok(Outcome { hits: out, summary, errors, warnings })
 }
@@ -436,6 +475,58 @@ fn closest_entries(
         }
     }
     nearest::merge(all)
+}
+
+/// "Did you mean" over the sources that answered (kb::score::suggest):
+/// None when any of them holds one of the query's words, or none holds a
+/// word near them.
+fn did_you_mean(sources: &[Source], queried: &[String], q: &Query, warnings: &mut Vec<String>) -> Option<String> {
+    let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
+    let mut best: Vec<Option<(usize, String)>> = Vec::new();
+    for src in sources.iter().filter(|s| queried.contains(&s.name)) {
+        let cache_path = cache::path_for(&src.lib, local, src.external);
+        let found = cache::with_index(&src.lib, cache_path.as_deref(), false, |v| {
+            let near = suggest::nearest(v, q).map(|words| {
+                words
+                    .into_iter()
+                    .map(|(_, n)| {
+                        let n = n?;
+                        let word = match n.stem {
+                            true => suggest::written(v, &n.word, |d| tiers::content(&src.lib, v.path(d)))?,
+                            false => n.word,
+                        };
+                        Some((n.distance, word))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            (near, Vec::new())
+        });
+        match found {
+            Ok((None, _)) => return None,
+            Ok((Some(words), _)) => {
+                best.resize(words.len(), None);
+                for (b, w) in best.iter_mut().zip(words) {
+                    if w.as_ref().is_some_and(|w| b.as_ref().is_none_or(|b| w.0 < b.0)) {
+                        *b = w;
+                    }
+                }
+            }
+            Err(e) => warnings.push(format!("{}: did you mean not found: {e}", src.name)),
+        }
+    }
+    if best.iter().all(Option::is_none) {
+        return None;
+    }
+    let lookup = q.lookup_words();
+    let words: Vec<&str> = q
+        .words
+        .iter()
+        .map(|w| match lookup.iter().position(|l| l == w).and_then(|i| best.get(i)?.as_ref()) {
+            Some((_, near)) => near.as_str(),
+            None => w.as_str(),
+        })
+        .collect();
+    Some(words.join(" "))
 }
 
 /// Cuts a hit's content, then its snippet, so the whole hit costs at most
@@ -473,6 +564,10 @@ fn row_tokens(h: &Hit) -> usize {
         h.keywords.join(", ")
     );
     tiers::tokens(&row) + h.summary.as_deref().map_or(0, tiers::tokens) + h.content.as_deref().map_or(0, tiers::tokens)
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The audit event of an outcome.
