@@ -186,7 +186,11 @@ fn pieces(text: &str) -> Result<Vec<Piece>> {
         let start = if negated { i + 1 } else { i };
         let (clause, next) = if is_quote(chars[start]) {
             let (inner, next) = quoted(&chars, start)?;
-            (phrase(&inner), next)
+            i = next;
+            if let Some(clause) = phrase(&inner) {
+                out.push(Piece { negated, clause });
+            }
+            continue;
         } else {
             let mut end = start;
             while end < chars.len() && !chars[end].is_whitespace() && !is_quote(chars[end]) {
@@ -207,21 +211,17 @@ fn pieces(text: &str) -> Result<Vec<Piece>> {
             }
         };
         i = next;
-        if let Some(clause) = clause {
-            out.push(Piece { negated, clause });
+        match clause {
+            // A bare word of several tokens ("IL-6", "热点键过期") gives
+            // its tokens as words; negated, it stays one phrase.
+            Some(Clause::Phrase(ws)) if !negated => {
+                out.extend(ws.into_iter().map(|w| Piece { negated, clause: Clause::Word(w) }))
+            }
+            Some(clause) => out.push(Piece { negated, clause }),
+            None => {}
         }
     }
-    // A positive bare word of several tokens ("IL-6") gives its tokens as
-    // words; a negated one stays one phrase.
-    Ok(out
-        .into_iter()
-        .flat_map(|p| match p.clause {
-            Clause::Phrase(ws) if !p.negated && ws.len() == 1 => {
-                vec![Piece { negated: false, clause: Clause::Word(ws[0].clone()) }]
-            }
-            clause => vec![Piece { negated: p.negated, clause }],
-        })
-        .collect())
+    Ok(out)
 }
 
 /// The text between the quote at `open` and the next quote, and the
@@ -283,8 +283,8 @@ fn field(name: &str, value: &str, typed: &str) -> Result<Clause> {
 }
 
 /// A bare word: `prefix*`, or its tokens as a phrase (one token is a
-/// word, several a phrase that [`pieces`] splits back into words when it
-/// is not negated).
+/// word, several a phrase that [`pieces`] splits into words when it is
+/// not negated).
 fn bare(word: &str) -> Result<Option<Clause>> {
     let Some(stripped) = word.strip_suffix('*') else { return Ok(phrase(word)) };
     let mut ws = text::tokens(stripped);
