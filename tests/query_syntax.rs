@@ -62,7 +62,12 @@ fn library() -> Lib {
 /// Runs kb-score with `args` (JSON Lines): the direct hits' paths, the
 /// summary, the exit code and stderr.
 fn run(lib: &Lib, args: &[&str]) -> (Vec<String>, Value, i32, String) {
-    let out = lib.cmd("kb-score").args(["--no-registries", "--no-recommend", "--format", "jsonl"]).args(args).output().unwrap();
+    let out = lib
+        .cmd("kb-score")
+        .args(["--no-registries", "--no-recommend", "--format", "jsonl"])
+        .args(args)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let code = out.status.code().unwrap_or(-1);
     if code == 2 {
@@ -161,7 +166,7 @@ fn the_tail_far_below_the_first_hit_is_cut_unless_a_limit_is_given() {
     // "pooling" somewhere, far below.
     let (p, s, _, _) = run(&lib, &["pgbouncer", "pooling"]);
     assert_eq!(p, [BOUNCER]);
-    assert_eq!((s["tail_cut"].as_f64(), s["cut"].as_u64()), (Some(0.25), Some(2)));
+    assert_eq!((s["tail_cut"].as_f64(), s["cut"].as_u64()), (Some(0.2), Some(2)));
     let (p, s, _, _) = run(&lib, &["pgbouncer", "pooling", "--limit", "10"]);
     assert_eq!(p, [BOUNCER, SIZING, THREADS]);
     assert!(s.get("tail_cut").is_none() && s.get("cut").is_none(), "{s}");
@@ -182,7 +187,8 @@ fn the_snippet_is_the_best_matching_passage_with_the_words_marked() {
         "Connection pooling in the application: **HikariCP** keeps ten connections per **instance**, and the pool \
          waits when all are busy."
     );
-    let out = lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl", "--tier", "2", "hikaricp"]).output().unwrap();
+    let out =
+        lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl", "--tier", "2", "hikaricp"]).output().unwrap();
     let hit = records(&out.stdout).into_iter().find(|r| r["record"] == "hit").unwrap();
     assert!(hit["summary"].as_str().unwrap().starts_with("Connection pooling in the application: HikariCP"));
 }

@@ -250,7 +250,8 @@ pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Pa
                 tokens.push(Token::Flag(flag.name, value));
             }
             Short(c) => {
-                let after = if spec.dash_words { " (a -word after the first query word is part of the query)" } else { "" };
+                let after =
+                    if spec.dash_words { " (a -word after the first query word is part of the query)" } else { "" };
                 return Err(Error::usage(format!(
                     "unknown flag '-{c}'; the flags are long, see '{} --help'{after}",
                     spec.bin

@@ -65,7 +65,7 @@ pub struct Options {
 /// The default tail cut: a direct hit scoring below this share of the
 /// best one is left out of the default output (tuned on SciFact train,
 /// bench/tail_cut.py).
-pub const TAIL_CUT: f64 = 0.25;
+pub const TAIL_CUT: f64 = 0.2;
 
 impl Default for Options {
     fn default() -> Options {

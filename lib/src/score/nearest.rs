@@ -162,8 +162,7 @@ pub fn answer(closest: &[Closest]) -> String {
 /// The padded character trigrams of a folded word (`^ab`, `abc`, `bc$`),
 /// each packed into an integer (21 bits a character), sorted and distinct.
 fn trigrams(w: &str) -> Vec<u64> {
-    let chars: Vec<u64> =
-        std::iter::once('^').chain(w.chars()).chain(std::iter::once('$')).map(|c| u64::from(c)).collect();
+    let chars: Vec<u64> = std::iter::once('^').chain(w.chars()).chain(std::iter::once('$')).map(u64::from).collect();
     let mut out: Vec<u64> = chars.windows(3).map(|t| t[0] << 42 | t[1] << 21 | t[2]).collect();
     if out.is_empty() {
         out.push(chars.iter().fold(0, |k, &c| k << 21 | c));

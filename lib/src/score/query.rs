@@ -332,8 +332,8 @@ mod tests {
 
     #[test]
     fn syntax_pieces() {
-        let q = Query::parse("\"Connection Pooling\" -pgbouncer -\"read replica\" pool* topic:db type:howto|ref")
-            .unwrap();
+        let q =
+            Query::parse("\"Connection Pooling\" -pgbouncer -\"read replica\" pool* topic:db type:howto|ref").unwrap();
         assert_eq!(q.words, ["connection", "pooling", "db"]);
         assert_eq!(q.prefixes, ["pool"]);
         assert_eq!(

@@ -48,7 +48,8 @@ impl<'a> Select<'a> {
             return ok;
         }
         let n = self.q.required.len();
-        let holds = |i: usize, c: &Clause| self.cands[i].as_ref().is_none_or(|s| s.contains(&d)) && self.holds(d, c, doc_text);
+        let holds =
+            |i: usize, c: &Clause| self.cands[i].as_ref().is_none_or(|s| s.contains(&d)) && self.holds(d, c, doc_text);
         let ok = self.q.required.iter().enumerate().all(|(i, c)| holds(i, c))
             && !self.q.excluded.iter().enumerate().any(|(i, c)| holds(n + i, c));
         self.seen.borrow_mut().insert(d, ok);
@@ -93,9 +94,7 @@ fn holding(v: &View, word: &str) -> HashSet<u32> {
 fn candidates(v: &View, c: &Clause) -> Option<HashSet<u32>> {
     match c {
         Clause::Word(w) => Some(holding(v, w)),
-        Clause::Prefix(p) => {
-            Some(expand(v, p).iter().flat_map(|t| v.postings(t)).map(|(d, _)| d).collect())
-        }
+        Clause::Prefix(p) => Some(expand(v, p).iter().flat_map(|t| v.postings(t)).map(|(d, _)| d).collect()),
         Clause::Phrase(ws) => {
             let mut out: Option<HashSet<u32>> = None;
             for w in ws.iter().filter(|w| !terms::is_stop(w)) {
@@ -119,7 +118,8 @@ fn candidates(v: &View, c: &Clause) -> Option<HashSet<u32>> {
 pub fn expand(v: &View, prefix: &str) -> Vec<String> {
     let mut found: Vec<String> = v.terms_with_prefix(prefix).map(str::to_string).collect();
     for key in [TOPIC_PREFIX, KEYWORD_PREFIX] {
-        let words: Vec<String> = v.terms_with_prefix(&format!("{key}{prefix}")).map(|t| terms::stem(&t[key.len()..])).collect();
+        let words: Vec<String> =
+            v.terms_with_prefix(&format!("{key}{prefix}")).map(|t| terms::stem(&t[key.len()..])).collect();
         found.extend(words.into_iter().filter(|t| v.find(t).is_some()));
     }
     found.sort_unstable();
