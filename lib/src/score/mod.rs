@@ -229,6 +229,24 @@ impl std::fmt::Debug for Open {
     }
 }
 
+/// Runs `f` on a source's index, kept open in `open` (the out-of-scope
+/// passes after the search then reopen nothing).
+fn with_source<R>(
+    open: &mut Open,
+    src: &Source,
+    local: Option<&crate::Library>,
+    verify: bool,
+    f: impl Fn(&index::View) -> (R, Vec<u32>),
+) -> Result<(R, cache::Report)> {
+    let cache_path = cache::path_for(&src.lib, local, src.external);
+    let mut none = cache::Held::default();
+    let held = match &cache_path {
+        Some(p) => open.held.entry(p.clone()).or_default(),
+        None => &mut none,
+    };
+    cache::with_held(held, &src.lib, cache_path.as_deref(), verify, f)
+}
+
 /// Searches one source.
 fn search_source(
     open: &mut Open,
@@ -239,13 +257,7 @@ fn search_source(
     opts: &Options,
     now: i64,
 ) -> Result<(Partial, cache::Report)> {
-    let cache_path = cache::path_for(&src.lib, local, src.external);
-    let mut none = cache::Held::default();
-    let held = match &cache_path {
-        Some(p) => open.held.entry(p.clone()).or_default(),
-        None => &mut none,
-    };
-    cache::with_held(held, &src.lib, cache_path.as_deref(), opts.verify, |v| {
+    with_source(open, src, local, opts.verify, |v| {
         let doc_text = |d: u32| {
             let text = tiers::content(&src.lib, v.path(d))?;
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
@@ -424,8 +436,8 @@ pub fn search_with(
     let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
     let out_of_scope = matched == 0;
     let closest =
-        if out_of_scope { closest_entries(sources, &queried, q, opts, now, &mut warnings) } else { Vec::new() };
-    let did_you_mean = if out_of_scope { did_you_mean(sources, &queried, q, &mut warnings) } else { None };
+        if out_of_scope { closest_entries(open, sources, &queried, q, opts, now, &mut warnings) } else { Vec::new() };
+    let did_you_mean = if out_of_scope { did_you_mean(open, sources, &queried, q, &mut warnings) } else { None };
     let summary = Summary {
         query: q.text.clone(),
         hits: out.len(),
@@ -453,6 +465,7 @@ pub fn search_with(
 /// The closest entries over the sources that answered (seed 001's
 /// out-of-scope answer); a source whose index fails now only warns.
 fn closest_entries(
+    open: &mut Open,
     sources: &[Source],
     queried: &[String],
     q: &Query,
@@ -463,8 +476,7 @@ fn closest_entries(
     let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
     let mut all = Vec::new();
     for (i, src) in sources.iter().enumerate().filter(|(_, s)| queried.contains(&s.name)) {
-        let cache_path = cache::path_for(&src.lib, local, src.external);
-        let found = cache::with_index(&src.lib, cache_path.as_deref(), false, |v| {
+        let found = with_source(open, src, local, false, |v| {
             let c = nearest::closest(v, q, now, &opts.filters, &src.name, i);
             let docs = c.iter().map(|c| c.doc).collect();
             (c, docs)
@@ -480,12 +492,17 @@ fn closest_entries(
 /// "Did you mean" over the sources that answered (kb::score::suggest):
 /// None when any of them holds one of the query's words, or none holds a
 /// word near them.
-fn did_you_mean(sources: &[Source], queried: &[String], q: &Query, warnings: &mut Vec<String>) -> Option<String> {
+fn did_you_mean(
+    open: &mut Open,
+    sources: &[Source],
+    queried: &[String],
+    q: &Query,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
     let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
     let mut best: Vec<Option<(usize, String)>> = Vec::new();
     for src in sources.iter().filter(|s| queried.contains(&s.name)) {
-        let cache_path = cache::path_for(&src.lib, local, src.external);
-        let found = cache::with_index(&src.lib, cache_path.as_deref(), false, |v| {
+        let found = with_source(open, src, local, false, |v| {
             let near = suggest::nearest(v, q).map(|words| {
                 words
                     .into_iter()

@@ -105,6 +105,9 @@ pub fn closest(v: &View, q: &Query, now: i64, filters: &Filters, source: &str, o
             if !seen.insert(word) {
                 continue;
             }
+            if !want.iter().any(|q| shares_trigram(q, word)) {
+                continue;
+            }
             let have = trigrams(word);
             let overlaps: Vec<f64> = want.iter().map(|q| dice(q, &have)).collect();
             if overlaps.iter().all(|&o| o < MIN_WORD_OVERLAP) {
@@ -170,6 +173,22 @@ fn trigrams(w: &str) -> Vec<u64> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// Whether a word has one of the sorted trigrams `want` (no allocation:
+/// most of a vocabulary shares none with a query word, and is passed
+/// over at this cost).
+fn shares_trigram(want: &[u64], w: &str) -> bool {
+    let (mut a, mut b) = (0u64, u64::from('^'));
+    let mut first = true;
+    for c in w.chars().map(u64::from).chain(std::iter::once(u64::from('$'))) {
+        if !first && want.binary_search(&(a << 42 | b << 21 | c)).is_ok() {
+            return true;
+        }
+        (a, b, first) = (b, c, false);
+    }
+    // The empty word has the one packed gram [`trigrams`] makes.
+    w.is_empty() && trigrams(w).iter().any(|t| want.binary_search(t).is_ok())
 }
 
 /// Dice overlap of two sorted, distinct trigram sets.

@@ -34,9 +34,13 @@ fn counts(w: &str) -> [i16; 64] {
 }
 
 /// Whether `cand` can be within `max` edits of the word counted in `want`
-/// (`len` bytes long).
+/// (`len` bytes long): first its length, then how many of its bytes the
+/// word lacks altogether (each is an edit), then the counts.
 fn may_be_near(cand: &str, want: &[i16; 64], len: usize, max: usize) -> bool {
     if cand.len().abs_diff(len) > max {
+        return false;
+    }
+    if cand.bytes().filter(|&b| want[usize::from(b & 63)] == 0).count() > max {
         return false;
     }
     let mut c = *want;
