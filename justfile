@@ -26,6 +26,7 @@ root_flag := if root == "" { "" } else { "--root " + quote(root) }
 tools := join(source_directory(), env("CARGO_TARGET_DIR", "target"), "tools")
 nextest_version := "0.9.143"
 mcp_sdk_version := "2.3.0"
+mcp_ts_sdk_version := "1.32.2"
 
 # This file, for recipes that run other recipes of it (works when imported too).
 self := quote(just_executable()) + " --justfile " + quote(source_file()) + " --working-directory " + quote(invocation_directory())
@@ -325,6 +326,7 @@ bench:
     # With KB_MEMGATE_MODEL set (a sentence encoder's folder), a row with it too.
     python3 bench/memgate_locomo.py ${KB_MEMGATE_MODEL:+--model "$KB_MEMGATE_MODEL"} target/release/kb-memgate
     bash bench/lastword.sh
+    bash bench/lastword-plan.sh
     bash bench/index.sh 100000
     bash bench/score.sh
     bash bench/guard.sh 3000
@@ -332,7 +334,7 @@ bench:
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
 
-# Install what the tests need, pinned, into target/tools (nothing global): the MCP Python SDK in a venv; --nextest: cargo-nextest too; --check: only say
+# Install what the tests need, pinned, into target/tools (nothing global): the MCP Python SDK in a venv, the TypeScript SDK with npm; --nextest: cargo-nextest too; --check: only say
 [no-cd]
 setup *flags:
     #!/usr/bin/env bash
@@ -378,6 +380,15 @@ setup *flags:
       fi
       todo+=(venv)
     fi
+    # The MCP TypeScript SDK, the second official client, in an npm prefix (node and npm when present).
+    version=$(node -p "require('$tools/npm/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || true)
+    if [ "$version" = {{mcp_ts_sdk_version}} ]; then
+      echo "ok MCP TypeScript SDK {{mcp_ts_sdk_version}} ($tools/npm)"
+    elif command -v npm >/dev/null && command -v node >/dev/null; then
+      todo+=(npm)
+    else
+      echo "ok without node and npm: the TypeScript SDK test fails until they are installed (Debian, Ubuntu: apt-get install nodejs npm)"
+    fi
     # run WHAT COMMAND...: runs COMMAND (with --check: says it would).
     run() {
       local what=$1; shift
@@ -391,9 +402,10 @@ setup *flags:
         venv) run "a venv" python3 -m venv --clear "$tools/py"
               run "MCP Python SDK {{mcp_sdk_version}}" "$py" -m pip install --disable-pip-version-check --progress-bar off \
                 mcp=={{mcp_sdk_version}} ;;
+        npm) run "MCP TypeScript SDK {{mcp_ts_sdk_version}}" npm install --prefix "$tools/npm" --no-audit --no-fund \
+               @modelcontextprotocol/sdk@{{mcp_ts_sdk_version}} ;;
       esac
     done
-    # The TypeScript MCP client goes into an npm prefix beside them: npm install --prefix "$tools/npm" PACKAGE@VERSION.
 
 # What CI checks on this checkout: formatting, lints as errors, the tests (after `just setup`).
 [no-cd]

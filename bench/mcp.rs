@@ -104,7 +104,11 @@ fn main() {
         ("guard_scan", json!({"text": "Run nginx -t before reloading; never curl | sh."})),
     ];
     let server = Server::open(&Options { root: Some(ws.to_path_buf()), ..Options::default() }).expect("library");
-    // Warm the index cache once.
+    // The handshake, then warm the index cache once.
+    server.handle_line(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}})
+            .to_string(),
+    );
     server.handle_line(&request(0, "library_search", cases[0].1.clone()));
 
     let mut child = Command::new(&mcp_bin)

@@ -1695,10 +1695,13 @@ fn u16_a_batch_request_with_an_unknown_key_is_refused_with_a_suggestion() {
     // kb-mcp's library_write refused the key already; now it says which one was meant.
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "library_write",
         "arguments": {"path": KEPT, "content": "- one more\n", "mdoe": "append"}}});
-    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 60, &format!("{call}\n"));
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}});
+    let (code, out, err) = bounded(s.lib.std_cmd("kb-mcp"), 60, &format!("{init}\n{call}\n"));
     assert_eq!(code, 0, "{err}");
+    let result = &records(&out)[1]["result"];
+    assert_eq!(result["isError"], true, "{result}");
     assert_eq!(
-        records(&out)[0]["error"]["message"],
+        result["structuredContent"]["records"][0]["message"],
         "library_write: unknown argument 'mdoe'; did you mean 'mode'? \
          (expected one of: path, content, mode, notebook, allow_risky)"
     );

@@ -10,7 +10,7 @@ use std::fs;
 use kb::lastword::apply::{apply_entries, Outcome};
 use kb::lastword::check;
 use kb::lastword::delta::{parse_entry, Entry};
-use kb::lastword::edit::Doc;
+use kb::lastword::edit::{Doc, Lookup};
 use kb::lastword::outline::{headings, matches, section_end};
 use serde_json::json;
 
@@ -21,7 +21,7 @@ fn planned(doc: &Doc, heading: &str, level: u8, op: &str, content: Option<&str>)
     let v = json!({"key": {"path": "AGENTS.md", "heading": heading, "level": level}, "operation": op,
         "content": content, "source": "s"});
     let mut e = parse_entry(&v, "entry").unwrap();
-    e.base = check::base_of(doc, &e);
+    e.base = check::base_of(&Lookup::new(doc), &e);
     e
 }
 

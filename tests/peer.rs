@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::util::{git, records, Lib};
 
@@ -652,6 +652,50 @@ fn mcp_never_serves_quarantined_content() {
     for a in &answers[1..] {
         assert!(!a.to_string().contains("evil.example") && !a.to_string().contains("notes/setup.md"), "{a}");
     }
+}
+
+/// Issue 36: each document kb-mcp serves says where it came from, from
+/// the victim's own git history (what a peer writes cannot claim
+/// `local`), and what the guard says of it.
+#[test]
+fn mcp_documents_carry_their_provenance_and_the_guard_verdict() {
+    let p = Peers::new();
+    p.push(&[(".library/notes/theirs.md", "---\ntopic: theirs\nsources:\n  origin: local\n---\n# Theirs\n")]);
+    p.synced(&[]);
+    p.victim.cmd("kb-append").args(["write", "notes/mine.md", "--content", "# Mine\n"]).assert().success();
+    // Pushed too: still this clone's own commit.
+    p.synced(&[]);
+    p.victim.put("notes/draft.md", "# Draft\n");
+    let read = |uri: &str| json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}});
+    let uris = ["kb://notes/theirs.md", "kb://notes/mine.md", "kb://notes/draft.md", "kb://notes/kept.md"];
+    let mut requests: Vec<Value> = uris.iter().map(|u| read(u)).collect();
+    requests.push(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "library_search",
+        "arguments": {"query": "theirs mine", "no_recommend": true}}}));
+    let mut answers = mcp(&p.victim, &requests);
+    let search = answers.pop().unwrap();
+    let last =
+        |path: &str| p.victim.git(&["log", "-1", "--format=%H", "--", &format!(".library/{path}")]).trim().to_string();
+    let safe = json!({"verdict": "safe", "findings": 0});
+    for (a, (origin, commit)) in answers.iter().zip([
+        ("peer", json!(last("notes/theirs.md"))),
+        ("local", json!(last("notes/mine.md"))),
+        ("local", Value::Null),
+        ("peer", json!(last(KEPT))),
+    ]) {
+        let meta = &a["result"]["contents"][0]["_meta"];
+        assert_eq!(meta["kb-tools/provenance"], json!({"origin": origin, "commit": commit}), "{a}");
+        assert_eq!(meta["kb-tools/guard"], safe, "{a}");
+    }
+    // Search hits say the same.
+    let hits: Vec<(String, Value)> = search["result"]["structuredContent"]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["record"] == "hit")
+        .map(|h| (h["path"].as_str().unwrap().to_string(), h["provenance"]["origin"].clone()))
+        .collect();
+    assert!(hits.contains(&("notes/theirs.md".into(), json!("peer"))), "{search}");
+    assert!(hits.contains(&("notes/mine.md".into(), json!("local"))), "{search}");
 }
 
 // ------------------------------------------------- rules, skills, trust

@@ -36,6 +36,26 @@ pub fn python_with_sdk() -> PathBuf {
     python
 }
 
+/// The MCP TypeScript SDK version `just setup` installs.
+pub const TS_SDK: &str = "1.32.2";
+
+/// The installed TypeScript SDK package folder; missing is a failure that
+/// names `just setup`, never a skipped test.
+pub fn typescript_sdk() -> PathBuf {
+    let dir = tools_dir().join("npm/node_modules/@modelcontextprotocol/sdk");
+    let manifest = std::fs::read_to_string(dir.join("package.json")).unwrap_or_default();
+    let version = serde_json::from_str::<serde_json::Value>(&manifest)
+        .ok()
+        .and_then(|v| v["version"].as_str().map(str::to_string));
+    assert_eq!(
+        version.as_deref(),
+        Some(TS_SDK),
+        "the MCP TypeScript SDK {TS_SDK} is not in {}: run `just setup` (just ci does; it needs node and npm)",
+        dir.display()
+    );
+    dir
+}
+
 /// Where `name` is on the caller's PATH.
 fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -98,6 +118,12 @@ fn issue_38_setup_uses_only_the_declared_tools() {
     let sdk = format!("ok MCP Python SDK {SDK} ({}/py)", tools.display());
     let venv = format!("would install a venv: python3 -m venv --clear {}/py", tools.display());
     assert!(lines.contains(&sdk.as_str()) || lines.contains(&venv.as_str()), "{stdout}");
+    let ts = format!("ok MCP TypeScript SDK {TS_SDK} ({}/npm)", tools.display());
+    let npm = format!("would install MCP TypeScript SDK {TS_SDK}: npm install --prefix {}/npm", tools.display());
+    assert!(
+        lines.contains(&ts.as_str()) || lines.iter().any(|l| l.starts_with(&npm)) || which("npm").is_none(),
+        "{stdout}"
+    );
     assert!(lines.iter().all(|l| l.starts_with("ok ") || l.starts_with("would install ")), "{stdout}");
 }
 
@@ -147,15 +173,32 @@ fn issue_38_setup_nextest_is_pinned_and_local() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let tools = target.join("tools");
+    // Without node and npm the detection says so first, before any install line.
+    let (before, after) = match (which("npm"), which("node")) {
+        (Some(_), Some(_)) => (
+            String::new(),
+            format!(
+                "would install MCP TypeScript SDK {TS_SDK}: npm install --prefix {}/npm --no-audit --no-fund \
+                 @modelcontextprotocol/sdk@{TS_SDK}\n",
+                tools.display()
+            ),
+        ),
+        _ => (
+            "ok without node and npm: the TypeScript SDK test fails until they are installed (Debian, Ubuntu: \
+             apt-get install nodejs npm)\n"
+                .to_string(),
+            String::new(),
+        ),
+    };
     assert_eq!(
         stdout,
         format!(
-            "would install cargo-nextest 0.9.143: cargo install --locked cargo-nextest --version 0.9.143 \
+            "{before}would install cargo-nextest 0.9.143: cargo install --locked cargo-nextest --version 0.9.143 \
              --no-default-features --features default-no-update --root {t}\n\
              would install a venv: python3 -m venv --clear {t}/py\n\
              would install MCP Python SDK {SDK}: {t}/py/bin/python3 -m pip install --disable-pip-version-check \
-             --progress-bar off mcp=={SDK}\n",
-            t = tools.display()
+             --progress-bar off mcp=={SDK}\n{after}",
+            t = tools.display(),
         )
     );
     assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "--check installs nothing");

@@ -3,11 +3,11 @@
 //! collides with the same heading at any level; and the target itself must
 //! be a text file whose heading the key names once, not twice.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::delta::{Entry, Op, Target};
-use super::edit::{Doc, Found};
+use super::edit::{Doc, Found, Lookup};
 use super::home::Home;
 
 /// The identity of a target for grouping: resolved path or URL.
@@ -30,16 +30,12 @@ pub fn target_key(home: &Home, e: &Entry) -> TargetKey {
 /// The entries (by index) that repeat a key of an earlier entry of the same
 /// target and session, each with its message.
 pub fn duplicates(home: &Home, entries: &[Entry], default_source: Option<&str>) -> Vec<(usize, String)> {
-    let mut seen: BTreeMap<(TargetKey, Option<String>), Vec<usize>> = BTreeMap::new();
+    let mut seen: HashMap<(TargetKey, Option<String>), HashMap<&str, Earliest>> = HashMap::new();
     let mut out = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let src = e.source.clone().or_else(|| default_source.map(str::to_string));
-        let group = seen.entry((target_key(home, e), src)).or_default();
-        let clash = group.iter().find(|&&j| {
-            let o = &entries[j];
-            o.heading == e.heading && (o.level.is_none() || e.level.is_none() || o.level == e.level)
-        });
-        if let Some(&j) = clash {
+        let first = seen.entry((target_key(home, e), src)).or_default().entry(e.heading.as_str()).or_default();
+        if let Some(j) = first.clash(e.level) {
             let lvl = |l: Option<u8>| l.map_or("any level".to_string(), |l| format!("level {l}"));
             out.push((
                 i,
@@ -52,9 +48,41 @@ pub fn duplicates(home: &Home, entries: &[Entry], default_source: Option<&str>) 
                 ),
             ));
         }
-        group.push(i);
+        first.add(i, e.level);
     }
     out
+}
+
+/// The earliest entries declaring one heading of one target and session,
+/// so that finding an entry's clash is a lookup, not a scan of the entries
+/// before it.
+#[derive(Default)]
+struct Earliest {
+    /// At any level.
+    any: Option<usize>,
+    /// Without a level.
+    unlevelled: Option<usize>,
+    /// At each level.
+    at: BTreeMap<u8, usize>,
+}
+
+impl Earliest {
+    /// The earliest entry a key at `level` collides with: an entry without
+    /// a level collides with every level, and every level with it.
+    fn clash(&self, level: Option<u8>) -> Option<usize> {
+        match level {
+            None => self.any,
+            Some(l) => [self.unlevelled, self.at.get(&l).copied()].into_iter().flatten().min(),
+        }
+    }
+
+    fn add(&mut self, i: usize, level: Option<u8>) {
+        self.any.get_or_insert(i);
+        match level {
+            None => self.unlevelled.get_or_insert(i),
+            Some(l) => self.at.entry(l).or_insert(i),
+        };
+    }
 }
 
 /// Reads a target Markdown file: `Ok(None)` when it does not exist yet, an
@@ -83,8 +111,9 @@ pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
 /// included, trailing blank lines not) when the heading is there once,
 /// `absent` when not, `None` when ambiguous. Appending or deleting a
 /// neighbour never changes it; editing the section or a subsection does.
-pub fn base_of(doc: &Doc, e: &Entry) -> Option<String> {
-    match doc.find(&e.heading, e.level) {
+pub fn base_of(outline: &Lookup, e: &Entry) -> Option<String> {
+    let doc = outline.doc();
+    match outline.find(&e.heading, e.level) {
         Found::Missing => Some("absent".into()),
         Found::One(i) => Some(digest(doc, doc.own(i))),
         Found::Many(_) => None,
@@ -111,13 +140,13 @@ pub fn base_matches(doc: &Doc, e: &Entry, base: &str) -> bool {
 
 /// Checks one entry against the current target: the error an apply would
 /// stage it with, if any (ambiguous heading). No-op entries always pass.
-pub fn against(doc: &Doc, e: &Entry) -> Option<String> {
+pub fn against(outline: &Lookup, e: &Entry) -> Option<String> {
     if e.op == Op::NoOp {
         return None;
     }
-    match doc.find(&e.heading, e.level) {
+    match outline.find(&e.heading, e.level) {
         Found::Many(lines) => Some(ambiguous(e, &lines)),
-        Found::One(i) => escaping_heading(e, doc.heads[i].level),
+        Found::One(i) => escaping_heading(e, outline.doc().heads[i].level),
         Found::Missing => escaping_heading(e, e.level.unwrap_or(2)),
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::check::{self, TargetKey};
 use super::delta::{self, Entry, Op, Problem};
-use super::edit::Doc;
+use super::edit::{Doc, Lookup};
 use super::home::Home;
 use super::queue;
 use super::records::{Delta, InputError, Key};
@@ -29,7 +29,6 @@ struct Declared {
 /// Input that did not parse into an entry.
 struct Rejected {
     origin: String,
-    index: Option<usize>,
     line: Option<usize>,
     raw: Option<Value>,
     text: Option<String>,
@@ -53,30 +52,19 @@ impl Input {
         text: &str,
     ) {
         let (file, bads, top) = parsed;
+        // The indexes this call rejects: the good entries are numbered
+        // around them (a set of this line's own, not a scan of every
+        // rejection so far, which made a long input quadratic).
+        let bad_at: std::collections::HashSet<usize> = bads.iter().map(|b| b.index).collect();
         if self.source.is_none() {
             self.source = file.source.clone();
         }
         for p in top {
-            self.bad.push(Rejected {
-                origin: origin(0),
-                index: None,
-                line,
-                raw: None,
-                text: Some(text.to_string()),
-                problem: p,
-            });
+            self.bad.push(Rejected { origin: origin(0), line, raw: None, text: Some(text.to_string()), problem: p });
         }
         for b in bads {
-            self.bad.push(Rejected {
-                origin: origin(b.index),
-                index: Some(b.index),
-                line,
-                raw: Some(b.raw),
-                text: None,
-                problem: b.problem,
-            });
+            self.bad.push(Rejected { origin: origin(b.index), line, raw: Some(b.raw), text: None, problem: b.problem });
         }
-        let bad_at: Vec<usize> = self.bad.iter().filter(|b| b.line == line).filter_map(|b| b.index).collect();
         let mut original = (0..).filter(|i| !bad_at.contains(i));
         for e in file.entries {
             let i = original.next().unwrap_or(0);
@@ -106,18 +94,12 @@ fn read_input(input: &str) -> Input {
                     let file = delta::File { entries: vec![e], ..Default::default() };
                     inp.take((file, vec![], vec![]), &origin, Some(n), line)
                 }
-                Err(p) => inp.bad.push(Rejected {
-                    origin: origin(0),
-                    index: None,
-                    line: Some(n),
-                    raw: Some(v),
-                    text: None,
-                    problem: p,
-                }),
+                Err(p) => {
+                    inp.bad.push(Rejected { origin: origin(0), line: Some(n), raw: Some(v), text: None, problem: p })
+                }
             },
             Err(e) => inp.bad.push(Rejected {
                 origin: origin(0),
-                index: None,
                 line: Some(n),
                 raw: None,
                 text: Some(line.to_string()),
@@ -230,13 +212,14 @@ fn validate_group(home: &Home, key: &TargetKey, good: &mut [Declared], idx: &[us
         Ok(None) => Doc::new(String::new(), true),
         Err(msg) => return vec![Some(msg); idx.len()],
     };
+    let outline = Lookup::new(&doc);
     for (j, &i) in idx.iter().enumerate() {
         let e = &mut good[i].entry;
         if errors[j].is_none() {
-            errors[j] = check::against(&doc, e);
+            errors[j] = check::against(&outline, e);
         }
         if e.op != Op::NoOp && e.base.is_none() {
-            e.base = check::base_of(&doc, e);
+            e.base = check::base_of(&outline, e);
         }
     }
     errors

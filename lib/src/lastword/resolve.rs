@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::check::{self, TargetKey};
 use super::delta::{self, Op};
-use super::edit::{Doc, Found};
+use super::edit::{Doc, Found, Lookup};
 use super::home::Home;
 use super::queue;
 use super::records::{Conflict, Key, Resolved, Validation};
@@ -29,8 +29,8 @@ pub fn validate(home: &Home, path: &Path, rep: &mut Reporter) -> Result<bool> {
         problems += 1;
     }
     // Indexes of parsed entries in the file skip the bad ones.
-    let index: Vec<usize> =
-        (0..file.entries.len() + bad.len()).filter(|i| !bad.iter().any(|b| b.index == *i)).collect();
+    let rejected: std::collections::HashSet<usize> = bad.iter().map(|b| b.index).collect();
+    let index: Vec<usize> = (0..file.entries.len() + bad.len()).filter(|i| !rejected.contains(i)).collect();
     for (j, msg) in check::duplicates(home, &file.entries, file.source.as_deref()) {
         let i = index[j];
         rep.problem(&shown, Some(i), &format!("entries[{i}].key"), &msg, Exit::Negative)?;
@@ -87,7 +87,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
                 continue;
             }
         };
-        let msg = check::against(&doc, e).or_else(|| {
+        let msg = check::against(&Lookup::new(&doc), e).or_else(|| {
             let drift = e.op != Op::NoOp && e.base.as_deref().is_some_and(|b| !check::base_matches(&doc, e, b));
             drift.then(|| format!("section \"{}\" changed since plan; --force applies the entry over it", e.heading))
         });

@@ -1,7 +1,8 @@
 //! The library's documents as MCP resources, `kb://<library-relative
 //! path>`: listed from the same scan `kb-index list` makes, read through
 //! the same path rules as every writer (no `..`, no absolute path, no
-//! symlink, no special file, documents only).
+//! symlink, no special file, documents only), each with its provenance
+//! and the guard's verdict ([`super::provenance`]).
 
 use serde_json::{json, Value};
 
@@ -10,6 +11,13 @@ use crate::library::{self, kind, scan, Library};
 
 /// The URI scheme.
 pub const SCHEME: &str = "kb://";
+
+/// The `_meta` key of a served document's provenance: `origin` (`local`
+/// or `peer`) and the `commit` that last changed it.
+pub const PROVENANCE_META: &str = "kb-tools/provenance";
+
+/// The `_meta` key of a served document's guard verdict.
+pub const GUARD_META: &str = "kb-tools/guard";
 
 /// MCP's "resource not found" code.
 pub const NOT_FOUND: i64 = -32002;
@@ -65,7 +73,13 @@ pub fn read(lib: &Library, uri_text: &str) -> Result<Value, RpcError> {
         .map_err(|e| RpcError::new(NOT_FOUND, format!("cannot read '{rel}': {e}")))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| RpcError::new(NOT_FOUND, format!("cannot read '{rel}': it is not UTF-8 text")))?;
-    Ok(json!({"contents": [{"uri": uri(&rel), "mimeType": "text/markdown", "text": text}]}))
+    // Where it came from and what the guard says, beside the text (which
+    // is data in its own field, never instructions to the model).
+    let meta = json!({
+        PROVENANCE_META: super::provenance::origin(lib, &rel),
+        GUARD_META: super::provenance::verdict(lib, &rel, &text),
+    });
+    Ok(json!({"contents": [{"uri": uri(&rel), "mimeType": "text/markdown", "text": text, "_meta": meta}]}))
 }
 
 /// The URI of a library-relative path: unreserved characters and `/` as

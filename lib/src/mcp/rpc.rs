@@ -27,17 +27,19 @@ pub struct RpcError {
     pub code: i64,
     /// What went wrong, in the CLIs' words.
     pub message: String,
+    /// The `data` member, when the error carries one.
+    pub data: Option<Value>,
 }
 
 impl RpcError {
     /// An invalid-params error.
     pub fn invalid(message: impl Into<String>) -> RpcError {
-        RpcError { code: INVALID_PARAMS, message: message.into() }
+        RpcError { code: INVALID_PARAMS, message: message.into(), data: None }
     }
 
     /// Any other error code.
     pub fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into() }
+        RpcError { code, message: message.into(), data: None }
     }
 }
 
@@ -237,6 +239,11 @@ impl Response {
         self.result.as_ref()
     }
 
+    /// The id it answers, taken out.
+    pub fn into_id(self) -> Id {
+        self.id
+    }
+
     /// The error member, for a failure.
     pub fn error(&self) -> Option<&Value> {
         self.error.as_ref()
@@ -247,10 +254,9 @@ impl Response {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Answer {
-    /// The answer to one message.
+    /// The answer to one message (batches are refused, see
+    /// [`crate::mcp::Server::handle_line`]).
     One(Response),
-    /// The answers to a batch's requests, in order.
-    Batch(Vec<Response>),
 }
 
 /// A success response.
@@ -260,7 +266,11 @@ pub fn result(id: Id, result: Value) -> Response {
 
 /// An error response.
 pub fn error(id: Id, e: &RpcError) -> Response {
-    Response { jsonrpc: "2.0", id, result: None, error: Some(json!({"code": e.code, "message": e.message})) }
+    let mut error = json!({"code": e.code, "message": e.message});
+    if let Some(data) = &e.data {
+        error["data"] = data.clone();
+    }
+    Response { jsonrpc: "2.0", id, result: None, error: Some(error) }
 }
 
 /// The params object (empty for null).

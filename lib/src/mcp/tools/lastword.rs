@@ -34,6 +34,7 @@ pub(super) fn tools() -> Vec<Tool> {
             },
             call: plan_tool,
             read_only: false,
+            records: &["delta", "error", "text"],
         },
         Tool {
             name: "last_word_apply",
@@ -48,6 +49,7 @@ pub(super) fn tools() -> Vec<Tool> {
             },
             call: apply_tool,
             read_only: false,
+            records: &["result", "text", "error"],
         },
         Tool {
             name: "last_word_status",
@@ -57,6 +59,7 @@ pub(super) fn tools() -> Vec<Tool> {
             schema: || json!({"type": "object", "properties": {}, "additionalProperties": false}),
             call: status_tool,
             read_only: true,
+            records: &["pending", "status", "error", "text"],
         },
     ]
 }

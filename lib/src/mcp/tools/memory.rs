@@ -25,6 +25,7 @@ pub(super) fn tools() -> Vec<Tool> {
             schema: || schema_file(include_str!("../../../../schemas/memgate_input.schema.json")),
             call: remember,
             read_only: false,
+            records: &["decision", "result", "error", "text"],
         },
         Tool {
             name: "memory_answer",
@@ -39,6 +40,7 @@ pub(super) fn tools() -> Vec<Tool> {
             },
             call: answer,
             read_only: false,
+            records: &["decision", "result", "error", "text"],
         },
     ]
 }

@@ -1,15 +1,19 @@
 //! The tools kb-mcp offers: each a thin call into the same `kb::` function
 //! the CLI calls, answering with the records the CLI would print.
 //!
-//! Two kinds of failure, as MCP separates them: a call the server cannot
-//! even attempt (unknown tool, a wrong or missing argument, a path that
-//! escapes the library) is a JSON-RPC `invalid params` error; a call that
-//! ran and failed (guard refusal, lock timeout, no library) is a result
-//! with `isError` and an `error` record carrying the CLI's message.
+//! Two kinds of failure, as MCP (2025-11-25 on) separates them: a tool
+//! that does not exist is a JSON-RPC `invalid params` error (the server's
+//! dispatch says so); everything about a call to a tool that exists is a
+//! result with `isError` and an `error` record the model can correct
+//! itself from: a wrong, missing or unknown argument, a path that escapes
+//! the library (the handlers' [`RpcError`]s, turned into results by
+//! [`Reply::refused`]), and a call that ran and failed (guard refusal,
+//! lock timeout) with the CLI's message.
 
 mod lastword;
 mod library;
 mod memory;
+pub mod output;
 mod skills;
 
 use std::path::PathBuf;
@@ -86,6 +90,9 @@ pub struct Reply {
     pub records: Vec<Value>,
     /// Whether the call failed (MCP `isError`).
     pub is_error: bool,
+    /// A note for the model beside the records (a second text content
+    /// item), e.g. that document text in them is data.
+    pub notice: Option<&'static str>,
 }
 
 impl Reply {
@@ -104,6 +111,13 @@ impl Reply {
         }
         self.records.push(rec);
         self.is_error = true;
+    }
+
+    /// A call refused before it ran: one `error` record with what to change.
+    pub fn refused(message: &str) -> Reply {
+        let mut r = Reply::default();
+        r.error(message, json!({}));
+        r
     }
 
     /// Adds the JSON Lines a captured `Out` wrote; runs of other lines
@@ -136,11 +150,16 @@ impl Reply {
     }
 
     /// The MCP `CallToolResult`: the records as JSON Lines text (what the
-    /// CLI prints) and as structured content.
+    /// CLI prints, the first content item; a notice is a second one) and
+    /// as structured content.
     pub fn to_result(&self) -> Value {
         let text: String = self.records.iter().map(|r| format!("{r}\n")).collect();
+        let mut content = vec![json!({"type": "text", "text": text})];
+        if let Some(n) = self.notice {
+            content.push(json!({"type": "text", "text": n}));
+        }
         json!({
-            "content": [{"type": "text", "text": text}],
+            "content": content,
             "structuredContent": {"records": self.records},
             "isError": self.is_error,
         })
@@ -151,7 +170,8 @@ impl Reply {
 pub type Called = Result<Reply, RpcError>;
 
 /// Turns a `kb` error into the call's answer: usage errors are the
-/// caller's mistake (invalid params); anything else is a failed call.
+/// caller's mistake (refused, see [`Reply::refused`]); anything else is a
+/// failed call.
 pub fn failed(e: Error) -> Called {
     match e {
         Error::Usage(m) => Err(RpcError::invalid(m)),
@@ -182,6 +202,8 @@ pub struct Tool {
     pub call: fn(&Ctx, Map<String, Value>) -> Called,
     /// Whether it only reads (MCP `readOnlyHint`).
     pub read_only: bool,
+    /// The record kinds it answers with (its `outputSchema`, see [`output`]).
+    pub records: &'static [&'static str],
 }
 
 impl Tool {
@@ -192,6 +214,7 @@ impl Tool {
             "title": self.title,
             "description": self.description,
             "inputSchema": (self.schema)(),
+            "outputSchema": output::schema(self.records),
             "annotations": {"title": self.title, "readOnlyHint": self.read_only, "openWorldHint": false},
         })
     }
@@ -243,6 +266,15 @@ mod tests {
         assert_eq!(names.len(), tools.len());
         for t in &tools {
             assert_eq!((t.schema)()["type"], "object", "{}", t.name);
+            // Every record kind it names has a schema (an unknown name would accept anything).
+            assert!(!t.records.is_empty(), "{}", t.name);
+            for k in t.records {
+                assert!(
+                    output::record(k).get("properties").is_some() || output::record(k).get("oneOf").is_some(),
+                    "{}: {k}",
+                    t.name
+                );
+            }
         }
     }
 }

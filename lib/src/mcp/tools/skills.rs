@@ -24,6 +24,7 @@ pub(super) fn tools() -> Vec<Tool> {
             schema: manage_schema,
             call: manage,
             read_only: false,
+            records: &["skill_write", "finding", "verdict", "error", "text"],
         },
         Tool {
             name: "skill_list",
@@ -37,6 +38,7 @@ pub(super) fn tools() -> Vec<Tool> {
             },
             call: list_skills,
             read_only: true,
+            records: &["skill", "error"],
         },
     ]
 }
