@@ -36,6 +36,7 @@ mod peer;
 mod peer_gates;
 mod peer_local;
 mod promote;
+mod query_syntax;
 mod readme;
 mod recipes;
 mod relate;

@@ -763,3 +763,34 @@ fn the_readme_client_configurations_parse_and_name_the_installed_binary() {
     let lib = Lib::new();
     lib.cmd("kb-mcp").arg("--root").arg(lib.root()).write_stdin("").assert().success();
 }
+
+#[test]
+fn library_search_takes_the_query_syntax_and_answers_its_errors_as_results() {
+    let lib = Lib::new();
+    lib.put(
+        "notes/pgbouncer.md",
+        "---\ntopic: pgbouncer-setup\nkeywords: [pgbouncer]\n---\n# PgBouncer\n\nPgBouncer does connection pooling.\n",
+    );
+    lib.put("notes/pool.md", "---\ntopic: pool-sizing\n---\n# Pool sizing\n\nConnection pooling in the application.\n");
+    lib.put(
+        "notes/threads.md",
+        "---\ntopic: thread-pools\n---\n# Threads\n\nPooling of threads, one connection each.\n",
+    );
+    let mut s = initialized(&lib);
+    let (err, recs) =
+        s.call("library_search", json!({"query": "\"connection pooling\" -pgbouncer", "no_recommend": true}));
+    assert!(!err, "{recs:?}");
+    let paths: Vec<&str> = recs.iter().filter(|r| r["record"] == "hit").map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["notes/pool.md"]);
+    assert_eq!(recs.last().unwrap()["tail_cut"], 0.2);
+    let (_, recs) = s.call("library_search", json!({"query": "pooling", "limit": 5, "no_recommend": true}));
+    assert!(recs.last().unwrap().get("tail_cut").is_none(), "{recs:?}");
+    assert_eq!(
+        s.refused("library_search", json!({"query": "\"connection pooling"})),
+        "unbalanced quote at '\"connection pooling': close the phrase with a second \" (or drop the quote)"
+    );
+    assert_eq!(
+        s.refused("library_search", json!({"query": "-pgbouncer"})),
+        "query '-pgbouncer' only excludes; give a word to search for besides the -words"
+    );
+}

@@ -195,7 +195,7 @@ fn examples_library_labelled_queries() {
 #[test]
 fn fulltext_stays_below_the_keyword_tier() {
     let lib = seed_library();
-    let (recs, _) = search(&lib, &["session", "--no-recommend"]);
+    let (recs, _) = search(&lib, &["session", "--no-recommend", "--limit", "10"]);
     let by_path: BTreeMap<&str, &Value> = hits(&recs).into_iter().map(|h| (h["path"].as_str().unwrap(), h)).collect();
     assert_eq!(by_path[SESSION]["match"], "topic-contains");
     assert_eq!(by_path[RATE]["match"], "fulltext");
@@ -467,7 +467,7 @@ fn broken_documents_do_not_stop_a_search() {
     lib.put("notes/broken.md", "---\ntopic: [unclosed\nkeywords: jwt\n---\nJWT body text survives.\n");
     lib.put("notes/binary.md", "\u{0}\u{1}jwt\u{fffd}");
     std::fs::write(lib.path("notes/latin1.md"), b"caf\xe9 jwt\n").unwrap();
-    let (recs, code) = search(&lib, &["jwt", "--no-recommend"]);
+    let (recs, code) = search(&lib, &["jwt", "--no-recommend", "--limit", "10"]);
     assert_eq!(code, 0);
     let ps = paths(&recs);
     for p in ["notes/broken.md", "notes/binary.md", "notes/latin1.md", JWT] {
@@ -569,7 +569,7 @@ fn a_relevant_text_hit_outranks_a_keyword_only_hit() {
     let lib = team_library();
     // "database" is a keyword of the backups note, which says nothing
     // about connections; the pool note answers the question in its body.
-    let (recs, _) = search(&lib, &["database connections exhausted under load", "--no-recommend"]);
+    let (recs, _) = search(&lib, &["database connections exhausted under load", "--no-recommend", "--limit", "10"]);
     let ps = paths(&recs);
     assert_eq!(ps[0], "notes/db/postgres-connection-pool.md", "{ps:?}");
     let first = hits(&recs)[0];
@@ -773,7 +773,7 @@ fn feedback_orders_equal_matches_by_the_words_the_best_matches_share() {
     for (name, topic, body) in notes {
         lib.put(&format!("notes/{name}.md"), &format!("---\ntopic: {topic}\n---\n{body}\n"));
     }
-    let (recs, _) = search(&lib, &["statin", "--no-recommend"]);
+    let (recs, _) = search(&lib, &["statin", "--no-recommend", "--limit", "10"]);
     let ps = paths(&recs);
     assert_eq!(&ps[3..], ["notes/x-lipids.md", "notes/a-pharmacy.md"], "{ps:?}");
     assert_eq!(summary(&recs)["matched"], 5, "feedback reorders the query's matches, it adds none");

@@ -81,12 +81,16 @@ pub struct Spec {
     /// Words a person may try that are not commands, each with what to
     /// run instead (kb-memgate's `remember`: `decide | apply`).
     pub hints: &'static [(&'static str, &'static str)],
+    /// When set, a `-word` after the first positional is a positional
+    /// too, not a cluster of short flags (kb-score's `memory -openclaw`
+    /// excludes a word); long flags and `-h`/`-V` keep their meaning.
+    pub dash_words: bool,
 }
 
 impl Spec {
     /// A binary's table; see [`Spec::trailing`] for kb-lock's form.
     pub const fn new(bin: &'static str, usage: &'static str, cmds: &'static [Cmd]) -> Spec {
-        Spec { bin, usage, cmds, trailing: false, hints: &[] }
+        Spec { bin, usage, cmds, trailing: false, hints: &[], dash_words: false }
     }
 
     /// The same table, with what to run instead of words that are not
@@ -117,6 +121,12 @@ impl Spec {
                 }
             })
             .collect()
+    }
+
+    /// The same table, with `-word` after the first positional taken as
+    /// a positional ([`Spec::dash_words`]).
+    pub const fn dash_words(self) -> Spec {
+        Spec { dash_words: true, ..self }
     }
 
     /// The same table, with the unnamed command's positionals taken as a
@@ -210,6 +220,14 @@ pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Pa
     let mut help = false;
     while let Some(arg) = p.next()? {
         match arg {
+            Short(c) if spec.dash_words && tokens.iter().any(|t| matches!(t, Token::Value(_))) => {
+                let rest = p.optional_value().map(|v| v.string()).transpose()?.unwrap_or_default();
+                match (c, rest.is_empty()) {
+                    ('h', true) => help = true,
+                    ('V', true) => return Ok(Parsed::Print(format!("{} {}\n", spec.bin, env!("CARGO_PKG_VERSION")))),
+                    _ => tokens.push(Token::Value(format!("-{c}{rest}"))),
+                }
+            }
             Short('h') | Long("help") => help = true,
             Short('V') | Long("version") => {
                 return Ok(Parsed::Print(format!("{} {}\n", spec.bin, env!("CARGO_PKG_VERSION"))))
@@ -232,7 +250,12 @@ pub fn parse(spec: &Spec, args: impl IntoIterator<Item = OsString>) -> Result<Pa
                 tokens.push(Token::Flag(flag.name, value));
             }
             Short(c) => {
-                return Err(Error::usage(format!("unknown flag '-{c}'; the flags are long, see '{} --help'", spec.bin)))
+                let after =
+                    if spec.dash_words { " (a -word after the first query word is part of the query)" } else { "" };
+                return Err(Error::usage(format!(
+                    "unknown flag '-{c}'; the flags are long, see '{} --help'{after}",
+                    spec.bin
+                )));
             }
             Value(v) => {
                 let v = v.string()?;

@@ -30,7 +30,8 @@ const QUERY: &[&str] = &[
 ];
 
 /// kb-score has no subcommands.
-pub static SPEC: Spec = Spec::new("kb-score", USAGE, &[Cmd::new("", "QUERY...", QUERY, "search the library")]);
+pub static SPEC: Spec =
+    Spec::new("kb-score", USAGE, &[Cmd::new("", "QUERY...", QUERY, "search the library")]).dash_words();
 
 struct Args {
     query: Vec<String>,
@@ -49,6 +50,7 @@ fn settle(a: Cli) -> Result<Args, Error> {
     };
     if let Some(n) = a.num("limit")? {
         opts.limit = n;
+        opts.tail_cut = None;
     }
     opts.recommend = !a.on("no-recommend");
     if let Some(t) = a.get("tier") {

@@ -13,13 +13,16 @@ pub mod feedback;
 pub mod formula;
 pub mod index;
 pub mod nearest;
+pub mod passage;
 pub mod promote;
 pub mod proximity;
 pub mod query;
 pub mod rank;
 pub mod recommend;
+pub mod select;
 pub mod side;
 pub mod sources;
+pub mod suggest;
 pub mod table;
 pub mod terms;
 pub mod tiers;
@@ -54,10 +57,19 @@ pub struct Options {
     pub filters: Filters,
     /// Check every document's size and mtime before trusting the cache.
     pub verify: bool,
+    /// Leave out direct hits scoring below this share of the best one
+    /// (None: keep `limit`; an explicit `--limit` turns the cut off, so
+    /// recall can be measured).
+    pub tail_cut: Option<f64>,
     /// The sentence encoder's folder (`--model`, `KB_MODEL`): meaning
     /// joins the words (kb::score::vectors); `None` is lexical only.
     pub model: Option<std::path::PathBuf>,
 }
+
+/// The default tail cut: a direct hit scoring below this share of the
+/// best one is left out of the default output (tuned on SciFact train,
+/// bench/tail_cut.py).
+pub const TAIL_CUT: f64 = 0.2;
 
 impl Default for Options {
     fn default() -> Options {
@@ -68,6 +80,7 @@ impl Default for Options {
             budget: None,
             filters: Filters::default(),
             verify: false,
+            tail_cut: Some(TAIL_CUT),
             model: None,
         }
     }
@@ -123,6 +136,10 @@ pub struct Hit {
     /// The snippet or content was cut to fit `--budget` (the last hit).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// Where the snippet holds the query's words (byte ranges), for the
+    /// table to mark.
+    #[serde(skip)]
+    pub marks: Vec<std::ops::Range<usize>>,
     /// With a model: the document's best chunk cosine with the query.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dense: Option<f64>,
@@ -157,6 +174,13 @@ pub struct Summary {
     pub tokens_used: usize,
     /// Hits left out because the budget would have been exceeded.
     pub omitted: usize,
+    /// The tail cut applied: direct hits below this share of the best
+    /// one's score were left out (absent under an explicit `--limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_cut: Option<f64>,
+    /// Direct hits the tail cut left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cut: usize,
     /// Sources queried, local first then alphabetical.
     pub sources_queried: Vec<String>,
     /// Sources with at least one direct hit.
@@ -173,6 +197,10 @@ pub struct Summary {
     /// When out of scope: the seed's sentence naming them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// When out of scope and the library holds none of the query's words:
+    /// the query with each word replaced by the nearest one it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub did_you_mean: Option<String>,
 }
 
 /// Everything a search produced, ready to print.
@@ -202,18 +230,17 @@ struct Partial {
 pub struct Open {
     held: std::collections::HashMap<std::path::PathBuf, cache::Held>,
     /// The sentence encoder, loaded once, with its folder.
-    encoder: Option<(std::path::PathBuf, crate::text::bert::Encoder)>,
+    encoder: Option<(std::path::PathBuf, std::sync::Arc<crate::text::bert::Encoder>)>,
 }
 
-/// The encoder of `dir` in `slot`, loaded on first use and kept.
-fn encoder<'a>(
-    slot: &'a mut Option<(std::path::PathBuf, crate::text::bert::Encoder)>,
-    dir: &std::path::Path,
-) -> Result<&'a crate::text::bert::Encoder> {
-    if slot.as_ref().is_none_or(|(d, _)| d != dir) {
-        *slot = Some((dir.to_path_buf(), crate::text::bert::Encoder::load(dir)?));
+impl Open {
+    /// The encoder of `dir`, loaded on first use and kept.
+    fn encoder(&mut self, dir: &std::path::Path) -> Result<std::sync::Arc<crate::text::bert::Encoder>> {
+        if self.encoder.as_ref().is_none_or(|(d, _)| d != dir) {
+            self.encoder = Some((dir.to_path_buf(), std::sync::Arc::new(crate::text::bert::Encoder::load(dir)?)));
+        }
+        Ok(self.encoder.as_ref().expect("just loaded").1.clone())
     }
-    Ok(&slot.as_ref().expect("just loaded").1)
 }
 
 impl std::fmt::Debug for Open {
@@ -222,10 +249,28 @@ impl std::fmt::Debug for Open {
     }
 }
 
+/// Runs `f` on a source's index, kept open in `open` (the out-of-scope
+/// passes after the search then reopen nothing).
+fn with_source<R>(
+    open: &mut Open,
+    src: &Source,
+    local: Option<&crate::Library>,
+    verify: bool,
+    f: impl Fn(&index::View) -> (R, Vec<u32>),
+) -> Result<(R, cache::Report)> {
+    let cache_path = cache::path_for(&src.lib, local, src.external);
+    let mut none = cache::Held::default();
+    let held = match &cache_path {
+        Some(p) => open.held.entry(p.clone()).or_default(),
+        None => &mut none,
+    };
+    cache::with_held(held, &src.lib, cache_path.as_deref(), verify, f)
+}
+
 /// Searches one source; `dense` is the encoder and the query's vector.
 #[allow(clippy::too_many_arguments)]
 fn search_source(
-    held: &mut std::collections::HashMap<std::path::PathBuf, cache::Held>,
+    open: &mut Open,
     dense: Option<(&crate::text::bert::Encoder, &[f32])>,
     src: &Source,
     order: usize,
@@ -235,12 +280,7 @@ fn search_source(
     now: i64,
 ) -> Result<(Partial, cache::Report)> {
     let cache_path = cache::path_for(&src.lib, local, src.external);
-    let mut none = cache::Held::default();
-    let held = match &cache_path {
-        Some(p) => held.entry(p.clone()).or_default(),
-        None => &mut none,
-    };
-    cache::with_held(held, &src.lib, cache_path.as_deref(), opts.verify, |v| {
+    with_source(open, src, local, opts.verify, |v| {
         let title_body = |d: u32| {
             let text = tiers::content(&src.lib, v.path(d))?;
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
@@ -281,6 +321,7 @@ fn search_source(
                 summary: None,
                 content: None,
                 truncated: false,
+                marks: Vec::new(),
                 dense: None,
                 exact: score,
                 lexical,
@@ -349,12 +390,11 @@ pub fn search_with(
     let mut queried = Vec::new();
     let mut with_findings = Vec::new();
     // The query is encoded once for every source.
-    let Open { held, encoder: slot } = open;
-    let encoder = opts.model.as_deref().map(|m| encoder(slot, m)).transpose()?;
-    let qv = encoder.map(|e| e.encode_query(&q.text));
-    let dense = encoder.zip(qv.as_deref());
+    let encoder = opts.model.as_deref().map(|m| open.encoder(m)).transpose()?;
+    let qv = encoder.as_deref().map(|e| e.encode_query(&q.text));
+    let dense = encoder.as_deref().zip(qv.as_deref());
     for (i, src) in sources.iter().enumerate() {
-        match search_source(held, dense, src, i, local, q, opts, now) {
+        match search_source(open, dense, src, i, local, q, opts, now) {
             Ok((p, report)) => {
                 queried.push(src.name.clone());
                 warnings.extend(report.warnings.into_iter().map(|w| format!("{}: {w}", src.name)));
@@ -383,6 +423,11 @@ pub fn search_with(
     }
     direct.sort_by(by_rank);
     direct.truncate(opts.limit);
+    let before_cut = direct.len();
+    if let (Some(share), Some(best)) = (opts.tail_cut, direct.first().map(|h| h.exact)) {
+        direct.retain(|h| h.exact >= share * best);
+    }
+    let cut = before_cut - direct.len();
     let kept: std::collections::HashSet<(usize, String)> = direct.iter().map(|h| (h.order, h.path.clone())).collect();
     let mut rec_hits: Vec<Hit> = Vec::new();
     for (h, root) in recs {
@@ -397,13 +442,14 @@ pub fn search_with(
     hits.sort_by(by_rank);
 
     // Tier loading under the budget.
+    let matcher = passage::Matcher::new(q);
     let mut used = 0usize;
     let mut out = Vec::with_capacity(hits.len());
     let total = hits.len();
     for mut h in hits {
         let lib = &sources[h.order].lib;
         if opts.tier >= Tier::Summary {
-            h.summary = tiers::snippet(lib, &h.path, &h.topic);
+            h.summary = tiers::snippet(lib, &h.path, &h.topic, &matcher);
         }
         if opts.tier >= Tier::Full {
             h.content = tiers::content(lib, &h.path);
@@ -419,6 +465,7 @@ pub fn search_with(
         }
         used += h.tokens;
         h.rank = out.len() + 1;
+        h.marks = h.summary.as_deref().map(|s| matcher.marks(s)).unwrap_or_default();
         out.push(h);
         if over.is_some() {
             break;
@@ -427,7 +474,8 @@ pub fn search_with(
     let failed: Vec<String> = errors.iter().map(|e| e.source.clone()).collect();
     let out_of_scope = matched == 0;
     let closest =
-        if out_of_scope { closest_entries(sources, &queried, q, opts, now, &mut warnings) } else { Vec::new() };
+        if out_of_scope { closest_entries(open, sources, &queried, q, opts, now, &mut warnings) } else { Vec::new() };
+    let did_you_mean = if out_of_scope { did_you_mean(open, sources, &queried, q, &mut warnings) } else { None };
     let summary = Summary {
         query: q.text.clone(),
         hits: out.len(),
@@ -438,6 +486,8 @@ pub fn search_with(
         budget: opts.budget,
         tokens_used: used,
         omitted: total - out.len(),
+        tail_cut: opts.tail_cut,
+        cut,
         synthesis: with_findings.len() >= 2,
         sources_queried: queried,
         sources_with_findings: with_findings,
@@ -445,6 +495,7 @@ pub fn search_with(
         out_of_scope,
         answer: out_of_scope.then(|| nearest::answer(&closest)),
         closest,
+        did_you_mean,
     };
     Ok(Outcome { hits: out, summary, errors, warnings })
 }
@@ -452,6 +503,7 @@ pub fn search_with(
 /// The closest entries over the sources that answered (seed 001's
 /// out-of-scope answer); a source whose index fails now only warns.
 fn closest_entries(
+    open: &mut Open,
     sources: &[Source],
     queried: &[String],
     q: &Query,
@@ -462,8 +514,7 @@ fn closest_entries(
     let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
     let mut all = Vec::new();
     for (i, src) in sources.iter().enumerate().filter(|(_, s)| queried.contains(&s.name)) {
-        let cache_path = cache::path_for(&src.lib, local, src.external);
-        let found = cache::with_index(&src.lib, cache_path.as_deref(), false, |v| {
+        let found = with_source(open, src, local, false, |v| {
             let c = nearest::closest(v, q, now, &opts.filters, &src.name, i);
             let docs = c.iter().map(|c| c.doc).collect();
             (c, docs)
@@ -474,6 +525,63 @@ fn closest_entries(
         }
     }
     nearest::merge(all)
+}
+
+/// "Did you mean" over the sources that answered (kb::score::suggest):
+/// None when any of them holds one of the query's words, or none holds a
+/// word near them.
+fn did_you_mean(
+    open: &mut Open,
+    sources: &[Source],
+    queried: &[String],
+    q: &Query,
+    warnings: &mut Vec<String>,
+) -> Option<String> {
+    let local = sources.iter().find(|s| !s.external).map(|s| &s.lib);
+    let mut best: Vec<Option<(usize, String)>> = Vec::new();
+    for src in sources.iter().filter(|s| queried.contains(&s.name)) {
+        let found = with_source(open, src, local, false, |v| {
+            let near = suggest::nearest(v, q).map(|words| {
+                words
+                    .into_iter()
+                    .map(|(_, n)| {
+                        let n = n?;
+                        let word = match n.stem {
+                            true => suggest::written(v, &n.word, |d| tiers::content(&src.lib, v.path(d)))?,
+                            false => n.word,
+                        };
+                        Some((n.distance, word))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            (near, Vec::new())
+        });
+        match found {
+            Ok((None, _)) => return None,
+            Ok((Some(words), _)) => {
+                best.resize(words.len(), None);
+                for (b, w) in best.iter_mut().zip(words) {
+                    if w.as_ref().is_some_and(|w| b.as_ref().is_none_or(|b| w.0 < b.0)) {
+                        *b = w;
+                    }
+                }
+            }
+            Err(e) => warnings.push(format!("{}: did you mean not found: {e}", src.name)),
+        }
+    }
+    if best.iter().all(Option::is_none) {
+        return None;
+    }
+    let lookup = q.lookup_words();
+    let words: Vec<&str> = q
+        .words
+        .iter()
+        .map(|w| match lookup.iter().position(|l| l == w).and_then(|i| best.get(i)?.as_ref()) {
+            Some((_, near)) => near.as_str(),
+            None => w.as_str(),
+        })
+        .collect();
+    Some(words.join(" "))
 }
 
 /// Cuts a hit's content, then its snippet, so the whole hit costs at most
@@ -511,6 +619,10 @@ fn row_tokens(h: &Hit) -> usize {
         h.keywords.join(", ")
     );
     tiers::tokens(&row) + h.summary.as_deref().map_or(0, tiers::tokens) + h.content.as_deref().map_or(0, tiers::tokens)
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The audit event of an outcome.

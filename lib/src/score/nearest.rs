@@ -8,12 +8,15 @@
 //! somewhere. Only this path pays for the trigram pass: a query with hits
 //! never comes here.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 use crate::out::round4;
 
 use super::formula::Match;
-use super::index::View;
+
+use super::index::{View, KEYWORD_PREFIX, TOPIC_PREFIX};
 use super::query::Query;
 use super::rank::{self, Filters};
 
@@ -87,24 +90,43 @@ pub fn closest(v: &View, q: &Query, now: i64, filters: &Filters, source: &str, o
             return unfiltered.iter().map(|s| mk(s.doc, Near::Filtered, Some(s.kind), s.score)).collect();
         }
     }
-    let want: Vec<Vec<String>> = q.lookup_words().iter().map(|w| trigrams(w)).collect();
+    let want: Vec<Vec<u64>> = q.lookup_words().iter().map(|w| trigrams(w)).collect();
     if want.is_empty() {
         return Vec::new();
     }
-    let mut scored: Vec<(f64, u32)> = (0..v.docs() as u32)
-        .filter_map(|d| {
-            let w = v.words(d);
-            let have: Vec<Vec<String>> =
-                w.topic.iter().chain(w.keywords.iter().flatten()).map(|x| trigrams(x)).collect();
-            let total: f64 = want
-                .iter()
-                .map(|q| have.iter().map(|h| dice(q, h)).fold(0.0, f64::max))
-                .filter(|&o| o >= MIN_WORD_OVERLAP)
-                .sum();
-            let c = total / want.len() as f64;
-            (c > 0.0).then_some((c, d))
-        })
-        .collect();
+    // Over the distinct topic and keyword words, not over every document's:
+    // a word shared by many documents (or a document with a huge keyword
+    // list) is compared once, and only the near words' postings are read.
+    let mut best: HashMap<u32, Vec<f64>> = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for prefix in [TOPIC_PREFIX, KEYWORD_PREFIX] {
+        for term in v.terms_with_prefix(prefix) {
+            let word = &term[prefix.len()..];
+            if !seen.insert(word) {
+                continue;
+            }
+            if !want.iter().any(|q| shares_trigram(q, word)) {
+                continue;
+            }
+            let have = trigrams(word);
+            let overlaps: Vec<f64> = want.iter().map(|q| dice(q, &have)).collect();
+            if overlaps.iter().all(|&o| o < MIN_WORD_OVERLAP) {
+                continue;
+            }
+            for key in [TOPIC_PREFIX, KEYWORD_PREFIX] {
+                for (d, _) in v.postings(&format!("{key}{word}")) {
+                    let b = best.entry(d).or_insert_with(|| vec![0.0; want.len()]);
+                    for (x, &o) in b.iter_mut().zip(&overlaps) {
+                        if o >= MIN_WORD_OVERLAP && o > *x {
+                            *x = o;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut scored: Vec<(f64, u32)> =
+        best.into_iter().map(|(d, b)| (b.iter().sum::<f64>() / want.len() as f64, d)).collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     scored.into_iter().take(NEAREST).map(|(c, d)| mk(d, Near::Spelling, None, c)).collect()
 }
@@ -141,20 +163,36 @@ pub fn answer(closest: &[Closest]) -> String {
 }
 
 /// The padded character trigrams of a folded word (`^ab`, `abc`, `bc$`),
-/// sorted and distinct.
-fn trigrams(w: &str) -> Vec<String> {
-    let chars: Vec<char> = std::iter::once('^').chain(w.chars()).chain(std::iter::once('$')).collect();
-    let mut out: Vec<String> = chars.windows(3).map(|t| t.iter().collect()).collect();
+/// each packed into an integer (21 bits a character), sorted and distinct.
+fn trigrams(w: &str) -> Vec<u64> {
+    let chars: Vec<u64> = std::iter::once('^').chain(w.chars()).chain(std::iter::once('$')).map(u64::from).collect();
+    let mut out: Vec<u64> = chars.windows(3).map(|t| t[0] << 42 | t[1] << 21 | t[2]).collect();
     if out.is_empty() {
-        out.push(chars.iter().collect());
+        out.push(chars.iter().fold(0, |k, &c| k << 21 | c));
     }
     out.sort_unstable();
     out.dedup();
     out
 }
 
+/// Whether a word has one of the sorted trigrams `want` (no allocation:
+/// most of a vocabulary shares none with a query word, and is passed
+/// over at this cost).
+fn shares_trigram(want: &[u64], w: &str) -> bool {
+    let (mut a, mut b) = (0u64, u64::from('^'));
+    let mut first = true;
+    for c in w.chars().map(u64::from).chain(std::iter::once(u64::from('$'))) {
+        if !first && want.binary_search(&(a << 42 | b << 21 | c)).is_ok() {
+            return true;
+        }
+        (a, b, first) = (b, c, false);
+    }
+    // The empty word has the one packed gram [`trigrams`] makes.
+    w.is_empty() && trigrams(w).iter().any(|t| want.binary_search(t).is_ok())
+}
+
 /// Dice overlap of two sorted, distinct trigram sets.
-fn dice(a: &[String], b: &[String]) -> f64 {
+fn dice(a: &[u64], b: &[u64]) -> f64 {
     if a.is_empty() || b.is_empty() {
         return 0.0;
     }

@@ -26,6 +26,7 @@ use super::formula::{self, Match};
 use super::index::{Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::proximity::{Pairs, Proximity, PROXIMITY};
 use super::query::Query;
+use super::select::{self, Select};
 use super::terms;
 
 /// Seed 000's search filters.
@@ -248,14 +249,36 @@ pub fn direct(
     t: &Tuning,
 ) -> (Vec<Scored>, usize) {
     let (p, g) = (&t.bm25, &t.grading);
-    // Feedback and proximity may read the same documents: once each.
+    // Feedback, proximity and phrases may read the same documents: once each.
     let read: RefCell<HashMap<u32, Option<String>>> = RefCell::default();
     let doc_text = |d: u32| read.borrow_mut().entry(d).or_insert_with(|| doc_text(d)).clone();
     let doc_text: DocText = &doc_text;
+    // `prefix*` searches the terms it stands for.
+    let expanded;
+    let (q, groups) = if q.prefixes.is_empty() {
+        (q, Vec::new())
+    } else {
+        let (e, groups) = select::with_prefixes(v, q);
+        expanded = e;
+        (&expanded, groups)
+    };
+    let sel = Select::new(v, q);
     // Text evidence: BM25F over heading, keywords and body.
     let qtf: Vec<f64> = q.counts.iter().map(|&n| f64::from(n).powf(g.qtf)).collect();
-    let first = bm25::search(v, &q.terms, &qtf, p);
-    let refined = if t.feedback.active() { refine(v, q, &qtf, &first, doc_text, t) } else { None };
+    let mut first = bm25::search(v, &q.terms, &qtf, p);
+    // A prefix is one word of the query: its best term counts in the
+    // ideal score, not all the terms it stands for.
+    for group in &groups {
+        let idf: Vec<f64> = group.iter().map(|&i| first.idf[i]).collect();
+        let best = idf.iter().copied().fold(0.0, f64::max);
+        first.ideal -= (idf.iter().sum::<f64>() - best) * (p.k1 + 1.0);
+    }
+    if q.constrains() {
+        first.docs.retain(|&(d, _)| sel.admits(d, doc_text));
+    }
+    // Feedback would expand a prefix's terms again: off for prefixes.
+    let feedback = t.feedback.active() && groups.is_empty();
+    let refined = if feedback { refine(v, q, &qtf, &first, doc_text, t) } else { None };
     let sc = refined.as_ref().unwrap_or(&first);
     let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
     if sc.ideal > 0.0 {
@@ -277,6 +300,9 @@ pub fn direct(
     }
     cands.sort_unstable();
     cands.dedup();
+    if q.constrains() {
+        cands.retain(|&d| sel.admits(d, doc_text));
+    }
     let qwords: Vec<&str> = q.words.iter().map(String::as_str).collect();
     for d in cands {
         let w = v.words(d);

@@ -43,7 +43,7 @@ pub fn render(hits: &[Hit], s: &Summary) -> String {
         }
         out.push_str(&format!("\n── {} ({})\n", h.path, h.source));
         if let Some(sn) = &h.summary {
-            out.push_str(sn.trim_end());
+            out.push_str(marked(sn, &h.marks).trim_end());
             out.push('\n');
         }
         if let Some(c) = &h.content {
@@ -54,8 +54,12 @@ pub fn render(hits: &[Hit], s: &Summary) -> String {
     }
     let budget = s.budget.map_or_else(String::new, |b| format!(" of {b}"));
     let omitted = if s.omitted > 0 { format!(", {} omitted by the budget", s.omitted) } else { String::new() };
+    let cut = match s.tail_cut {
+        Some(share) if s.cut > 0 => format!(" · {} below {:.0}% of the best left out", s.cut, share * 100.0),
+        _ => String::new(),
+    };
     out.push_str(&format!(
-        "\n{} hits: {} of {} matching, {} linked from them · tier {} · ~{} tokens{budget}{omitted}\n",
+        "\n{} hits: {} of {} matching, {} linked from them · tier {} · ~{} tokens{budget}{omitted}{cut}\n",
         s.hits, s.direct, s.matched, s.recommended, s.tier, s.tokens_used
     ));
     if multi || !s.sources_failed.is_empty() {
@@ -65,6 +69,9 @@ pub fn render(hits: &[Hit], s: &Summary) -> String {
             list(&s.sources_with_findings),
             list(&s.sources_failed)
         ));
+    }
+    if let Some(d) = &s.did_you_mean {
+        out.push_str(&format!("did you mean: {d}\n"));
     }
     if let Some(a) = &s.answer {
         out.push_str(a);
@@ -79,4 +86,23 @@ fn list(v: &[String]) -> String {
     } else {
         v.join(", ")
     }
+}
+
+/// A snippet with the query's words in `**…**` (Markdown bold, readable
+/// as plain text too).
+fn marked(s: &str, marks: &[std::ops::Range<usize>]) -> String {
+    let mut out = String::with_capacity(s.len() + 4 * marks.len());
+    let mut at = 0;
+    for r in marks {
+        if r.start < at || r.end > s.len() {
+            continue;
+        }
+        out.push_str(&s[at..r.start]);
+        out.push_str("**");
+        out.push_str(&s[r.clone()]);
+        out.push_str("**");
+        at = r.end;
+    }
+    out.push_str(&s[at..]);
+    out
 }

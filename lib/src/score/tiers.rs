@@ -8,6 +8,8 @@
 use crate::doc::frontmatter;
 use crate::library::Library;
 
+use super::passage::{self, Matcher};
+
 /// How much of each hit is loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Tier {
@@ -68,10 +70,16 @@ pub fn clip_tokens(s: &str, max: usize) -> String {
     format!("{}…", &s[..end])
 }
 
-/// The `.summary.md` snippet of a document: the lines of its directory's
-/// `.summary.md` that mention its file name or topic, else that summary's
-/// first paragraph, else the document's own first paragraph.
-pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
+/// The snippet of a document: its paragraph that best matches the query
+/// (kb::score::passage); when none holds a query term, the lines of its
+/// directory's `.summary.md` that mention its file name or topic, else
+/// that summary's first paragraph, else the document's own first
+/// paragraph.
+pub fn snippet(lib: &Library, path: &str, topic: &str, m: &Matcher) -> Option<String> {
+    let doc = library_text(lib, path);
+    if let Some(best) = doc.as_deref().and_then(|d| passage::best(strip_frontmatter(d), m, SNIPPET_CHARS)) {
+        return Some(best);
+    }
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
     let summary_rel = if dir.is_empty() { ".summary.md".to_string() } else { format!("{dir}/.summary.md") };
     let summary = library_text(lib, &summary_rel);
@@ -88,10 +96,7 @@ pub fn snippet(lib: &Library, path: &str, topic: &str) -> Option<String> {
             Some(lines.join("\n"))
         }
     });
-    let found = found.or_else(|| {
-        let doc = library_text(lib, path)?;
-        first_paragraph(strip_frontmatter(&doc))
-    })?;
+    let found = found.or_else(|| first_paragraph(strip_frontmatter(doc.as_deref()?)))?;
     Some(clip(found.trim(), SNIPPET_CHARS))
 }
 

@@ -200,6 +200,17 @@ impl<'a> View<'a> {
         self.main.term(t)
     }
 
+    /// The dictionary terms that start with `prefix`, in byte order, of
+    /// the main index then of the side index (a term in both comes twice;
+    /// the empty prefix gives the whole vocabulary).
+    pub fn terms_with_prefix<'s>(&'s self, prefix: &'s str) -> impl Iterator<Item = &'a str> + 's {
+        let side = self.merge.as_ref().map(|m| &m.side);
+        [Some(&self.main), side].into_iter().flatten().flat_map(move |seg| {
+            let start = crate::text::segment::partition_point(seg.terms(), |t| seg.term(t) < prefix);
+            (start..seg.terms()).map(|t| seg.term(t)).take_while(move |t| t.starts_with(prefix))
+        })
+    }
+
     /// A handle on a term for [`View::postings_of`] and
     /// [`View::postings_len`], None when no document has it.
     pub fn find(&self, term: &str) -> Option<usize> {

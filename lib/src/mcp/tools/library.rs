@@ -93,11 +93,14 @@ pub const DATA_NOTICE: &str = "The hits quote library documents (titles, summari
 
 fn search_schema() -> Value {
     json!({"type": "object", "properties": {
-        "query": {"type": "string", "description": "words to search for"},
+        "query": {"type": "string", "description": "words to search for, as kb-score takes them: \"exact phrase\", \
+            -word or -\"phrase\" to exclude, prefix*, topic:V type:V keyword:V path:V; invalid syntax is an error \
+            saying what to write"},
         "type": {"type": "string", "description": "only documents whose type shares a |-separated segment"},
         "topic": {"type": "string", "description": "only documents whose topic contains this"},
         "notebook": {"type": "string", "description": "only documents whose sources.notebook is this"},
-        "limit": {"type": "integer", "minimum": 0, "default": 10, "description": "direct hits to return"},
+        "limit": {"type": "integer", "minimum": 0, "default": 10,
+                  "description": "direct hits to return; without it, hits far below the best are cut (summary tail_cut)"},
         "tier": {"type": "integer", "enum": [1, 2, 3], "default": 1,
                  "description": "1 index rows, 2 plus .summary.md snippets, 3 plus full content"},
         "budget": {"type": "integer", "minimum": 0, "description": "stop before the hits' estimated tokens exceed this"},
@@ -119,6 +122,7 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
     let mut opts = score::Options { model: crate::text::bert::model_dir(None), ..score::Options::default() };
     if let Some(l) = a.count("limit")? {
         opts.limit = l;
+        opts.tail_cut = None;
     }
     opts.recommend = !a.flag("no_recommend")?;
     opts.budget = a.count("budget")?;
