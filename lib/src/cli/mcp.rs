@@ -17,7 +17,7 @@ pub static SPEC: Spec = Spec::new(
     &[Cmd::new(
         "",
         "",
-        &["root", "memory-dir", "timeout", "allow-edit", "no-create"],
+        &["root", "memory-dir", "timeout", "allow-edit", "no-create", "model"],
         "serve the library over MCP on stdio",
     )],
 );
@@ -28,6 +28,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     mcp::run(&Options {
         root: a.get("root").map(PathBuf::from),
         memory_dir: a.get("memory-dir").map(PathBuf::from),
+        model: a.get("model").map(PathBuf::from),
         timeout,
         skills: crate::skills::permissions::Permissions::from_env()
             .narrow(&crate::skills::permissions::Permissions::new(a.all("allow-edit"), !a.on("no-create"))),

@@ -50,6 +50,8 @@ pub struct Options {
     /// `--allow-edit` and `--no-create`: what skill_manage may do at most
     /// (a call's own `allowedEditSkills`/`allowCreateNew` only narrow it).
     pub skills: crate::skills::permissions::Permissions,
+    /// `--model` (else `KB_MODEL`): the sentence encoder's folder.
+    pub model: Option<PathBuf>,
 }
 
 /// One server: the library and its tools.
@@ -74,7 +76,10 @@ impl Server {
             lock.timeout = t;
         }
         Ok(Server {
-            cx: Ctx::new(lib, memory_dir, lock, opts.skills.clone()),
+            cx: Ctx {
+                model: crate::text::bert::model_dir(opts.model.as_deref()),
+                ..Ctx::new(lib, memory_dir, lock, opts.skills.clone())
+            },
             tools: tools::all(),
             negotiated: std::sync::Mutex::new(None),
         })

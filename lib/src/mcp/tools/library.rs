@@ -118,8 +118,8 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
         &["query", "type", "topic", "notebook", "limit", "tier", "budget", "no_recommend", "sources"],
     )?;
     let query = a.need("query")?;
-    // The server's encoder (KB_MODEL), loaded once and kept with the open indexes.
-    let mut opts = score::Options { model: crate::text::bert::model_dir(None), ..score::Options::default() };
+    // The server's encoder, loaded once and kept with the open indexes.
+    let mut opts = score::Options { model: cx.model.clone(), ..score::Options::default() };
     if let Some(l) = a.count("limit")? {
         opts.limit = l;
         opts.tail_cut = None;

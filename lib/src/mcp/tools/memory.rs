@@ -46,9 +46,9 @@ pub(super) fn tools() -> Vec<Tool> {
 }
 
 /// Runs one JSON line through apply and returns what it printed.
-fn apply_lines(paths: &Paths, lines: &[u8], r: &mut Reply) -> crate::Result<()> {
+fn apply_lines(cx: &Ctx, paths: &Paths, lines: &[u8], r: &mut Reply) -> crate::Result<()> {
     let mut out = Out::memory("kb-mcp");
-    apply::run(paths, crate::memgate::dense::model_dir(None).as_deref(), lines, &mut out)?;
+    apply::run(paths, cx.model.as_deref(), lines, &mut out)?;
     let (_, bytes) = out.captured()?;
     r.extend_jsonl(&bytes);
     Ok(())
@@ -59,12 +59,11 @@ fn remember(cx: &Ctx, map: Map<String, Value>) -> Called {
     run(|| {
         let paths = Paths::new(Some(&cx.memory_dir))?;
         let mut out = Out::memory("kb-mcp");
-        // The sentence encoder, when the server's environment names one.
-        let model = crate::memgate::dense::model_dir(None);
-        decide::run(&paths, model.as_deref(), line.as_slice(), &mut out)?;
+        // The server's sentence encoder (--model, KB_MODEL), if any.
+        decide::run(&paths, cx.model.as_deref(), line.as_slice(), &mut out)?;
         let (_, decisions) = out.captured()?;
         let mut r = Reply::default();
-        apply_lines(&paths, &decisions, &mut r)?;
+        apply_lines(cx, &paths, &decisions, &mut r)?;
         Ok(r)
     })
 }
@@ -85,7 +84,7 @@ fn answer(cx: &Ctx, map: Map<String, Value>) -> Called {
     run(|| {
         let paths = Paths::new(Some(&cx.memory_dir))?;
         let mut r = Reply::default();
-        apply_lines(&paths, &line, &mut r)?;
+        apply_lines(cx, &paths, &line, &mut r)?;
         Ok(r)
     })
 }

@@ -39,6 +39,9 @@ pub struct Ctx {
     pub skills: crate::skills::permissions::Permissions,
     /// What the server keeps between calls.
     pub warm: Arc<Mutex<Warm>>,
+    /// The sentence encoder's folder (`--model`, `KB_MODEL`) for
+    /// library_search and the memory tools; `None`: words only.
+    pub model: Option<PathBuf>,
 }
 
 /// What a server keeps warm between calls, so a call pays for its own
@@ -58,7 +61,7 @@ impl Ctx {
         lock: lock::Options,
         skills: crate::skills::permissions::Permissions,
     ) -> Ctx {
-        Ctx { lib, memory_dir, lock, skills, warm: Arc::default() }
+        Ctx { lib, memory_dir, lock, skills, warm: Arc::default(), model: None }
     }
 
     /// What the server keeps warm (a panicked call's state is still usable:
