@@ -1083,7 +1083,11 @@ mod tests {
     fn every_core_rule_compiles() {
         let engine = Engine::core().unwrap();
         for c in &engine.pats {
-            assert!(Regexes::compile(&engine.rules[c.rule], &c.hir).is_ok(), "core rule {} does not compile", engine.rules[c.rule].id);
+            assert!(
+                Regexes::compile(&engine.rules[c.rule], &c.hir).is_ok(),
+                "core rule {} does not compile",
+                engine.rules[c.rule].id
+            );
         }
     }
 

@@ -69,14 +69,21 @@ fn header(encoder: &Encoder) -> Vec<u8> {
 pub fn chunks(title: &str, body: &str) -> Vec<String> {
     let mut sections: Vec<String> = vec![String::new()];
     let mut in_fence = false;
+    // Whether the current section holds more than headings: a heading
+    // right after another joins it, so no chunk is a bare heading.
+    let mut has_body = false;
     for line in body.lines() {
         let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
+        let fence = t.starts_with("```") || t.starts_with("~~~");
+        if fence {
             in_fence = !in_fence;
         }
-        if !in_fence && t.starts_with('#') && !sections.last().is_some_and(|s| s.trim().is_empty()) {
+        let heading = !in_fence && !fence && t.starts_with('#');
+        if heading && has_body {
             sections.push(String::new());
+            has_body = false;
         }
+        has_body |= !heading && !t.is_empty();
         let s = sections.last_mut().expect("one section at least");
         s.push_str(line);
         s.push('\n');
