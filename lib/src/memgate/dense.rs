@@ -30,17 +30,15 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use super::search::View;
 use super::store::{self, Paths};
 use crate::error::{Error, Result};
 use crate::text::bert::Encoder;
+use crate::text::vecfile::{HEADER, KEY};
 
 const MAGIC: &[u8; 4] = b"KBDV";
 const VERSION: u32 = 1;
-const HEADER: usize = 4 + 4 + 64 + 4;
-const KEY: usize = 16;
 
 pub use crate::text::bert::model_dir;
 
@@ -58,14 +56,8 @@ pub struct Semantic {
 
 /// A note's cache key: its id, size and mtime as indexed.
 fn key(id: &str, size: u64, mtime_ns: i64) -> [u8; KEY] {
-    let mut h = Sha256::new();
-    h.update(id.as_bytes());
-    h.update([0]);
-    h.update(size.to_le_bytes());
-    h.update(mtime_ns.to_le_bytes());
-    let mut out = [0u8; KEY];
-    out.copy_from_slice(&h.finalize()[..KEY]);
-    out
+    // The bytes of the signed mtime, as caches written before were keyed.
+    crate::text::vecfile::key(id, size, mtime_ns as u64)
 }
 
 /// A cache larger than this is not read (a million notes of 384
@@ -74,12 +66,7 @@ const MAX_CACHE: u64 = 4 << 30;
 
 /// The header of a cache of this encoder's vectors.
 fn header(encoder: &Encoder) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(encoder.digest().as_bytes());
-    out.extend_from_slice(&(encoder.dims() as u32).to_le_bytes());
-    out
+    crate::text::vecfile::header(MAGIC, VERSION, encoder)
 }
 
 /// One entry: the key, then the vector.

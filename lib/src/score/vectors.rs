@@ -21,15 +21,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use super::index::View;
 use crate::text::bert::Encoder;
+use crate::text::vecfile::{HEADER, KEY};
 
 const MAGIC: &[u8; 4] = b"KBSV";
 const VERSION: u32 = 1;
-const HEADER: usize = 4 + 4 + 64 + 4;
-const KEY: usize = 16;
 /// Words of a chunk's window: a section longer than this is cut into
 /// windows (all-MiniLM-L6-v2 reads 256 tokens, about 180 words).
 const WINDOW: usize = 160;
@@ -45,23 +43,11 @@ pub fn path_for(cache: &Path, encoder: &Encoder) -> PathBuf {
 
 /// A document's key: its path, size and mtime as indexed.
 fn key(path: &str, (size, mtime): (u64, u64)) -> [u8; KEY] {
-    let mut h = Sha256::new();
-    h.update(path.as_bytes());
-    h.update([0]);
-    h.update(size.to_le_bytes());
-    h.update(mtime.to_le_bytes());
-    let mut out = [0u8; KEY];
-    out.copy_from_slice(&h.finalize()[..KEY]);
-    out
+    crate::text::vecfile::key(path, size, mtime)
 }
 
 fn header(encoder: &Encoder) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(encoder.digest().as_bytes());
-    out.extend_from_slice(&(encoder.dims() as u32).to_le_bytes());
-    out
+    crate::text::vecfile::header(MAGIC, VERSION, encoder)
 }
 
 /// The chunks of a document: its title with each section (split at

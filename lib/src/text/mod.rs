@@ -11,6 +11,7 @@ pub mod bm25;
 pub mod embed;
 pub mod segment;
 pub(crate) mod tokenizer;
+pub mod vecfile;
 
 /// NFKC plus lower case: full-width letters, ligatures and case no longer
 /// separate two spellings of the same word.
