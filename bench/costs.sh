@@ -4,7 +4,7 @@
 # (1,000 / 4,000 / 8,000 rules), the time of `kb-guard scan` of one line,
 # the first run (validates the file, keeps it under .cache/guard-rules)
 # and a warm run (the kept copy); with --baseline BIN (an older kb-guard
-# build) its time beside ours.
+# build) its first and warm runs beside ours, on the same files.
 # Usage: bench/costs.sh [--baseline BIN] [BASE_RULES]   (default 1000)
 # Env: COSTS_BENCH_DIR (default /tmp/kb-costs-bench), CARGO_TARGET_DIR.
 set -euo pipefail
@@ -37,7 +37,10 @@ best() { # best of 3
   echo "$b"
 }
 echo "guard rules in the library: kb-guard scan of one line (s; ratio to 1x)"
-printf '%-5s %7s %10s %7s %10s %7s %s\n' input rules first ratio warm ratio "${BASE:+baseline ratio}"
+echo "first: the run after the rule file changed (validates it); warm: best of 3 after"
+printf '%-5s %7s %9s %6s %9s %6s' input rules first ratio warm ratio
+[ -n "$BASE" ] && printf ' %10s %6s %10s %6s' base-first ratio base-warm ratio
+echo
 for m in 1 4 8; do
   n=$((N * m)) lib=$OUT/rules-$m
   rm -rf "$lib"; mkdir -p "$lib"
@@ -47,10 +50,15 @@ for m in 1 4 8; do
   echo 'run zq5x-payload --now' > "$lib/line.txt"
   first=$(cd "$lib" && secs "$BIN/kb-guard" scan line.txt)
   warm=$(cd "$lib" && best "$BIN/kb-guard" scan line.txt)
-  base=""
-  if [ -n "$BASE" ]; then base=$(cd "$lib" && secs "$BASE" scan line.txt); fi
-  if [ "$m" = 1 ]; then f1=$first w1=$warm b1=${base:-1}; fi
-  printf '%-5s %7d %10s %7.1f %10s %7.1f' "${m}x" "$n" "$first" "$(echo "$first / $f1" | bc -l)" "$warm" "$(echo "$warm / $w1" | bc -l)"
-  if [ -n "$BASE" ]; then printf ' %10s %7.1f' "$base" "$(echo "$base / $b1" | bc -l)"; fi
+  if [ "$m" = 1 ]; then f1=$first w1=$warm; fi
+  printf '%-5s %7d %9s %6.1f %9s %6.1f' "${m}x" "$n" "$first" "$(echo "$first / $f1" | bc -l)" "$warm" "$(echo "$warm / $w1" | bc -l)"
+  if [ -n "$BASE" ]; then
+    # The baseline's own kept copies (another build's are not used) go first.
+    rm -rf "$lib/.library/.cache/guard-rules"
+    bfirst=$(cd "$lib" && secs "$BASE" scan line.txt)
+    bwarm=$(cd "$lib" && best "$BASE" scan line.txt)
+    if [ "$m" = 1 ]; then bf1=$bfirst bw1=$bwarm; fi
+    printf ' %10s %6.1f %10s %6.1f' "$bfirst" "$(echo "$bfirst / $bf1" | bc -l)" "$bwarm" "$(echo "$bwarm / $bw1" | bc -l)"
+  fi
   echo
 done

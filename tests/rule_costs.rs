@@ -135,3 +135,150 @@ fn a_big_rule_set_loads_once_and_then_scans_from_the_kept_copy() {
     assert_eq!(scan("run zq7x-payload now\n"), ["bulk-7"]);
     assert!(scan("plain words\n").is_empty());
 }
+
+/// A rule file with one rule of each kind validation judges: good ones
+/// (one wider than another, which is no problem), a match example that
+/// does not match, a clean example that matches, an example caught only
+/// in a base64 payload, and one whose payload example a stronger rule of
+/// the file shadows (inside a payload, one finding per match).
+const JUDGED: &str = r#"rules:
+- id: zq-alpha
+  category: execution
+  severity: high
+  description: alpha
+  pattern: 'zq-alpha-[0-9]+'
+  match: ['zq-alpha-12']
+  clean: ['zq-alpha']
+- id: zq-wide
+  category: execution
+  severity: medium
+  description: wider than alpha
+  pattern: 'zq-alpha'
+  match: ['zq-alpha-12', 'zq-alpha']
+  clean: ['zq-beta']
+- id: zq-gamma
+  category: execution
+  severity: high
+  description: a match example that does not match
+  pattern: 'zq-gamma-[0-9]+'
+  match: ['zq-gamma-x', 'zq-gamma-7']
+- id: zq-delta
+  category: execution
+  severity: high
+  description: a clean example that matches
+  pattern: 'zq-delta'
+  match: ['zq-delta']
+  clean: ['plain', 'zq-delta here']
+- id: zq-eps
+  category: execution
+  severity: critical
+  description: caught inside a payload
+  pattern: 'zq-eps-payload'
+  match: ['echo dGhlbiBydW4genEtZXBzLXBheWxvYWQgcmlnaHQgbm93IHBsZWFzZQ== | base64 -d']
+  clean: ['zq-eps alone']
+- id: zq-weak
+  category: execution
+  severity: medium
+  description: shadowed inside a payload by zq-eps, which is stronger
+  pattern: 'zq-eps'
+  match: ['zq-eps', 'echo dGhlbiBydW4genEtZXBzLXBheWxvYWQgcmlnaHQgbm93IHBsZWFzZQ== | base64 -d']
+  clean: ['plain']
+"#;
+
+/// `kb-guard rules validate` of `text`: (exit code, valid, problems).
+fn validate(lib: &Lib, name: &str, text: &str) -> (Option<i32>, bool, Vec<String>) {
+    let f = lib.root().join(name);
+    std::fs::write(&f, text).unwrap();
+    let out = lib.cmd("kb-guard").args(["rules", "validate", f.to_str().unwrap()]).output().unwrap();
+    let recs = records(&out.stdout);
+    let problems = recs[0]["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+    (out.status.code(), recs[0]["valid"].as_bool().unwrap(), problems)
+}
+
+/// The `error` message a scan gives for the library rule file `rel`.
+fn load_error(lib: &Lib, rel: &str, text: &str) -> String {
+    lib.put(rel, text);
+    std::fs::write(lib.root().join("x.txt"), "plain\n").unwrap();
+    let out = lib.cmd("kb-guard").args(["scan", "x.txt"]).output().unwrap();
+    let recs = records(&out.stdout);
+    let err = recs.iter().find(|r| r["record"] == "error").unwrap_or_else(|| panic!("{recs:?}"));
+    assert!(err["rule_file"].as_str().unwrap().ends_with(rel), "{err}");
+    err["message"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn validation_refuses_bad_examples_and_nothing_else_with_the_same_messages() {
+    let lib = Lib::new();
+    let (code, valid, problems) = validate(&lib, "judged.yaml", JUDGED);
+    assert_eq!((code, valid), (Some(1), false));
+    assert_eq!(
+        problems,
+        [
+            r#"rule zq-gamma: match example does not match: "zq-gamma-x""#,
+            r#"rule zq-delta: clean example matches: "zq-delta here""#,
+            r#"rule zq-weak: match example does not match: "echo dGhlbiBydW4genEtZXBzLXBheWxvYWQgcmlnaHQgbm93IHBsZWFzZQ== | base64 -d""#,
+        ]
+    );
+    let rel = format!("{ACTIVE}/judged.yaml");
+    assert_eq!(
+        load_error(&lib, &rel, JUDGED),
+        format!("{}: ", lib.path(&rel).display())
+            + r#"rule zq-gamma: match example does not match: "zq-gamma-x"; rule zq-delta: clean example matches: "zq-delta here"; rule zq-weak: match example does not match: "echo dGhlbiBydW4genEtZXBzLXBheWxvYWQgcmlnaHQgbm93IHBsZWFzZQ== | base64 -d""#
+    );
+    // Without the two bad rules the file is valid: a wider rule beside a
+    // narrower one, and an example caught in a payload, are fine.
+    let good: String = JUDGED
+        .split("- id: ")
+        .filter(|r| !["zq-gamma", "zq-delta", "zq-weak"].iter().any(|id| r.starts_with(id)))
+        .collect::<Vec<_>>()
+        .join("- id: ");
+    assert_eq!(validate(&lib, "good.yaml", &good), (Some(0), true, vec![]));
+    std::fs::remove_file(lib.path(&rel)).unwrap();
+    lib.put(&format!("{ACTIVE}/good.yaml"), &good);
+    std::fs::write(lib.root().join("x.txt"), "zq-alpha-3\n").unwrap();
+    let out = lib.cmd("kb-guard").args(["scan", "x.txt"]).output().unwrap();
+    let rules: Vec<_> = records(&out.stdout).iter().filter_map(|r| r["rule"].as_str().map(String::from)).collect();
+    assert_eq!(rules, ["zq-alpha"], "one finding per match: the stronger rule");
+}
+
+#[test]
+fn validation_refuses_uncompilable_and_clashing_rules_with_the_same_messages() {
+    let lib = Lib::new();
+    let rule = |id: &str, pattern: &str| {
+        format!("- id: {id}\n  category: execution\n  severity: high\n  description: d\n  pattern: '{pattern}'\n  match: ['zq-ok']\n")
+    };
+    let cases = [
+        format!("rules:\n{}{}", rule("zq-ok", "zq-ok"), rule("zq-look", "zq(?=-ok)")),
+        format!("rules:\n{}{}", rule("zq-ok", "zq-ok"), rule("zq-ok", "zq")),
+        format!("rules:\n{}", rule("exf-01", "zq-ok")),
+        format!("rules:\n{}", rule("zq-empty", "(zq)?")),
+    ];
+    let rel = format!("{ACTIVE}/judged.yaml");
+    let mut seen = Vec::new();
+    for text in cases {
+        let (code, valid, problems) = validate(&lib, "judged.yaml", &text);
+        assert_eq!((code, valid), (Some(1), false), "{problems:?}");
+        let message = load_error(&lib, &rel, &text);
+        let root = format!("{}/", lib.root().display());
+        let lib_root = format!("{}/", lib.path(ACTIVE).display());
+        seen.push((problems.join(" | ").replace(&root, ""), message.replace(&lib_root, "")));
+    }
+    // As loaded, the file's path comes twice (as the scan has always said it).
+    let look = "pattern does not compile: regex parse error:     zq(?=-ok)       ^^^ error: look-around, including look-ahead and look-behind, is not supported";
+    let want = [
+        (format!("judged.yaml: rule zq-look: {look}"), format!("judged.yaml: judged.yaml: rule zq-look: {look}")),
+        (
+            "judged.yaml: rule id zq-ok appears twice".into(),
+            "judged.yaml: judged.yaml: rule id zq-ok appears twice".into(),
+        ),
+        (
+            "rule exf-01: id already defined in core".into(),
+            "judged.yaml: rule exf-01: id already defined in core".into(),
+        ),
+        (
+            "judged.yaml: rule zq-empty: pattern can match the empty string".into(),
+            "judged.yaml: judged.yaml: rule zq-empty: pattern can match the empty string".into(),
+        ),
+    ];
+    assert_eq!(seen, want);
+}
