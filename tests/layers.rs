@@ -4,8 +4,8 @@
 //! This test reads every `crate::…` path in `lib/src` (imports, qualified
 //! calls, grouped `use crate::{a, b}`), maps it to its top-level module and
 //! fails on an import of a higher layer or on a cycle between top-level
-//! modules. `LAYERS` is the one table of the order; README "Layout of the
-//! repository" mirrors it.
+//! modules. `LAYERS` is the one table of the order; docs/design/layout.md
+//! mirrors it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
