@@ -1,4 +1,4 @@
-//! Issue 18: command lines that refuse what they do not use. Each
+//! Command lines that refuse what they do not use. Each
 //! subcommand takes only its own flags; the rest exit 2 with a hint.
 
 use crate::util::{records, Lib};
@@ -194,5 +194,35 @@ fn issue_18_long_runs_show_progress_on_a_terminal_only() {
         let Some(screen) = on_a_terminal(lib.root(), cmd) else { return };
         assert!(screen.contains(label), "{cmd}: no '{label}' on the terminal:\n{screen}");
         assert!(screen.contains("/"), "{cmd}: a done/total count: {screen}");
+    }
+}
+
+/// `--format table` is accepted wherever records are printed: a command
+/// with no table of its own shows its records as one table per kind, a
+/// column per field; without the flag it still prints JSON Lines.
+#[test]
+fn format_table_is_accepted_wherever_records_are_printed() {
+    let lib = Lib::new();
+    let (code, out, err) = run(&lib, "kb-append", &["write", "notes/a.md", "--content", "x", "--format", "table"]);
+    assert_eq!(code, Some(0), "{err}");
+    let sha = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
+    let want = format!(
+        "write\nPATH        ACTION   BYTES  SHA256{}  TS\n{}\nnotes/a.md  created  1      {sha}  2026-03-01T12:00:00Z\n",
+        " ".repeat(58),
+        "─".repeat(10 + 2 + 7 + 2 + 5 + 2 + 64 + 2 + 20)
+    );
+    assert_eq!(out, want);
+    let (code, out, _) = run(&lib, "kb-append", &["write", "notes/b.md", "--content", "x"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(records(out.as_bytes())[0]["record"], "write");
+    // Every subcommand that prints records takes the flag.
+    for (bin, args) in [
+        ("kb-index", &["check", "--format", "jsonl"][..]),
+        ("kb-relate", &["rebuild", "--format", "jsonl"][..]),
+        ("kb-lock", &["sweep", "--format", "jsonl"][..]),
+        ("kb-memgate", &["reindex", "--check", "--format", "jsonl", "--memory-dir", "mem"][..]),
+    ] {
+        let (code, _, err) = run(&lib, bin, args);
+        assert_ne!(code, Some(2), "{bin} {args:?}: {err}");
     }
 }

@@ -4,8 +4,8 @@
 //! This test reads every `crate::…` path in `lib/src` (imports, qualified
 //! calls, grouped `use crate::{a, b}`), maps it to its top-level module and
 //! fails on an import of a higher layer or on a cycle between top-level
-//! modules. `LAYERS` is the one table of the order; README "Layout of the
-//! repository" mirrors it.
+//! modules. `LAYERS` is the one table of the order; docs/design/layout.md
+//! mirrors it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -247,7 +247,8 @@ const CLI_MAX_LINES: usize = 120;
 /// `lib/src/cli/<bin>/`, stays within [`CLI_MAX_LINES`]: logic that is not
 /// parsing belongs in its subsystem. `args.rs` is exempt: it is the one
 /// flag parser shared by all nine binaries (plus man pages and
-/// completions), not a binary's layer.
+/// completions), not a binary's layer; so is a binary's declaration of its
+/// typed flags (a `typed_flags!` block, one line per flag).
 #[test]
 fn each_binary_cli_layer_is_short() {
     let cli = src().join("cli");
@@ -259,7 +260,15 @@ fn each_binary_cli_layer_is_short() {
         if rel == Path::new("args.rs") {
             continue;
         }
-        let lines = fs::read_to_string(&path).expect("reading a cli module").lines().count();
+        let text = fs::read_to_string(&path).expect("reading a cli module");
+        let (mut in_flags, mut lines) = (false, 0);
+        for l in text.lines() {
+            in_flags |= l.starts_with("typed_flags! {");
+            if !in_flags {
+                lines += 1;
+            }
+            in_flags &= l != "}";
+        }
         if lines > CLI_MAX_LINES {
             long.push(format!("{} has {lines} lines", rel.display()));
         }

@@ -723,7 +723,7 @@ fn a_server_kept_warm_sees_every_change_between_calls() {
 fn the_readme_client_configurations_parse_and_name_the_installed_binary() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
-    let section = &readme[readme.find("### Configuration").unwrap()..];
+    let section = &readme[readme.find("### MCP servers").unwrap()..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let blocks = crate::readme::blocks(section);
     let mut servers: Vec<(String, Value)> = Vec::new();

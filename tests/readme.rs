@@ -1,5 +1,6 @@
-//! The README is the user's manual: its set-up commands, its links and
-//! its agent-hook snippets are checked here against the real thing.
+//! The manual is README.md and the reference pages under `docs/`: their
+//! set-up commands, links, agent-hook snippets and every example are
+//! checked here against the real thing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,6 +10,31 @@ use crate::util::{isolate, Lib};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+/// Every page of the manual as (path relative to the repository, text):
+/// README.md first, then `docs/` and `docs/design/` in name order.
+pub fn manual() -> Vec<(String, String)> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![("README.md".to_string(), readme())];
+    for dir in ["docs", "docs/design"] {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(repo.join(dir))
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
+            .collect();
+        names.sort();
+        for p in names {
+            let rel = p.strip_prefix(repo).unwrap().to_string_lossy().into_owned();
+            pages.push((rel, std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+    pages
+}
+
+/// The fenced blocks of every page of the manual, as [`blocks`] gives them.
+pub fn manual_blocks() -> Vec<(String, String)> {
+    manual().iter().flat_map(|(_, text)| blocks(text)).collect()
 }
 
 /// The fenced blocks of `text` as (info string, body), outermost only.
@@ -75,17 +101,20 @@ fn prompt(line: &str) -> bool {
     line.split_once("$ ").is_some_and(|(host, _)| host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
 }
 
-/// Issue 18: every block of commands a user would type (a `sh` block, or
+/// Every block of commands a user would type (a `sh` block, or
 /// lines with a `$ ` prompt) is either a `console` example the test below
 /// runs (`<!-- readme-test: NAME -->` before it), or run by a named test
 /// (`<!-- readme-test: by TEST -->`), or says why it is not run
 /// (`<!-- readme-test: skip (REASON) -->`), so no example is silently
 /// left to drift.
 #[test]
-fn issue_18_every_command_block_is_run_or_says_why_not() {
+fn every_manual_command_block_is_run_or_says_why_not() {
     let mut unmarked = Vec::new();
     let (mut run, mut skipped, mut elsewhere) = (0, 0, 0);
-    for (line, info, body, marker) in marked_blocks(&readme()) {
+    for (page, line, info, body, marker) in manual()
+        .iter()
+        .flat_map(|(page, text)| marked_blocks(text).into_iter().map(move |b| (page.clone(), b.0, b.1, b.2, b.3)))
+    {
         if info != "sh" && !body.lines().any(prompt) {
             continue;
         }
@@ -94,14 +123,14 @@ fn issue_18_every_command_block_is_run_or_says_why_not() {
             Some(reason) if reason.starts_with("skip (") && reason.ends_with(')') && reason.len() > 20 => skipped += 1,
             Some(by) if by.starts_with("by ") => {
                 let test = &by[3..];
-                assert!(tests_source().contains(&format!("fn {test}()")), "README.md:{line}: no test named {test}");
+                assert!(tests_source().contains(&format!("fn {test}()")), "{page}:{line}: no test named {test}");
                 elsewhere += 1;
             }
             Some(n) if info == "console" && !n.starts_with("skip") => run += 1,
-            _ => unmarked.push(format!("README.md:{line}: ```{info} {}", body.lines().next().unwrap_or(""))),
+            _ => unmarked.push(format!("{page}:{line}: ```{info} {}", body.lines().next().unwrap_or(""))),
         }
     }
-    eprintln!("README command blocks: {run} run here, {elsewhere} run by a named test, {skipped} not runnable");
+    eprintln!("manual command blocks: {run} run here, {elsewhere} run by a named test, {skipped} not runnable");
     assert!(unmarked.is_empty(), "command blocks neither run nor marked skip (REASON):\n{}", unmarked.join("\n"));
 }
 
@@ -118,18 +147,18 @@ fn tests_source() -> String {
     all
 }
 
-/// The one block whose info string is `info`.
+/// The one block of the manual whose info string is `info`.
 #[track_caller]
 fn block(info: &str) -> String {
-    let found: Vec<String> = blocks(&readme()).into_iter().filter(|(i, _)| i == info).map(|(_, b)| b).collect();
-    assert_eq!(found.len(), 1, "README has one ```{info} block");
+    let found: Vec<String> = manual_blocks().into_iter().filter(|(i, _)| i == info).map(|(_, b)| b).collect();
+    assert_eq!(found.len(), 1, "the manual has one ```{info} block");
     found[0].clone()
 }
 
-/// Issue 18: the README's first command installs the binaries and runs the
+/// The README's first command installs the binaries and runs the
 /// main job; the second runs the tests; `just install` is cargo install.
 #[test]
-fn issue_18_readme_first_two_commands_install_and_test() {
+fn the_readme_first_two_commands_install_and_test() {
     let sh: Vec<String> = blocks(&readme()).into_iter().filter(|(i, _)| i == "sh").map(|(_, b)| b).take(2).collect();
     assert_eq!(sh[0], "cargo install --locked just && just install && just demo\n");
     assert_eq!(sh[1], "cargo install --locked just && just ci\n");
@@ -138,7 +167,7 @@ fn issue_18_readme_first_two_commands_install_and_test() {
         let out = Command::new("just").arg("-f").arg(&justfile).args(["--show", recipe]).output().expect("just");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // Issue 38: progress shown, the stripped `dist` profile, the place named.
+    // Progress shown, the stripped `dist` profile, the place named.
     let install = show("install");
     assert!(
         install.contains("cargo install --locked --profile dist --path") && !install.contains("--quiet"),
@@ -151,7 +180,7 @@ fn issue_18_readme_first_two_commands_install_and_test() {
     let ci = show("ci");
     assert!(ci.contains("cargo clippy") && ci.contains("cargo fmt") && ci.contains(" test"), "{ci}");
     assert!(show("test").contains("cargo nextest run"));
-    // Issue 38: ci sets up what the tests need before running them.
+    // `ci` sets up what the tests need before running them.
     assert!(ci.contains(" setup\n") && ci.find(" setup\n") < ci.rfind(" test"), "{ci}");
     // No recipe builds at run time: the binaries come from PATH.
     let text = std::fs::read_to_string(&justfile).unwrap();
@@ -162,36 +191,60 @@ fn issue_18_readme_first_two_commands_install_and_test() {
     }
 }
 
-/// Issue 18: every repository path the README names exists (no dead
-/// links), and the licenses Cargo.toml names are there.
+/// Every link of the manual leads somewhere: a relative Markdown link
+/// from the page's own folder, a repository path in prose or code from the
+/// repository's root, and every reference page is linked from the README.
+/// The licenses Cargo.toml names are there.
 #[test]
-fn issue_18_readme_has_no_dead_links() {
+fn the_manual_has_no_dead_links_and_the_readme_reaches_every_page() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = readme();
     let mut dead = Vec::new();
-    // Markdown links to relative targets.
-    for part in text.split("](").skip(1) {
-        let target = part.split(')').next().unwrap_or_default();
-        if target.contains("://") || target.starts_with('#') || target.contains(' ') || target.is_empty() {
-            continue;
+    let mut linked = std::collections::BTreeSet::new();
+    for (page, text) in manual() {
+        let dir = repo.join(&page).parent().unwrap().to_path_buf();
+        // Markdown links to relative targets.
+        for part in text.split("](").skip(1) {
+            let target = part.split(')').next().unwrap_or_default();
+            if target.contains("://") || target.starts_with('#') || target.contains(' ') || target.is_empty() {
+                continue;
+            }
+            let file = dir.join(target.split('#').next().unwrap());
+            match file.canonicalize() {
+                Ok(f) => {
+                    if page == "README.md" {
+                        linked.insert(f);
+                    }
+                }
+                Err(_) => dead.push(format!("{page}: {target}")),
+            }
         }
-        if !repo.join(target.split('#').next().unwrap()).exists() {
-            dead.push(target.to_string());
+        // Paths in prose or code: folders of this repository.
+        for word in text.split(|c: char| c.is_whitespace() || "`()[],;:'\"".contains(c)) {
+            let word = word.split('#').next().unwrap().trim_end_matches('.');
+            let ours = ["docs/", "bench/", "schemas/", "examples/", "tests/", "bins/", "lib/src/"];
+            let plain = !word.contains('*') && !word.contains('<') && !word.contains('{');
+            if ours.iter().any(|d| word.starts_with(d)) && plain && !repo.join(word).exists() {
+                dead.push(format!("{page}: {word}"));
+            }
         }
     }
-    // Paths in prose or code: folders of this repository.
-    for word in text.split(|c: char| c.is_whitespace() || "`()[],;:'\"".contains(c)) {
-        let word = word.trim_end_matches('.');
-        let ours = ["docs/", "bench/", "schemas/", "examples/", "tests/", "bins/", "lib/src/"];
-        let plain = !word.contains('*') && !word.contains('<') && !word.contains('{');
-        if ours.iter().any(|d| word.starts_with(d)) && plain && !repo.join(word).exists() {
-            dead.push(word.to_string());
-        }
+    assert!(dead.is_empty(), "dead links in the manual: {dead:?}");
+    // Every reference page is one link from the README.
+    for (page, _) in manual().iter().skip(1) {
+        let f = repo.join(page).canonicalize().unwrap();
+        assert!(linked.contains(&f), "README.md links no {page}");
     }
-    assert!(dead.is_empty(), "dead links in README: {dead:?}");
     for f in ["LICENSE-MIT", "LICENSE-APACHE"] {
         assert!(repo.join(f).is_file(), "{f}");
     }
+}
+
+/// The README is a manual a user reads in one sitting: the reference
+/// pages hold the rest.
+#[test]
+fn the_readme_stays_short() {
+    let lines = readme().lines().count();
+    assert!(lines <= 600, "README.md has {lines} lines; move reference text to docs/");
 }
 
 /// A project directory with an initialised library, an AGENTS.md and a
@@ -233,10 +286,10 @@ fn agents_md(lib: &Lib) -> String {
     std::fs::read_to_string(lib.root().join("AGENTS.md")).unwrap()
 }
 
-/// Issue 18: the Claude Code settings snippet's commands work from a
+/// The Claude Code settings snippet's commands work from a
 /// project: SessionEnd and PreCompact apply the last word, Stop nudges.
 #[test]
-fn issue_18_claude_code_hooks_run_from_a_project() {
+fn claude_code_hooks_run_from_a_project() {
     let settings: serde_json::Value = serde_json::from_str(&block("json claude-settings")).expect("valid JSON");
     let command = |event: &str| settings["hooks"][event][0]["hooks"][0]["command"].as_str().unwrap().to_string();
     let (lib, home) = hook_project();
@@ -250,11 +303,11 @@ fn issue_18_claude_code_hooks_run_from_a_project() {
     assert!(out.contains("\"record\":\"nudge\""), "{out}");
 }
 
-/// Issue 18: the README's stop-hook script, run as it stands from a
+/// The README's stop-hook script, run as it stands from a
 /// project, plans the session buffer, applies it and removes the buffer.
 #[test]
-fn issue_18_readme_stop_hook_script_applies_the_session_buffer() {
-    let script = blocks(&readme())
+fn the_stop_hook_script_applies_the_session_buffer() {
+    let script = manual_blocks()
         .into_iter()
         .find(|(i, b)| i == "sh" && b.starts_with("f=.agents/last-word.session.jsonl"))
         .expect("the README's stop-hook script")
@@ -277,9 +330,9 @@ fn commands(snippet: &str) -> Vec<String> {
         .collect()
 }
 
-/// Issue 18: the Codex AGENTS.md section's end-of-task commands work.
+/// The Codex AGENTS.md section's end-of-task commands work.
 #[test]
-fn issue_18_codex_agents_md_commands_run_from_a_project() {
+fn codex_agents_md_commands_run_from_a_project() {
     let cmds = commands(&block("markdown codex-agents"));
     assert_eq!(cmds.len(), 2, "{cmds:?}");
     let (lib, home) = hook_project();
@@ -288,11 +341,11 @@ fn issue_18_codex_agents_md_commands_run_from_a_project() {
     assert!(run_hook(&lib, &home, &cmds[1], "").contains("\"record\":\"nudge\""));
 }
 
-/// Issue 18: the Cursor rule's commands work, with kb-memgate's notes in
+/// The Cursor rule's commands work, with kb-memgate's notes in
 /// `.cursor/.lingxi` once the user's config says `store: cursor` as the
-/// README shows (issue 38).
+/// README shows.
 #[test]
-fn issue_18_cursor_rule_commands_run_from_a_project() {
+fn cursor_rule_commands_run_from_a_project() {
     let rule = block("markdown cursor-rule");
     assert!(rule.starts_with("---\ndescription: "), "an .mdc rule with frontmatter");
     let cmds = commands(&rule);
@@ -417,7 +470,7 @@ fn setup(name: &str, dir: &Path, home: &Path) {
             )
             .unwrap();
             std::fs::write(agents.join("SOUL.md"), "# SOUL\n\n## Values\n\nHonesty.\n").unwrap();
-            let yaml = blocks(&readme()).into_iter().find(|(i, b)| i == "yaml" && b.starts_with("version: \"1.0.0\""));
+            let yaml = manual_blocks().into_iter().find(|(i, b)| i == "yaml" && b.starts_with("version: \"1.0.0\""));
             write("session.yaml", &yaml.expect("the README's session.yaml").1);
         }
         "dup" => write(
@@ -482,44 +535,53 @@ fn setup(name: &str, dir: &Path, home: &Path) {
     }
 }
 
-/// Issue 18: every `console` example of the README runs, in a temporary
-/// project, and prints what the README shows (`...` stands for text that
-/// varies); the project path prints as `/work/proj`.
+/// Every `console` example of the manual runs, in a temporary project,
+/// and prints what the page shows (`...` stands for text that varies); the
+/// project path prints as `/work/proj`. A page's examples run in its order:
+/// `same` goes on in the previous example's project.
 #[test]
-fn issue_18_readme_console_examples_print_what_they_show() {
-    let text = readme();
-    let examples = console_blocks(&text);
-    assert!(examples.len() >= 5, "{}", examples.len());
-    let mut tmp = tempfile::tempdir().unwrap();
+fn the_manual_console_examples_print_what_they_show() {
     let mut failures = Vec::new();
-    for (n, (name, body)) in examples.iter().enumerate() {
-        assert!(!name.is_empty(), "console example {n} has no <!-- readme-test: NAME --> before it:\n{body}");
-        if !name.starts_with("same") {
-            tmp = tempfile::tempdir().unwrap();
-            std::fs::create_dir_all(tmp.path().join("proj")).unwrap();
-            std::fs::create_dir_all(tmp.path().join("home")).unwrap();
-        }
-        let (dir, home) = (tmp.path().join("proj"), tmp.path().join("home"));
-        for part in name.split('+') {
-            setup(part, &dir, &home);
-        }
-        for (cmd, want) in steps(body) {
-            let mut c = Command::new("sh");
-            isolate(&mut c, &dir);
-            let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
-            c.env("PATH", path).env("KB_LASTWORD_HOME", &home).env("COLUMNS", "200").args(["-c", &cmd]);
-            let out = c.output().unwrap();
-            let actual = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-            let actual = actual.replace(&dir.display().to_string(), "/work/proj");
-            let got: Vec<&str> = actual.lines().collect();
-            let ok = got.len() == want.len() && want.iter().zip(&got).all(|(w, g)| matches(w, g));
-            if !ok {
-                failures.push(format!(
-                    "example {n} ({name}): $ {cmd}\n--- README\n{}\n--- actual\n{actual}",
-                    want.join("\n")
-                ));
+    let mut total = 0;
+    for (page, text) in manual() {
+        let examples = console_blocks(&text);
+        total += examples.len();
+        let mut tmp = tempfile::tempdir().unwrap();
+        for (n, (name, body)) in examples.iter().enumerate() {
+            assert!(
+                !name.is_empty(),
+                "{page}: console example {n} has no <!-- readme-test: NAME --> before it:\n{body}"
+            );
+            assert!(n > 0 || !name.starts_with("same"), "{page}: its first example cannot go on from another page's");
+            if !name.starts_with("same") {
+                tmp = tempfile::tempdir().unwrap();
+                std::fs::create_dir_all(tmp.path().join("proj")).unwrap();
+                std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+            }
+            let (dir, home) = (tmp.path().join("proj"), tmp.path().join("home"));
+            for part in name.split('+') {
+                setup(part, &dir, &home);
+            }
+            for (cmd, want) in steps(body) {
+                let mut c = Command::new("sh");
+                isolate(&mut c, &dir);
+                let path = format!("{}:{}", bin_dir().display(), std::env::var("PATH").unwrap_or_default());
+                c.env("PATH", path).env("KB_LASTWORD_HOME", &home).env("COLUMNS", "200").args(["-c", &cmd]);
+                let out = c.output().unwrap();
+                let actual =
+                    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+                let actual = actual.replace(&dir.display().to_string(), "/work/proj");
+                let got: Vec<&str> = actual.lines().collect();
+                let ok = got.len() == want.len() && want.iter().zip(&got).all(|(w, g)| matches(w, g));
+                if !ok {
+                    failures.push(format!(
+                        "{page} example {n} ({name}): $ {cmd}\n--- the page\n{}\n--- actual\n{actual}",
+                        want.join("\n")
+                    ));
+                }
             }
         }
     }
+    assert!(total >= 20, "{total} console examples in the manual");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

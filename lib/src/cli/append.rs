@@ -14,49 +14,54 @@ mod write;
 
 pub use spec::SPEC;
 
-use super::args::Args;
+use super::args::{lock_options, Args};
 use crate::error::{Error, Exit};
 use crate::maintain::compact;
 use crate::out::jsonl::Out;
 use crate::write::Options;
 use crate::Library;
+pub use flags::Flags;
 
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("append.txt");
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let mut opts = Options { commit: !a.on("no-commit"), lock: a.lock_options()?, ..Options::default() };
-    if let Some(m) = a.num("max-bytes")? {
+    let f = Flags::from_args(&a)?;
+    let mut opts = Options { commit: !f.no_commit, lock: lock_options(f.timeout.as_deref())?, ..Options::default() };
+    if let Some(m) = f.max_bytes {
         opts.max_bytes = m;
     }
     let mut out = Out::stdout("kb-append");
-    let lib = || Library::resolve(a.root());
+    if super::args::generic_table(f.format, a.cmd, &["skill list", "quarantine"]) {
+        out.as_tables();
+    }
+    let lib = || Library::resolve(f.root.as_deref());
     match a.cmd {
-        "" if a.on("justfile") => return meta::justfile(),
+        "" if f.justfile => return meta::justfile(),
         "" | "skill" => return Err(missing(&a)),
         "quarantine" if !a.positional.is_empty() => {
             return Err(Error::usage(format!("unknown quarantine action '{}' (release, drop)", a.positional[0])))
         }
         "man" => meta::man(&a, &mut out)?,
         "completions" => meta::completions(&a, &mut out)?,
-        "init" => sync::init(&a, &opts, &mut out)?,
-        "write" => write::write(&a, &lib()?, &opts, &mut out)?,
+        "init" => sync::init(&f, &opts, &mut out)?,
+        "write" => write::write(&a, &f, &lib()?, &opts, &mut out)?,
         "batch" => write::batch(&lib()?, &opts, &mut out)?,
-        "event" => write::event(&a, &lib()?, &opts, &mut out)?,
-        "promote-answer" => promote::run(&a, &lib()?, &opts, &mut out)?,
+        "event" => write::event(&a, &f, &lib()?, &opts, &mut out)?,
+        "promote-answer" => promote::run(&a, &f, &lib()?, &opts, &mut out)?,
         "compact" => {
-            let days = match a.get("older-than") {
+            let days = match f.older_than.as_deref() {
                 Some(d) => (crate::clock::parse_duration(d)?.as_secs() / 86_400) as i64,
                 None => 90,
             };
             out.record(&compact::compact(&lib()?, days, opts.commit, &opts.lock)?)?;
         }
-        c if c.starts_with("skill ") => skill::run(&a, &lib()?, &opts, &mut out)?,
-        "sync" => sync::sync(&a, &lib()?, opts, &mut out)?,
-        "resolve" => sync::resolve(&a, &lib()?, &opts, &mut out)?,
+        c if c.starts_with("skill ") => skill::run(&a, &f, &lib()?, &opts, &mut out)?,
+        "sync" => sync::sync(&f, &lib()?, opts, &mut out)?,
+        "resolve" => sync::resolve(&a, &f, &lib()?, &opts, &mut out)?,
         "quarantine" | "quarantine release" | "quarantine drop" => {
-            quarantine::quarantine(&a, &lib()?, &opts, &mut out)?
+            quarantine::quarantine(&a, &f, &lib()?, &opts, &mut out)?
         }
         "merge-log" | "merge-derived" => sync::merge_driver(&a)?,
         other => return Err(Error::usage(format!("unknown command '{other}'"))),

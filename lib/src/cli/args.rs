@@ -72,6 +72,8 @@ pub struct Spec {
     pub bin: &'static str,
     /// The overview printed by `BIN --help`.
     pub usage: &'static str,
+    /// The flags its typed struct reads, by name.
+    pub flags: &'static [&'static str],
     /// The subcommands; the one named `""` runs when no word names another.
     pub cmds: &'static [Cmd],
     /// When set, the first positional of the unnamed command starts the
@@ -89,8 +91,25 @@ pub struct Spec {
 
 impl Spec {
     /// A binary's table; see [`Spec::trailing`] for kb-lock's form.
-    pub const fn new(bin: &'static str, usage: &'static str, cmds: &'static [Cmd]) -> Spec {
-        Spec { bin, usage, cmds, trailing: false, hints: &[], dash_words: false }
+    /// `flags` are the names its typed struct reads ([`typed_flags!`]);
+    /// every flag a subcommand names must be one of them, and the tables
+    /// are statics, so a misspelt name fails to compile.
+    pub const fn new(
+        bin: &'static str,
+        usage: &'static str,
+        flags: &'static [&'static str],
+        cmds: &'static [Cmd],
+    ) -> Spec {
+        let mut i = 0;
+        while i < cmds.len() {
+            let mut j = 0;
+            while j < cmds[i].flags.len() {
+                assert!(listed(flags, cmds[i].flags[j]), "a subcommand names a flag its binary's typed flags lack");
+                j += 1;
+            }
+            i += 1;
+        }
+        Spec { bin, usage, flags, cmds, trailing: false, hints: &[], dash_words: false }
     }
 
     /// The same table, with what to run instead of words that are not
@@ -139,65 +158,175 @@ impl Spec {
 /// Unbounded arity.
 pub const MANY: usize = usize::MAX;
 
-/// What the user typed, checked against the chosen subcommand.
+/// What the user typed, checked against the chosen subcommand. Handlers
+/// read flags through their binary's typed struct ([`typed_flags!`]), never
+/// by name: a flag the code reads is then a field, and a field whose flag
+/// the usage text does not declare fails to compile.
 #[derive(Debug, Default)]
 pub struct Args {
     /// The subcommand's name (`""` for the unnamed one).
     pub cmd: &'static str,
-    /// Flag values by name (a switch holds one empty string per use).
-    pub flags: BTreeMap<&'static str, Vec<String>>,
+    /// Flag values by name (a switch holds one empty string per use),
+    /// read only by [`FromFlag`].
+    pub(crate) flags: BTreeMap<&'static str, Vec<String>>,
     /// Positional arguments after the subcommand's words.
     pub positional: Vec<String>,
 }
 
 impl Args {
-    /// Whether a switch was given.
-    pub fn on(&self, name: &str) -> bool {
-        self.flags.contains_key(name)
-    }
-
     /// The last value of a flag.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    fn last(&self, name: &str) -> Option<&str> {
         self.flags.get(name).and_then(|v| v.last()).map(String::as_str)
     }
+}
 
-    /// Every value of a repeatable flag.
-    pub fn all(&self, name: &str) -> Vec<String> {
-        self.flags.get(name).cloned().unwrap_or_default()
-    }
+/// How one flag of a parsed command line becomes a field of a binary's
+/// typed struct; the field's type says how (a switch, a value, a repeated
+/// value, a number, a path, a format).
+pub trait FromFlag: Sized {
+    /// The field for `--name` in `args`.
+    fn from_flag(args: &Args, name: &str) -> Result<Self>;
+}
 
-    /// A flag's value parsed as a number, naming the flag when it is not one.
-    pub fn num<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>> {
-        self.get(name)
-            .map(|v| v.trim().parse().map_err(|_| Error::usage(format!("--{name} wants a whole number, got '{v}'"))))
-            .transpose()
-    }
-
-    /// `--root DIR`, when given.
-    pub fn root(&self) -> Option<&std::path::Path> {
-        self.get("root").map(std::path::Path::new)
-    }
-
-    /// The lock options `--timeout` sets.
-    pub fn lock_options(&self) -> Result<crate::lock::Options> {
-        let mut opts = crate::lock::Options::default();
-        if let Some(t) = self.get("timeout") {
-            opts.timeout = crate::clock::parse_duration(t)?;
-        }
-        Ok(opts)
-    }
-
-    /// `--format`, or the default for where stdout goes (a table on a
-    /// terminal, JSON Lines into a pipe).
-    pub fn format(&self) -> Result<Format> {
-        Ok(self.get("format").map(Format::parse).transpose()?.unwrap_or_else(Format::default_for_stdout))
-    }
-
-    /// Whether [`Args::format`] is a table.
-    pub fn table(&self) -> Result<bool> {
-        Ok(self.format()? == Format::Table)
+impl FromFlag for bool {
+    fn from_flag(args: &Args, name: &str) -> Result<bool> {
+        Ok(args.flags.contains_key(name))
     }
 }
+
+impl FromFlag for Option<String> {
+    fn from_flag(args: &Args, name: &str) -> Result<Option<String>> {
+        Ok(args.last(name).map(str::to_string))
+    }
+}
+
+impl FromFlag for Vec<String> {
+    fn from_flag(args: &Args, name: &str) -> Result<Vec<String>> {
+        Ok(args.flags.get(name).cloned().unwrap_or_default())
+    }
+}
+
+impl FromFlag for Option<std::path::PathBuf> {
+    fn from_flag(args: &Args, name: &str) -> Result<Option<std::path::PathBuf>> {
+        Ok(args.last(name).map(std::path::PathBuf::from))
+    }
+}
+
+impl FromFlag for Option<Format> {
+    fn from_flag(args: &Args, name: &str) -> Result<Option<Format>> {
+        args.last(name).map(Format::parse).transpose()
+    }
+}
+
+/// A whole number, naming the flag when it is not one.
+macro_rules! number_flag {
+    ($($t:ty),*) => {$(
+        impl FromFlag for Option<$t> {
+            fn from_flag(args: &Args, name: &str) -> Result<Option<$t>> {
+                args.last(name)
+                    .map(|v| v.trim().parse().map_err(|_| Error::usage(format!("--{name} wants a whole number, got '{v}'"))))
+                    .transpose()
+            }
+        }
+    )*};
+}
+number_flag!(u32, u64, usize, i64);
+
+/// `--format`, or the default for where stdout goes (a table on a
+/// terminal, JSON Lines into a pipe).
+pub fn format_or_default(format: Option<Format>) -> Format {
+    format.unwrap_or_else(Format::default_for_stdout)
+}
+
+/// Whether `--format table` was asked of a command whose records have no
+/// table of their own (`own` lists the commands that do): then [`Out`]
+/// prints them as tables ([`Out::as_tables`]).
+///
+/// [`Out`]: crate::out::jsonl::Out
+/// [`Out::as_tables`]: crate::out::jsonl::Out::as_tables
+pub fn generic_table(format: Option<Format>, cmd: &str, own: &[&str]) -> bool {
+    format == Some(Format::Table) && !own.contains(&cmd)
+}
+
+/// The lock options `--timeout` sets.
+pub fn lock_options(timeout: Option<&str>) -> Result<crate::lock::Options> {
+    let mut opts = crate::lock::Options::default();
+    if let Some(t) = timeout {
+        opts.timeout = crate::clock::parse_duration(t)?;
+    }
+    Ok(opts)
+}
+
+/// Whether `names` holds `name` (a `const fn` for [`Spec::new`]).
+const fn listed(names: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < names.len() {
+        let (a, b) = (names[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut k = 0;
+            while k < a.len() && a[k] == b[k] {
+                k += 1;
+            }
+            if k == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether the Options section of `usage` declares `--name`: a line
+/// `  --name` followed by a space or the line's end. A `const fn`, so
+/// [`typed_flags!`] checks every field against the help text when the
+/// crate compiles.
+pub const fn declares(usage: &str, name: &str) -> bool {
+    let (u, n) = (usage.as_bytes(), name.as_bytes());
+    let mut i = 0;
+    while i + 4 + n.len() <= u.len() {
+        // "\n  --" then the name, then ' ' or '\n'.
+        if u[i] == b'\n' && u[i + 1] == b' ' && u[i + 2] == b' ' && u[i + 3] == b'-' && u[i + 4] == b'-' {
+            let mut j = 0;
+            while j < n.len() && i + 5 + j < u.len() && u[i + 5 + j] == n[j] {
+                j += 1;
+            }
+            let end = i + 5 + n.len();
+            if j == n.len() && end < u.len() && (u[end] == b' ' || u[end] == b'\n') {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Declares a binary's flags as a typed struct, after ripgrep's
+/// `LowArgs`: one field per flag, its type saying how the value is read
+/// ([`FromFlag`]), filled once from the parsed command line. Each field
+/// names its flag, and the crate does not compile when the usage text's
+/// Options section (which the parser, `--help`, completions and man pages
+/// read) does not declare it; `tables_and_usage_agree` checks the other
+/// way, that every declared flag is a field.
+macro_rules! typed_flags {
+    ($usage:expr; $(#[$doc:meta])* pub struct $name:ident { $( $(#[$fdoc:meta])* $field:ident : $ty:ty = $flag:literal, )* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Default, Clone)]
+        pub struct $name { $( $(#[$fdoc])* pub $field: $ty, )* }
+
+        impl $name {
+            /// Every flag a field reads, by name.
+            pub const NAMES: &'static [&'static str] = &[$($flag),*];
+
+            /// The flags of a parsed command line, each read as its field's type.
+            pub fn from_args(a: &$crate::cli::args::Args) -> $crate::error::Result<Self> {
+                Ok($name { $( $field: $crate::cli::args::FromFlag::from_flag(a, $flag)?, )* })
+            }
+        }
+
+        const _: () = { $( assert!($crate::cli::args::declares($usage, $flag), concat!("--", $flag, " is not in the usage text's Options")); )* };
+    };
+}
+pub(crate) use typed_flags;
 
 /// What parsing asks the caller to do.
 pub enum Parsed {

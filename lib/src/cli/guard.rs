@@ -1,6 +1,6 @@
 //! `kb-guard`: the threat scanner (seed 002 guard, seed 000 sanitising).
 
-use super::args::{Args, Cmd, Spec};
+use super::args::{typed_flags, Args, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::guard::{self, policy::Policy};
 use crate::out::jsonl::{self, Format, Out};
@@ -11,22 +11,43 @@ mod scan;
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("guard.txt");
 
-const STEP: &[&str] = &["root", "no-commit"];
+typed_flags! { USAGE;
+    /// kb-guard's flags.
+    pub struct Flags {
+        format: Option<String> = "format",
+        fail_on: Option<String> = "fail-on",
+        policy: Option<std::path::PathBuf> = "policy",
+        root: Option<std::path::PathBuf> = "root",
+        report: Option<std::path::PathBuf> = "report",
+        corpus: Vec<String> = "corpus",
+        scheduled: bool = "scheduled",
+        force: bool = "force",
+        no_commit: bool = "no-commit",
+    }
+}
+
+const STEP: &[&str] = &["root", "no-commit", "format"];
 const PROPOSALS: &str = "[CORE-XXX...|-]";
 
 /// kb-guard's subcommands and the flags each uses.
 pub static SPEC: Spec = Spec::new(
     "kb-guard",
     USAGE,
+    Flags::NAMES,
     &[
         Cmd::new("scan", "PATH...", &["format", "fail-on", "policy", "root"], SCAN),
         Cmd::new("rules list", "", &["format", "root"], "the rules in force"),
-        Cmd::new("rules validate", "[FILE...|CORE-XXX...|-]", &["corpus", "root", "no-commit"], VALIDATE),
-        Cmd::new("rules propose", "[INTEL.jsonl|-]", &["scheduled", "force", "root", "no-commit"], PROPOSE),
+        Cmd::new("rules validate", "[FILE...|CORE-XXX...|-]", &["corpus", "root", "no-commit", "format"], VALIDATE),
+        Cmd::new("rules propose", "[INTEL.jsonl|-]", &["scheduled", "force", "root", "no-commit", "format"], PROPOSE),
         Cmd::new("rules review", PROPOSALS, STEP, "composite score; approved at >= 0.95"),
         Cmd::new("rules integrate", PROPOSALS, STEP, "approved rules into the rule set in force"),
         Cmd::new("rules status", "", &["format", "root"], "last scans, proposals by state, rule counts"),
-        Cmd::new("filter", "", &["policy", "root"], "pass safe write requests on stdin, refuse dangerous ones"),
+        Cmd::new(
+            "filter",
+            "",
+            &["policy", "root", "format"],
+            "pass safe write requests on stdin, refuse dangerous ones",
+        ),
         Cmd::new("sanitize", "[FILE|-]", &["report"], "neutralise injected instructions in external text"),
     ],
 );
@@ -37,17 +58,22 @@ const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let format_flag = a.get("format").map(str::to_string);
-    let root = a.get("root").map(std::path::PathBuf::from);
-    let policy_path = a.get("policy").map(std::path::PathBuf::from);
+    let f = Flags::from_args(&a)?;
+    let format_flag = f.format.clone();
+    let root = f.root.clone();
+    let policy_path = f.policy.clone();
     let evolve = guard::evolve::cli::Flags {
-        corpus: a.all("corpus"),
-        scheduled: a.on("scheduled"),
-        force: a.on("force"),
-        no_commit: a.on("no-commit"),
+        corpus: f.corpus.clone(),
+        scheduled: f.scheduled,
+        force: f.force,
+        no_commit: f.no_commit,
     };
     let all_words: Vec<String> = a.cmd.split(' ').map(str::to_string).chain(a.positional.iter().cloned()).collect();
     let mut out = Out::stdout("kb-guard");
+    let table = (f.format.as_deref() == Some("table")).then_some(Format::Table);
+    if super::args::generic_table(table, a.cmd, &["scan", "rules list", "rules status"]) {
+        out.as_tables();
+    }
     let words: Vec<&str> = all_words.iter().map(String::as_str).collect();
     match words.as_slice() {
         ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
@@ -57,7 +83,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             return out.finish();
         }
         ["sanitize", rest @ ..] if rest.len() <= 1 => {
-            return sanitize::run(a.get("report").map(std::path::Path::new), rest.first().copied(), out)
+            return sanitize::run(f.report.as_deref(), rest.first().copied(), out)
         }
         _ => {}
     }
@@ -69,7 +95,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     let now = crate::clock::now()?;
     match words.as_slice() {
         ["scan", paths @ ..] if !paths.is_empty() => {
-            scan::run(&a, &engine, paths, policy.as_ref(), now, &mut out)?;
+            scan::run(&f, &engine, paths, policy.as_ref(), now, &mut out)?;
         }
         ["rules", "list"] => {
             let rules = engine.rules();

@@ -1,65 +1,58 @@
 //! `kb-index`: what is in the library (seed 000 list, status, rebuild-index,
 //! check-staleness and the maintain modes built on them).
 
-use super::args::{Args, Cmd, Spec};
+use super::args::{format_or_default, lock_options, typed_flags, Args};
 use crate::derived::{consistency, rebuild_index};
 use crate::error::{Context, Error, Exit};
 use crate::library::scan;
 use crate::maintain::schedule;
+use crate::out::jsonl::Format;
 use crate::out::jsonl::Out;
 use crate::out::printable;
 use crate::report::{changes, listing, stale, status};
 use crate::{clock, lock, Library};
 
+mod spec;
+pub use spec::SPEC;
+
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("index.txt");
 
-const LIST: &[&str] = &["root", "type", "topic", "format"];
-const LOCKED: &[&str] = &["root", "timeout"];
-const CRON: &[&str] = &["root", "just", "justfile"];
-const STALE: &[&str] = &["root", "days", "format"];
-const STATUS: &[&str] = &["root", "format", "timeout"];
-
-/// kb-index's subcommands and the flags each uses.
-pub static SPEC: Spec = Spec::new(
-    "kb-index",
-    USAGE,
-    &[
-        Cmd::new("", "", LIST, "list (the default command)"),
-        Cmd::new("list", "", LIST, "library contents per category"),
-        Cmd::new(
-            "rebuild",
-            "",
-            &["root", "incremental", "no-commit", "timeout"],
-            "regenerate every .index.md, .master-index.md and .ioc.md",
-        ),
-        Cmd::new("check", "", LOCKED, "index rows vs files; logs .inconsistency.log; exit 1 on problems"),
-        Cmd::new("stale", "", STALE, "stale references and provisional experiences (report only)"),
-        Cmd::new("status", "", STATUS, "the six audit dimensions; exit 1 when one needs attention"),
-        Cmd::new("quick", "", LOCKED, "re-index what changed since .last-maintained"),
-        Cmd::new("scheduled", "", &["root", "force", "no-commit", "timeout"], "the 24 h-gated daily maintenance"),
-        Cmd::new("commit", "full|scheduled", &["root"], "commit every library change as task-ai(library):maintain ..."),
-        Cmd::new("cron install", "", CRON, "add the daily `just maintain scheduled` line to the crontab"),
-        Cmd::new(
-            "changes",
-            "",
-            &["root", "notebook", "timeout"],
-            "what was written, referenced or archived since the notebook's last read",
-        ),
-        Cmd::new("cron uninstall", "", &["root"], "remove this library's cron line"),
-    ],
-);
+typed_flags! { USAGE;
+    /// kb-index's flags.
+    pub struct Flags {
+        root: Option<std::path::PathBuf> = "root",
+        type_: Option<String> = "type",
+        topic: Option<String> = "topic",
+        format: Option<Format> = "format",
+        incremental: bool = "incremental",
+        no_commit: bool = "no-commit",
+        days: Option<u64> = "days",
+        force: bool = "force",
+        just: Option<String> = "just",
+        justfile: Option<String> = "justfile",
+        notebook: Option<String> = "notebook",
+        timeout: Option<String> = "timeout",
+    }
+}
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let (lib, lock_opts, table) = (Library::resolve(a.root())?, a.lock_options()?, a.table()?);
+    let f = Flags::from_args(&a)?;
+    let lib = Library::resolve(f.root.as_deref())?;
+    let (lock_opts, table) = (lock_options(f.timeout.as_deref())?, format_or_default(f.format) == Format::Table);
     let mut out = Out::stdout("kb-index");
+    if super::args::generic_table(f.format, a.cmd, &["", "list", "stale", "status"]) {
+        out.as_tables();
+    }
     match a.cmd {
-        "" | "list" => listing::print(&lib, &listing::Filter::new(a.get("type"), a.get("topic")), table, &mut out)?,
+        "" | "list" => {
+            listing::print(&lib, &listing::Filter::new(f.type_.as_deref(), f.topic.as_deref()), table, &mut out)?
+        }
         "rebuild" => {
             let opts = rebuild_index::Options {
-                incremental: a.on("incremental"),
-                commit: !a.on("no-commit"),
+                incremental: f.incremental,
+                commit: !f.no_commit,
                 lock: lock_opts,
                 recover: crate::write::recover_noted,
             };
@@ -70,7 +63,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             out.record(&r)?;
         }
         "changes" => {
-            let nb = a.get("notebook").ok_or_else(|| Error::usage("changes needs --notebook NB"))?;
+            let nb = f.notebook.as_deref().ok_or_else(|| Error::usage("changes needs --notebook NB"))?;
             changes::read(&lib, nb, &lock_opts)?.print(&mut out)?;
         }
         "check" => {
@@ -85,7 +78,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         "stale" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
             let first = stale::first_writes(&crate::library::relations::history(&lib)?);
-            let found = stale::all(&entries, &first, clock::now()?, a.num("days")?);
+            let found = stale::all(&entries, &first, clock::now()?, f.days);
             if table {
                 out.text(&stale::table(&found))?;
             } else {
@@ -94,7 +87,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         "status" => status::print(&status::audit(&lib, &lock_opts)?, table, &mut out)?,
         "quick" => out.record(&schedule::quick(&lib, &lock_opts)?)?,
-        "scheduled" => out.record(&schedule::scheduled(&lib, a.on("force"), !a.on("no-commit"), &lock_opts)?)?,
+        "scheduled" => out.record(&schedule::scheduled(&lib, f.force, !f.no_commit, &lock_opts)?)?,
         "commit" => {
             let [kind] = a.positional.as_slice() else {
                 return Err(Error::usage("commit takes full or scheduled"));
@@ -104,10 +97,10 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             out.record(&serde_json::json!({"record": "commit", "message": msg, "committed": committed}))?;
         }
         "cron install" => {
-            let jf = a.get("justfile").ok_or_else(|| Error::usage("cron install needs --justfile"))?;
+            let jf = f.justfile.as_deref().ok_or_else(|| Error::usage("cron install needs --justfile"))?;
             let exe = std::env::current_exe().ctx(|| "locating kb-index")?;
             let bin_dir = exe.parent().unwrap_or(std::path::Path::new("/"));
-            let just = a.get("just").unwrap_or("just");
+            let just = f.just.as_deref().unwrap_or("just");
             out.record(&schedule::cron_install(&lib, &schedule::CronCommand { just, justfile: jf, bin_dir })?)?
         }
         "cron uninstall" => out.record(&schedule::cron_uninstall(&lib)?)?,

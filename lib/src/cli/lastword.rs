@@ -3,9 +3,10 @@
 
 use std::path::Path;
 
-use super::args::{Args, Cmd, Spec};
+use super::args::{format_or_default, typed_flags, Args, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::lastword::{apply, delta, home::Home, plan, report::Reporter, resolve, status};
+use crate::out::jsonl::Format;
 
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("lastword.txt");
@@ -14,6 +15,7 @@ pub const USAGE: &str = include_str!("lastword.txt");
 pub static SPEC: Spec = Spec::new(
     "kb-lastword",
     USAGE,
+    Flags::NAMES,
     &[
         Cmd::new(
             "plan",
@@ -33,35 +35,43 @@ const COLUMNS: &[&str] = &["record", "path", "heading", "level", "operation", "s
 const STATUS_COLUMNS: &[&str] =
     &["record", "file", "entries", "no-op", "update", "clear", "delete", "url", "invalid", "staging"];
 
+typed_flags! { USAGE;
+    /// kb-lastword's flags.
+    pub struct Flags {
+        source: Option<String> = "source",
+        dry_run: bool = "dry-run",
+        file: Option<String> = "file",
+        force: bool = "force",
+        format: Option<Format> = "format",
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
+    let f = Flags::from_args(&a)?;
     let home = Home::from_env()?;
     let columns = if a.cmd == "status" { STATUS_COLUMNS } else { COLUMNS };
-    let mut rep = Reporter::new(a.format()?, columns);
+    let mut rep = Reporter::new(format_or_default(f.format), columns);
     match a.cmd {
         "plan" => {
             if a.positional.is_empty() {
                 let input = delta::read_input(None)?;
-                plan::plan(&home, &input, a.get("source").map(str::to_string), &mut rep)?;
+                plan::plan(&home, &input, f.source.clone(), &mut rep)?;
             }
-            for f in &a.positional {
+            for file in &a.positional {
                 // `-` is stdin, as for every other filter.
-                let input = delta::read_input((f != "-").then(|| Path::new(f)))?;
-                plan::plan(&home, &input, a.get("source").map(str::to_string), &mut rep)?;
+                let input = delta::read_input((file != "-").then(|| Path::new(file)))?;
+                plan::plan(&home, &input, f.source.clone(), &mut rep)?;
             }
         }
-        "apply" => apply::apply(
-            &home,
-            &apply::Options { dry_run: a.on("dry-run"), file: a.get("file").map(str::to_string) },
-            &mut rep,
-        )?,
+        "apply" => apply::apply(&home, &apply::Options { dry_run: f.dry_run, file: f.file.clone() }, &mut rep)?,
         "status" => status::status(&home, &mut rep)?,
         "validate" => {
-            for f in &a.positional {
-                resolve::validate(&home, &home.resolve(f), &mut rep)?;
+            for file in &a.positional {
+                resolve::validate(&home, &home.resolve(file), &mut rep)?;
             }
         }
-        "resolve" => resolve::resolve(&home, &resolve::locate(&home, &a.positional[0])?, a.on("force"), &mut rep)?,
+        "resolve" => resolve::resolve(&home, &resolve::locate(&home, &a.positional[0])?, f.force, &mut rep)?,
         _ => home.init()?,
     }
     rep.finish()

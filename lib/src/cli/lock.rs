@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::args::{self, Cmd, Parsed, Spec};
+use super::args::{self, format_or_default, typed_flags, Cmd, Parsed, Spec};
 use super::run_main;
 use crate::error::Exit;
 use crate::lock;
@@ -16,15 +16,25 @@ pub const USAGE: &str = include_str!("lock.txt");
 pub static SPEC: Spec = Spec::new(
     "kb-lock",
     USAGE,
+    Flags::NAMES,
     &[
         Cmd::new("", "-- CMD [ARGS...]", &["root", "timeout"], "run CMD while holding the library lock"),
         Cmd::new("status", "", &["root", "format"], "who holds the lock"),
-        Cmd::new("sweep", "", &["root"], SWEEP),
+        Cmd::new("sweep", "", &["root", "format"], SWEEP),
     ],
 )
 .trailing();
 
 const SWEEP: &str = "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state";
+
+typed_flags! { USAGE;
+    /// kb-lock's flags.
+    pub struct Flags {
+        root: Option<std::path::PathBuf> = "root",
+        timeout: Option<String> = "timeout",
+        format: Option<Format> = "format",
+    }
+}
 
 /// Exit statuses when the command is not found or cannot be run (a shell's).
 pub use crate::lock::child::{CANNOT_RUN, NOT_FOUND};
@@ -40,13 +50,17 @@ pub fn main() -> ExitCode {
             }
             Parsed::Run(a) => a,
         };
-        let lib = Library::resolve(a.root())?;
+        let f = Flags::from_args(&a)?;
+        let lib = Library::resolve(f.root.as_deref())?;
         let mut out = Out::stdout("kb-lock");
-        let format = a.format()?;
+        if args::generic_table(f.format, a.cmd, &["status"]) {
+            out.as_tables();
+        }
+        let format = format_or_default(f.format);
         match a.cmd {
             "" => {
                 let cmd = a.positional.clone();
-                let timeout = match a.get("timeout") {
+                let timeout = match f.timeout.as_deref() {
                     Some(t) => crate::clock::parse_duration(t)?,
                     None => std::time::Duration::from_secs(30),
                 };

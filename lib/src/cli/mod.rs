@@ -86,4 +86,19 @@ mod tests {
             }
         }
     }
+
+    /// Every flag a binary's usage declares is a field of its typed
+    /// struct, so none is parsed and then silently ignored (the other way,
+    /// a field whose flag is not declared, does not compile).
+    #[test]
+    fn every_declared_flag_is_read_by_a_typed_field() {
+        for spec in SPECS {
+            let fields = spec.flags;
+            let declared: Vec<&str> = spec.options().iter().map(|f| f.name).collect();
+            let mut missing: Vec<&str> = declared.iter().copied().filter(|d| !fields.contains(d)).collect();
+            missing.sort();
+            assert!(missing.is_empty(), "{}: declared but no field reads {missing:?}", spec.bin);
+            assert_eq!(fields.len(), declared.len(), "{}", spec.bin);
+        }
+    }
 }

@@ -3,12 +3,13 @@
 
 use serde_json::json;
 
-use super::args::{Args, Cmd, Spec};
+use super::args::{format_or_default, lock_options, typed_flags, Args, Cmd, Spec};
 use crate::derived::rebuild_all;
 use crate::error::{Error, Exit};
 use crate::library::graph;
 use crate::library::scan;
 use crate::maintain::tier_up;
+use crate::out::jsonl::Format;
 use crate::out::jsonl::{self, Out};
 use crate::report::{lifecycle, usage};
 use crate::Library;
@@ -20,8 +21,14 @@ pub const USAGE: &str = include_str!("relate.txt");
 pub static SPEC: Spec = Spec::new(
     "kb-relate",
     USAGE,
+    Flags::NAMES,
     &[
-        Cmd::new("rebuild", "", &["root", "timeout"], "rewrite .relations.jsonl from changelog, related:, links"),
+        Cmd::new(
+            "rebuild",
+            "",
+            &["root", "timeout", "format"],
+            "rewrite .relations.jsonl from changelog, related:, links",
+        ),
         Cmd::new("neighbors", "PATH", &["root", "hops", "max", "format"], "BFS over the relation graph"),
         Cmd::new("usage", "", &["root", "format"], "usage_count, failure_rate, effectiveness_mark suggestions"),
         Cmd::new("lifecycle", "", LIFECYCLE, "thinking-pattern states; --write records them"),
@@ -30,12 +37,31 @@ pub static SPEC: Spec = Spec::new(
 );
 
 const LIFECYCLE: &[&str] = &["root", "write", "no-commit", "format", "timeout"];
-const PROMOTE: &[&str] = &["root", "dry-run", "no-commit", "timeout"];
+const PROMOTE: &[&str] = &["root", "dry-run", "no-commit", "timeout", "format"];
+
+typed_flags! { USAGE;
+    /// kb-relate's flags.
+    pub struct Flags {
+        root: Option<std::path::PathBuf> = "root",
+        hops: Option<usize> = "hops",
+        max: Option<usize> = "max",
+        format: Option<Format> = "format",
+        write: bool = "write",
+        dry_run: bool = "dry-run",
+        no_commit: bool = "no-commit",
+        timeout: Option<String> = "timeout",
+    }
+}
 
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
-    let (lib, lock_opts, table) = (Library::resolve(a.root())?, a.lock_options()?, a.table()?);
+    let f = Flags::from_args(&a)?;
+    let lib = Library::resolve(f.root.as_deref())?;
+    let (lock_opts, table) = (lock_options(f.timeout.as_deref())?, format_or_default(f.format) == Format::Table);
     let mut out = Out::stdout("kb-relate");
+    if super::args::generic_table(f.format, a.cmd, &["neighbors", "usage", "lifecycle"]) {
+        out.as_tables();
+    }
     match a.cmd {
         "rebuild" => out.record(&rebuild_all::rebuild_relations(&lib, &lock_opts)?)?,
         "neighbors" => {
@@ -44,9 +70,9 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             if !lib.path(&path).exists() {
                 return Err(Error::msg(format!("'{path}' is not in the library {}", lib.dir.display())));
             }
-            let hops = a.num("hops")?.unwrap_or(graph::MAX_GRAPH_HOPS);
+            let hops = f.hops.unwrap_or(graph::MAX_GRAPH_HOPS);
             let g = graph::load(&lib)?;
-            let reached = g.neighbors(&path, hops, a.num("max")?.unwrap_or(graph::MAX_GRAPH_EXPAND));
+            let reached = g.neighbors(&path, hops, f.max.unwrap_or(graph::MAX_GRAPH_EXPAND));
             if table {
                 let rows: Vec<Vec<String>> =
                     reached.iter().map(|r| vec![format!("H{}", r.hop), r.path.into(), r.via.into()]).collect();
@@ -76,17 +102,14 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         "lifecycle" => {
             let patterns = lifecycle::load(&lib)?;
-            let written = if a.on("write") {
-                lifecycle::write(&lib, &patterns, !a.on("no-commit"), &lock_opts)?
-            } else {
-                Vec::new()
-            };
+            let written =
+                if f.write { lifecycle::write(&lib, &patterns, !f.no_commit, &lock_opts)? } else { Vec::new() };
             lifecycle::print(&patterns, &written, table, &mut out)?;
         }
         "promote" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
             let cands = tier_up::candidates(&entries, &usage::load(&lib)?);
-            if a.on("dry-run") {
+            if f.dry_run {
                 // A dry run promotes nothing: `promoted` stays false and
                 // `would_promote` says what a real run would do.
                 for c in &cands {
@@ -97,7 +120,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     out.record(&rec)?;
                 }
             } else {
-                tier_up::apply(&lib, &cands, !a.on("no-commit"), &lock_opts)?;
+                tier_up::apply(&lib, &cands, !f.no_commit, &lock_opts)?;
                 cands.iter().try_for_each(|c| out.record(c))?;
             }
         }

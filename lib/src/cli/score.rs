@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::args::{Args as Cli, Cmd, Spec};
+use super::args::{format_or_default, typed_flags, Args as Cli, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::out::jsonl::{Format, Out};
 use crate::out::warn;
@@ -11,27 +11,30 @@ use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("score.txt");
 
-/// Every flag goes with the query.
-const QUERY: &[&str] = &[
-    "type",
-    "topic",
-    "notebook",
-    "limit",
-    "no-recommend",
-    "tier",
-    "budget",
-    "source",
-    "no-registries",
-    "verify",
-    "model",
-    "no-dense",
-    "root",
-    "format",
-];
-
 /// kb-score has no subcommands.
 pub static SPEC: Spec =
-    Spec::new("kb-score", USAGE, &[Cmd::new("", "QUERY...", QUERY, "search the library")]).dash_words();
+    Spec::new("kb-score", USAGE, Flags::NAMES, &[Cmd::new("", "QUERY...", Flags::NAMES, "search the library")])
+        .dash_words();
+
+typed_flags! { USAGE;
+    /// kb-score's flags.
+    pub struct Flags {
+        type_: Option<String> = "type",
+        topic: Option<String> = "topic",
+        notebook: Option<String> = "notebook",
+        limit: Option<usize> = "limit",
+        no_recommend: bool = "no-recommend",
+        tier: Option<String> = "tier",
+        budget: Option<usize> = "budget",
+        source: Vec<String> = "source",
+        no_registries: bool = "no-registries",
+        verify: bool = "verify",
+        model: Option<PathBuf> = "model",
+        no_dense: bool = "no-dense",
+        root: Option<PathBuf> = "root",
+        format: Option<Format> = "format",
+    }
+}
 
 struct Args {
     query: Vec<String>,
@@ -42,32 +45,32 @@ struct Args {
 
 /// The command line as search options.
 fn settle(a: Cli) -> Result<Args, Error> {
+    let f = Flags::from_args(&a)?;
     let mut opts = score::Options::default();
     let mut spec = sources::Spec {
-        registries: !a.on("no-registries"),
+        registries: !f.no_registries,
         home: std::env::var_os("HOME").map(PathBuf::from),
         ..Default::default()
     };
-    if let Some(n) = a.num("limit")? {
+    if let Some(n) = f.limit {
         opts.limit = n;
         opts.tail_cut = None;
     }
-    opts.recommend = !a.on("no-recommend");
-    if let Some(t) = a.get("tier") {
+    opts.recommend = !f.no_recommend;
+    if let Some(t) = &f.tier {
         opts.tier = Tier::parse(t)?;
     }
-    opts.budget = a.num("budget")?;
-    for s in a.all("source") {
-        spec.cli.push(sources::parse_source_flag(&s)?);
+    opts.budget = f.budget;
+    for s in &f.source {
+        spec.cli.push(sources::parse_source_flag(s)?);
     }
-    opts.verify = a.on("verify");
-    if !a.on("no-dense") {
-        opts.model = crate::text::bert::model_dir(a.get("model").map(std::path::Path::new));
+    opts.verify = f.verify;
+    if !f.no_dense {
+        opts.model = crate::text::bert::model_dir(f.model.as_deref());
     }
-    spec.root = a.get("root").map(PathBuf::from);
-    let format = a.format()?;
-    opts.filters = Filters::new(a.get("type"), a.get("topic"), a.get("notebook"));
-    Ok(Args { query: a.positional, opts, spec, format })
+    spec.root = f.root;
+    opts.filters = Filters::new(f.type_.as_deref(), f.topic.as_deref(), f.notebook.as_deref());
+    Ok(Args { query: a.positional, opts, spec, format: format_or_default(f.format) })
 }
 
 /// Runs the parsed command line.

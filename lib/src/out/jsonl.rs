@@ -214,6 +214,9 @@ pub struct Out {
     w: Sink,
     tool: &'static str,
     exit: Exit,
+    /// Records held for one table at the end ([`Out::as_tables`]), when
+    /// `--format table` asks a command that has no table of its own.
+    held: Option<Vec<Value>>,
 }
 
 /// Where records go: stdout for the binaries, memory for a caller that
@@ -242,13 +245,13 @@ impl Write for Sink {
 impl Out {
     /// A writer for binary `tool` (used as the stderr prefix).
     pub fn stdout(tool: &'static str) -> Out {
-        Out { w: Sink::Stdout(BufWriter::new(io::stdout().lock())), tool, exit: Exit::Success }
+        Out { w: Sink::Stdout(BufWriter::new(io::stdout().lock())), tool, exit: Exit::Success, held: None }
     }
 
     /// A writer that keeps the records in memory, for a caller that owns
     /// stdout; [`Out::captured`] hands them back.
     pub fn memory(tool: &'static str) -> Out {
-        Out { w: Sink::Memory(Vec::new()), tool, exit: Exit::Success }
+        Out { w: Sink::Memory(Vec::new()), tool, exit: Exit::Success, held: None }
     }
 
     /// The exit status earned and the bytes written (empty for stdout).
@@ -260,8 +263,20 @@ impl Out {
         }
     }
 
+    /// Prints the records as tables at the end instead of JSON lines:
+    /// `--format table` for a command whose records have no table of their
+    /// own. Consecutive records of one kind make one table, a column per
+    /// field in the order first seen (see [`records_table`]).
+    pub fn as_tables(&mut self) {
+        self.held = Some(Vec::new());
+    }
+
     /// Writes one record as a JSON line.
     pub fn record<T: Serialize + ?Sized>(&mut self, rec: &T) -> Result<()> {
+        if let Some(held) = &mut self.held {
+            held.push(serde_json::to_value(rec).map_err(|e| Error::msg(format!("cannot encode record: {e}")))?);
+            return Ok(());
+        }
         // Encoded first, so a closed pipe surfaces as an I/O error (quiet
         // exit), not as an encoding error.
         let mut line = serde_json::to_vec(rec).map_err(|e| Error::msg(format!("cannot encode record: {e}")))?;
@@ -324,6 +339,9 @@ impl Out {
 
     /// Flushes and returns the exit status the run earned.
     pub fn finish(mut self) -> Result<Exit> {
+        if let Some(held) = self.held.take() {
+            self.text(&records_table(&held))?;
+        }
         self.w.flush().ctx(|| "writing to stdout")?;
         Ok(self.exit)
     }
@@ -371,6 +389,50 @@ pub fn print(out: &mut Out, recs: Vec<Rec>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Records as tables for people: each run of consecutive records of one
+/// kind (their `record` field) is one table, titled by the kind, with a
+/// column per field in the order the fields are first seen; a string is
+/// shown as it is, a list of plain values joined by `, `, anything else as
+/// compact JSON, a missing field or null empty.
+pub fn records_table(records: &[Value]) -> String {
+    let kind = |v: &Value| v.get("record").and_then(Value::as_str).unwrap_or("").to_string();
+    let cell = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) if a.iter().all(|x| !x.is_object() && !x.is_array()) => {
+            a.iter().map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string)).collect::<Vec<_>>().join(", ")
+        }
+        Some(other) => other.to_string(),
+    };
+    let mut out = String::new();
+    let mut start = 0;
+    while start < records.len() {
+        let k = kind(&records[start]);
+        let end = start + records[start..].iter().take_while(|r| kind(r) == k).count();
+        let mut columns: Vec<&str> = Vec::new();
+        for r in &records[start..end] {
+            for key in r.as_object().into_iter().flat_map(|o| o.keys()) {
+                if key != "record" && !columns.contains(&key.as_str()) {
+                    columns.push(key);
+                }
+            }
+        }
+        let rows: Vec<Vec<String>> =
+            records[start..end].iter().map(|r| columns.iter().map(|c| cell(r.get(*c))).collect()).collect();
+        let header: Vec<String> = columns.iter().map(|c| c.to_uppercase()).collect();
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        if !k.is_empty() {
+            out.push_str(&k);
+            out.push('\n');
+        }
+        out.push_str(&table(&header.iter().map(String::as_str).collect::<Vec<_>>(), &rows));
+        start = end;
+    }
+    out
 }
 
 /// Renders rows as aligned columns under a header and a rule line, the
@@ -426,6 +488,19 @@ mod tests {
         }
         let want = [(Line::Fits, "abcd"), (Line::TooLong, ""), (Line::Fits, "xy"), (Line::TooLong, "")];
         assert_eq!(got, want.map(|(l, s)| (l, s.to_string())));
+    }
+
+    /// Records of one kind make one table, a column per field in the
+    /// order first seen; another kind starts another table.
+    #[test]
+    fn records_table_groups_by_kind() {
+        let recs: Vec<Value> = vec![
+            serde_json::json!({"record": "write", "path": "a.md", "bytes": 4}),
+            serde_json::json!({"record": "write", "path": "b.md", "bytes": 12, "verdict": "caution"}),
+            serde_json::json!({"record": "error", "line": 3, "message": "bad", "tags": ["x", 1]}),
+        ];
+        let want = "write\nPATH  BYTES  VERDICT\n────────────────────\na.md  4\nb.md  12     caution\n\nerror\nLINE  MESSAGE  TAGS\n───────────────────\n3     bad      x, 1\n";
+        assert_eq!(records_table(&recs), want);
     }
 
     /// Issue 18: Chinese cells take two columns each, so the next column

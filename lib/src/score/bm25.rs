@@ -63,8 +63,8 @@ pub struct Params {
 /// heading word counts as two body words, a keyword as two; k1 1.0 (0.9
 /// and 1.0 were best once feedback and the squared grading were in; 0.7
 /// and 1.5 lost 0.002–0.004 nDCG@10); b 0.3–0.75 and coordination
-/// (`coord` > 0) did not help. The test split is reported once in README
-/// "Ranking".
+/// (`coord` > 0) did not help. The test split is reported once in
+/// docs/design/ranking.md.
 pub const PARAMS: Params = Params { k1: 1.0, b: 0.4, head: 2.0, kw: 2.0, coord: 0.0 };
 
 /// Overrides [`PARAMS`] (and the rank module's grading constants) for

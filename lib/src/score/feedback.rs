@@ -32,7 +32,7 @@ pub struct Feedback {
     pub terms: usize,
 }
 
-/// The feedback kb-score ranks with (tuned on SciFact train; README "Ranking").
+/// The feedback kb-score ranks with (tuned on SciFact train; docs/design/ranking.md).
 pub const FEEDBACK: Feedback = Feedback { mix: 0.9, docs: 3, terms: 10 };
 
 impl Feedback {

@@ -28,7 +28,7 @@ pub struct Proximity {
     pub depth: usize,
 }
 
-/// The proximity kb-score ranks with (tuned on SciFact train; README "Ranking").
+/// The proximity kb-score ranks with (tuned on SciFact train; docs/design/ranking.md).
 pub const PROXIMITY: Proximity = Proximity { weight: 0.2, depth: 20 };
 
 impl Proximity {

@@ -144,7 +144,7 @@ pub struct Grading {
     pub qtf: f64,
 }
 
-/// The grading kb-score ranks with (tuned on SciFact train, README "Ranking").
+/// The grading kb-score ranks with (tuned on SciFact train, docs/design/ranking.md).
 pub const GRADING: Grading = Grading { tier: 1.0, gamma: 2.0, qtf: 0.0 };
 
 impl Grading {

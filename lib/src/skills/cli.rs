@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::library::Library;
 use crate::out::jsonl::Format;
 
-/// The skill flags as typed.
+/// The skill flags as typed (kb-append fills them from its own typed flags).
 #[derive(Debug, Default, Clone)]
 pub struct Flags {
     /// `--stage`.
@@ -30,26 +30,6 @@ pub struct Flags {
     pub interval: Option<u64>,
     /// `--replace-all`.
     pub replace_all: bool,
-}
-
-impl Flags {
-    /// Stores the value of the long flag `name`.
-    pub fn set(&mut self, name: &str, value: String) -> Result<()> {
-        let number =
-            |v: &str| v.parse::<u64>().map_err(|_| Error::usage(format!("--{name} takes a number, got {v:?}")));
-        match name {
-            "stage" => self.stage = Some(value),
-            "old-string" => self.old_string = Some(value),
-            "new-string" => self.new_string = Some(value),
-            "file-path" => self.file_path = Some(value),
-            "to" => self.to = Some(value),
-            "format" => self.format = Some(Format::parse(&value)?),
-            "calls" => self.calls = Some(number(&value)?),
-            "interval" => self.interval = Some(number(&value)?),
-            other => return Err(Error::usage(format!("unknown skill flag --{other}"))),
-        }
-        Ok(())
-    }
 }
 
 pub use crate::out::jsonl::{print, Rec};

@@ -1,8 +1,62 @@
-//! kb-append's flag sets, each shared by the subcommands named in
-//! `spec.rs` (the flags themselves are read from the Options section of
-//! `append.txt`).
+//! kb-append's flags as one typed struct, and the flag sets each shared
+//! by the subcommands named in `spec.rs` (the flags themselves are
+//! declared in the Options section of `append.txt`).
+
+use std::path::PathBuf;
+
+use crate::cli::args::typed_flags;
+use crate::out::jsonl::Format;
+
+typed_flags! { super::USAGE;
+    /// kb-append's flags: four programs (the writer, skills, sync,
+    /// compaction) share one namespace.
+    pub struct Flags {
+        root: Option<PathBuf> = "root",
+        content: Option<String> = "content",
+        content_file: Option<PathBuf> = "content-file",
+        notebook: Option<String> = "notebook",
+        append: bool = "append",
+        no_commit: bool = "no-commit",
+        allow_risky: Option<String> = "allow-risky",
+        allow_empty: bool = "allow-empty",
+        justfile: bool = "justfile",
+        older_than: Option<String> = "older-than",
+        remote: Vec<String> = "remote",
+        branch: Option<String> = "branch",
+        no_push: bool = "no-push",
+        max_commit_files: Option<usize> = "max-commit-files",
+        max_commit_bytes: Option<u64> = "max-commit-bytes",
+        max_file_bytes: Option<u64> = "max-file-bytes",
+        max_deletes: Option<usize> = "max-deletes",
+        accept_deletes: bool = "accept-deletes",
+        merge_outside: bool = "merge-outside",
+        min_interval: Option<String> = "min-interval",
+        prune_idle: Option<String> = "prune-idle",
+        max_refs: Option<usize> = "max-refs",
+        keep: Option<String> = "keep",
+        max_bytes: Option<usize> = "max-bytes",
+        timeout: Option<String> = "timeout",
+        stage: Option<String> = "stage",
+        old_string: Option<String> = "old-string",
+        new_string: Option<String> = "new-string",
+        replace_all: bool = "replace-all",
+        file_path: Option<String> = "file-path",
+        to: Option<String> = "to",
+        format: Option<Format> = "format",
+        calls: Option<u64> = "calls",
+        interval: Option<u64> = "interval",
+        allow_edit: Vec<String> = "allow-edit",
+        no_create: bool = "no-create",
+        cites: Vec<String> = "cites",
+        question: Option<String> = "question",
+        topic: Option<String> = "topic",
+        source: Vec<String> = "source",
+        no_registries: bool = "no-registries",
+    }
+}
 
 pub const WRITE: &[&str] = &[
+    "format",
     "root",
     "content",
     "content-file",
@@ -14,9 +68,20 @@ pub const WRITE: &[&str] = &[
     "max-bytes",
     "timeout",
 ];
-pub const CONTENT: &[&str] =
-    &["root", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout", "allow-edit", "no-create"];
+pub const CONTENT: &[&str] = &[
+    "format",
+    "root",
+    "content",
+    "content-file",
+    "notebook",
+    "no-commit",
+    "max-bytes",
+    "timeout",
+    "allow-edit",
+    "no-create",
+];
 pub const CREATE: &[&str] = &[
+    "format",
     "root",
     "stage",
     "content",
@@ -29,8 +94,9 @@ pub const CREATE: &[&str] = &[
     "no-create",
 ];
 pub const FILE: &[&str] =
-    &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+    &["format", "root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
 pub const PATCH: &[&str] = &[
+    "format",
     "root",
     "old-string",
     "new-string",
@@ -42,8 +108,9 @@ pub const PATCH: &[&str] = &[
     "allow-edit",
     "no-create",
 ];
-pub const REVIEW: &[&str] = &["root", "allow-edit", "no-create", "notebook"];
+pub const REVIEW: &[&str] = &["format", "root", "allow-edit", "no-create", "notebook"];
 pub const PROMOTE_ANSWER: &[&str] = &[
+    "format",
     "root",
     "cites",
     "question",
@@ -58,12 +125,13 @@ pub const PROMOTE_ANSWER: &[&str] = &[
     "max-bytes",
     "timeout",
 ];
-pub const LOCKED: &[&str] = &["root", "notebook", "no-commit", "timeout"];
-pub const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout"];
-pub const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout"];
-pub const PROMOTE: &[&str] = &["root", "to", "notebook", "no-commit", "timeout"];
-pub const NUDGE: &[&str] = &["root", "calls", "interval", "notebook"];
+pub const LOCKED: &[&str] = &["format", "root", "notebook", "no-commit", "timeout"];
+pub const BATCH: &[&str] = &["format", "root", "no-commit", "max-bytes", "timeout"];
+pub const REMOVE: &[&str] = &["format", "root", "file-path", "notebook", "no-commit", "timeout"];
+pub const PROMOTE: &[&str] = &["format", "root", "to", "notebook", "no-commit", "timeout"];
+pub const NUDGE: &[&str] = &["format", "root", "calls", "interval", "notebook"];
 pub const SYNC: &[&str] = &[
+    "format",
     "root",
     "remote",
     "branch",

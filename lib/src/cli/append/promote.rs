@@ -1,6 +1,7 @@
 //! `kb-append promote-answer`: file an answer into the local library with
 //! its provenance (seed 001 `--promote-to-library`).
 
+use super::flags::Flags;
 use crate::cli::args::Args;
 use crate::error::Error;
 use crate::out::jsonl::Out;
@@ -9,17 +10,17 @@ use crate::write::{self, Mode, Options};
 use crate::Library;
 
 /// Checks the target and the cited files, builds the page and writes it.
-pub fn run(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     let [path] = a.positional.as_slice() else {
         return Err(Error::usage("promote-answer takes exactly one PATH"));
     };
     let mut spec = sources::Spec {
         root: Some(lib.dir.clone()),
-        registries: !a.on("no-registries"),
+        registries: !f.no_registries,
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
         ..Default::default()
     };
-    for s in a.all("source") {
+    for s in f.source.clone() {
         spec.cli.push(sources::parse_source_flag(&s)?);
     }
     let resolved = sources::resolve(&spec)?;
@@ -27,7 +28,7 @@ pub fn run(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(),
         crate::out::warn("kb-append", &format!("warning: source '{}' skipped: {}: {}", e.source, e.path, e.message));
     }
     promote::check_target(&resolved.sources, path)?;
-    let cites = promote::check_cites(&resolved.sources, &a.all("cites"))?;
+    let cites = promote::check_cites(&resolved.sources, &f.cites.clone())?;
     let req =
         write::request(lib, path, String::new(), Mode::Overwrite, None, None, opts.max_bytes).map_err(Error::msg)?;
     if promote::exists(lib, &req.path) {
@@ -36,11 +37,11 @@ pub fn run(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(),
             req.path
         )));
     }
-    let answer = super::write::content_arg(a, opts.max_bytes)?;
+    let answer = super::write::content_arg(f, opts.max_bytes)?;
     let now = crate::clock::format(crate::clock::now()?);
-    let text = promote::page(&req.path, &answer, &cites, a.get("question"), a.get("topic"), &now)?;
-    let notebook = a.get("notebook").map(str::to_string);
-    let risky = a.get("allow-risky").map(str::to_string);
+    let text = promote::page(&req.path, &answer, &cites, f.question.as_deref(), f.topic.as_deref(), &now)?;
+    let notebook = f.notebook.clone();
+    let risky = f.allow_risky.clone();
     let req =
         write::request(lib, &req.path, text, Mode::Overwrite, notebook, risky, opts.max_bytes).map_err(Error::msg)?;
     let result = write::batch(lib, vec![(0, Ok(req.clone()))], opts)?;

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::flags::Flags;
 use crate::cli::args::Args;
 use crate::error::Error;
 use crate::out::jsonl::Out;
@@ -11,10 +12,10 @@ use crate::{sync, Library};
 
 /// `quarantine`: list what sync held; `quarantine release|drop PATH...`
 /// ends holds, under the library lock.
-pub fn quarantine(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+pub fn quarantine(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     if a.cmd == "quarantine" {
         let held = sync::hold::read(lib)?;
-        if a.table()? {
+        if crate::cli::args::format_or_default(f.format) == crate::out::jsonl::Format::Table {
             let rows: Vec<Vec<String>> = held
                 .iter()
                 .map(|h| vec![h.path.clone(), format!("{:?}", h.why).to_lowercase(), h.reason.clone()])

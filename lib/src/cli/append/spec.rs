@@ -10,13 +10,19 @@ use super::USAGE;
 pub static SPEC: Spec = Spec::new(
     "kb-append",
     USAGE,
+    super::Flags::NAMES,
     &[
         Cmd::new("", "", &["justfile"], "print the justfile's path"),
-        Cmd::new("init", "", &["root", "no-commit"], "create the library layout"),
+        Cmd::new("init", "", &["root", "no-commit", "format"], "create the library layout"),
         Cmd::new("write", "PATH", WRITE, "write one document (content from --content, --content-file or stdin)"),
         Cmd::new("batch", "", BATCH, "write the JSONL requests on stdin under one lock and one commit"),
         Cmd::new("event", "referenced|replan|accept PATH", LOCKED, "log a changelog event for a document"),
-        Cmd::new("compact", "", &["root", "older-than", "no-commit", "timeout"], "archive old changelog lines"),
+        Cmd::new(
+            "compact",
+            "",
+            &["root", "older-than", "no-commit", "timeout", "format"],
+            "archive old changelog lines",
+        ),
         Cmd::new(
             "promote-answer",
             "PATH",
@@ -39,18 +45,23 @@ pub static SPEC: Spec = Spec::new(
             "run a skill reviewer under allowedEditSkills/allowCreateNew; report the skills it created",
         ),
         Cmd::new("sync", "", SYNC, "commit, fetch, merge and push with the git remote"),
-        Cmd::new("resolve", "PATH", &["root", "keep", "no-commit", "timeout"], "end a kept conflict"),
+        Cmd::new("resolve", "PATH", &["root", "keep", "no-commit", "timeout", "format"], "end a kept conflict"),
         Cmd::new(
             "quarantine",
             "",
             &["root", "format"],
             "what sync kept out of the library: dangerous, or waiting for review",
         ),
-        Cmd::new("quarantine release", "PATH...", &["root", "no-commit", "timeout"], "let a peer's held version in"),
+        Cmd::new(
+            "quarantine release",
+            "PATH...",
+            &["root", "no-commit", "timeout", "format"],
+            "let a peer's held version in",
+        ),
         Cmd::new(
             "quarantine drop",
             "PATH...",
-            &["root", "no-commit", "timeout"],
+            &["root", "no-commit", "timeout", "format"],
             "keep this machine's version of a held path",
         ),
         Cmd::new("merge-log", "BASE OURS THEIRS", &[], "git merge driver for logs"),

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::flags::Flags;
 use crate::cli::args::Args;
 use crate::error::{Error, Exit};
 use crate::out::jsonl::Out;
@@ -11,8 +12,8 @@ use crate::{sync, Library};
 
 /// `init`: create the layout and commit the files it wrote, so a fresh
 /// library starts with a clean tree.
-pub fn init(a: &Args, opts: &Options, out: &mut Out) -> Result<(), Error> {
-    let lib = Library::for_init(a.root())?;
+pub fn init(f: &Flags, opts: &Options, out: &mut Out) -> Result<(), Error> {
+    let lib = Library::for_init(f.root.as_deref())?;
     let created = sync::init(&lib)?.created;
     let files: Vec<String> = created.iter().filter(|p| lib.path(p).is_file()).cloned().collect();
     let committed = opts.commit && crate::library::git::commit(&lib, &files, "task-ai(library):init")?;
@@ -20,20 +21,20 @@ pub fn init(a: &Args, opts: &Options, out: &mut Out) -> Result<(), Error> {
 }
 
 /// `sync`: commit, fetch, merge and push.
-pub fn sync(a: &Args, lib: &Library, opts: Options, out: &mut Out) -> Result<(), Error> {
+pub fn sync(f: &Flags, lib: &Library, opts: Options, out: &mut Out) -> Result<(), Error> {
     let o = sync::Options {
-        remote: a.get("remote").map(str::to_string),
-        branch: a.get("branch").map(str::to_string),
-        push: !a.on("no-push"),
+        remote: f.remote.last().cloned(),
+        branch: f.branch.clone(),
+        push: !f.no_push,
         lock: opts.lock,
-        limits: limits(a)?,
-        min_interval: a.get("min-interval").map(crate::clock::parse_duration).transpose()?,
-        prune_idle: a.get("prune-idle").map(days_or_duration).transpose()?,
-        max_refs: a.num("max-refs")?.unwrap_or(sync::Options::default().max_refs),
+        limits: limits(f)?,
+        min_interval: f.min_interval.as_deref().map(crate::clock::parse_duration).transpose()?,
+        prune_idle: f.prune_idle.as_deref().map(days_or_duration).transpose()?,
+        max_refs: f.max_refs.unwrap_or(sync::Options::default().max_refs),
         ..Default::default()
     };
     // `--remote A --remote B`: a relay, one record per sync made.
-    let remotes = a.all("remote");
+    let remotes = f.remote.clone();
     let results = if remotes.len() > 1 { sync::relay(lib, &o, &remotes) } else { vec![sync::sync(lib, &o)] };
     for result in results {
         match result {
@@ -62,31 +63,31 @@ fn days_or_duration(s: &str) -> Result<std::time::Duration, Error> {
 }
 
 /// The boundary's caps and choices from the flags (issue 32).
-fn limits(a: &Args) -> Result<sync::admit::Limits, Error> {
+fn limits(f: &Flags) -> Result<sync::admit::Limits, Error> {
     let mut l = sync::admit::Limits::default();
-    if let Some(n) = a.num("max-commit-files")? {
+    if let Some(n) = f.max_commit_files {
         l.max_files = n;
     }
-    if let Some(n) = a.num("max-commit-bytes")? {
+    if let Some(n) = f.max_commit_bytes {
         l.max_bytes = n;
     }
-    if let Some(n) = a.num("max-file-bytes")? {
+    if let Some(n) = f.max_file_bytes {
         l.max_file_bytes = n;
     }
-    if let Some(n) = a.num("max-deletes")? {
+    if let Some(n) = f.max_deletes {
         l.max_deletes = n;
     }
-    l.accept_deletes = a.on("accept-deletes");
-    l.merge_outside = a.on("merge-outside");
+    l.accept_deletes = f.accept_deletes;
+    l.merge_outside = f.merge_outside;
     Ok(l)
 }
 
 /// `resolve PATH --keep ours|theirs|FILE`: end a kept conflict.
-pub fn resolve(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+pub fn resolve(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     let [path] = a.positional.as_slice() else {
         return Err(Error::usage("resolve takes exactly one PATH"));
     };
-    let keep = a.get("keep").ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
+    let keep = f.keep.as_deref().ok_or_else(|| Error::usage("resolve needs --keep ours|theirs|FILE"))?;
     match sync::resolve::resolve(lib, path, &sync::resolve::Keep::parse(keep), opts.commit, &opts.lock) {
         Ok(r) => out.record(&r),
         Err(e) => out.error(&e.to_string(), json!({"command": "resolve"})),

@@ -3,6 +3,7 @@
 
 use serde_json::json;
 
+use super::flags::Flags;
 use crate::cli::args::Args;
 use crate::error::{Error, Exit};
 use crate::out::jsonl::{self, Out};
@@ -10,18 +11,17 @@ use crate::write::{self, Mode, Options};
 use crate::Library;
 
 /// `write PATH`: one document, content from `--content`, `--content-file` or stdin.
-pub fn write(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+pub fn write(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     let [path] = a.positional.as_slice() else { return Err(Error::usage("write takes exactly one PATH")) };
-    let content = content_arg(a, opts.max_bytes)?;
-    if content.is_empty() && !a.on("allow-empty") {
+    let content = content_arg(f, opts.max_bytes)?;
+    if content.is_empty() && !f.allow_empty {
         return Err(Error::usage(format!(
             "refusing to write empty content to '{path}' (an empty stdin?); pass --allow-empty to mean it"
         )));
     }
-    let mode = if a.on("append") { Mode::Append } else { Mode::Overwrite };
-    let notebook = a.get("notebook").map(str::to_string);
-    let req =
-        write::request(lib, path, content, mode, notebook, a.get("allow-risky").map(str::to_string), opts.max_bytes);
+    let mode = if f.append { Mode::Append } else { Mode::Overwrite };
+    let notebook = f.notebook.clone();
+    let req = write::request(lib, path, content, mode, notebook, f.allow_risky.clone(), opts.max_bytes);
     report(out, write::batch(lib, vec![(0, req)], opts)?, false)
 }
 
@@ -46,11 +46,11 @@ pub fn batch(lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> 
 }
 
 /// `event KIND PATH --notebook NB`: one changelog event.
-pub fn event(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
+pub fn event(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
     let [kind, path] = a.positional.as_slice() else {
         return Err(Error::usage("event takes KIND PATH (referenced, replan or accept)"));
     };
-    let nb = a.get("notebook").ok_or_else(|| Error::usage("event needs --notebook NB"))?;
+    let nb = f.notebook.as_deref().ok_or_else(|| Error::usage("event needs --notebook NB"))?;
     let ev = write::event(lib, kind, path, nb, opts)?;
     let mut rec = serde_json::Map::new();
     rec.insert("record".into(), json!("event"));
@@ -62,8 +62,8 @@ pub fn event(a: &Args, lib: &Library, opts: &Options, out: &mut Out) -> Result<(
 
 /// The content of `write` and `promote-answer`: `--content`,
 /// `--content-file` or stdin.
-pub fn content_arg(a: &Args, max_bytes: usize) -> Result<String, Error> {
-    write::content_from_args(a.get("content"), a.get("content-file").map(std::path::Path::new), max_bytes)
+pub fn content_arg(f: &Flags, max_bytes: usize) -> Result<String, Error> {
+    write::content_from_args(f.content.as_deref(), f.content_file.as_deref(), max_bytes)
 }
 
 /// Prints one record per request; rejected ones as error records with

@@ -3,23 +3,22 @@
 
 use jiff::Timestamp;
 
-use crate::cli::args::Args;
 use crate::error::{Context, Error, Exit};
 use crate::guard::{self, policy::Policy, scan, target, Engine, Verdict};
 use crate::out::jsonl::{Format, Out};
 
 /// Scans `paths`; exit 1 when a verdict reaches `--fail-on` (never, with `never`).
 pub fn run(
-    a: &Args,
+    f: &super::Flags,
     engine: &Engine,
     paths: &[&str],
     policy: Option<&Policy>,
     now: Timestamp,
     out: &mut Out,
 ) -> Result<(), Error> {
-    let format_flag = a.get("format");
+    let format_flag = f.format.as_deref();
     // `never`: a report for people (`just scan`), findings shown, exit 0.
-    let fail_on = match a.get("fail-on").unwrap_or("dangerous") {
+    let fail_on = match f.fail_on.as_deref().unwrap_or("dangerous") {
         "never" => None,
         v => Some(
             Verdict::parse(v)
@@ -46,12 +45,12 @@ pub fn run(
     }
     match format_flag {
         Some("sarif") => out.text(&format!("{:#}\n", guard::sarif::log(engine, &results)))?,
-        f if f.map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table => {
+        v if v.map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table => {
             out.text(&scan::table(&results))?
         }
         _ => {
             for r in &results {
-                r.findings.iter().try_for_each(|f| out.record(f))?;
+                r.findings.iter().try_for_each(|x| out.record(x))?;
                 out.record(&r.verdict)?;
             }
         }
