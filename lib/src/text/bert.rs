@@ -584,7 +584,7 @@ impl Encoder {
 
     /// `x Wᵀ + b`.
     fn linear(&self, x: &Array2<f32>, l: &Linear) -> Array2<f32> {
-        x.dot(&self.matrix(l.w).t()) + &self.vector(l.b)
+        x.dot(&self.matrix(l.w).t()) + self.vector(l.b)
     }
 
     /// Layer norm of each row, in place.
