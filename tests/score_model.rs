@@ -76,6 +76,15 @@ fn meaning_joins_the_words_and_only_an_edited_document_is_encoded_again() {
             assert!((-1.0..=1.0).contains(&c), "{h}");
         }
     }
+    // The first call wrote an aligned copy of the weights beside the index;
+    // the next ones map it and answer the same, byte for byte.
+    let copies: Vec<String> = std::fs::read_dir(lib.path(".cache/kb-score"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("model-") && n.ends_with(".f32"))
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
     // KB_MODEL does what --model does; --no-dense turns it off, byte for byte the lexical answer.
     assert_eq!(run(&lib, &["jwt"], Some(Path::new(m))), out);
     assert_eq!(run(&lib, &["jwt", "--no-dense"], Some(Path::new(m))), lexical);

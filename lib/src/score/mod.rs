@@ -234,10 +234,17 @@ pub struct Open {
 }
 
 impl Open {
-    /// The encoder of `dir`, loaded on first use and kept.
-    fn encoder(&mut self, dir: &std::path::Path) -> Result<std::sync::Arc<crate::text::bert::Encoder>> {
+    /// The encoder of `dir`, loaded on first use and kept; its weights
+    /// mapped from an aligned copy in `cache` (the local library's index
+    /// cache directory, else the user's), so a CLI call does not read them.
+    fn encoder(
+        &mut self,
+        dir: &std::path::Path,
+        cache: Option<&std::path::Path>,
+    ) -> Result<std::sync::Arc<crate::text::bert::Encoder>> {
         if self.encoder.as_ref().is_none_or(|(d, _)| d != dir) {
-            self.encoder = Some((dir.to_path_buf(), std::sync::Arc::new(crate::text::bert::Encoder::load(dir)?)));
+            let enc = crate::text::bert::Encoder::load_cached(dir, cache)?;
+            self.encoder = Some((dir.to_path_buf(), std::sync::Arc::new(enc)));
         }
         Ok(self.encoder.as_ref().expect("just loaded").1.clone())
     }
@@ -390,7 +397,8 @@ pub fn search_with(
     let mut queried = Vec::new();
     let mut with_findings = Vec::new();
     // The query is encoded once for every source.
-    let encoder = opts.model.as_deref().map(|m| open.encoder(m)).transpose()?;
+    let cache = local.map(|l| l.path(cache::DIR)).or_else(cache::user_cache_dir);
+    let encoder = opts.model.as_deref().map(|m| open.encoder(m, cache.as_deref())).transpose()?;
     let qv = encoder.as_deref().map(|e| e.encode_query(&q.text));
     let dense = encoder.as_deref().zip(qv.as_deref());
     for (i, src) in sources.iter().enumerate() {

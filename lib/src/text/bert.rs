@@ -25,12 +25,14 @@
 //! `bench/memgate_embed_probe.py` runs it in numpy: embeddings, layers of
 //! self-attention and a GELU feed-forward, each closed by a layer norm,
 //! then the pooling, normalised. One text at a time, so no padding or
-//! mask; the products are ndarray's (matrixmultiply's sgemm).
+//! mask; the products are ndarray's (matrixmultiply's sgemm). With a
+//! cache directory ([`Encoder::load_cached`]) the weights are converted
+//! once into an aligned run of f32 there and mapped by every later call.
 
 use std::fs;
 use std::path::Path;
 
-use ndarray::{s, Array1, Array2, Axis};
+use ndarray::{s, Array2, ArrayView1, ArrayView2, Axis};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -100,16 +102,25 @@ struct SentenceConfig {
     max_seq_length: usize,
 }
 
+/// Where a tensor lies in the weights' run of f32 ([`Store`]): its first
+/// value and its shape (a vector is one row).
+#[derive(Clone, Copy)]
+struct At {
+    start: usize,
+    rows: usize,
+    cols: usize,
+}
+
 /// `y = x Wᵀ + b`, W stored as the checkpoint has it: `[out, in]`.
 struct Linear {
-    w: Array2<f32>,
-    b: Array1<f32>,
+    w: At,
+    b: At,
 }
 
 /// A layer norm's gain and bias.
 struct Norm {
-    g: Array1<f32>,
-    b: Array1<f32>,
+    g: At,
+    b: At,
 }
 
 struct Layer {
@@ -123,6 +134,31 @@ struct Layer {
     out_norm: Norm,
 }
 
+/// The weights as one run of little-endian f32 in [`plan`]'s order:
+/// mapped from the aligned copy in a cache (a CLI call then pays neither
+/// the read nor the copy of 90 MB, and touches only the word rows its
+/// text uses), or held in memory when there is no cache to write.
+enum Store {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<f32>),
+}
+
+impl Store {
+    fn floats(&self) -> &[f32] {
+        match self {
+            // A mapping is page-aligned and the header a multiple of 64
+            // bytes, so the cast cannot fail on a file `mapped` accepted.
+            Store::Mapped(m) => bytemuck::cast_slice(&m[ALIGNED_HEADER..]),
+            Store::Owned(v) => v,
+        }
+    }
+}
+
+/// The aligned copy's header: magic, the model's digest (64 hex bytes),
+/// word rows and floats as u64, zero-padded to 128 bytes.
+const ALIGNED_HEADER: usize = 128;
+const ALIGNED_MAGIC: &[u8; 8] = b"KBWF32\0\x01";
+
 /// A loaded model.
 pub struct Encoder {
     hidden: usize,
@@ -133,9 +169,10 @@ pub struct Encoder {
     pooling: Pooling,
     query_prompt: String,
     passage_prompt: String,
-    words: Array2<f32>,
-    positions: Array2<f32>,
-    token_type: Array1<f32>,
+    store: Store,
+    words: At,
+    positions: At,
+    token_type: At,
     emb_norm: Norm,
     layers: Vec<Layer>,
     /// What the model is, for a cache of vectors: a digest of its
@@ -154,9 +191,9 @@ struct Tensors<'a> {
 }
 
 impl Tensors<'_> {
-    /// A tensor of the given shape, as f32; a missing tensor, another dtype
-    /// or another shape is an error naming it.
-    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+    /// A tensor's little-endian f32 bytes, of the given shape; a missing
+    /// tensor, another dtype or another shape is an error naming it.
+    fn get(&self, name: &str, shape: &[usize]) -> Result<&[u8]> {
         let full = format!("{}{name}", self.prefix);
         let t = self.st.tensor(&full).map_err(|e| Error::msg(format!("{}: tensor {full}: {e}", self.file)))?;
         if t.dtype() != safetensors::Dtype::F32 {
@@ -169,28 +206,117 @@ impl Tensors<'_> {
                 t.shape()
             )));
         }
-        Ok(t.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(t.data())
     }
 
-    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Array2<f32>> {
-        let data = self.get(name, &[rows, cols])?;
-        Ok(Array2::from_shape_vec((rows, cols), data).expect("the shape was checked"))
+    /// The rows a tensor has (its first dimension), for the tensors whose
+    /// row count the checkpoint decides (word and token-type rows).
+    fn rows(&self, name: &str) -> Result<usize> {
+        let full = format!("{}{name}", self.prefix);
+        let t = self.st.tensor(&full).map_err(|e| Error::msg(format!("{}: tensor {full}: {e}", self.file)))?;
+        Ok(t.shape().first().copied().unwrap_or(0))
     }
+}
 
-    fn vector(&self, name: &str, len: usize) -> Result<Array1<f32>> {
-        Ok(Array1::from(self.get(name, &[len])?))
+/// The tensors the forward pass reads, in the order the weights' run of
+/// f32 holds them, each with its shape in the checkpoint (`[out, in]` for
+/// a matrix, `[len]` for a vector). Of the token-type rows only the first
+/// is kept (every token is of type 0): `[1, hidden]` here.
+fn plan(cfg: &Config, words: usize) -> Vec<(String, Vec<usize>)> {
+    let (h, i) = (cfg.hidden_size, cfg.intermediate_size);
+    let mut out = vec![
+        ("embeddings.word_embeddings.weight".to_string(), vec![words, h]),
+        ("embeddings.position_embeddings.weight".into(), vec![cfg.max_position_embeddings, h]),
+        (TOKEN_TYPE.into(), vec![1, h]),
+        ("embeddings.LayerNorm.weight".into(), vec![h]),
+        ("embeddings.LayerNorm.bias".into(), vec![h]),
+    ];
+    for l in 0..cfg.num_hidden_layers {
+        let p = format!("encoder.layer.{l}");
+        for (name, shape) in [
+            ("attention.self.query", vec![h, h]),
+            ("attention.self.key", vec![h, h]),
+            ("attention.self.value", vec![h, h]),
+            ("attention.output.dense", vec![h, h]),
+            ("attention.output.LayerNorm", vec![h]),
+            ("intermediate.dense", vec![i, h]),
+            ("output.dense", vec![h, i]),
+            ("output.LayerNorm", vec![h]),
+        ] {
+            out.push((format!("{p}.{name}.bias"), vec![shape[0]]));
+            out.push((format!("{p}.{name}.weight"), shape));
+        }
     }
+    out
+}
 
-    fn linear(&self, name: &str, inp: usize, out: usize) -> Result<Linear> {
-        Ok(Linear {
-            w: self.matrix(&format!("{name}.weight"), out, inp)?,
-            b: self.vector(&format!("{name}.bias"), out)?,
+const TOKEN_TYPE: &str = "embeddings.token_type_embeddings.weight";
+
+/// Where each tensor of [`plan`] lies in the run of f32, in its order;
+/// and the run's length.
+fn places(plan: &[(String, Vec<usize>)]) -> (Vec<At>, usize) {
+    let mut start = 0;
+    let ats = plan
+        .iter()
+        .map(|(_, shape)| {
+            let (rows, cols) = match shape[..] {
+                [rows, cols] => (rows, cols),
+                _ => (1, shape[0]),
+            };
+            let at = At { start, rows, cols };
+            start += rows * cols;
+            at
         })
-    }
+        .collect();
+    (ats, start)
+}
 
-    fn norm(&self, name: &str, dims: usize) -> Result<Norm> {
-        Ok(Norm { g: self.vector(&format!("{name}.weight"), dims)?, b: self.vector(&format!("{name}.bias"), dims)? })
+/// The weights' run of f32 in [`plan`]'s order, as the aligned copy's
+/// bytes (header, then the floats): every tensor checked against
+/// `config.json` (shape, dtype), so a damaged or mismatched checkpoint is
+/// an error naming the tensor, never a wrong vector.
+fn aligned(t: &Tensors, cfg: &Config, words: usize, fingerprint: &str) -> Result<Vec<u8>> {
+    let plan = plan(cfg, words);
+    let floats = places(&plan).1;
+    let mut out = Vec::with_capacity(ALIGNED_HEADER + 4 * floats);
+    out.extend_from_slice(ALIGNED_MAGIC);
+    out.extend_from_slice(fingerprint.as_bytes());
+    out.extend_from_slice(&(words as u64).to_le_bytes());
+    out.extend_from_slice(&(floats as u64).to_le_bytes());
+    out.resize(ALIGNED_HEADER, 0);
+    for (name, shape) in &plan {
+        if name == TOKEN_TYPE {
+            let h = cfg.hidden_size;
+            let types = t.rows(name)?.max(1);
+            out.extend_from_slice(&t.get(name, &[types, h])?[..4 * h]);
+        } else {
+            out.extend_from_slice(t.get(name, shape)?);
+        }
     }
+    Ok(out)
+}
+
+/// The aligned copy at `path` if it is whole and of the model
+/// `fingerprint`: the store and its word rows. None sends the caller
+/// back to the checkpoint (and to write the copy again).
+fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)> {
+    // fs::map maps only files written by atomic::write (replaced by
+    // rename, never truncated in place): the aligned copy is one, so the
+    // SAFETY argument there holds for it.
+    let m = crate::fs::map::map(path).ok()?;
+    let u64_at = |at: usize| Some(u64::from_le_bytes(m.get(at..at + 8)?.try_into().ok()?) as usize);
+    let (words, floats) = (u64_at(72)?, u64_at(80)?);
+    let whole = m.get(..8) == Some(&ALIGNED_MAGIC[..])
+        && m.get(8..72) == Some(fingerprint.as_bytes())
+        && words <= m.len() / 4 / cfg.hidden_size
+        && floats == places(&plan(cfg, words)).1
+        && floats.checked_mul(4).and_then(|n| n.checked_add(ALIGNED_HEADER)) == Some(m.len());
+    whole.then_some((Store::Mapped(m), words))
+}
+
+/// The aligned copy's file in `cache` for a model.
+fn aligned_path(cache: &Path, fingerprint: &str) -> std::path::PathBuf {
+    cache.join(format!("model-{}.f32", &fingerprint[..16]))
 }
 
 /// A file of the model folder, read whole; its absence says what the
@@ -206,10 +332,19 @@ fn read(dir: &Path, name: &str) -> Result<Vec<u8>> {
 }
 
 impl Encoder {
-    /// Loads the model in `dir`. Every size comes from `config.json` and is
-    /// checked against the tensors, so a damaged or mismatched folder is an
-    /// error, never a panic or a wrong vector.
+    /// Loads the model in `dir`, its weights copied into memory. Every size
+    /// comes from `config.json` and is checked against the tensors, so a
+    /// damaged or mismatched folder is an error, never a panic or a wrong
+    /// vector.
     pub fn load(dir: &Path) -> Result<Encoder> {
+        Encoder::load_cached(dir, None)
+    }
+
+    /// [`Encoder::load`], keeping an aligned copy of the weights in the
+    /// directory `cache` (`model-<digest>.f32`, written once per model)
+    /// and mapping it: a call then reads the configuration, the tokenizer
+    /// and a few kilobytes of the weights for the digest, not 90 MB.
+    pub fn load_cached(dir: &Path, cache: Option<&Path>) -> Result<Encoder> {
         let config_bytes = read(dir, "config.json")?;
         let cfg: Config = serde_json::from_slice(&config_bytes)
             .map_err(|e| Error::msg(format!("{}: {e}", dir.join("config.json").display())))?;
@@ -273,53 +408,8 @@ impl Encoder {
             |names: &[&str]| names.iter().find_map(|n| prompts.prompts.get(*n).cloned()).unwrap_or(default.clone());
         let (query_prompt, passage_prompt) = (prompt(&["query"]), prompt(&["passage", "document"]));
         let weights_path = dir.join("model.safetensors");
-        // Read, not mapped: the folder is the user's, and a file truncated
-        // under a map would kill the process (fs::map maps only files our
-        // own atomic writes replace). Every weight is copied out anyway.
-        let bytes = read(dir, "model.safetensors")?;
         let file = weights_path.display().to_string();
-        let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| Error::msg(format!("{file}: {e}")))?;
-        let prefix = if st.tensor("embeddings.word_embeddings.weight").is_ok() { "" } else { "bert." };
-        let t = Tensors { st, prefix, file };
-        let words =
-            t.st.tensor(&format!("{prefix}embeddings.word_embeddings.weight"))
-                .map_err(|e| Error::msg(format!("{}: tensor embeddings.word_embeddings.weight: {e}", t.file)))?;
-        let n_words = words.shape().first().copied().unwrap_or(0);
-        if n_words < tokenizer.len() {
-            return Err(Error::msg(format!(
-                "{}: {n_words} word rows for {} tokens in the tokenizer (vocab.txt or tokenizer.json)",
-                t.file,
-                tokenizer.len()
-            )));
-        }
-        if [tokenizer.start, tokenizer.end, tokenizer.unk].iter().any(|&id| id >= n_words) {
-            return Err(Error::msg(format!("{}: a special token's id is past the {n_words} word rows", t.file)));
-        }
-        let words = t.matrix("embeddings.word_embeddings.weight", n_words, h)?;
-        let positions = t.matrix("embeddings.position_embeddings.weight", cfg.max_position_embeddings, h)?;
-        let types =
-            t.st.tensor(&format!("{prefix}embeddings.token_type_embeddings.weight"))
-                .map_err(|e| Error::msg(format!("{}: tensor embeddings.token_type_embeddings.weight: {e}", t.file)))?;
-        let n_types = types.shape().first().copied().unwrap_or(0).max(1);
-        let token_type = t.matrix("embeddings.token_type_embeddings.weight", n_types, h)?.row(0).to_owned();
-        let emb_norm = t.norm("embeddings.LayerNorm", h)?;
-        let i = cfg.intermediate_size;
-        let layers = (0..cfg.num_hidden_layers)
-            .map(|l| {
-                let p = format!("encoder.layer.{l}");
-                Ok(Layer {
-                    query: t.linear(&format!("{p}.attention.self.query"), h, h)?,
-                    key: t.linear(&format!("{p}.attention.self.key"), h, h)?,
-                    value: t.linear(&format!("{p}.attention.self.value"), h, h)?,
-                    attn_out: t.linear(&format!("{p}.attention.output.dense"), h, h)?,
-                    attn_norm: t.norm(&format!("{p}.attention.output.LayerNorm"), h)?,
-                    inter: t.linear(&format!("{p}.intermediate.dense"), h, i)?,
-                    out: t.linear(&format!("{p}.output.dense"), i, h)?,
-                    out_norm: t.norm(&format!("{p}.output.LayerNorm"), h)?,
-                })
-            })
-            .collect::<Result<Vec<Layer>>>()?;
-        let header_len = bytes.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize);
+        let (head, size, samples) = weights_head(&weights_path)?;
         let mut digest = Sha256::new();
         for part in [
             &config_bytes[..],
@@ -328,16 +418,74 @@ impl Encoder {
             &settings,
             query_prompt.as_bytes(),
             passage_prompt.as_bytes(),
-            bytes.get(..8 + header_len).unwrap_or(&[]),
-            &(bytes.len() as u64).to_le_bytes(),
+            &head,
+            &size.to_le_bytes(),
             &(max_tokens as u64).to_le_bytes(),
-            &weight_samples(&bytes, 8 + header_len),
+            &samples,
         ] {
             digest.update((part.len() as u64).to_le_bytes());
             digest.update(part);
         }
         // Hex by hand: doc::digest is a layer above text (tests/layers.rs).
-        let fingerprint = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let fingerprint: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let copy = cache.map(|c| aligned_path(c, &fingerprint));
+        let (store, n_words) = match copy.as_deref().and_then(|p| mapped(p, &fingerprint, &cfg)) {
+            Some(found) => found,
+            None => {
+                // Read, not mapped: the folder is the user's, and a file
+                // truncated under a map would kill the process (fs::map maps
+                // only files our own atomic writes replace).
+                let bytes = read(dir, "model.safetensors")?;
+                let st =
+                    safetensors::SafeTensors::deserialize(&bytes).map_err(|e| Error::msg(format!("{file}: {e}")))?;
+                let prefix = if st.tensor("embeddings.word_embeddings.weight").is_ok() { "" } else { "bert." };
+                let t = Tensors { st, prefix, file: file.clone() };
+                let n_words = t.rows("embeddings.word_embeddings.weight")?;
+                if n_words < tokenizer.len() {
+                    return Err(Error::msg(format!(
+                        "{file}: {n_words} word rows for {} tokens in the tokenizer (vocab.txt or tokenizer.json)",
+                        tokenizer.len()
+                    )));
+                }
+                if [tokenizer.start, tokenizer.end, tokenizer.unk].iter().any(|&id| id >= n_words) {
+                    return Err(Error::msg(format!("{file}: a special token's id is past the {n_words} word rows")));
+                }
+                let run = aligned(&t, &cfg, n_words, &fingerprint)?;
+                drop(t);
+                drop(bytes);
+                // A cache that cannot be written costs the next call this read again.
+                let written = copy.as_deref().is_some_and(|p| crate::fs::atomic::write(p, &run).is_ok());
+                match copy.as_deref().filter(|_| written).and_then(|p| mapped(p, &fingerprint, &cfg)) {
+                    Some(found) => found,
+                    None => {
+                        let floats = run[ALIGNED_HEADER..]
+                            .chunks_exact(4)
+                            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                            .collect();
+                        (Store::Owned(floats), n_words)
+                    }
+                }
+            }
+        };
+        let (ats, _) = places(&plan(&cfg, n_words));
+        let mut ats = ats.into_iter();
+        let mut next = || ats.next().expect("places gives one place per tensor of the plan");
+        let (words, positions, token_type) = (next(), next(), next());
+        let emb_norm = Norm { g: next(), b: next() };
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|_| {
+                // plan's order: each tensor's bias, then its weight.
+                let mut linear = || {
+                    let b = next();
+                    Linear { w: next(), b }
+                };
+                let (query, key, value, attn_out) = (linear(), linear(), linear(), linear());
+                let attn_norm = linear();
+                let (inter, out, out_norm) = (linear(), linear(), linear());
+                let norm = |l: Linear| Norm { g: l.w, b: l.b };
+                Layer { query, key, value, attn_out, attn_norm: norm(attn_norm), inter, out, out_norm: norm(out_norm) }
+            })
+            .collect();
         Ok(Encoder {
             hidden: h,
             heads,
@@ -347,6 +495,7 @@ impl Encoder {
             pooling,
             query_prompt,
             passage_prompt,
+            store,
             words,
             positions,
             token_type,
@@ -399,13 +548,14 @@ impl Encoder {
     /// A text's unit vector, without a prompt: the pooled last layer.
     pub fn encode(&self, text: &str) -> Vec<f32> {
         let ids = self.tokens(text);
-        let h = self.hidden;
-        let mut x = Array2::from_shape_fn((ids.len(), h), |(p, j)| {
+        let (words, positions, token_type) =
+            (self.matrix(self.words), self.matrix(self.positions), self.vector(self.token_type));
+        let mut x = Array2::from_shape_fn((ids.len(), self.hidden), |(p, j)| {
             // An id past the rows (a vocab.txt with repeated lines) reads as the unknown token.
-            let id = if ids[p] < self.words.nrows() { ids[p] } else { self.tokenizer.unk };
-            self.words[[id, j]] + self.positions[[p, j]] + self.token_type[j]
+            let id = if ids[p] < words.nrows() { ids[p] } else { self.tokenizer.unk };
+            words[[id, j]] + positions[[p, j]] + token_type[j]
         });
-        norm(&mut x, &self.emb_norm, self.eps);
+        self.norm(&mut x, &self.emb_norm);
         for layer in &self.layers {
             x = self.layer(x, layer);
         }
@@ -421,12 +571,41 @@ impl Encoder {
         v.to_vec()
     }
 
+    /// A matrix of the weights.
+    fn matrix(&self, at: At) -> ArrayView2<'_, f32> {
+        let data = &self.store.floats()[at.start..at.start + at.rows * at.cols];
+        ArrayView2::from_shape((at.rows, at.cols), data).expect("places sized it")
+    }
+
+    /// A vector of the weights (a one-row tensor).
+    fn vector(&self, at: At) -> ArrayView1<'_, f32> {
+        ArrayView1::from(&self.store.floats()[at.start..at.start + at.cols])
+    }
+
+    /// `x Wᵀ + b`.
+    fn linear(&self, x: &Array2<f32>, l: &Linear) -> Array2<f32> {
+        x.dot(&self.matrix(l.w).t()) + self.vector(l.b)
+    }
+
+    /// Layer norm of each row, in place.
+    fn norm(&self, x: &mut Array2<f32>, n: &Norm) {
+        let (g, b) = (self.vector(n.g), self.vector(n.b));
+        for mut row in x.rows_mut() {
+            let mean = row.mean().unwrap_or(0.0);
+            row -= mean;
+            let var = row.dot(&row) / row.len() as f32;
+            row /= (var + self.eps).sqrt();
+            row *= &g;
+            row += &b;
+        }
+    }
+
     /// One encoder layer: self-attention, then the feed-forward, each
     /// added to its input and normalised.
     fn layer(&self, mut x: Array2<f32>, l: &Layer) -> Array2<f32> {
         let (t, h) = x.dim();
         let dh = h / self.heads;
-        let (q, k, v) = (linear(&x, &l.query), linear(&x, &l.key), linear(&x, &l.value));
+        let (q, k, v) = (self.linear(&x, &l.query), self.linear(&x, &l.key), self.linear(&x, &l.value));
         let mut ctx = Array2::<f32>::zeros((t, h));
         let scale = 1.0 / (dh as f32).sqrt();
         for head in 0..self.heads {
@@ -440,12 +619,12 @@ impl Encoder {
             }
             ctx.slice_mut(cols).assign(&scores.dot(&v.slice(cols)));
         }
-        x += &linear(&ctx, &l.attn_out);
-        norm(&mut x, &l.attn_norm, self.eps);
-        let mut inner = linear(&x, &l.inter);
+        x += &self.linear(&ctx, &l.attn_out);
+        self.norm(&mut x, &l.attn_norm);
+        let mut inner = self.linear(&x, &l.inter);
         inner.mapv_inplace(gelu);
-        x += &linear(&inner, &l.out);
-        norm(&mut x, &l.out_norm, self.eps);
+        x += &self.linear(&inner, &l.out);
+        self.norm(&mut x, &l.out_norm);
         x
     }
 }
@@ -516,37 +695,46 @@ fn pooling(dir: &Path) -> Result<(Pooling, Vec<u8>)> {
     }
 }
 
-/// Bytes from across the weights after the header: a fine-tuned model
-/// keeps its base's config, vocabulary and header, and a cache of the
-/// base's vectors must not serve it. 256 slices of 256 bytes, evenly
-/// spread (the whole when smaller), read in microseconds where hashing
-/// all 90 MB of all-MiniLM-L6-v2 would cost each run a tenth of a second.
-fn weight_samples(bytes: &[u8], start: usize) -> Vec<u8> {
-    const SLICES: usize = 256;
-    const SLICE: usize = 256;
-    let data = bytes.get(start..).unwrap_or(&[]);
-    if data.len() <= SLICES * SLICE {
-        return data.to_vec();
-    }
-    let step = data.len() / SLICES;
-    (0..SLICES).flat_map(|i| &data[i * step..i * step + SLICE]).copied().collect()
-}
-
-/// `x Wᵀ + b`.
-fn linear(x: &Array2<f32>, l: &Linear) -> Array2<f32> {
-    x.dot(&l.w.t()) + &l.b
-}
-
-/// Layer norm of each row, in place.
-fn norm(x: &mut Array2<f32>, n: &Norm, eps: f32) {
-    for mut row in x.rows_mut() {
-        let mean = row.mean().unwrap_or(0.0);
-        row -= mean;
-        let var = row.dot(&row) / row.len() as f32;
-        row /= (var + eps).sqrt();
-        row *= &n.g;
-        row += &n.b;
-    }
+/// What the digest reads of the weights file, without reading it all:
+/// its header (length and JSON; none when the length runs past the
+/// file), its size, and bytes from across the weights after the header:
+/// a fine-tuned model keeps its base's config, vocabulary and header, and
+/// a cache of the base's vectors must not serve it. 256 slices of 256
+/// bytes, evenly spread (the whole when smaller), read in microseconds
+/// where hashing all 90 MB of all-MiniLM-L6-v2 would cost each run a
+/// tenth of a second.
+fn weights_head(path: &Path) -> Result<(Vec<u8>, u64, Vec<u8>)> {
+    use std::os::unix::fs::FileExt;
+    const SLICES: u64 = 256;
+    const SLICE: u64 = 256;
+    let io = |e| {
+        Error::msg(format!(
+            "{}: {e} (a sentence-transformers BERT folder holds config.json, tokenizer.json or vocab.txt, and model.safetensors)",
+            path.display()
+        ))
+    };
+    let f = fs::File::open(path).map_err(io)?;
+    let size = f.metadata().map_err(io)?.len();
+    let at = |start: u64, len: u64| -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact_at(&mut buf, start).map_err(io)?;
+        Ok(buf)
+    };
+    let header_len = if size >= 8 { u64::from_le_bytes(at(0, 8)?.try_into().unwrap_or([0; 8])) } else { 0 };
+    let start = header_len.saturating_add(8);
+    let head = if start <= size { at(0, start)? } else { Vec::new() };
+    let data = size.saturating_sub(start);
+    let samples = if data <= SLICES * SLICE {
+        at(start.min(size), data)?
+    } else {
+        let step = data / SLICES;
+        let mut out = Vec::with_capacity((SLICES * SLICE) as usize);
+        for i in 0..SLICES {
+            out.extend(at(start + i * step, SLICE)?);
+        }
+        out
+    };
+    Ok((head, size, samples))
 }
 
 /// BERT's exact GELU, `x · Φ(x)`, with erf by Abramowitz and Stegun 7.1.26
@@ -905,6 +1093,57 @@ mod tests {
     }
 
     /// The error `load` gives for the fixture folder after `damage`.
+    #[test]
+    fn the_mapped_copy_of_the_weights_gives_the_same_vectors_and_a_damaged_one_is_written_again() {
+        let dir = model(51);
+        let cache = tempfile::tempdir().unwrap();
+        let plain = Encoder::load(dir.path()).unwrap();
+        assert!(matches!(plain.store, super::Store::Owned(_)));
+        let texts = ["the cat sat", "cat", "", "the the the cat"];
+        let id = |w: &str| 5 + WORDS.iter().position(|x| *x == w).unwrap();
+        close(&plain.encode("the cat sat"), &reference(dir.path(), &[2, id("the"), id("cat"), id("sat"), 3]), "owned");
+        let copies = || std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect::<Vec<_>>();
+        let check = |what: &str| {
+            let enc = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+            assert!(matches!(enc.store, super::Store::Mapped(_)), "{what}");
+            assert_eq!(enc.digest(), plain.digest(), "{what}");
+            for t in texts {
+                assert_eq!(enc.encode(t), plain.encode(t), "{what}: {t:?}");
+            }
+            assert_eq!(copies().len(), 1, "{what}");
+        };
+        check("written");
+        let copy = copies().remove(0);
+        assert!(copy.file_name().unwrap().to_str().unwrap().starts_with(&format!("model-{}", &plain.digest()[..16])));
+        let whole = std::fs::read(&copy).unwrap();
+        check("mapped");
+        // Cut short, a float changed in the header's count, another model's digest: not read, written again.
+        for (what, bytes) in [
+            ("truncated", whole[..whole.len() - 4].to_vec()),
+            ("count", {
+                let mut b = whole.clone();
+                b[80] ^= 1;
+                b
+            }),
+            ("digest", {
+                let mut b = whole.clone();
+                b[8] = if b[8] == b'0' { b'1' } else { b'0' };
+                b
+            }),
+            ("empty", Vec::new()),
+        ] {
+            std::fs::write(&copy, &bytes).unwrap();
+            check(what);
+            assert_eq!(std::fs::read(&copy).unwrap(), whole, "{what}");
+        }
+        // A cache that cannot be written: the weights stay in memory.
+        let blocked = cache.path().join("file");
+        std::fs::write(&blocked, "x").unwrap();
+        let enc = Encoder::load_cached(dir.path(), Some(&blocked)).unwrap();
+        assert!(matches!(enc.store, super::Store::Owned(_)));
+        assert_eq!(enc.encode("the cat"), plain.encode("the cat"));
+    }
+
     fn load_error(damage: impl FnOnce(&Path)) -> String {
         let dir = model(5);
         damage(dir.path());
