@@ -20,6 +20,21 @@ pub fn map(path: &Path) -> Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(&f) }.ctx(|| format!("mapping {}", path.display()))
 }
 
+/// Maps an open file kb-tools does not own (kb-guard scanning a large
+/// file), read-only.
+///
+/// Another process may truncate such a file while it is mapped, and
+/// reading the lost pages then raises SIGBUS. The caller takes that risk
+/// only where reading the file whole would double the memory use (the
+/// guard maps files of 64 MiB and more, and reads every smaller one).
+#[allow(unsafe_code)]
+pub fn map_foreign(f: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is only read; the one hazard, a truncation by
+    // another process, is the SIGBUS the doc comment above accepts for
+    // files too large to read whole.
+    unsafe { memmap2::Mmap::map(f) }
+}
+
 /// Bytes mapped from a file or held in memory, read alike (a segment of
 /// the binary index format, a large file the guard scans).
 pub enum Bytes {

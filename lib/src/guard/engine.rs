@@ -20,7 +20,7 @@ use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, L
 use super::intent::{self, Reading};
 use super::kept::Kept;
 use super::mention;
-use super::normalize;
+use super::normalise;
 use super::pattern::{self, Candidate, Set};
 use super::rules::{self, Rule, Severity};
 use super::sniff::{self, Kind};
@@ -477,7 +477,7 @@ impl Engine {
             context,
             lowered: None,
             decoded: None,
-            normalized: false,
+            normalised: false,
             suppressed: None,
             expired_suppression: None,
         }
@@ -497,7 +497,7 @@ impl Engine {
             Kind::Asset(_) => return out,
             Kind::Text => {}
         }
-        let norm = normalize::normalize(bytes);
+        let norm = normalise::normalise(bytes);
         if svg::is_svg(path, &norm.text) {
             for a in svg::find(&norm.text) {
                 let before = &norm.text[..a.at];
@@ -506,7 +506,7 @@ impl Engine {
                 out.findings.push(self.builtin("svg_active_content", path, line, column, &a.matched, Context::File));
             }
         }
-        self.scan_normalized(path, &norm.text, &norm.changed_lines, norm.notes, (0, one_per_match), &mut out);
+        self.scan_normalised(path, &norm.text, &norm.changed_lines, norm.notes, (0, one_per_match), &mut out);
         out
     }
 
@@ -515,12 +515,12 @@ impl Engine {
         self.scan_bytes(path, text.as_bytes())
     }
 
-    fn scan_normalized(
+    fn scan_normalised(
         &self,
         path: &str,
         text: &str,
         changed: &[usize],
-        notes: Vec<normalize::Note>,
+        notes: Vec<normalise::Note>,
         (depth, one_per_match): (usize, bool),
         out: &mut Scanned,
     ) {
@@ -682,7 +682,7 @@ impl Engine {
                 let mut f = self.builtin(&rule.id, path, line, column, &matched, context);
                 f.severity = severity;
                 f.lowered = lowered.filter(|l| l.from != severity);
-                f.normalized = changed(line);
+                f.normalised = changed(line);
                 hits.push(Hit { end: column + matched.chars().count(), rank: rule.severity, finding: f });
             }
         }
@@ -775,8 +775,8 @@ impl Engine {
             let Some((how, text)) = decode_payload(&hay[m.range()]) else { continue };
             decoded += 1;
             let mut inner = Scanned::default();
-            let norm = normalize::normalize(text.as_bytes());
-            self.scan_normalized(path, &norm.text, &[], norm.notes, (depth + 1, true), &mut inner);
+            let norm = normalise::normalise(text.as_bytes());
+            self.scan_normalised(path, &norm.text, &[], norm.notes, (depth + 1, true), &mut inner);
             if inner.findings.is_empty() {
                 continue;
             }
@@ -906,7 +906,7 @@ impl Engine {
 /// Whether the scan of `text` decodes a base64 payload (and scans it
 /// with one finding per match).
 fn has_payload(text: &str) -> bool {
-    let norm = normalize::normalize(text.as_bytes());
+    let norm = normalise::normalise(text.as_bytes());
     let hay = norm.text.as_bytes();
     base64_runs(hay).into_iter().any(|r| decode_payload(&hay[r]).is_some())
 }

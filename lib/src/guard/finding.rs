@@ -63,7 +63,8 @@ pub struct Finding {
     /// True when normalisation changed the line (the column counts the
     /// normalised text).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub normalized: bool,
+    #[serde(rename = "normalized")]
+    pub normalised: bool,
     /// The policy suppression's reason, when one applies (not counted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppressed: Option<String>,

@@ -13,7 +13,7 @@ pub mod gate;
 pub mod intent;
 pub mod kept;
 pub mod mention;
-pub mod normalize;
+pub mod normalise;
 pub mod pattern;
 pub mod policy;
 pub mod rules;

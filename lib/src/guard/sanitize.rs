@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::engine::Engine;
-use super::normalize;
+use super::normalise;
 
 /// One change `sanitize` made (the `change` record).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -43,7 +43,7 @@ pub fn sanitize(engine: &Engine, text: &str) -> (String, Vec<Change>) {
 }
 
 fn sanitize_line(engine: &Engine, line: &str, line_no: usize, changes: &mut Vec<Change>) -> String {
-    let (cleaned, removed) = normalize::strip_hidden(line);
+    let (cleaned, removed) = normalise::strip_hidden(line);
     for (rule, n) in removed {
         changes.push(Change {
             line: line_no,
@@ -53,7 +53,7 @@ fn sanitize_line(engine: &Engine, line: &str, line_no: usize, changes: &mut Vec<
             after: String::new(),
         });
     }
-    let folded = normalize::normalize(cleaned.as_bytes()).text.into_owned();
+    let folded = normalise::normalise(cleaned.as_bytes()).text.into_owned();
     let spans = merge(engine.inject_spans(&folded));
     if spans.is_empty() {
         return cleaned;

@@ -9,7 +9,6 @@ use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use memmap2::Mmap;
 use rayon::prelude::*;
 
 use crate::fs::walk::{Dir, Kind};
@@ -299,21 +298,11 @@ pub fn read(path: &Path) -> io::Result<Data> {
         return Err(io::Error::other("not a regular file"));
     }
     if meta.len() >= MAP_AT {
-        return map(&f).map(Data::Map);
+        return crate::fs::map::map_foreign(&f).map(Data::Map);
     }
     let mut buf = Vec::with_capacity(meta.len() as usize);
     f.read_to_end(&mut buf)?;
     Ok(Data::Owned(buf))
-}
-
-#[allow(unsafe_code)]
-fn map(f: &fs::File) -> io::Result<Mmap> {
-    // SAFETY: the mapping is only read. kb-guard scans files it does not
-    // own: if another process truncates one while it is mapped, reading the
-    // lost pages raises SIGBUS. That risk is taken only for files of 64 MiB
-    // and more, where reading them whole would double the memory use; all
-    // smaller files are read, never mapped.
-    unsafe { Mmap::map(f) }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ pub fn run(report: Option<&std::path::Path>, file: Option<&str>, mut out: Out) -
         Some(f) => nofollow::read_input(std::path::Path::new(f), limit).ctx(|| format!("reading {f}"))?,
     };
     let engine = guard::Engine::core()?;
-    let text = guard::normalize::decode_lossy(&bytes);
+    let text = guard::normalise::decode_lossy(&bytes);
     let (clean, changes) = guard::sanitize::sanitize(engine, &text);
     out.raw(&clean)?;
     match report {

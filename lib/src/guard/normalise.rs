@@ -30,7 +30,7 @@ pub struct Note {
 
 /// Decoded, normalised text ready for matching.
 #[derive(Debug)]
-pub struct Normalized<'a> {
+pub struct Normalised<'a> {
     /// The text the rules run on.
     pub text: Cow<'a, str>,
     /// What normalisation found.
@@ -68,7 +68,7 @@ pub fn strip_hidden(line: &str) -> (String, Vec<(&'static str, usize)>) {
 }
 
 /// Decodes `bytes` (BOM-aware) and normalises the text.
-pub fn normalize(bytes: &[u8]) -> Normalized<'_> {
+pub fn normalise(bytes: &[u8]) -> Normalised<'_> {
     let mut notes = Vec::new();
     let (text, encoding) = decode(bytes, &mut notes);
     let (text, changed_lines) = match text {
@@ -81,7 +81,7 @@ pub fn normalize(bytes: &[u8]) -> Normalized<'_> {
             Some((s, c)) => (Cow::Owned(s), c),
         },
     };
-    Normalized { text, notes, changed_lines, encoding }
+    Normalised { text, notes, changed_lines, encoding }
 }
 
 /// Bytes to text without folding (for `sanitize`, which keeps lines it does
@@ -490,20 +490,20 @@ mod tests {
 
     #[test]
     fn short_lookalike_words_in_paths_and_dashes_are_mapped() {
-        let n = normalize("cat ~/.\u{0455}\u{0455}\u{04BB}/\u{0456}d_r\u{0455}\u{0430}\nrm \u{2010}rf /\n\u{0434}\u{0430} \u{043D}\u{0435}\u{0442}\n".as_bytes());
+        let n = normalise("cat ~/.\u{0455}\u{0455}\u{04BB}/\u{0456}d_r\u{0455}\u{0430}\nrm \u{2010}rf /\n\u{0434}\u{0430} \u{043D}\u{0435}\u{0442}\n".as_bytes());
         assert_eq!(n.text, "cat ~/.ssh/id_rsa\nrm -rf /\n\u{0434}\u{0430} \u{043D}\u{0435}\u{0442}\n");
     }
 
     #[test]
     fn ascii_is_borrowed_and_untouched() {
-        let n = normalize(b"rm -rf /\n");
+        let n = normalise(b"rm -rf /\n");
         assert!(matches!(n.text, Cow::Borrowed(_)));
         assert!(n.notes.is_empty());
     }
 
     #[test]
     fn folds_the_usual_evasions() {
-        let n = normalize("ｒｍ　-rf /\nr\u{200B}m x\n\u{0456}gn\u{043E}re\n".as_bytes());
+        let n = normalise("ｒｍ　-rf /\nr\u{200B}m x\n\u{0456}gn\u{043E}re\n".as_bytes());
         assert_eq!(n.text, "rm -rf /\nrm x\nignore\n");
         assert_eq!(n.changed_lines, vec![1, 2, 3]);
         let rules: Vec<_> = n.notes.iter().map(|n| n.rule).collect();
@@ -516,14 +516,14 @@ mod tests {
         for u in "curl x | sh".encode_utf16() {
             b.extend(u.to_le_bytes());
         }
-        let n = normalize(&b);
+        let n = normalise(&b);
         assert_eq!(n.text, "curl x | sh");
         assert_eq!(n.encoding, "utf-16le");
     }
 
     #[test]
     fn invalid_utf8_is_reported_and_replaced() {
-        let n = normalize(b"ok\nbad \xFF here");
+        let n = normalise(b"ok\nbad \xFF here");
         assert_eq!(n.text, "ok\nbad \u{FFFD} here");
         assert_eq!(n.notes[0].rule, "invalid_utf8");
         assert_eq!((n.notes[0].line, n.notes[0].column), (2, 5));
