@@ -334,6 +334,7 @@ bench:
     bash bench/sync.sh 10000 100 1000
     bash bench/mcp.sh 2000 300
     bash bench/costs.sh
+    python3 bench/score_costs.py target/release/kb-score
 
 # Install what the tests need, pinned, into target/tools (nothing global): the MCP Python SDK in a venv, the TypeScript SDK with npm; --nextest: cargo-nextest too; --check: only say
 [no-cd]

@@ -443,6 +443,99 @@ fn cache_sees_new_documents_anywhere_and_relation_changes() {
     assert_eq!((paths(&recs)[0].as_str(), hits(&recs)[0]["used_by"].as_u64()), (SESSION, Some(2)));
 }
 
+/// kb-score with the full directory check every `recheck` seconds.
+fn search_rechecking(lib: &Lib, recheck: &str, args: &[&str]) -> Vec<String> {
+    let out = lib
+        .cmd("kb-score")
+        .env("KB_SCORE_RECHECK_SECS", recheck)
+        .args(["--no-registries", "--format", "jsonl", "--no-recommend"])
+        .args(args)
+        .output()
+        .unwrap();
+    paths(&records(&out.stdout))
+}
+
+/// Makes the last full directory check of the cache `secs` seconds old.
+fn age_full_check(lib: &Lib, secs: u64) {
+    let f = std::fs::File::options().write(true).open(lib.path(".cache/kb-score/index-v8.bin.checked")).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs)).unwrap();
+}
+
+#[test]
+fn hand_edits_deep_in_the_tree_are_seen_within_the_recheck_and_writes_at_once() {
+    // The rule (kb::score::cache): writes through kb-append, the top two
+    // levels of directories and the hits themselves are checked on every
+    // query; every directory when the last full check is RECHECK old.
+    let lib = seed_library();
+    let deep = "notes/area/shelf/box";
+    std::fs::create_dir_all(lib.path(deep)).unwrap();
+    lib.put(&format!("{deep}/old.md"), "---\ntopic: quokka-old\n---\nQuokka notes.\n");
+    let hour = "3600";
+    assert_eq!(search_rechecking(&lib, hour, &["quokka"]), [format!("{deep}/old.md")]);
+
+    // By hand, three levels down: not looked for within the recheck time...
+    lib.put(&format!("{deep}/new.md"), "---\ntopic: quokka-new\n---\nQuokka news.\n");
+    assert_eq!(search_rechecking(&lib, hour, &["quokka"]), [format!("{deep}/old.md")]);
+    // ...seen by the first query once the last full check is that old;
+    age_full_check(&lib, 3600);
+    let mut found = search_rechecking(&lib, hour, &["quokka"]);
+    found.sort();
+    assert_eq!(found, [format!("{deep}/new.md"), format!("{deep}/old.md")]);
+    // a hit deleted by hand is never shown (hits are checked every time),
+    std::fs::remove_file(lib.path(&format!("{deep}/old.md"))).unwrap();
+    assert_eq!(search_rechecking(&lib, hour, &["quokka"]), [format!("{deep}/new.md")]);
+    // and with --verify at any time, or a recheck time of 0.
+    lib.put(&format!("{deep}/more.md"), "---\ntopic: wombat-more\n---\nWombat notes.\n");
+    assert!(search_rechecking(&lib, hour, &["wombat"]).is_empty());
+    assert_eq!(search_rechecking(&lib, hour, &["wombat", "--verify"]), [format!("{deep}/more.md")]);
+    lib.put(&format!("{deep}/most.md"), "---\ntopic: numbat-most\n---\nNumbat notes.\n");
+    assert_eq!(search_rechecking(&lib, "0", &["numbat"]), [format!("{deep}/most.md")]);
+
+    // The default recheck time is 2 s: a check 2 s old is due.
+    lib.put(&format!("{deep}/last.md"), "---\ntopic: bilby-last\n---\nBilby notes.\n");
+    age_full_check(&lib, 2);
+    let (recs, _) = search(&lib, &["bilby", "--no-recommend"]);
+    assert_eq!(paths(&recs), [format!("{deep}/last.md")]);
+
+    // A write through kb-append, however deep, is seen at once.
+    lib.cmd("kb-append")
+        .args(["write", &format!("{deep}/written.md"), "--content", "---\ntopic: dingo\n---\nDingo.\n", "--no-commit"])
+        .assert()
+        .success();
+    assert_eq!(search_rechecking(&lib, hour, &["dingo"]), [format!("{deep}/written.md")]);
+    // So is a file added by hand at the top two levels, and a hit edited in place.
+    lib.put("notes/echidna.md", "---\ntopic: echidna\n---\nEchidna.\n");
+    assert_eq!(search_rechecking(&lib, hour, &["echidna"]), ["notes/echidna.md"]);
+    std::fs::write(lib.path("notes/echidna.md"), "---\ntopic: echidna-two\n---\nEchidna, edited.\n").unwrap();
+    let out = lib
+        .cmd("kb-score")
+        .env("KB_SCORE_RECHECK_SECS", hour)
+        .args(["echidna", "--no-registries", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    assert!(hits(&records(&out.stdout)).iter().any(|h| h["topic"] == "echidna-two"));
+}
+
+#[test]
+fn a_huge_keyword_list_is_capped_and_the_rest_left_out_with_a_warning() {
+    let lib = seed_library();
+    // zzaa, zzab, ... zzln: letters only, so no word shares a run with another.
+    let letter = |n: usize| char::from(b'a' + n as u8);
+    let kws: Vec<String> = (0..300).map(|i| format!("zz{}{}", letter(i / 26), letter(i % 26))).collect();
+    let text = format!("---\ntopic: many-keywords\nkeywords: [{}]\n---\n# Many\n\nA note.\n", kws.join(", "));
+    lib.put("notes/many.md", &text);
+    let out =
+        lib.cmd("kb-score").args(["zzah", "--no-registries", "--format", "jsonl", "--no-recommend"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("notes/many.md: 300 keywords; the first 256 are indexed, the rest are not"), "{err}");
+    let recs = records(&out.stdout);
+    assert_eq!((paths(&recs), hits(&recs)[0]["match"].as_str()), (vec!["notes/many.md".to_string()], Some("keyword")));
+    assert_eq!(hits(&recs)[0]["keywords"].as_array().unwrap().len(), 256);
+    // The 257th and later are not indexed (the file keeps them).
+    let (recs, _) = search(&lib, &["zzln", "--no-recommend"]);
+    assert!(paths(&recs).is_empty(), "{:?}", paths(&recs));
+}
+
 #[test]
 fn two_processes_building_the_cache_at_once() {
     let lib = seed_library();

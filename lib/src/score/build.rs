@@ -84,17 +84,37 @@ pub fn skill_reference(rel: &str, text: &str) -> Option<Entry> {
     Some(e)
 }
 
+/// Keywords indexed per document. A longer list (200,000 generated words
+/// in 15 MB of frontmatter) would cost a dictionary entry, a heap string
+/// and a spelling candidate per word: its first `MAX_KEYWORDS` are
+/// indexed, the rest are not (the file keeps them; counted as body text
+/// they still cost 460 MB at eight such documents), and the build warns
+/// (a `keywords` problem).
+pub const MAX_KEYWORDS: usize = 256;
+
 /// Reads and analyses one document; `None` (with problems) when unreadable.
 pub(super) fn read_one(lib: &Library, rel: &str, written: &HashMap<String, i64>) -> (Option<Fresh>, Vec<Problem>) {
     let (meta, text, mut problems) = match scan::read_text(lib, rel) {
         Ok(read) => read,
         Err(p) => return (None, vec![p]),
     };
-    let Some(entry) = Entry::from_text(rel, &text).or_else(|| skill_reference(rel, &text)) else {
+    let Some(mut entry) = Entry::from_text(rel, &text).or_else(|| skill_reference(rel, &text)) else {
         return (None, problems);
     };
     if let Some(err) = &entry.frontmatter_error {
         problems.push(Problem { path: rel.to_string(), kind: "frontmatter".into(), message: err.clone() });
+    }
+    let extra = entry.keywords.len().saturating_sub(MAX_KEYWORDS);
+    entry.keywords.truncate(MAX_KEYWORDS);
+    if extra > 0 {
+        problems.push(Problem {
+            path: rel.to_string(),
+            kind: "keywords".into(),
+            message: format!(
+                "{} keywords; the first {MAX_KEYWORDS} are indexed, the rest are not",
+                MAX_KEYWORDS + extra
+            ),
+        });
     }
     let body = frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
     // Per-field counts (bm25::FieldTf): heading = title or topic, keywords, body.

@@ -1,11 +1,19 @@
 //! The persistent index cache, so a warm query does not rescan the
-//! library. It is invalidated by size and mtime: the watched directories
-//! (a document added or removed), `.relations.jsonl` and the changelog,
-//! and every indexed document. A stale cache is rebuilt incrementally
-//! (only changed documents are read again); a corrupt or truncated one is
-//! rebuilt from scratch, never trusted. Two processes building at once is
-//! safe: each writes a private temp file and renames it over the cache,
-//! so readers see one whole index or the other.
+//! library. A query trusts it when what the writers record is unchanged
+//! (`.relations.jsonl`, the changelog and its archive: every kb-append
+//! write logs there, so a write is seen at once), the library's top
+//! [`TOP_LEVELS`] levels of directories have their indexed mtimes, and
+//! the documents it returns have their indexed size and mtime. Every
+//! other directory (a document added, removed or saved by rename deep in
+//! the tree by hand) is checked when the last full check is
+//! [`RECHECK_SECS`] old or more, and always with `--verify`: a query's
+//! cost follows its postings, not the number of directories (a full check
+//! stats every one: 0.1 s at 8,000), and a hand edit is seen within
+//! [`RECHECK_SECS`]. A stale cache is rebuilt incrementally (only changed
+//! documents are read again); a corrupt or truncated one is rebuilt from
+//! scratch, never trusted. Two processes building at once is safe: each
+//! writes a private temp file and renames it over the cache, so readers
+//! see one whole index or the other.
 //!
 //! The local library's cache lives in its `.cache/kb-score/`; an external
 //! library (seed 001: strictly read-only) gets its cache in the local
@@ -13,6 +21,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use rayon::prelude::*;
 
@@ -74,13 +83,72 @@ pub fn user_cache_dir() -> Option<PathBuf> {
     Some(base.join("kb-tools").join("score"))
 }
 
-/// The quick check of every query: no watched directory changed (no
-/// document added, removed or replaced by rename, which is how kb-append
-/// and most editors save) and `.relations.jsonl` and the changelog are
-/// unchanged (every kb-append write logs an event).
-pub fn is_current(lib: &Library, v: &View) -> bool {
-    v.info.dirs.par_iter().all(|(d, m)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m))
-        && v.info.stamps.iter().all(|(f, s, m)| stamp(&lib.path(f)) == (*s, *m))
+/// How many levels of directories below the library root every query
+/// checks (the root and its categories: `notes/x`, `.memory/.references`).
+pub const TOP_LEVELS: usize = 2;
+
+/// Seconds after which a query checks every directory again; the
+/// environment's `KB_SCORE_RECHECK_SECS` overrides it (0: every query).
+pub const RECHECK_SECS: u64 = 2;
+
+fn recheck() -> Duration {
+    let secs = std::env::var("KB_SCORE_RECHECK_SECS").ok().and_then(|v| v.trim().parse().ok());
+    Duration::from_secs(secs.unwrap_or(RECHECK_SECS))
+}
+
+/// How many levels below the library root a library-relative directory is.
+fn depth(dir: &str) -> usize {
+    if dir.is_empty() {
+        0
+    } else {
+        dir.bytes().filter(|&b| b == b'/').count() + 1
+    }
+}
+
+/// The check of every query: the writers' records (`.relations.jsonl` and
+/// the changelog: every kb-append write logs an event) are unchanged, and
+/// so are the watched directories, all of them or (`all` false) the top
+/// [`TOP_LEVELS`] levels (a document added, removed or replaced by
+/// rename, which is how kb-append and most editors save, changes its
+/// directory's mtime).
+pub fn is_current(lib: &Library, v: &View, all: bool) -> bool {
+    let same = |(d, m): &(String, u64)| fs::metadata(lib.path(d)).is_ok_and(|x| build::mtime_ns(&x) == *m);
+    v.info.stamps.iter().all(|(f, s, m)| stamp(&lib.path(f)) == (*s, *m))
+        && match all {
+            true => v.info.dirs.par_iter().all(same),
+            // A few dozen: threads would cost more than the stats.
+            false => v.info.dirs.iter().filter(|(d, _)| depth(d) <= TOP_LEVELS).all(same),
+        }
+}
+
+/// The file whose mtime is the start of the last full check that found
+/// the cache at `cache` current (beside it: one per cache).
+fn checked_path(cache: &Path) -> PathBuf {
+    let mut name = cache.file_name().unwrap_or_default().to_os_string();
+    name.push(".checked");
+    cache.with_file_name(name)
+}
+
+/// Whether the last full check of `cache` started less than [`recheck`]
+/// ago (a mark in the future, after a clock change, does not count).
+fn checked_recently(cache: Option<&Path>, now: SystemTime) -> bool {
+    let Some(c) = cache else { return false };
+    let Ok(at) = fs::metadata(checked_path(c)).and_then(|m| m.modified()) else { return false };
+    now.duration_since(at).is_ok_and(|age| age < recheck())
+}
+
+/// Records that a full check which started at `at` found `cache` current
+/// (or made it so). A cache dir that cannot be written only means the
+/// next query checks everything again.
+fn mark_checked(cache: Option<&Path>, at: SystemTime) {
+    if let Some(c) = cache {
+        let _ = fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(checked_path(c))
+            .and_then(|f| f.set_modified(at));
+    }
 }
 
 /// Whether the given documents still have the size and mtime indexed.
@@ -186,6 +254,10 @@ pub fn with_held<R>(
     f: impl Fn(&View) -> (R, Vec<u32>),
 ) -> Result<(R, Report)> {
     let lap = build::profiler("query");
+    // A full check counts from its start: an edit made while it runs is
+    // looked for again by the next one.
+    let start = SystemTime::now();
+    let full = verify_all || !checked_recently(cache, start);
     let mut warnings = Vec::new();
     let (mapped, side_mapped) = held.take(cache);
     if let (None, Some(dir)) = (&mapped, cache.and_then(Path::parent)) {
@@ -202,7 +274,7 @@ pub fn with_held<R>(
                 let merged = side_mapped.as_deref().and_then(|s| View::merged(bytes, s).ok());
                 let v = merged.as_ref().unwrap_or(&main);
                 lap("open");
-                let current = is_current(lib, v);
+                let current = is_current(lib, v, full);
                 lap("check");
                 if current {
                     let all: Vec<u32> = if verify_all { (0..v.docs() as u32).collect() } else { Vec::new() };
@@ -211,6 +283,9 @@ pub fn with_held<R>(
                         let (r, used) = f(v);
                         stale_docs = stale(lib, v, &used);
                         if stale_docs.is_empty() {
+                            if full {
+                                mark_checked(cache, start);
+                            }
                             drop(merged);
                             if let (Some(p), Some(m)) = (cache, mapped) {
                                 held.keep(p, m, side_mapped);
@@ -229,8 +304,9 @@ pub fn with_held<R>(
         if let Some(side) = side::build(lib, main_bytes, prev.as_ref().and_then(View::side), &stale_docs)? {
             drop(prev);
             let sp = side_path(p);
-            if let Err(e) = save(&sp, &side.bytes) {
-                warnings.push(format!("cannot write cache {}: {e}", sp.display()));
+            match save(&sp, &side.bytes) {
+                Ok(()) => mark_checked(cache, start),
+                Err(e) => warnings.push(format!("cannot write cache {}: {e}", sp.display())),
             }
             lap("side saved");
             let side_bytes = Bytes::Owned(side.bytes);
@@ -251,8 +327,9 @@ pub fn with_held<R>(
     drop(mapped);
     drop(side_mapped);
     if let Some(p) = cache {
-        if let Err(e) = save(p, &built.bytes) {
-            warnings.push(format!("cannot write cache {}: {e}", p.display()));
+        match save(p, &built.bytes) {
+            Ok(()) => mark_checked(cache, start),
+            Err(e) => warnings.push(format!("cannot write cache {}: {e}", p.display())),
         }
         // The side index was made against the replaced main index.
         let _ = fs::remove_file(side_path(p));

@@ -2,8 +2,10 @@
 //! each word's nearest word that it does hold (edit distance, as
 //! kb::text::closest allows), so `platfromio` answers `platformio`.
 //! One pass over the index's vocabulary, each word first checked by two
-//! cheap bounds (length, letter counts) that no near word fails, so a
-//! query that matches nothing costs about what one that matches does.
+//! cheap bounds (length, letter counts) that no near word fails, and at
+//! most [`WINDOW`] words of each kind per query word (those nearest it in
+//! dictionary order), so a query that matches nothing costs about what
+//! one that matches does, even over millions of generated words.
 
 use super::index::{KEYWORD_PREFIX, TOPIC_PREFIX};
 use super::query::Query;
@@ -22,6 +24,18 @@ pub struct Near {
     /// Whether `word` is a BM25 term (a stem) rather than a written word.
     pub stem: bool,
 }
+
+/// Dictionary terms each spelling range of a query word reads at most
+/// (View::terms_around): the whole range in any library of fewer distinct
+/// words, the nearest ones in dictionary order beyond.
+const WINDOW: usize = 100_000;
+
+/// The dictionary's ranges of keyword words, topic words and BM25 terms
+/// (those sort after every prefixed word: they never start with a
+/// control character).
+const KEYWORD_RANGE: (&str, Option<&str>) = (KEYWORD_PREFIX, Some("\u{1}l"));
+const TOPIC_RANGE: (&str, Option<&str>) = (TOPIC_PREFIX, Some("\u{1}u"));
+const BM25_RANGE: (&str, Option<&str>) = ("\u{2}", None);
 
 /// A query word's letters counted in 64 buckets: half the L1 difference
 /// of two words' counts is at most their edit distance.
@@ -80,22 +94,26 @@ pub fn nearest(v: &View, q: &Query) -> Option<Vec<(String, Option<Near>)>> {
             w.best = Some(Near { distance: d, word: cand.to_string(), stem });
         }
     };
-    for term in v.terms_with_prefix("") {
-        let written = term.strip_prefix(TOPIC_PREFIX).or_else(|| term.strip_prefix(KEYWORD_PREFIX));
-        for w in want.iter_mut() {
-            match written {
-                Some(x) => {
-                    if may_be_near(x, &w.counts, w.word.len(), w.max) {
-                        offer(w, x, w.word, false);
-                    }
+    for w in want.iter_mut() {
+        // In dictionary order (keyword words, topic words, BM25 terms),
+        // as a scan of the whole dictionary meets them: ties keep the first.
+        let keyword = format!("{KEYWORD_PREFIX}{}", w.word);
+        let topic = format!("{TOPIC_PREFIX}{}", w.word);
+        let ranges = [(KEYWORD_RANGE, keyword.as_str()), (TOPIC_RANGE, topic.as_str())];
+        for (range, around) in ranges {
+            let written: Vec<&str> = v.terms_around(range, around, WINDOW).collect();
+            for term in written {
+                let x = &term[range.0.len()..];
+                if may_be_near(x, &w.counts, w.word.len(), w.max) {
+                    offer(w, x, w.word, false);
                 }
-                None if term.starts_with('\u{1}') => {}
-                None => {
-                    if may_be_near(term, &w.stem_counts, w.stem.len(), w.max) {
-                        let against = w.stem.clone();
-                        offer(w, term, &against, true);
-                    }
-                }
+            }
+        }
+        let stem = w.stem.clone();
+        let terms: Vec<&str> = v.terms_around(BM25_RANGE, &stem, WINDOW).collect();
+        for term in terms {
+            if may_be_near(term, &w.stem_counts, w.stem.len(), w.max) {
+                offer(w, term, &stem, true);
             }
         }
     }

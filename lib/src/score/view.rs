@@ -211,6 +211,34 @@ impl<'a> View<'a> {
         })
     }
 
+    /// The terms of each segment from `from` (inclusive) to `to`
+    /// (exclusive; None: to the end), in dictionary order, main then side:
+    /// all of them when a segment holds at most `cap` there, else the `cap`
+    /// nearest `around` in dictionary order. The spelling passes' bound
+    /// (kb::score::suggest): near spellings mostly share their first
+    /// letters, and a library of generated junk words costs `cap` reads.
+    pub fn terms_around<'s>(
+        &'s self,
+        (from, to): (&'s str, Option<&'s str>),
+        around: &'s str,
+        cap: usize,
+    ) -> impl Iterator<Item = &'a str> + 's {
+        use crate::text::segment::partition_point;
+        let side = self.merge.as_ref().map(|m| &m.side);
+        [Some(&self.main), side].into_iter().flatten().flat_map(move |seg| {
+            let n = seg.terms();
+            let lo = partition_point(n, |t| seg.term(t) < from);
+            let hi = to.map_or(n, |to| partition_point(n, |t| seg.term(t) < to));
+            let (mut start, mut end) = (lo, hi.max(lo));
+            if end - start > cap {
+                let at = partition_point(n, |t| seg.term(t) < around).clamp(lo, hi);
+                start = at.saturating_sub(cap / 2).clamp(lo, hi - cap);
+                end = start + cap;
+            }
+            (start..end).map(|t| seg.term(t))
+        })
+    }
+
     /// A handle on a term for [`View::postings_of`] and
     /// [`View::postings_len`], None when no document has it.
     pub fn find(&self, term: &str) -> Option<usize> {
