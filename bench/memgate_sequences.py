@@ -21,7 +21,10 @@ managers, test runners, formatters, bundlers, Python environments; held:
 ORMs, linters, CSS tools, HTTP clients). Tune on train; the held part is
 reported once.
 
-Usage: memgate_sequences.py [--train|--held] KB_MEMGATE [KB_MEMGATE_BEFORE]"""
+Usage: memgate_sequences.py [--train|--held] [--model DIR] [--lang en|zh|mixed]
+                            KB_MEMGATE [KB_MEMGATE_BEFORE]
+--model DIR: decide with that sentence encoder (each decide loads it);
+--lang: only the sequences in that language."""
 import json, os, random, subprocess, sys, tempfile, glob
 from collections import defaultdict
 
@@ -113,14 +116,15 @@ def in_force(mem):
     return notes
 
 
-def run(binary, seq):
+def run(binary, seq, model=None):
     d = tempfile.mkdtemp(prefix="memseq")
     mem = os.path.join(d, "mem")
     env = {k: v for k, v in os.environ.items() if k not in ("KB_MEMGATE_MODEL", "KB_MODEL")}
     for text, how in seq["steps"]:
         inp = {"mode": "remember", "conversation_id": "c", "generation_id": "g",
                "input": {"user_input": {"text": text, "evidence_spans": [{"start": 0, "end": len(text)}]}}}
-        out = subprocess.run([binary, "decide", "--memory-dir", mem], input=json.dumps(inp) + "\n",
+        extra = ["--model", model] if model else []
+        out = subprocess.run([binary, "decide", "--memory-dir", mem] + extra, input=json.dumps(inp) + "\n",
                              capture_output=True, text=True, env=env, cwd=d)
         for line in out.stdout.splitlines():
             dec = json.loads(line)
@@ -148,21 +152,29 @@ def ok(seq, notes):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    splits = ["train"] if "--train" in sys.argv else ["held"] if "--held" in sys.argv else ["train", "held"]
-    seqs = [s for s in sequences() if s["split"] in splits]
+    argv = sys.argv[1:]
+    opt = {}
+    for name in ("--model", "--lang"):
+        if name in argv:
+            i = argv.index(name)
+            opt[name] = argv[i + 1]
+            del argv[i:i + 2]
+    model = opt.get("--model")
+    args = [a for a in argv if not a.startswith("--")]
+    splits = ["train"] if "--train" in argv else ["held"] if "--held" in argv else ["train", "held"]
+    seqs = [s for s in sequences() if s["split"] in splits and opt.get("--lang", s["lang"]) == s["lang"]]
     for binary in args:
         tally = defaultdict(lambda: [0, 0])
         misses = []
         for s in seqs:
-            notes = run(binary, s)
+            notes = run(binary, s, model)
             good = ok(s, notes)
             for key in [(s["split"], "all"), (s["split"], s["family"]), (s["split"], s["lang"])]:
                 tally[key][0] += good
                 tally[key][1] += 1
             if not good and len(misses) < 12 and s["split"] == "train":
                 misses.append(f"  {s['family']}/{s['lang']}: {[t for t, _ in s['steps'][2:]]} -> {notes}")
-        print(f"{binary}: sequences ending with the notes expected")
+        print(f"{binary}{' --model ' + model if model else ''}: sequences ending with the notes expected")
         for split in splits:
             cells = [f"{k[1]} {v[0]}/{v[1]}" for k, v in sorted(tally.items()) if k[0] == split and k[1] != "all"]
             a = tally[(split, "all")]

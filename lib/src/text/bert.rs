@@ -8,7 +8,9 @@
 //! downloaded, and without one every ranking is what it was.
 //!
 //! The folder's settings are read, not assumed: `config.json` (a BERT:
-//! `model_type` bert, absolute positions, gelu); the tokenizer
+//! `model_type` bert, absolute positions, gelu; or an XLM-RoBERTa, the
+//! same layers with positions counted from `pad_token_id` + 1, as the
+//! multilingual e5 models are); the tokenizer
 //! (`text::tokenizer`: WordPiece or Unigram from `tokenizer.json`, or
 //! `vocab.txt` with `tokenizer_config.json`, with its casing and accents);
 //! `max_seq_length` from `sentence_bert_config.json`; the modules in
@@ -70,6 +72,30 @@ struct Config {
     model_type: Option<String>,
     #[serde(default)]
     position_embedding_type: Option<String>,
+    #[serde(default)]
+    pad_token_id: Option<usize>,
+}
+
+impl Config {
+    /// The first position row a text uses: 0 for BERT; RoBERTa and
+    /// XLM-R count positions from `pad_token_id` + 1 (the rows before it
+    /// are never read), so their folders hold that many rows more.
+    fn position_offset(&self, file: &Path) -> Result<usize> {
+        match self.model_type.as_deref() {
+            None | Some("bert") => Ok(0),
+            Some("xlm-roberta" | "roberta") => self.pad_token_id.map(|p| p + 1).ok_or_else(|| {
+                Error::msg(format!(
+                    "{}: model_type {:?} without pad_token_id: its positions start after it",
+                    file.display(),
+                    self.model_type.as_deref().unwrap_or_default()
+                ))
+            }),
+            Some(other) => Err(Error::msg(format!(
+                "{}: model_type {other:?} is not implemented (the encoder runs bert, roberta, xlm-roberta)",
+                file.display()
+            ))),
+        }
+    }
 }
 
 /// How token outputs become one vector (`1_Pooling/config.json`).
@@ -172,6 +198,8 @@ pub struct Encoder {
     store: Store,
     words: At,
     positions: At,
+    /// The first position row a text uses (RoBERTa's `pad_token_id` + 1).
+    position_offset: usize,
     token_type: At,
     emb_norm: Norm,
     layers: Vec<Layer>,
@@ -355,17 +383,20 @@ impl Encoder {
                 cfg.hidden_act.unwrap_or_default()
             )));
         }
-        for (setting, value, want) in [
-            ("model_type", &cfg.model_type, "bert"),
-            ("position_embedding_type", &cfg.position_embedding_type, "absolute"),
-        ] {
-            if value.as_deref().is_some_and(|v| v != want) {
-                return Err(Error::msg(format!(
-                    "{}: {setting} {:?} is not implemented (the encoder runs {want})",
-                    dir.join("config.json").display(),
-                    value.as_deref().unwrap_or_default()
-                )));
-            }
+        if cfg.position_embedding_type.as_deref().is_some_and(|v| v != "absolute") {
+            return Err(Error::msg(format!(
+                "{}: position_embedding_type {:?} is not implemented (the encoder runs absolute)",
+                dir.join("config.json").display(),
+                cfg.position_embedding_type.as_deref().unwrap_or_default()
+            )));
+        }
+        let offset = cfg.position_offset(&dir.join("config.json"))?;
+        if offset + 3 > cfg.max_position_embeddings {
+            return Err(Error::msg(format!(
+                "{}: max_position_embeddings {} leaves no room after the position offset {offset}",
+                dir.join("config.json").display(),
+                cfg.max_position_embeddings
+            )));
         }
         let (h, heads) = (cfg.hidden_size, cfg.num_attention_heads);
         if h == 0 || heads == 0 || h % heads != 0 || cfg.num_hidden_layers == 0 || cfg.intermediate_size == 0 {
@@ -380,10 +411,10 @@ impl Encoder {
                     .map_err(|e| Error::msg(format!("{}: {e}", dir.join("sentence_bert_config.json").display())))?
                     .max_seq_length
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => cfg.max_position_embeddings,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => cfg.max_position_embeddings - offset,
             Err(e) => return Err(Error::io(format!("reading {}", dir.join("sentence_bert_config.json").display()), e)),
         }
-        .min(cfg.max_position_embeddings);
+        .min(cfg.max_position_embeddings - offset);
         if max_tokens < 3 {
             return Err(Error::msg(format!("{}: room for fewer than 3 tokens", dir.display())));
         }
@@ -438,7 +469,10 @@ impl Encoder {
                 let bytes = read(dir, "model.safetensors")?;
                 let st =
                     safetensors::SafeTensors::deserialize(&bytes).map_err(|e| Error::msg(format!("{file}: {e}")))?;
-                let prefix = if st.tensor("embeddings.word_embeddings.weight").is_ok() { "" } else { "bert." };
+                let prefix = ["", "bert.", "roberta."]
+                    .into_iter()
+                    .find(|p| st.tensor(&format!("{p}embeddings.word_embeddings.weight")).is_ok())
+                    .unwrap_or("");
                 let t = Tensors { st, prefix, file: file.clone() };
                 let n_words = t.rows("embeddings.word_embeddings.weight")?;
                 if n_words < tokenizer.len() {
@@ -498,6 +532,7 @@ impl Encoder {
             store,
             words,
             positions,
+            position_offset: offset,
             token_type,
             emb_norm,
             layers,
@@ -553,7 +588,7 @@ impl Encoder {
         let mut x = Array2::from_shape_fn((ids.len(), self.hidden), |(p, j)| {
             // An id past the rows (a vocab.txt with repeated lines) reads as the unknown token.
             let id = if ids[p] < words.nrows() { ids[p] } else { self.tokenizer.unk };
-            words[[id, j]] + positions[[p, j]] + token_type[j]
+            words[[id, j]] + positions[[p + self.position_offset, j]] + token_type[j]
         });
         self.norm(&mut x, &self.emb_norm);
         for layer in &self.layers {
@@ -937,6 +972,11 @@ mod tests {
         let layers = cfg["num_hidden_layers"].as_u64().unwrap() as usize;
         let inter = cfg["intermediate_size"].as_u64().unwrap() as usize;
         let eps = cfg["layer_norm_eps"].as_f64().unwrap();
+        // RoBERTa's position ids start after the padding token's.
+        let offset = match cfg["model_type"].as_str() {
+            Some("xlm-roberta" | "roberta") => cfg["pad_token_id"].as_u64().unwrap() as usize + 1,
+            _ => 0,
+        };
         let n = ids.len();
         // y[p][o] = Σ_i x[p][i] · W[o][i] + b[o]
         let lin = |x: &Vec<Vec<f64>>, name: &str, inp: usize, out: usize| -> Vec<Vec<f64>> {
@@ -961,7 +1001,7 @@ mod tests {
             get("embeddings.token_type_embeddings.weight"),
         );
         let mut x: Vec<Vec<f64>> =
-            (0..n).map(|p| (0..h).map(|j| we[ids[p] * h + j] + pe[p * h + j] + te[j]).collect()).collect();
+            (0..n).map(|p| (0..h).map(|j| we[ids[p] * h + j] + pe[(p + offset) * h + j] + te[j]).collect()).collect();
         ln(&mut x, "embeddings.LayerNorm");
         let dh = h / heads;
         for l in 0..layers {
@@ -1426,7 +1466,11 @@ mod tests {
                     write_json(&p, &v);
                 }),
             ),
-            ("model_type \"xlm-roberta\"", Box::new(|d| edit_config(d, |v| v["model_type"] = "xlm-roberta".into()))),
+            ("model_type \"deberta-v2\"", Box::new(|d| edit_config(d, |v| v["model_type"] = "deberta-v2".into()))),
+            (
+                "model_type \"xlm-roberta\" without pad_token_id",
+                Box::new(|d| edit_config(d, |v| v["model_type"] = "xlm-roberta".into())),
+            ),
             (
                 "position_embedding_type \"relative_key\"",
                 Box::new(|d| edit_config(d, |v| v["position_embedding_type"] = "relative_key".into())),
@@ -1562,6 +1606,26 @@ mod tests {
             assert_eq!(&enc.tokens(text), ids, "{text:?}");
             close(&enc.encode(text), &reference(dir.path(), ids), text);
         }
+    }
+
+    /// An XLM-RoBERTa folder (multilingual e5): the same layers, positions
+    /// counted from `pad_token_id` + 1, so two rows fewer for the text.
+    #[test]
+    fn an_xlm_roberta_folder_reads_positions_after_the_padding_token() {
+        let dir = model(31);
+        write_json(&dir.path().join("tokenizer.json"), &unigram_json());
+        edit_config(dir.path(), |v| {
+            v["model_type"] = "xlm-roberta".into();
+            v["pad_token_id"] = 1.into();
+        });
+        let enc = Encoder::load(dir.path()).unwrap();
+        for (text, ids) in [("the cat", vec![0, 5, 6, 2]), ("猫在", vec![0, 10, 12, 2])] {
+            assert_eq!(enc.tokens(text), ids, "{text:?}");
+            close(&enc.encode(text), &reference(dir.path(), &ids), text);
+        }
+        let long = "the ".repeat(100);
+        assert_eq!(enc.tokens(&long).len(), fixture::SMALL.positions - 2);
+        close(&enc.encode(&long), &reference(dir.path(), &enc.tokens(&long)), "long");
     }
 
     #[test]
