@@ -110,9 +110,140 @@ pub fn remove(path: &Path) -> Result<bool> {
 /// `path`, or, without a temp, removes `path` (already gone is fine).
 pub fn put(path: &Path, tmp: Option<&Path>) -> Result<()> {
     match tmp {
-        Some(tmp) => std::fs::rename(tmp, path).ctx(|| format!("replacing {}", path.display())),
+        Some(tmp) => atomic::rename(tmp, path, false).ctx(|| format!("replacing {}", path.display())),
         None => remove(path).map(|_| ()),
     }
+}
+
+/// Removes the journal at `path` once its group is wholly recorded; when
+/// `durable`, its directory is fsynced too (a journal that came back after
+/// a power cut would be finished again, which a journal whose recovery
+/// rebuilds and commits avoids; one whose files all landed changes
+/// nothing when finished twice and skips the fsync).
+pub fn end(path: &Path, durable: bool) -> Result<()> {
+    if remove(path)? && durable {
+        if let Some(dir) = path.parent() {
+            atomic::sync_dir(dir)?;
+        }
+    }
+    Ok(())
+}
+
+/// Journals a group and puts it in place: makes `record` durable at
+/// `journal` (when that fails, every temp is removed and the error
+/// returned: nothing happened), calls `journaled`, then puts each
+/// `(target, temp)` in order ([`put`]: a rename, or a removal without a
+/// temp), calling `each` with its index after each, and fsyncs their
+/// directories once. From the journal on, a failure leaves the journal
+/// for the next recovery. Callers hold the journal's lock.
+pub fn land<T: Serialize>(
+    journal: &Path,
+    record: &T,
+    files: &[(PathBuf, Option<PathBuf>)],
+    journaled: impl FnOnce(),
+    mut each: impl FnMut(usize),
+) -> Result<()> {
+    if let Err(e) = write(journal, record) {
+        discard(files.iter().filter_map(|(_, t)| t.as_deref()));
+        return Err(e);
+    }
+    journaled();
+    for (i, (target, tmp)) in files.iter().enumerate() {
+        put(target, tmp.as_deref())?;
+        each(i);
+    }
+    atomic::sync_parents(files.iter().map(|(t, _)| t.as_path()))
+}
+
+/// Removes staged temps of a group that will not land (a dry run, an
+/// error before its journal); one already gone is fine.
+pub fn discard<'a>(temps: impl IntoIterator<Item = &'a Path>) {
+    for t in temps {
+        let _ = std::fs::remove_file(t);
+    }
+}
+
+/// One planned change as recovery sees it, whatever its journal's
+/// format: the target and its temp made absolute (after the journal was
+/// checked), its digests before and after (`None`: missing, or removed),
+/// and the planned bytes when the journal carries them (a temp may be
+/// gone: `kb-lock sweep` removes a dead writer's temps).
+#[derive(Debug)]
+pub struct Change<'a> {
+    /// The target.
+    pub path: PathBuf,
+    /// The synced temp renamed onto it, if any.
+    pub tmp: Option<PathBuf>,
+    /// Its digest before the group.
+    pub before: Option<String>,
+    /// Its planned digest.
+    pub after: Option<String>,
+    /// Its planned bytes, when journaled.
+    pub bytes: Option<&'a [u8]>,
+}
+
+/// Rolls a group forward (the [`RollForward`] rule) and returns each
+/// change's fate: a landed change is left; one still old gets its planned
+/// bytes (from the journal when it carries them and they match `after`,
+/// else its temp when that holds them, or its removal); the first that is
+/// neither stops the rest. Every temp is removed and the targets'
+/// directories synced, so running it again changes nothing. Digests are
+/// `hash` of at most `limit` bytes, never through a link.
+pub fn roll_forward(changes: &[Change], limit: u64, hash: fn(&[u8]) -> String) -> Result<Vec<Fate>> {
+    let mut roll = RollForward::default();
+    let mut fates = Vec::with_capacity(changes.len());
+    for c in changes {
+        let now = digest(&c.path, limit, hash)?;
+        let bytes = c.bytes.filter(|b| c.after.as_deref() == Some(hash(b).as_str()));
+        let ready = bytes.is_some()
+            || match &c.tmp {
+                Some(t) => c.after.is_some() && digest(t, limit, hash)? == c.after,
+                None => c.after.is_none(),
+            };
+        let fate = roll.next(&now, &c.before, &c.after, ready);
+        if fate == Fate::Put {
+            match bytes {
+                Some(b) => atomic::write(&c.path, b)?,
+                None => put(&c.path, c.tmp.as_deref())?,
+            }
+        }
+        if let Some(t) = &c.tmp {
+            remove(t)?;
+        }
+        fates.push(fate);
+    }
+    // A directory a removal emptied may be gone with it (a skill's).
+    atomic::sync_parents(changes.iter().map(|c| c.path.as_path()).filter(|p| p.parent().is_some_and(Path::is_dir)))?;
+    Ok(fates)
+}
+
+/// The length of the log at `path` up to its last newline: where the
+/// lines a group owes will start, recorded in its journal.
+pub fn log_end(path: &Path) -> Result<u64> {
+    let b = super::read::optional(path)?.unwrap_or_default();
+    Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1))
+}
+
+/// Which of `lines` (each without its newline) the log at `path` lacks
+/// among its complete lines after `offset` ([`log_end`] when the group
+/// was journaled), by index: a recovery appends just those. A multiset:
+/// two identical lines both count. A log shorter than `offset` was
+/// rewritten (compacted), so every line is missing.
+pub fn missing_lines<S: AsRef<str>>(path: &Path, offset: u64, lines: &[S]) -> Result<Vec<usize>> {
+    let bytes = super::read::optional(path)?.unwrap_or_default();
+    let text = String::from_utf8_lossy(bytes.get(offset as usize..).unwrap_or_default()).into_owned();
+    let mut present: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for l in atomic::complete_lines(&text) {
+        *present.entry(l).or_default() += 1;
+    }
+    let mut missing = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        match present.get_mut(line.as_ref()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => missing.push(i),
+        }
+    }
+    Ok(missing)
 }
 
 /// Makes the intent record durable as one JSON line (atomic write: temp,
@@ -135,6 +266,31 @@ pub fn read<T: DeserializeOwned>(path: &Path, tool: &str, version: fn(&T) -> u32
         return Err(Error::msg(format!("{} has version {v}, this {tool} reads {reads}", path.display())));
     }
     Ok(Some(j))
+}
+
+/// What recovering an interrupted group did: the `recovered` record of
+/// every journal kind (a batch, an apply, an integrate run).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "record", rename = "recovered")]
+pub struct Recovered {
+    /// When the interrupted batch started.
+    pub started: String,
+    /// The interrupted writer's process id.
+    pub pid: u32,
+    /// Files that had landed and were kept (their changelog lines are in).
+    pub landed: Vec<String>,
+    /// Files that had not landed and keep their old bytes.
+    pub rolled_back: Vec<String>,
+    /// Log lines the recovery appended (the changelog's; the audit log's
+    /// for an integrate run or a kb-memgate apply).
+    pub changelog_added: usize,
+    /// Derived files the rebuild changed.
+    pub rebuilt: Vec<String>,
+    /// Whether a git commit was made.
+    pub committed: bool,
+    /// Why a commit failed (the files stay; the next sync commits them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit_error: Option<String>,
 }
 
 /// What a roll forward does with one planned file.

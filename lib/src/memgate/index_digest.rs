@@ -128,7 +128,7 @@ pub fn save(paths: &Paths, k: &Known) {
     // reader from seeing half a file.
     let bytes = serde_json::to_vec(&saved).unwrap_or_default();
     if let Ok(staged) = crate::fs::atomic::stage(&paths.index_digest, &bytes, false) {
-        if fs::rename(&staged.tmp, &paths.index_digest).is_err() {
+        if crate::fs::atomic::rename(&staged.tmp, &paths.index_digest, false).is_err() {
             let _ = fs::remove_file(&staged.tmp);
         }
     }

@@ -43,11 +43,11 @@ use super::index_digest::{self, Known};
 use super::index_md;
 use super::note::file_digest;
 use super::store::{self, Loaded, Paths};
-use crate::error::{Context, Result};
+use crate::error::Result;
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
-use crate::fs::journal::{self, Fate, RollForward};
-use crate::write::journal::Recovered;
+use crate::fs::journal::Recovered;
+use crate::fs::journal::{self, Change, Fate};
 
 /// The journal's name in the memory directory.
 pub const FILE: &str = ".journal";
@@ -196,9 +196,9 @@ impl Group {
 
     /// Drops the staged temp files (an error before commit).
     pub fn discard(self, paths: &Paths) {
-        for t in self.files.iter().filter_map(|f| f.tmp.as_deref()) {
-            let _ = std::fs::remove_file(paths.dir.join(t));
-        }
+        let temps: Vec<PathBuf> =
+            self.files.iter().filter_map(|f| f.tmp.as_deref()).map(|t| paths.dir.join(t)).collect();
+        journal::discard(temps.iter().map(PathBuf::as_path));
     }
 
     /// Journals the group (durably), then puts its files in place in
@@ -224,40 +224,18 @@ impl Group {
             index_before,
             index_line,
         };
-        if let Err(e) = journal::write(&paths.dir.join(FILE), &j) {
-            Group { files: j.files }.discard(paths);
-            return Err(e);
-        }
-        crash::at(Step::MemgateJournal);
-        for f in &j.files {
-            place(paths, f)?;
-            crash::at(match f.kind {
+        let files: Vec<_> =
+            j.files.iter().map(|f| (paths.dir.join(&f.path), f.tmp.as_ref().map(|t| paths.dir.join(t)))).collect();
+        let each = |i: usize| {
+            crash::at(match j.files[i].kind {
                 Kind::Note => Step::MemgateNote,
                 Kind::Archive => Step::MemgateArchive,
                 Kind::Remove => Step::MemgateRemove,
-            });
-        }
-        sync_dirs(paths, &j.files)?;
+            })
+        };
+        journal::land(&paths.dir.join(FILE), &j, &files, || crash::at(Step::MemgateJournal), each)?;
         Ok(j)
     }
-}
-
-/// Syncs `notes/` and, when the group touched it, `archive/`.
-fn sync_dirs(paths: &Paths, files: &[Planned]) -> Result<()> {
-    if files.iter().any(|f| f.kind != Kind::Archive) {
-        atomic::sync_dir(&paths.notes)?;
-    }
-    if files.iter().any(|f| f.kind == Kind::Archive) {
-        atomic::sync_dir(&paths.archive)?;
-    }
-    Ok(())
-}
-
-/// Renames one planned temp into place, or removes the note.
-fn place(paths: &Paths, f: &Planned) -> Result<()> {
-    let target = abs(paths, &f.path)?;
-    let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
-    journal::put(&target, tmp.as_deref())
 }
 
 impl Journal {
@@ -284,7 +262,7 @@ impl Journal {
 /// every file landed, INDEX.md in line and the audit log ending with its
 /// lines, and changes nothing.
 pub fn end(paths: &Paths) -> Result<()> {
-    journal::remove(&paths.dir.join(FILE)).map(|_| ())
+    journal::end(&paths.dir.join(FILE), false)
 }
 
 /// Finishes the group a killed apply left (see the module doc) and sweeps
@@ -308,41 +286,28 @@ pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
 }
 
 fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
+    let mut changes = Vec::with_capacity(j.files.len());
+    for f in &j.files {
+        // The temp must hold the planned bytes (it was synced before the
+        // journal was written; roll_forward checks, for a hand-made one).
+        let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
+        let (before, after) = (f.before.clone(), f.after.clone());
+        changes.push(Change { path: abs(paths, &f.path)?, tmp, before, after, bytes: None });
+    }
+    let fates = journal::roll_forward(&changes, crate::library::scan::MAX_DOC_BYTES, file_digest)?;
     let (mut landed, mut rolled_back, mut lines) = (Vec::new(), Vec::new(), Vec::new());
     let mut removed = Vec::new();
-    let mut roll = RollForward::default();
-    for f in &j.files {
-        let target = abs(paths, &f.path)?;
-        let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
-        let now = digest(&target)?;
-        // The temp must hold the planned bytes (it was synced before the
-        // journal was written; this guards a hand-made journal).
-        let tmp_ok = match &tmp {
-            Some(t) => digest(t)? == f.after,
-            None => true,
-        };
-        let done = match roll.next(&now, &f.before, &f.after, tmp_ok) {
-            Fate::Landed => true,
-            Fate::Put => {
-                place(paths, f)?;
-                true
-            }
-            // Changed by someone else since: it and every later change keep their bytes.
-            Fate::Kept => false,
-        };
+    for (f, fate) in j.files.iter().zip(fates) {
         let shown = format!("memory/{}", f.path);
-        if done {
+        // Changed by someone else since: it and every later change keep their bytes.
+        if fate == Fate::Kept {
+            rolled_back.push(shown);
+        } else {
             landed.push(shown);
             lines.extend(f.line.clone());
             removed.extend(f.removes.clone());
-        } else {
-            rolled_back.push(shown);
-        }
-        if let Some(t) = &tmp {
-            journal::remove(t)?;
         }
     }
-    sync_dirs(paths, &j.files)?;
     let mut rebuilt = Vec::new();
     // INDEX.md: the rows of the removed notes go, the survivor's row is
     // its note's as on disk. A table that cannot be read is left to
@@ -394,14 +359,7 @@ fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
 /// writer died from the memory directory, `notes/` and `archive/`.
 pub fn sweep(paths: &Paths) -> Result<()> {
     for dir in [&paths.dir, &paths.notes, &paths.archive] {
-        let Ok(rd) = std::fs::read_dir(dir) else { continue };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let dead = atomic::temp_owner(&name).is_some_and(|pid| !crate::lock::pid_alive(pid));
-            if dead && e.file_type().is_ok_and(|t| t.is_file()) {
-                std::fs::remove_file(e.path()).ctx(|| format!("removing {}", e.path().display()))?;
-            }
-        }
+        atomic::remove_dead_temps(dir, None, crate::lock::pid_alive)?;
     }
     Ok(())
 }

@@ -16,46 +16,22 @@
 //! and its files then count as landed like any other.
 //! Schema: `schemas/journal.schema.json`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs;
-
-use serde::Serialize;
 
 use crate::doc::digest;
 use crate::error::{Error, Result};
 use crate::fs::atomic;
-use crate::fs::journal as on_disk;
+use crate::fs::journal::{self as on_disk, Change, Fate};
 use crate::library::changelog::{self, Event};
 use crate::library::Library;
 
 // The record and how it is started, read and ended live one layer down
 // (a rebuild's mark clearing writes one too); recovery lives here.
+pub use crate::fs::journal::Recovered;
 pub use crate::library::journal::{
     begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, FILE, VERSION,
 };
-
-/// What recovering an interrupted batch did (the `recovered` record).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "record", rename = "recovered")]
-pub struct Recovered {
-    /// When the interrupted batch started.
-    pub started: String,
-    /// The interrupted writer's process id.
-    pub pid: u32,
-    /// Files that had landed and were kept (their changelog lines are in).
-    pub landed: Vec<String>,
-    /// Files that had not landed and keep their old bytes.
-    pub rolled_back: Vec<String>,
-    /// Changelog lines the recovery appended.
-    pub changelog_added: usize,
-    /// Derived files the rebuild changed.
-    pub rebuilt: Vec<String>,
-    /// Whether a git commit was made.
-    pub committed: bool,
-    /// Why a commit failed (the files stay; the next sync commits them).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub commit_error: Option<String>,
-}
 
 /// The SHA-256 of a file's bytes, `None` when it does not exist.
 fn sha256_of(path: &std::path::Path) -> Result<Option<String>> {
@@ -73,8 +49,6 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
     for m in &j.moves {
         finish_move(lib, m, &j.files)?;
     }
-    let mut landed = BTreeSet::new();
-    let mut rolled_back = Vec::new();
     for f in &j.files {
         // A removal may name the directory it moved aside (a skill's
         // delete); any other temp is a file (`read` checked both).
@@ -90,11 +64,29 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
         }
-        let now = sha256_of(&lib.path(&f.path))?;
-        if now.as_deref() == (!f.sha256.is_empty()).then_some(f.sha256.as_str()) {
-            landed.insert(f.path.clone());
-        } else {
-            rolled_back.push(f.path.clone());
+    }
+    // A batch's journal has no digest before and its temps are gone: the
+    // roll forward puts nothing, a file is landed or keeps its old bytes.
+    let changes: Vec<Change> = j
+        .files
+        .iter()
+        .map(|f| Change {
+            path: lib.path(&f.path),
+            tmp: None,
+            before: None,
+            after: (!f.sha256.is_empty()).then(|| f.sha256.clone()),
+            bytes: None,
+        })
+        .collect();
+    let fates = on_disk::roll_forward(&changes, crate::fs::read::LIMIT, digest::sha256_hex)?;
+    let mut landed = BTreeSet::new();
+    let mut rolled_back = Vec::new();
+    for (f, fate) in j.files.iter().zip(fates) {
+        match fate {
+            Fate::Kept => rolled_back.push(f.path.clone()),
+            _ => {
+                landed.insert(f.path.clone());
+            }
         }
     }
     // An event about no planned file (`kb-append event`) is kept as is.
@@ -169,45 +161,30 @@ fn finish_move(lib: &Library, m: &Move, files: &[Planned]) -> Result<()> {
             continue;
         }
         let dest = from.join(inner);
-        fs::rename(&tmp, &dest).map_err(|e| Error::io(format!("renaming {} into place", tmp.display()), e))?;
-        if let Some(parent) = dest.parent() {
-            atomic::sync_dir(parent)?;
-        }
+        atomic::rename(&tmp, &dest, true)
+            .map_err(|e| Error::io(format!("renaming {} into place", tmp.display()), e))?;
     }
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent).map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
     }
-    fs::rename(&from, &to).map_err(|e| Error::io(format!("moving {} to {}", m.from, m.to), e))?;
-    for dir in [from.parent(), to.parent()].into_iter().flatten() {
-        atomic::sync_dir(dir)?;
-    }
+    atomic::rename(&from, &to, true).map_err(|e| Error::io(format!("moving {} to {}", m.from, m.to), e))?;
     Ok(())
 }
 
 /// Appends the events whose exact line is not among the changelog's
 /// complete lines after `offset`. Returns how many it appended.
 fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize> {
-    let p = lib.path(changelog::FILE);
-    let bytes = crate::fs::read::optional(&p)?.unwrap_or_default();
-    // Only whole lines count: a torn tail is cut by the append below.
-    // A log shorter than the recorded offset was rewritten (compaction):
-    // no line of this batch is in it, so all are missing.
-    let tail = bytes.get(offset as usize..).unwrap_or_default();
-    let text = String::from_utf8_lossy(tail);
-    // A multiset: two identical lines (same instant, same bytes) both count.
-    let mut present: HashMap<&str, usize> = HashMap::new();
-    for l in atomic::complete_lines(&text) {
-        *present.entry(l).or_default() += 1;
-    }
-    let mut missing = Vec::new();
     // Compared as `append` wrote them: with this clone's machine stamped.
-    for e in &changelog::stamped(lib, events) {
-        let line = serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}")))?;
-        match present.get_mut(line.as_str()) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => missing.push(e.clone()),
-        }
-    }
+    // Only whole lines count: a torn tail is cut by the append below.
+    let stamped = changelog::stamped(lib, events);
+    let lines = stamped
+        .iter()
+        .map(|e| serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}"))))
+        .collect::<Result<Vec<String>>>()?;
+    let missing: Vec<Event> = on_disk::missing_lines(&lib.path(changelog::FILE), offset, &lines)?
+        .into_iter()
+        .map(|i| stamped[i].clone())
+        .collect();
     changelog::append(lib, &missing)?;
     Ok(missing.len())
 }
