@@ -119,7 +119,7 @@ fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) -> Res
 /// Each target has its old or its new bytes at every instant.
 pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
     for s in staged {
-        rename(&s.tmp, &s.target, false).ctx(|| format!("replacing {}", s.target.display()))?;
+        rename_onto(&s.tmp, &s.target, false).ctx(|| format!("replacing {}", s.target.display()))?;
         each();
     }
     sync_parents(staged.iter().map(|s| s.target.as_path()))
@@ -236,7 +236,7 @@ fn sync_open_dir(d: &File) -> std::io::Result<()> {
 /// survives a power cut; a derived file or a lock ticket needs no such
 /// barrier. The io error is returned as it is (a lock ticket retries on
 /// `NotFound`; other callers name what they moved).
-pub fn rename(from: &Path, to: &Path, durable: bool) -> std::io::Result<()> {
+pub fn rename_onto(from: &Path, to: &Path, durable: bool) -> std::io::Result<()> {
     fs::rename(from, to)?;
     if durable {
         let (a, b) = (from.parent(), to.parent());

@@ -4,10 +4,9 @@
 //! Done one by one, a kill -9 between them left targets edited while their
 //! entries were still pending; the next apply met its own result as "a
 //! section changed since the entry was planned" and staged entries that
-//! had in fact applied. So the group is journaled, as the library's batch
-//! is (`write::journal`, which is bound to the library's changelog,
-//! indexes and git and so is not reused here; the file primitives all three
-//! journals share are `fs::journal`):
+//! had in fact applied. So the group is journaled with the one journal
+//! (`fs::journal`; this module describes the apply to it as a `Kind` and
+//! keeps its own record format and report):
 //!
 //! 1. every new file is written to a synced temp file beside its target;
 //! 2. `last-word/.journal` records each change (target, temp, digest
@@ -135,13 +134,63 @@ fn end(home: &Home) -> Result<()> {
 /// Prints a `recovered` record when there was a journal. Callers hold the
 /// last-word lock.
 pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
-    let read = journal::read(&home.lastword.join(FILE), "kb-lastword", |j: &Journal| j.version, VERSION)?;
-    if let Some(j) = read {
-        check(home, &j)?;
-        finish(home, &j, rep)?;
-        end(home)?;
-    }
+    journal::recover(&mut Apply { home, rep })?;
     sweep(home)
+}
+
+/// An apply as recovery sees it (see the module doc).
+struct Apply<'a> {
+    home: &'a Home,
+    rep: &'a mut Reporter,
+}
+
+impl journal::Kind for Apply<'_> {
+    type Record = Journal;
+    type Done = ();
+    const FORMAT: journal::Format = journal::Format {
+        tool: "kb-lastword",
+        version: VERSION,
+        hash: sha256_hex,
+        limit: u64::MAX,
+        durable_end: false,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.home.lastword.join(FILE)
+    }
+
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        check(self.home, j)
+    }
+
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        Ok(j.files
+            .iter()
+            .map(|f| Change {
+                path: f.path.clone(),
+                tmp: f.tmp.clone(),
+                before: f.before.clone(),
+                after: f.after.clone(),
+                bytes: None,
+            })
+            .collect())
+    }
+
+    /// A file changed by someone else since keeps its bytes, and so does
+    /// every later one: their entries are still pending.
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<()> {
+        let r = journal::Recovered::of(&j.started, j.pid, j.files.iter().map(|f| self.home.show(&f.path)), fates);
+        eprintln!(
+            "kb-lastword: recovered an apply interrupted at {} (pid {}): {} files in place, {} kept their bytes",
+            j.started,
+            j.pid,
+            r.landed.len(),
+            r.rolled_back.len()
+        );
+        // kb-append's record: a lastword recovery appends no changelog
+        // line, rebuilds nothing and never commits.
+        self.rep.record(&r)
+    }
 }
 
 /// Refuses a journal naming a file an apply never writes, before
@@ -218,49 +267,6 @@ fn place(home: &Home, path: &Path) -> std::result::Result<(PathBuf, String), Str
         }
     }
     Err("is not a knowledge, pending or staging file kb-lastword writes".into())
-}
-
-fn finish(home: &Home, j: &Journal, rep: &mut Reporter) -> Result<()> {
-    let changes: Vec<Change> = j
-        .files
-        .iter()
-        .map(|f| Change {
-            path: f.path.clone(),
-            tmp: f.tmp.clone(),
-            before: f.before.clone(),
-            after: f.after.clone(),
-            bytes: None,
-        })
-        .collect();
-    let fates = journal::roll_forward(&changes, u64::MAX, sha256_hex)?;
-    let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
-    for (f, fate) in j.files.iter().zip(fates) {
-        match fate {
-            // Changed by someone else since: it and everything after it
-            // keep their bytes; their entries are still pending.
-            Fate::Kept => rolled_back.push(home.show(&f.path)),
-            _ => landed.push(home.show(&f.path)),
-        }
-    }
-    eprintln!(
-        "kb-lastword: recovered an apply interrupted at {} (pid {}): {} files in place, {} kept their bytes",
-        j.started,
-        j.pid,
-        landed.len(),
-        rolled_back.len()
-    );
-    // kb-append's record: a lastword recovery appends no changelog line,
-    // rebuilds nothing and never commits.
-    rep.record(&journal::Recovered {
-        started: j.started.clone(),
-        pid: j.pid,
-        landed,
-        rolled_back,
-        changelog_added: 0,
-        rebuilt: Vec::new(),
-        committed: false,
-        commit_error: None,
-    })
 }
 
 /// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose

@@ -89,8 +89,8 @@ pub fn pending(lib: &Library) -> bool {
     lib.path(FILE).exists()
 }
 
-/// Makes the intent record durable (atomic write: temp, fsync, rename,
-/// fsync the directory). Callers hold the library lock.
+/// Makes the intent record durable (`fs::journal::write`, an atomic
+/// write). Callers hold the library lock.
 pub fn begin(lib: &Library, journal: &Journal) -> Result<()> {
     on_disk::write(&lib.path(FILE), journal)?;
     crash::at(Step::Journal);
@@ -107,7 +107,7 @@ pub fn end(lib: &Library) -> Result<()> {
 /// or invent changelog lines. So is one naming a path no writer journals
 /// ([`check`]): nothing reads a journal but to act on it.
 pub fn read(lib: &Library) -> Result<Option<Journal>> {
-    let j = on_disk::read(&lib.path(FILE), "kb-tools", |j: &Journal| j.version, VERSION)?;
+    let j = on_disk::read::<Journal>(&lib.path(FILE), "kb-tools", VERSION)?;
     if let Some(j) = &j {
         check(lib, j)?;
     }

@@ -5,9 +5,9 @@
 //! a note with no INDEX.md row and no audit line, or an archived note
 //! whose row stayed and whose delete was never audited (a retried
 //! decision finds it archived and writes no line for it). So the group is
-//! journaled, as kb-lastword's apply is (`lastword::journal`, bound to its
-//! own home and records; the library's batch journal is bound to the
-//! changelog and git; the file primitives all three share are `fs::journal`):
+//! journaled with the one journal (`fs::journal`; this module describes
+//! the apply to it as a `Kind` and keeps its record format and what the
+//! group owes: INDEX.md, the search index, the audit lines):
 //!
 //! 1. the note and the archive copies are written to synced temp files
 //!    beside their targets;
@@ -257,7 +257,7 @@ impl Journal {
 }
 
 /// Removes the journal once the group is wholly recorded. Not synced on
-/// purpose (an fsync per apply): a journal that comes back after a power
+/// purpose (a directory sync per apply): a journal that comes back after a power
 /// cut describes a group wholly in place, and finishing it again finds
 /// every file landed, INDEX.md in line and the audit log ending with its
 /// lines, and changes nothing.
@@ -269,46 +269,70 @@ pub fn end(paths: &Paths) -> Result<()> {
 /// the temp files of dead writers. Returns the `recovered` record when
 /// there was a journal. Callers hold the memory lock.
 pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
-    let read = journal::read(&paths.dir.join(FILE), "kb-memgate", |j: &Journal| j.version, VERSION)?;
-    let Some(j) = read else { return Ok(None) };
-    check(paths, &j)?;
-    let rec = finish(paths, &j)?;
-    end(paths)?;
+    let Some(rec) = journal::recover(&mut Apply(paths))? else { return Ok(None) };
     sweep(paths)?;
     eprintln!(
         "kb-memgate: recovered an apply interrupted at {} (pid {}): {} changes in place, {} kept their bytes",
-        j.started,
-        j.pid,
+        rec.started,
+        rec.pid,
         rec.landed.len(),
         rec.rolled_back.len()
     );
     Ok(Some(rec))
 }
 
-fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
-    let mut changes = Vec::with_capacity(j.files.len());
-    for f in &j.files {
-        // The temp must hold the planned bytes (it was synced before the
-        // journal was written; roll_forward checks, for a hand-made one).
-        let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
-        let (before, after) = (f.before.clone(), f.after.clone());
-        changes.push(Change { path: abs(paths, &f.path)?, tmp, before, after, bytes: None });
+/// An apply as recovery sees it (see the module doc).
+struct Apply<'a>(&'a Paths);
+
+impl journal::Kind for Apply<'_> {
+    type Record = Journal;
+    type Done = Recovered;
+    const FORMAT: journal::Format = journal::Format {
+        tool: "kb-memgate",
+        version: VERSION,
+        hash: file_digest,
+        limit: crate::library::scan::MAX_DOC_BYTES,
+        durable_end: false,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.0.dir.join(FILE)
     }
-    let fates = journal::roll_forward(&changes, crate::library::scan::MAX_DOC_BYTES, file_digest)?;
-    let (mut landed, mut rolled_back, mut lines) = (Vec::new(), Vec::new(), Vec::new());
-    let mut removed = Vec::new();
+
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        check(self.0, j)
+    }
+
+    /// A temp must hold the planned bytes (it was synced before the
+    /// journal was written; the roll forward checks, for a hand-made one).
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        let mut changes = Vec::with_capacity(j.files.len());
+        for f in &j.files {
+            let tmp = f.tmp.as_deref().map(|t| abs(self.0, t)).transpose()?;
+            let (before, after) = (f.before.clone(), f.after.clone());
+            changes.push(Change { path: abs(self.0, &f.path)?, tmp, before, after, bytes: None });
+        }
+        Ok(changes)
+    }
+
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        finish(self.0, j, fates)
+    }
+}
+
+/// What a group owes once its files are settled: INDEX.md's rows, the
+/// search index, the audit lines of the changes that landed (a change
+/// someone else made since keeps its bytes, and so does every later one).
+fn finish(paths: &Paths, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+    let mut rec = Recovered::of(&j.started, j.pid, j.files.iter().map(|f| format!("memory/{}", f.path)), fates);
+    let (mut lines, mut removed) = (Vec::new(), Vec::new());
     for (f, fate) in j.files.iter().zip(fates) {
-        let shown = format!("memory/{}", f.path);
-        // Changed by someone else since: it and every later change keep their bytes.
-        if fate == Fate::Kept {
-            rolled_back.push(shown);
-        } else {
-            landed.push(shown);
+        if *fate != Fate::Kept {
             lines.extend(f.line.clone());
             removed.extend(f.removes.clone());
         }
     }
-    let mut rebuilt = Vec::new();
+    let rebuilt = &mut rec.rebuilt;
     // INDEX.md: the rows of the removed notes go, the survivor's row is
     // its note's as on disk. A table that cannot be read is left to
     // `reindex`, which rebuilds it whole (and audits that).
@@ -343,16 +367,8 @@ fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
     if added > 0 {
         audit::append(paths, &lines)?;
     }
-    Ok(Recovered {
-        started: j.started.clone(),
-        pid: j.pid,
-        landed,
-        rolled_back,
-        changelog_added: added,
-        rebuilt,
-        committed: false,
-        commit_error: None,
-    })
+    rec.changelog_added = added;
+    Ok(rec)
 }
 
 /// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose

@@ -139,7 +139,7 @@ pub fn promote(
         if let Some(s) = staged {
             atomic::put_in_place(std::slice::from_ref(&s), || crash::at(Step::Rename))?;
         }
-        atomic::rename(&lib.path(&old_dir), &lib.path(&new_dir), true)
+        atomic::rename_onto(&lib.path(&old_dir), &lib.path(&new_dir), true)
             .map_err(|e| Error::io(format!("moving {old_dir} to {new_dir}"), e))?;
         crash::at(Step::Rename);
         crash::at(Step::Renamed);

@@ -5,9 +5,9 @@
 //! one by one, a kill -9 between them left a rule in force whose proposal
 //! still said `approved` (every rerun then refused it: "already exists"),
 //! or a proposal `integrated` with no audit line and nothing committed.
-//! So the run is journaled as kb-memgate's apply is (the file primitives
-//! are `fs::journal`'s; the library's batch journal is bound to the
-//! changelog, which integrate does not write):
+//! So the run is journaled with the one journal (`fs::journal`; this
+//! module describes the run to it as a `Kind` and keeps its record format
+//! and what the run owes: the audit lines and the commit):
 //!
 //! 1. every new text is checked as the loader will see it (before a byte
 //!    is written, see `Engine::load_with`) and written to a synced temp;
@@ -29,7 +29,7 @@
 //! committed. Every step is idempotent, so a kill
 //! during recovery is finished by the next one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -188,51 +188,60 @@ fn finish(lib: &Library, j: &Journal, landed: &[String]) -> Result<(usize, bool)
     Ok((added, committed?))
 }
 
+/// An integrate run as recovery sees it (see the module doc).
+struct Integrate<'a>(&'a Library);
+
+impl on_disk::Kind for Integrate<'_> {
+    type Record = Journal;
+    type Done = Recovered;
+    const FORMAT: on_disk::Format = on_disk::Format {
+        tool: "kb-guard integrate",
+        version: VERSION,
+        hash: sha256_hex,
+        limit: crate::fs::read::LIMIT,
+        durable_end: true,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.0.path(FILE)
+    }
+
+    /// Issue 32: nothing is acted on before every file is checked: a rule
+    /// file or a proposal, inside the library with no link on the way, its
+    /// temp the writer's own (fs::journal::check_files).
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        let files = j.files.iter().map(|f| (f.path.as_str(), Some(f.tmp.as_str())));
+        on_disk::check_files(&self.0.dir, &self.0.path(FILE), files, |p| {
+            use crate::library::kind::{kind, Kind};
+            (!matches!(kind(p), Kind::Rule | Kind::Proposal)).then(|| "is not a guard rule file or a proposal".into())
+        })
+    }
+
+    /// The journal carries the bytes (checked against their digest).
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        Ok(j.files
+            .iter()
+            .map(|f| Change {
+                path: self.0.path(&f.path),
+                tmp: Some(self.0.path(&f.tmp)),
+                before: f.before.clone(),
+                after: Some(f.after.clone()),
+                bytes: Some(f.text.as_bytes()),
+            })
+            .collect())
+    }
+
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        let mut r = Recovered::of(&j.started, j.pid, j.files.iter().map(|f| f.path.clone()), fates);
+        (r.changelog_added, r.committed) = finish(self.0, j, &r.landed)?;
+        Ok(r)
+    }
+}
+
 /// Finishes a run a kill left (see the module doc); `None` when there was
 /// none. Callers hold the library lock.
 pub fn recover(lib: &Library) -> Result<Option<Recovered>> {
-    let Some(j) = on_disk::read::<Journal>(&lib.path(FILE), "kb-guard integrate", |j| j.version, VERSION)? else {
-        return Ok(None);
-    };
-    // Issue 32: nothing is acted on before every file is checked: a rule
-    // file or a proposal, inside the library with no link on the way, its
-    // temp the writer's own (fs::journal::check_files).
-    let files = j.files.iter().map(|f| (f.path.as_str(), Some(f.tmp.as_str())));
-    on_disk::check_files(&lib.dir, &lib.path(FILE), files, |p| {
-        use crate::library::kind::{kind, Kind};
-        (!matches!(kind(p), Kind::Rule | Kind::Proposal)).then(|| "is not a guard rule file or a proposal".into())
-    })?;
-    // The journal carries the bytes (checked against their digest).
-    let changes: Vec<Change> = j
-        .files
-        .iter()
-        .map(|f| Change {
-            path: lib.path(&f.path),
-            tmp: Some(lib.path(&f.tmp)),
-            before: f.before.clone(),
-            after: Some(f.after.clone()),
-            bytes: Some(f.text.as_bytes()),
-        })
-        .collect();
-    let fates = on_disk::roll_forward(&changes, crate::fs::read::LIMIT, sha256_hex)?;
-    let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
-    for (f, fate) in j.files.iter().zip(fates) {
-        match fate {
-            Fate::Kept => rolled_back.push(f.path.clone()),
-            _ => landed.push(f.path.clone()),
-        }
-    }
-    let (added, committed) = finish(lib, &j, &landed)?;
-    Ok(Some(Recovered {
-        started: j.started,
-        pid: j.pid,
-        landed,
-        rolled_back,
-        changelog_added: added,
-        rebuilt: Vec::new(),
-        committed,
-        commit_error: None,
-    }))
+    on_disk::recover(&mut Integrate(lib))
 }
 
 /// Tells on stderr that a killed run was finished.
