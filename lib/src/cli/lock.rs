@@ -80,14 +80,10 @@ pub fn main() -> ExitCode {
             }
             _ => {
                 let mut swept = lock::sweep(&lib, lock::Sweep::Locks)?;
-                let evolve = lib.path(crate::guard::evolve::journal::FILE).exists();
-                if crate::write::journal::pending(&lib) || crate::library::git_state::present(&lib) || evolve {
+                if crate::write::pending(&lib) || crate::library::git_state::present(&lib) {
                     let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
                     let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
                         let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;
-                        if let Some(r) = crate::guard::evolve::journal::recover(&lib)? {
-                            crate::guard::evolve::journal::note(&r);
-                        }
                         Ok((cleared, crate::write::recover(&lib)?))
                     })?;
                     for c in &cleared {

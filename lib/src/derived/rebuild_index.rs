@@ -427,7 +427,7 @@ impl Cache {
         }
     }
 
-    /// Writes the cache with `atomic::write` (fsynced, temp names that
+    /// Writes the cache with `atomic::write` (synced, temp names that
     /// `kb-lock sweep` knows), so a crash leaves the old cache or the new
     /// one. Directory mtimes are taken last, after every write of this run.
     fn save(

@@ -118,17 +118,42 @@ fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) -> Res
 /// every rename), then fsyncs each parent directory once (in parallel).
 /// Each target has its old or its new bytes at every instant.
 pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
-    let mut dirs: Vec<&Path> = Vec::new();
     for s in staged {
-        fs::rename(&s.tmp, &s.target).ctx(|| format!("replacing {}", s.target.display()))?;
+        rename_onto(&s.tmp, &s.target, false).ctx(|| format!("replacing {}", s.target.display()))?;
         each();
-        if let Some(d) = s.target.parent() {
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
+    }
+    sync_parents(staged.iter().map(|s| s.target.as_path()))
+}
+
+/// Fsyncs the parent directory of each of `files` once (in parallel),
+/// after a group of renames or removals in them.
+pub fn sync_parents<'a>(files: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    let mut dirs: Vec<&Path> = Vec::new();
+    for d in files.into_iter().filter_map(Path::parent) {
+        if !dirs.contains(&d) {
+            dirs.push(d);
         }
     }
     in_parallel(&dirs, |d| sync_dir(d))
+}
+
+/// Removes from `dir` the temp files of ours ([`temp_owner`]) whose
+/// writer is dead (`alive` says which pids live), only those of the file
+/// named `only` when given (a directory that is the user's, not ours).
+/// A directory that cannot be read has none.
+pub fn remove_dead_temps(dir: &Path, only: Option<&str>, alive: impl Fn(u32) -> bool) -> Result<()> {
+    let Ok(rd) = fs::read_dir(dir) else { return Ok(()) };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if only.is_some_and(|n| !name.starts_with(&format!(".{n}.tmp."))) {
+            continue;
+        }
+        let dead = temp_owner(&name).is_some_and(|pid| !alive(pid));
+        if dead && e.file_type().is_ok_and(|t| t.is_file()) {
+            fs::remove_file(e.path()).ctx(|| format!("removing {}", e.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes only when the bytes differ, so an unchanged derived file keeps
@@ -194,12 +219,42 @@ pub fn complete_lines(text: &str) -> impl Iterator<Item = &str> {
 /// Flushes a directory entry change (rename, create) to disk.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     match File::open(dir) {
-        Ok(d) => d
-            .sync_all()
-            .or_else(|e| if e.kind() == std::io::ErrorKind::InvalidInput { Ok(()) } else { Err(e) })
-            .ctx(|| format!("syncing {}", dir.display())),
+        Ok(d) => sync_open_dir(&d).ctx(|| format!("syncing {}", dir.display())),
         Err(e) => Err(Error::io(format!("opening {}", dir.display()), e)),
     }
+}
+
+/// Fsyncs an open directory; a file system that cannot sync directories
+/// (`InvalidInput`) has nothing to flush.
+fn sync_open_dir(d: &File) -> std::io::Result<()> {
+    d.sync_all().or_else(|e| if e.kind() == std::io::ErrorKind::InvalidInput { Ok(()) } else { Err(e) })
+}
+
+/// Renames `from` onto `to` (a file or a whole directory, on one file
+/// system): the one rename into place outside a staged group. When
+/// `durable`, each parent directory is fsynced after it, so the new name
+/// survives a power cut; a derived file or a lock ticket needs no such
+/// barrier. The io error is returned as it is (a lock ticket retries on
+/// `NotFound`; other callers name what they moved).
+pub fn rename_onto(from: &Path, to: &Path, durable: bool) -> std::io::Result<()> {
+    fs::rename(from, to)?;
+    if durable {
+        let (a, b) = (from.parent(), to.parent());
+        for dir in [a, b.filter(|b| Some(*b) != a)].into_iter().flatten() {
+            sync_open_dir(&File::open(dir)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// Replaces the whole content of an open file in place with `bytes` and
+/// flushes them (a lock file's holder line: the file is the lock, so it
+/// is rewritten, never renamed).
+pub fn rewrite(f: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    f.set_len(0)?;
+    f.seek(SeekFrom::Start(0))?;
+    f.write_all(bytes)?;
+    f.sync_data()
 }
 
 fn temp_path(path: &Path) -> PathBuf {

@@ -4,10 +4,9 @@
 //! Done one by one, a kill -9 between them left targets edited while their
 //! entries were still pending; the next apply met its own result as "a
 //! section changed since the entry was planned" and staged entries that
-//! had in fact applied. So the group is journaled, as the library's batch
-//! is (`write::journal`, which is bound to the library's changelog,
-//! indexes and git and so is not reused here; the file primitives all three
-//! journals share are `fs::journal`):
+//! had in fact applied. So the group is journaled with the one journal
+//! (`fs::journal`; this module describes the apply to it as a `Kind` and
+//! keeps its own record format and report):
 //!
 //! 1. every new file is written to a synced temp file beside its target;
 //! 2. `last-word/.journal` records each change (target, temp, digest
@@ -31,10 +30,10 @@ use serde::{Deserialize, Serialize};
 use super::home::Home;
 use super::report::Reporter;
 use crate::doc::digest::sha256_hex;
-use crate::error::{Context, Result};
+use crate::error::Result;
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
-use crate::fs::journal::{self, Fate, RollForward};
+use crate::fs::journal::{self, Change, Fate};
 
 /// The journal's name in `last-word/`.
 pub const FILE: &str = ".journal";
@@ -109,46 +108,24 @@ impl Group {
             started: crate::clock::format(crate::clock::now()?),
             files: self.files,
         };
-        if let Err(e) = journal::write(&home.lastword.join(FILE), &j) {
-            for t in j.files.iter().filter_map(|f| f.tmp.as_ref()) {
-                let _ = std::fs::remove_file(t);
-            }
-            return Err(e);
-        }
-        crash::at(Step::LastwordJournal);
-        let mut dirs: Vec<PathBuf> = Vec::new();
-        for f in &j.files {
-            put(f)?;
-            crash::at(Step::LastwordRename);
-            if let Some(d) = f.path.parent() {
-                if !dirs.iter().any(|x| x == d) {
-                    dirs.push(d.to_path_buf());
-                }
-            }
-        }
-        dirs.iter().try_for_each(|d| atomic::sync_dir(d))?;
+        let files: Vec<_> = j.files.iter().map(|f| (f.path.clone(), f.tmp.clone())).collect();
+        let (journaled, each) = (|| crash::at(Step::LastwordJournal), |_| crash::at(Step::LastwordRename));
+        journal::land(&home.lastword.join(FILE), &j, &files, journaled, each)?;
         crash::at(Step::LastwordRenamed);
         end(home)
     }
 
     /// Drops the staged temp files (a dry run, an error before commit).
     pub fn discard(self) {
-        for t in self.files.iter().filter_map(|f| f.tmp.as_ref()) {
-            let _ = std::fs::remove_file(t);
-        }
+        journal::discard(self.files.iter().filter_map(|f| f.tmp.as_deref()));
     }
-}
-
-/// Renames one planned temp into place, or removes the file.
-fn put(f: &Planned) -> Result<()> {
-    journal::put(&f.path, f.tmp.as_deref())
 }
 
 /// Removes the journal. Not synced on purpose: a journal that comes back
 /// after a power cut describes a group that is wholly in place, and
 /// finishing it again finds every file landed and changes nothing.
 fn end(home: &Home) -> Result<()> {
-    journal::remove(&home.lastword.join(FILE)).map(|_| ())
+    journal::end(&home.lastword.join(FILE), false)
 }
 
 /// Finishes the group a killed apply left (see the module doc) and sweeps
@@ -157,13 +134,63 @@ fn end(home: &Home) -> Result<()> {
 /// Prints a `recovered` record when there was a journal. Callers hold the
 /// last-word lock.
 pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
-    let read = journal::read(&home.lastword.join(FILE), "kb-lastword", |j: &Journal| j.version, VERSION)?;
-    if let Some(j) = read {
-        check(home, &j)?;
-        finish(home, &j, rep)?;
-        end(home)?;
-    }
+    journal::recover(&mut Apply { home, rep })?;
     sweep(home)
+}
+
+/// An apply as recovery sees it (see the module doc).
+struct Apply<'a> {
+    home: &'a Home,
+    rep: &'a mut Reporter,
+}
+
+impl journal::Kind for Apply<'_> {
+    type Record = Journal;
+    type Done = ();
+    const FORMAT: journal::Format = journal::Format {
+        tool: "kb-lastword",
+        version: VERSION,
+        hash: sha256_hex,
+        limit: u64::MAX,
+        durable_end: false,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.home.lastword.join(FILE)
+    }
+
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        check(self.home, j)
+    }
+
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        Ok(j.files
+            .iter()
+            .map(|f| Change {
+                path: f.path.clone(),
+                tmp: f.tmp.clone(),
+                before: f.before.clone(),
+                after: f.after.clone(),
+                bytes: None,
+            })
+            .collect())
+    }
+
+    /// A file changed by someone else since keeps its bytes, and so does
+    /// every later one: their entries are still pending.
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<()> {
+        let r = journal::Recovered::of(&j.started, j.pid, j.files.iter().map(|f| self.home.show(&f.path)), fates);
+        eprintln!(
+            "kb-lastword: recovered an apply interrupted at {} (pid {}): {} files in place, {} kept their bytes",
+            j.started,
+            j.pid,
+            r.landed.len(),
+            r.rolled_back.len()
+        );
+        // kb-append's record: a lastword recovery appends no changelog
+        // line, rebuilds nothing and never commits.
+        self.rep.record(&r)
+    }
 }
 
 /// Refuses a journal naming a file an apply never writes, before
@@ -242,54 +269,6 @@ fn place(home: &Home, path: &Path) -> std::result::Result<(PathBuf, String), Str
     Err("is not a knowledge, pending or staging file kb-lastword writes".into())
 }
 
-fn finish(home: &Home, j: &Journal, rep: &mut Reporter) -> Result<()> {
-    let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
-    let mut roll = RollForward::default();
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for f in &j.files {
-        let now = digest(&f.path)?;
-        let tmp_there = f.tmp.as_ref().is_some_and(|t| std::fs::symlink_metadata(t).is_ok_and(|m| m.is_file()));
-        match roll.next(&now, &f.before, &f.after, f.tmp.is_none() || tmp_there) {
-            Fate::Landed => landed.push(home.show(&f.path)),
-            Fate::Put => {
-                put(f)?;
-                landed.push(home.show(&f.path));
-                if let Some(d) = f.path.parent() {
-                    dirs.push(d.to_path_buf());
-                }
-            }
-            // Changed by someone else since: it and everything after it
-            // keep their bytes; their entries are still pending.
-            Fate::Kept => rolled_back.push(home.show(&f.path)),
-        }
-        if let Some(t) = &f.tmp {
-            journal::remove(t)?;
-        }
-    }
-    dirs.sort();
-    dirs.dedup();
-    dirs.iter().try_for_each(|d| atomic::sync_dir(d))?;
-    eprintln!(
-        "kb-lastword: recovered an apply interrupted at {} (pid {}): {} files in place, {} kept their bytes",
-        j.started,
-        j.pid,
-        landed.len(),
-        rolled_back.len()
-    );
-    // kb-append's record: a lastword recovery appends no changelog line,
-    // rebuilds nothing and never commits.
-    rep.record(&crate::write::journal::Recovered {
-        started: j.started.clone(),
-        pid: j.pid,
-        landed,
-        rolled_back,
-        changelog_added: 0,
-        rebuilt: Vec::new(),
-        committed: false,
-        commit_error: None,
-    })
-}
-
 /// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose
 /// writer died: beside each knowledge file (only that file's temps: the
 /// project directory is the user's), and any in `last-word/`,
@@ -303,17 +282,7 @@ fn sweep(home: &Home) -> Result<()> {
         .collect();
     places.extend([home.lastword.clone(), home.staging(), home.project_dir()].into_iter().map(|d| (d, None)));
     for (dir, only) in places {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if only.as_ref().is_some_and(|n| !name.starts_with(&format!(".{n}.tmp."))) {
-                continue;
-            }
-            let dead = atomic::temp_owner(&name).is_some_and(|pid| !crate::lock::pid_alive(pid));
-            if dead && e.file_type().is_ok_and(|t| t.is_file()) {
-                std::fs::remove_file(e.path()).ctx(|| format!("removing {}", e.path().display()))?;
-            }
-        }
+        atomic::remove_dead_temps(&dir, only.as_deref(), crate::lock::pid_alive)?;
     }
     super::staging::sweep(home)
 }

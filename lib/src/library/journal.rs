@@ -80,9 +80,7 @@ pub struct Planned {
 /// The length of `.changelog` up to its last newline: where this batch's
 /// lines will start.
 pub fn changelog_offset(lib: &Library) -> Result<u64> {
-    let p = lib.path(changelog::FILE);
-    let b = crate::fs::read::optional(&p)?.unwrap_or_default();
-    Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1))
+    on_disk::log_end(&lib.path(changelog::FILE))
 }
 
 /// Whether a batch left a journal (only then does `kb-lock sweep` take the
@@ -91,8 +89,8 @@ pub fn pending(lib: &Library) -> bool {
     lib.path(FILE).exists()
 }
 
-/// Makes the intent record durable (atomic write: temp, fsync, rename,
-/// fsync the directory). Callers hold the library lock.
+/// Makes the intent record durable (`fs::journal::write`, an atomic
+/// write). Callers hold the library lock.
 pub fn begin(lib: &Library, journal: &Journal) -> Result<()> {
     on_disk::write(&lib.path(FILE), journal)?;
     crash::at(Step::Journal);
@@ -101,10 +99,7 @@ pub fn begin(lib: &Library, journal: &Journal) -> Result<()> {
 
 /// Removes the journal once the batch is wholly recorded.
 pub fn end(lib: &Library) -> Result<()> {
-    if on_disk::remove(&lib.path(FILE))? {
-        atomic::sync_dir(&lib.dir)?;
-    }
-    Ok(())
+    on_disk::end(&lib.path(FILE), true)
 }
 
 /// Reads the journal, if any. A journal that does not parse is an error:
@@ -112,7 +107,7 @@ pub fn end(lib: &Library) -> Result<()> {
 /// or invent changelog lines. So is one naming a path no writer journals
 /// ([`check`]): nothing reads a journal but to act on it.
 pub fn read(lib: &Library) -> Result<Option<Journal>> {
-    let j = on_disk::read(&lib.path(FILE), "kb-tools", |j: &Journal| j.version, VERSION)?;
+    let j = on_disk::read::<Journal>(&lib.path(FILE), "kb-tools", VERSION)?;
     if let Some(j) = &j {
         check(lib, j)?;
     }

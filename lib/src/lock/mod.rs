@@ -6,7 +6,7 @@
 pub mod child;
 
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -227,14 +227,11 @@ fn wait_or_timeout(lib: &Path, opts: &Options, started: Instant, attempt: &mut u
 }
 
 fn write_holder(f: &mut File, holder: &Holder) -> std::io::Result<()> {
-    f.set_len(0)?;
-    f.seek(SeekFrom::Start(0))?;
     // Serialising a struct of strings and numbers cannot fail; the holder
     // line is for `kb-lock status`, not for the lock itself.
     let mut line = serde_json::to_string(holder).unwrap_or_default();
     line.push('\n');
-    f.write_all(line.as_bytes())?;
-    f.sync_data()
+    crate::fs::atomic::rewrite(f, line.as_bytes())
 }
 
 /// Reports whether the lock is free, held (and by whom), or a legacy

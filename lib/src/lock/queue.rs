@@ -139,7 +139,7 @@ pub fn take(lib: &Path) -> Result<Ticket> {
             return Err(Error::io(format!("writing {}", pending.display()), e));
         }
         let path = d.join(&name);
-        match fs::rename(&pending, &path) {
+        match crate::fs::atomic::rename_onto(&pending, &path, false) {
             Ok(()) => return Ok(Ticket { path, name, file }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {

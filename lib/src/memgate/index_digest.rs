@@ -124,11 +124,11 @@ pub fn save(paths: &Paths, k: &Known) {
         appendable: k.appendable,
     };
     // Derived and checked against INDEX.md's identity on every read, so a
-    // lost write costs one full hash: no fsync, but the rename keeps a
+    // lost write costs one full hash: not synced, but the rename keeps a
     // reader from seeing half a file.
     let bytes = serde_json::to_vec(&saved).unwrap_or_default();
     if let Ok(staged) = crate::fs::atomic::stage(&paths.index_digest, &bytes, false) {
-        if fs::rename(&staged.tmp, &paths.index_digest).is_err() {
+        if crate::fs::atomic::rename_onto(&staged.tmp, &paths.index_digest, false).is_err() {
             let _ = fs::remove_file(&staged.tmp);
         }
     }

@@ -5,9 +5,9 @@
 //! a note with no INDEX.md row and no audit line, or an archived note
 //! whose row stayed and whose delete was never audited (a retried
 //! decision finds it archived and writes no line for it). So the group is
-//! journaled, as kb-lastword's apply is (`lastword::journal`, bound to its
-//! own home and records; the library's batch journal is bound to the
-//! changelog and git; the file primitives all three share are `fs::journal`):
+//! journaled with the one journal (`fs::journal`; this module describes
+//! the apply to it as a `Kind` and keeps its record format and what the
+//! group owes: INDEX.md, the search index, the audit lines):
 //!
 //! 1. the note and the archive copies are written to synced temp files
 //!    beside their targets;
@@ -43,11 +43,11 @@ use super::index_digest::{self, Known};
 use super::index_md;
 use super::note::file_digest;
 use super::store::{self, Loaded, Paths};
-use crate::error::{Context, Result};
+use crate::error::Result;
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
-use crate::fs::journal::{self, Fate, RollForward};
-use crate::write::journal::Recovered;
+use crate::fs::journal::Recovered;
+use crate::fs::journal::{self, Change, Fate};
 
 /// The journal's name in the memory directory.
 pub const FILE: &str = ".journal";
@@ -196,9 +196,9 @@ impl Group {
 
     /// Drops the staged temp files (an error before commit).
     pub fn discard(self, paths: &Paths) {
-        for t in self.files.iter().filter_map(|f| f.tmp.as_deref()) {
-            let _ = std::fs::remove_file(paths.dir.join(t));
-        }
+        let temps: Vec<PathBuf> =
+            self.files.iter().filter_map(|f| f.tmp.as_deref()).map(|t| paths.dir.join(t)).collect();
+        journal::discard(temps.iter().map(PathBuf::as_path));
     }
 
     /// Journals the group (durably), then puts its files in place in
@@ -224,40 +224,18 @@ impl Group {
             index_before,
             index_line,
         };
-        if let Err(e) = journal::write(&paths.dir.join(FILE), &j) {
-            Group { files: j.files }.discard(paths);
-            return Err(e);
-        }
-        crash::at(Step::MemgateJournal);
-        for f in &j.files {
-            place(paths, f)?;
-            crash::at(match f.kind {
+        let files: Vec<_> =
+            j.files.iter().map(|f| (paths.dir.join(&f.path), f.tmp.as_ref().map(|t| paths.dir.join(t)))).collect();
+        let each = |i: usize| {
+            crash::at(match j.files[i].kind {
                 Kind::Note => Step::MemgateNote,
                 Kind::Archive => Step::MemgateArchive,
                 Kind::Remove => Step::MemgateRemove,
-            });
-        }
-        sync_dirs(paths, &j.files)?;
+            })
+        };
+        journal::land(&paths.dir.join(FILE), &j, &files, || crash::at(Step::MemgateJournal), each)?;
         Ok(j)
     }
-}
-
-/// Syncs `notes/` and, when the group touched it, `archive/`.
-fn sync_dirs(paths: &Paths, files: &[Planned]) -> Result<()> {
-    if files.iter().any(|f| f.kind != Kind::Archive) {
-        atomic::sync_dir(&paths.notes)?;
-    }
-    if files.iter().any(|f| f.kind == Kind::Archive) {
-        atomic::sync_dir(&paths.archive)?;
-    }
-    Ok(())
-}
-
-/// Renames one planned temp into place, or removes the note.
-fn place(paths: &Paths, f: &Planned) -> Result<()> {
-    let target = abs(paths, &f.path)?;
-    let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
-    journal::put(&target, tmp.as_deref())
 }
 
 impl Journal {
@@ -279,71 +257,82 @@ impl Journal {
 }
 
 /// Removes the journal once the group is wholly recorded. Not synced on
-/// purpose (an fsync per apply): a journal that comes back after a power
+/// purpose (a directory sync per apply): a journal that comes back after a power
 /// cut describes a group wholly in place, and finishing it again finds
 /// every file landed, INDEX.md in line and the audit log ending with its
 /// lines, and changes nothing.
 pub fn end(paths: &Paths) -> Result<()> {
-    journal::remove(&paths.dir.join(FILE)).map(|_| ())
+    journal::end(&paths.dir.join(FILE), false)
 }
 
 /// Finishes the group a killed apply left (see the module doc) and sweeps
 /// the temp files of dead writers. Returns the `recovered` record when
 /// there was a journal. Callers hold the memory lock.
 pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
-    let read = journal::read(&paths.dir.join(FILE), "kb-memgate", |j: &Journal| j.version, VERSION)?;
-    let Some(j) = read else { return Ok(None) };
-    check(paths, &j)?;
-    let rec = finish(paths, &j)?;
-    end(paths)?;
+    let Some(rec) = journal::recover(&mut Apply(paths))? else { return Ok(None) };
     sweep(paths)?;
     eprintln!(
         "kb-memgate: recovered an apply interrupted at {} (pid {}): {} changes in place, {} kept their bytes",
-        j.started,
-        j.pid,
+        rec.started,
+        rec.pid,
         rec.landed.len(),
         rec.rolled_back.len()
     );
     Ok(Some(rec))
 }
 
-fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
-    let (mut landed, mut rolled_back, mut lines) = (Vec::new(), Vec::new(), Vec::new());
-    let mut removed = Vec::new();
-    let mut roll = RollForward::default();
-    for f in &j.files {
-        let target = abs(paths, &f.path)?;
-        let tmp = f.tmp.as_deref().map(|t| abs(paths, t)).transpose()?;
-        let now = digest(&target)?;
-        // The temp must hold the planned bytes (it was synced before the
-        // journal was written; this guards a hand-made journal).
-        let tmp_ok = match &tmp {
-            Some(t) => digest(t)? == f.after,
-            None => true,
-        };
-        let done = match roll.next(&now, &f.before, &f.after, tmp_ok) {
-            Fate::Landed => true,
-            Fate::Put => {
-                place(paths, f)?;
-                true
-            }
-            // Changed by someone else since: it and every later change keep their bytes.
-            Fate::Kept => false,
-        };
-        let shown = format!("memory/{}", f.path);
-        if done {
-            landed.push(shown);
+/// An apply as recovery sees it (see the module doc).
+struct Apply<'a>(&'a Paths);
+
+impl journal::Kind for Apply<'_> {
+    type Record = Journal;
+    type Done = Recovered;
+    const FORMAT: journal::Format = journal::Format {
+        tool: "kb-memgate",
+        version: VERSION,
+        hash: file_digest,
+        limit: crate::library::scan::MAX_DOC_BYTES,
+        durable_end: false,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.0.dir.join(FILE)
+    }
+
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        check(self.0, j)
+    }
+
+    /// A temp must hold the planned bytes (it was synced before the
+    /// journal was written; the roll forward checks, for a hand-made one).
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        let mut changes = Vec::with_capacity(j.files.len());
+        for f in &j.files {
+            let tmp = f.tmp.as_deref().map(|t| abs(self.0, t)).transpose()?;
+            let (before, after) = (f.before.clone(), f.after.clone());
+            changes.push(Change { path: abs(self.0, &f.path)?, tmp, before, after, bytes: None });
+        }
+        Ok(changes)
+    }
+
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        finish(self.0, j, fates)
+    }
+}
+
+/// What a group owes once its files are settled: INDEX.md's rows, the
+/// search index, the audit lines of the changes that landed (a change
+/// someone else made since keeps its bytes, and so does every later one).
+fn finish(paths: &Paths, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+    let mut rec = Recovered::of(&j.started, j.pid, j.files.iter().map(|f| format!("memory/{}", f.path)), fates);
+    let (mut lines, mut removed) = (Vec::new(), Vec::new());
+    for (f, fate) in j.files.iter().zip(fates) {
+        if *fate != Fate::Kept {
             lines.extend(f.line.clone());
             removed.extend(f.removes.clone());
-        } else {
-            rolled_back.push(shown);
-        }
-        if let Some(t) = &tmp {
-            journal::remove(t)?;
         }
     }
-    sync_dirs(paths, &j.files)?;
-    let mut rebuilt = Vec::new();
+    let rebuilt = &mut rec.rebuilt;
     // INDEX.md: the rows of the removed notes go, the survivor's row is
     // its note's as on disk. A table that cannot be read is left to
     // `reindex`, which rebuilds it whole (and audits that).
@@ -378,30 +367,15 @@ fn finish(paths: &Paths, j: &Journal) -> Result<Recovered> {
     if added > 0 {
         audit::append(paths, &lines)?;
     }
-    Ok(Recovered {
-        started: j.started.clone(),
-        pid: j.pid,
-        landed,
-        rolled_back,
-        changelog_added: added,
-        rebuilt,
-        committed: false,
-        commit_error: None,
-    })
+    rec.changelog_added = added;
+    Ok(rec)
 }
 
 /// Removes temp files (`.<name>.tmp.<pid>.…`, see `fs::atomic`) whose
 /// writer died from the memory directory, `notes/` and `archive/`.
 pub fn sweep(paths: &Paths) -> Result<()> {
     for dir in [&paths.dir, &paths.notes, &paths.archive] {
-        let Ok(rd) = std::fs::read_dir(dir) else { continue };
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let dead = atomic::temp_owner(&name).is_some_and(|pid| !crate::lock::pid_alive(pid));
-            if dead && e.file_type().is_ok_and(|t| t.is_file()) {
-                std::fs::remove_file(e.path()).ctx(|| format!("removing {}", e.path().display()))?;
-            }
-        }
+        atomic::remove_dead_temps(dir, None, crate::lock::pid_alive)?;
     }
     Ok(())
 }

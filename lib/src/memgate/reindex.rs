@@ -15,8 +15,8 @@ use super::journal;
 use super::store::{self, Loaded, Paths};
 use crate::error::{Error, Result};
 use crate::fs::atomic;
+use crate::fs::journal::Recovered;
 use crate::text::bert::Encoder;
-use crate::write::journal::Recovered;
 use crate::{clock, lock};
 
 /// The `reindex` record (schemas/reindex.schema.json).

@@ -357,7 +357,7 @@ fn show(p: Option<&Path>) -> String {
 }
 
 /// Saves index bytes with the one atomic write (a temp file `kb-lock
-/// sweep` knows, fsync, rename), so readers see the old or the new index
+/// sweep` knows, synced, renamed onto it), so readers see the old or the new index
 /// whole.
 fn save(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().ok_or_else(|| crate::Error::msg(format!("{} has no parent", path.display())))?;

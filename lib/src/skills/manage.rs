@@ -542,9 +542,8 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     }
     j.events.push(event.clone());
     write::journal::begin(lib, &j)?;
-    fs::rename(&full, &aside).map_err(|e| Error::io(format!("moving {dir} aside"), e))?;
+    atomic::rename_onto(&full, &aside, true).map_err(|e| Error::io(format!("moving {dir} aside"), e))?;
     crash::at(Step::Rename);
-    atomic::sync_dir(&lib.path(&stage.dir()))?;
     fs::remove_dir_all(&aside).map_err(|e| Error::io(format!("removing {}", aside.display()), e))?;
     crash::at(Step::Renamed);
     let message = format!("task-ai(library):skill delete {}", req.name);

@@ -139,11 +139,9 @@ pub fn promote(
         if let Some(s) = staged {
             atomic::put_in_place(std::slice::from_ref(&s), || crash::at(Step::Rename))?;
         }
-        fs::rename(lib.path(&old_dir), lib.path(&new_dir))
+        atomic::rename_onto(&lib.path(&old_dir), &lib.path(&new_dir), true)
             .map_err(|e| Error::io(format!("moving {old_dir} to {new_dir}"), e))?;
         crash::at(Step::Rename);
-        atomic::sync_dir(&lib.path(&from.dir()))?;
-        atomic::sync_dir(&lib.path(&to.dir()))?;
         crash::at(Step::Renamed);
         // Step 4: as a batch's, the changelog line, indexes, relations and commit.
         let entry = Entry::from_text(&new_md, &text);

@@ -248,11 +248,8 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     lock::with_lock(lib, &opts.lock, || {
         drivers::register(&repo)?;
         crate::library::git_state::note(&crate::library::git_state::clear(lib, Duration::from_secs(10))?);
+        // A killed batch's or integrate's journal, before `git add --all` could commit it.
         crate::write::journal::note(crate::write::recover(lib)?);
-        // A killed integrate's journal, before `git add --all` could commit it.
-        if let Some(r) = crate::guard::evolve::journal::recover(lib)? {
-            crate::guard::evolve::journal::note(&r);
-        }
         recover(&repo)?;
         hold::reinstate(lib, &repo)?;
         clean_outside(&repo)?;

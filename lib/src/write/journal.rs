@@ -16,46 +16,23 @@
 //! and its files then count as landed like any other.
 //! Schema: `schemas/journal.schema.json`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs;
-
-use serde::Serialize;
+use std::path::PathBuf;
 
 use crate::doc::digest;
 use crate::error::{Error, Result};
 use crate::fs::atomic;
-use crate::fs::journal as on_disk;
+use crate::fs::journal::{self as on_disk, Change, Fate};
 use crate::library::changelog::{self, Event};
 use crate::library::Library;
 
 // The record and how it is started, read and ended live one layer down
 // (a rebuild's mark clearing writes one too); recovery lives here.
+pub use crate::fs::journal::Recovered;
 pub use crate::library::journal::{
     begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, FILE, VERSION,
 };
-
-/// What recovering an interrupted batch did (the `recovered` record).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "record", rename = "recovered")]
-pub struct Recovered {
-    /// When the interrupted batch started.
-    pub started: String,
-    /// The interrupted writer's process id.
-    pub pid: u32,
-    /// Files that had landed and were kept (their changelog lines are in).
-    pub landed: Vec<String>,
-    /// Files that had not landed and keep their old bytes.
-    pub rolled_back: Vec<String>,
-    /// Changelog lines the recovery appended.
-    pub changelog_added: usize,
-    /// Derived files the rebuild changed.
-    pub rebuilt: Vec<String>,
-    /// Whether a git commit was made.
-    pub committed: bool,
-    /// Why a commit failed (the files stay; the next sync commits them).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub commit_error: Option<String>,
-}
 
 /// The SHA-256 of a file's bytes, `None` when it does not exist.
 fn sha256_of(path: &std::path::Path) -> Result<Option<String>> {
@@ -65,45 +42,95 @@ fn sha256_of(path: &std::path::Path) -> Result<Option<String>> {
 /// Finishes or rolls back a batch a killed writer left (see the module
 /// doc). `message` builds the commit message from the kept events.
 /// Callers hold the library lock. A journal naming a path no writer
-/// journals is refused before anything is touched (`read` checks it, see
-/// `library::journal::check`): the error names it and it stays in place. Returns `None` when there was nothing to
-/// recover.
+/// journals is refused before anything is touched
+/// (`library::journal::check`): the error names it and it stays in
+/// place. Returns `None` when there was nothing to recover.
 pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Option<Recovered>> {
-    let Some(j) = read(lib)? else { return Ok(None) };
-    for m in &j.moves {
-        finish_move(lib, m, &j.files)?;
+    on_disk::recover(&mut Batch { lib, message })
+}
+
+/// A batch as recovery sees it (see the module doc).
+struct Batch<'a, F> {
+    lib: &'a Library,
+    message: F,
+}
+
+impl<F: Fn(&[Event]) -> String> on_disk::Kind for Batch<'_, F> {
+    type Record = Journal;
+    type Done = Recovered;
+    const FORMAT: on_disk::Format = on_disk::Format {
+        tool: "kb-tools",
+        version: VERSION,
+        hash: digest::sha256_hex,
+        limit: crate::fs::read::LIMIT,
+        durable_end: true,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.lib.path(FILE)
     }
-    let mut landed = BTreeSet::new();
-    let mut rolled_back = Vec::new();
-    for f in &j.files {
-        // A removal may name the directory it moved aside (a skill's
-        // delete); any other temp is a file (`read` checked both).
-        let tmp = lib.path(&f.tmp);
-        let aside = crate::library::journal::aside_of(&f.tmp).is_some();
-        let gone = match fs::symlink_metadata(&tmp) {
-            _ if f.tmp.is_empty() => Ok(()),
-            Ok(m) if m.is_dir() && aside => fs::remove_dir_all(&tmp),
-            _ => fs::remove_file(&tmp),
-        };
-        match gone {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
-        }
-        let now = sha256_of(&lib.path(&f.path))?;
-        if now.as_deref() == (!f.sha256.is_empty()).then_some(f.sha256.as_str()) {
-            landed.insert(f.path.clone());
-        } else {
-            rolled_back.push(f.path.clone());
-        }
+
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        crate::library::journal::check(self.lib, j)
     }
+
+    /// The moves are finished, then every temp removed: a removal may
+    /// name the directory it moved aside (a skill's delete); any other
+    /// temp is a file (`check` allowed both).
+    fn prepare(&mut self, j: &Journal) -> Result<()> {
+        let lib = self.lib;
+        for m in &j.moves {
+            finish_move(lib, m, &j.files)?;
+        }
+        for f in j.files.iter().filter(|f| !f.tmp.is_empty()) {
+            let tmp = lib.path(&f.tmp);
+            let aside = crate::library::journal::aside_of(&f.tmp).is_some();
+            let gone = match fs::symlink_metadata(&tmp) {
+                Ok(m) if m.is_dir() && aside => fs::remove_dir_all(&tmp),
+                _ => fs::remove_file(&tmp),
+            };
+            match gone {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("removing {}", tmp.display()), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// A batch's journal has no digest before and its temps are gone: the
+    /// roll forward puts nothing, a file is landed or keeps its old bytes.
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        Ok(j.files
+            .iter()
+            .map(|f| Change {
+                path: self.lib.path(&f.path),
+                tmp: None,
+                before: None,
+                after: (!f.sha256.is_empty()).then(|| f.sha256.clone()),
+                bytes: None,
+            })
+            .collect())
+    }
+
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        finish(self.lib, j, fates, &self.message)
+    }
+}
+
+/// What a batch owes once its files are settled: the changelog lines of
+/// the files that landed, a rebuild of every derived file, the commit.
+fn finish(lib: &Library, j: &Journal, fates: &[Fate], message: impl Fn(&[Event]) -> String) -> Result<Recovered> {
+    let mut r = Recovered::of(&j.started, j.pid, j.files.iter().map(|f| f.path.clone()), fates);
+    r.landed.sort();
+    r.landed.dedup();
+    let landed: BTreeSet<String> = r.landed.iter().cloned().collect();
     // An event about no planned file (`kb-append event`) is kept as is.
     let planned: BTreeSet<&str> = j.files.iter().map(|f| f.path.as_str()).collect();
     let kept: Vec<Event> =
         j.events.iter().filter(|e| landed.contains(&e.path) || !planned.contains(e.path.as_str())).cloned().collect();
-    let added = append_missing(lib, j.changelog_offset, &kept)?;
-    let rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
-    let (mut committed, mut commit_error) = (false, None);
+    r.changelog_added = append_missing(lib, j.changelog_offset, &kept)?;
+    r.rebuilt = crate::derived::rebuild_all::rebuild(lib)?.touched;
     // A batch with no changelog line commits what landed (set_fields).
     if j.commit && (!kept.is_empty() || (j.events.is_empty() && !landed.is_empty())) {
         let mut paths: Vec<String> = landed.iter().cloned().collect();
@@ -116,7 +143,7 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
         // An index removed with its directory's last document (by the
         // killed writer or the rebuild) is gone from the list above; its
         // deletion is committed too (git::commit skips untracked ones).
-        let mut gone: BTreeSet<String> = rebuilt.iter().cloned().collect();
+        let mut gone: BTreeSet<String> = r.rebuilt.iter().cloned().collect();
         for p in &landed {
             let mut dir = p.as_str();
             while let Some((parent, _)) = dir.rsplit_once('/') {
@@ -134,21 +161,11 @@ pub fn recover(lib: &Library, message: impl Fn(&[Event]) -> String) -> Result<Op
             crate::library::git::commit(lib, &paths, &text)
         });
         match commit {
-            Ok(c) => committed = c,
-            Err(e) => commit_error = Some(e.to_string()),
+            Ok(c) => r.committed = c,
+            Err(e) => r.commit_error = Some(e.to_string()),
         }
     }
-    end(lib)?;
-    Ok(Some(Recovered {
-        started: j.started,
-        pid: j.pid,
-        landed: landed.into_iter().collect(),
-        rolled_back,
-        changelog_added: added,
-        rebuilt,
-        committed,
-        commit_error,
-    }))
+    Ok(r)
 }
 
 /// Finishes a journaled directory move (see [`Move`]). A move already
@@ -169,45 +186,30 @@ fn finish_move(lib: &Library, m: &Move, files: &[Planned]) -> Result<()> {
             continue;
         }
         let dest = from.join(inner);
-        fs::rename(&tmp, &dest).map_err(|e| Error::io(format!("renaming {} into place", tmp.display()), e))?;
-        if let Some(parent) = dest.parent() {
-            atomic::sync_dir(parent)?;
-        }
+        atomic::rename_onto(&tmp, &dest, true)
+            .map_err(|e| Error::io(format!("renaming {} into place", tmp.display()), e))?;
     }
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent).map_err(|e| Error::io(format!("creating {}", parent.display()), e))?;
     }
-    fs::rename(&from, &to).map_err(|e| Error::io(format!("moving {} to {}", m.from, m.to), e))?;
-    for dir in [from.parent(), to.parent()].into_iter().flatten() {
-        atomic::sync_dir(dir)?;
-    }
+    atomic::rename_onto(&from, &to, true).map_err(|e| Error::io(format!("moving {} to {}", m.from, m.to), e))?;
     Ok(())
 }
 
 /// Appends the events whose exact line is not among the changelog's
 /// complete lines after `offset`. Returns how many it appended.
 fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize> {
-    let p = lib.path(changelog::FILE);
-    let bytes = crate::fs::read::optional(&p)?.unwrap_or_default();
-    // Only whole lines count: a torn tail is cut by the append below.
-    // A log shorter than the recorded offset was rewritten (compaction):
-    // no line of this batch is in it, so all are missing.
-    let tail = bytes.get(offset as usize..).unwrap_or_default();
-    let text = String::from_utf8_lossy(tail);
-    // A multiset: two identical lines (same instant, same bytes) both count.
-    let mut present: HashMap<&str, usize> = HashMap::new();
-    for l in atomic::complete_lines(&text) {
-        *present.entry(l).or_default() += 1;
-    }
-    let mut missing = Vec::new();
     // Compared as `append` wrote them: with this clone's machine stamped.
-    for e in &changelog::stamped(lib, events) {
-        let line = serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}")))?;
-        match present.get_mut(line.as_str()) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => missing.push(e.clone()),
-        }
-    }
+    // Only whole lines count: a torn tail is cut by the append below.
+    let stamped = changelog::stamped(lib, events);
+    let lines = stamped
+        .iter()
+        .map(|e| serde_json::to_string(e).map_err(|e| Error::msg(format!("cannot encode event: {e}"))))
+        .collect::<Result<Vec<String>>>()?;
+    let missing: Vec<Event> = on_disk::missing_lines(&lib.path(changelog::FILE), offset, &lines)?
+        .into_iter()
+        .map(|i| stamped[i].clone())
+        .collect();
     changelog::append(lib, &missing)?;
     Ok(missing.len())
 }

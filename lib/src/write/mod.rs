@@ -342,10 +342,23 @@ pub fn batch(
 /// A request with its guard report, or why it was rejected.
 type Scanned = std::result::Result<(Request, guard::Report), String>;
 
-/// Finishes or rolls back a batch a killed writer left (see `journal`).
-/// Writers call it first thing under the lock.
+/// Finishes every kind of group a killed writer left under the library
+/// lock: a batch (rolled forward or back, see `journal`; returned for the
+/// caller to report) and an integrate run (`guard::evolve::journal`, told
+/// on stderr). The one entry point: writers, sync and `kb-lock sweep`
+/// call it first thing under the lock, so each finishes either kind.
+/// (kb-memgate's and kb-lastword's journals live under their own
+/// directories and locks; their writers finish them.)
 pub fn recover(lib: &Library) -> Result<Option<journal::Recovered>> {
-    journal::recover(lib, commit_message)
+    let batch = journal::recover(lib, commit_message)?;
+    crate::guard::evolve::journal::finish_pending(lib)?;
+    Ok(batch)
+}
+
+/// Whether a killed writer left a group [`recover`] finishes (only then
+/// does `kb-lock sweep` take the lock).
+pub fn pending(lib: &Library) -> bool {
+    journal::pending(lib) || lib.path(crate::guard::evolve::journal::FILE).exists()
 }
 
 /// [`recover`], told on stderr: the hook `kb::derived::rebuild_index`

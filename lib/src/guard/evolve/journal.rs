@@ -5,9 +5,9 @@
 //! one by one, a kill -9 between them left a rule in force whose proposal
 //! still said `approved` (every rerun then refused it: "already exists"),
 //! or a proposal `integrated` with no audit line and nothing committed.
-//! So the run is journaled as kb-memgate's apply is (the file primitives
-//! are `fs::journal`'s; the library's batch journal is bound to the
-//! changelog, which integrate does not write):
+//! So the run is journaled with the one journal (`fs::journal`; this
+//! module describes the run to it as a `Kind` and keeps its record format
+//! and what the run owes: the audit lines and the commit):
 //!
 //! 1. every new text is checked as the loader will see it (before a byte
 //!    is written, see `Engine::load_with`) and written to a synced temp;
@@ -29,8 +29,7 @@
 //! committed. Every step is idempotent, so a kill
 //! during recovery is finished by the next one.
 
-use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +39,7 @@ use crate::doc::digest::sha256_hex;
 use crate::error::{Error, Result};
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
-use crate::fs::journal::{self as on_disk, Fate, RollForward};
+use crate::fs::journal::{self as on_disk, Change, Fate, Recovered};
 use crate::library::{git, git_state, Library};
 
 /// The journal, library-relative.
@@ -90,23 +89,6 @@ struct Journal {
     message: Option<String>,
 }
 
-/// What recovering a killed run did.
-#[derive(Debug)]
-pub struct Recovered {
-    /// When the killed run started.
-    pub started: String,
-    /// Its process id.
-    pub pid: u32,
-    /// Files that landed (put in place now or before the kill).
-    pub landed: Vec<String>,
-    /// Files that keep their bytes (changed by someone else since).
-    pub rolled_back: Vec<String>,
-    /// Audit lines appended now.
-    pub audit_added: usize,
-    /// Whether a commit was made now.
-    pub committed: bool,
-}
-
 /// The changes of one run: staged as they are planned, then journaled and
 /// put in place by [`Group::land`].
 #[derive(Debug, Default)]
@@ -117,19 +99,6 @@ pub struct Group {
 
 fn digest(path: &Path) -> Result<Option<String>> {
     on_disk::digest(path, crate::fs::read::LIMIT, sha256_hex)
-}
-
-/// A journaled path made absolute again: only a relative path of normal
-/// parts, so a hand-made journal cannot make recovery rename outside the
-/// library.
-fn abs(lib: &Library, r: &str) -> Result<PathBuf> {
-    if r.is_empty() || !Path::new(r).components().all(|c| matches!(c, Component::Normal(_))) {
-        return Err(Error::msg(format!(
-            "{FILE}: '{}' is not a path inside the library; move the journal away to go on",
-            crate::library::names::shown(r)
-        )));
-    }
-    Ok(lib.path(r))
 }
 
 fn encode(line: &Line) -> Result<String> {
@@ -158,9 +127,7 @@ impl Group {
 
     /// Removes the staged temps (the run failed before its journal).
     pub fn discard(&self) {
-        for (_, s) in &self.files {
-            let _ = std::fs::remove_file(&s.tmp);
-        }
+        on_disk::discard(self.files.iter().map(|(_, s)| s.tmp.as_path()));
     }
 
     /// Steps 2 to 4 (see the module doc): the journal, the renames in
@@ -177,54 +144,30 @@ impl Group {
             version: VERSION,
             pid: std::process::id(),
             started: clock::format(clock::now()?),
-            audit_offset: audit_end(lib)?,
+            audit_offset: on_disk::log_end(&lib.path(audit::FILE))?,
             files: self.files.iter().map(|(p, _)| p.clone()).collect(),
             audit: self.audit.clone(),
             message,
         };
-        if let Err(e) = on_disk::write(&lib.path(FILE), &journal) {
-            self.discard();
-            return Err(e);
-        }
-        crash::at(Step::EvolveJournal);
-        // From here a failure leaves the journal for the next run.
-        let staged: Vec<atomic::Staged> = self.files.into_iter().map(|(_, s)| s).collect();
-        atomic::put_in_place(&staged, || crash::at(Step::EvolveRename))?;
+        let files: Vec<_> = self.files.into_iter().map(|(_, s)| (s.target, Some(s.tmp))).collect();
+        let (journaled, each) = (|| crash::at(Step::EvolveJournal), |_| crash::at(Step::EvolveRename));
+        on_disk::land(&lib.path(FILE), &journal, &files, journaled, each)?;
         crash::at(Step::EvolveRenamed);
         let landed: Vec<String> = journal.files.iter().map(|f| f.path.clone()).collect();
         finish(lib, &journal, &landed).map(|(_, committed)| committed)
     }
 }
 
-/// The length of the audit log up to its last newline.
-fn audit_end(lib: &Library) -> Result<u64> {
-    let b = crate::fs::read::optional(&lib.path(audit::FILE))?.unwrap_or_default();
-    Ok(b.iter().rposition(|&c| c == b'\n').map_or(0, |i| i as u64 + 1))
-}
-
 /// Appends the owed lines whose files all landed and that the log does
 /// not hold after the journal's offset, commits what landed, and removes
 /// the journal. Returns the lines appended and whether it committed.
 fn finish(lib: &Library, j: &Journal, landed: &[String]) -> Result<(usize, bool)> {
-    let bytes = crate::fs::read::optional(&lib.path(audit::FILE))?.unwrap_or_default();
-    let tail = String::from_utf8_lossy(bytes.get(j.audit_offset as usize..).unwrap_or_default()).into_owned();
-    let mut present: HashMap<&str, usize> = HashMap::new();
-    for l in atomic::complete_lines(&tail) {
-        *present.entry(l).or_default() += 1;
-    }
-    let mut missing = String::new();
-    let mut added = 0;
-    for o in j.audit.iter().filter(|o| o.files.iter().all(|f| landed.contains(f))) {
-        match present.get_mut(o.line.as_str()) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => {
-                missing.push_str(&o.line);
-                missing.push('\n');
-                added += 1;
-            }
-        }
-    }
-    atomic::append_lines(&lib.path(audit::FILE), &missing)?;
+    let owed: Vec<&str> =
+        j.audit.iter().filter(|o| o.files.iter().all(|f| landed.contains(f))).map(|o| o.line.as_str()).collect();
+    let missing = on_disk::missing_lines(&lib.path(audit::FILE), j.audit_offset, &owed)?;
+    let added = missing.len();
+    let text: String = missing.into_iter().map(|i| format!("{}\n", owed[i])).collect();
+    atomic::append_lines(&lib.path(audit::FILE), &text)?;
     crash::at(Step::EvolveAudit);
     let committed = match &j.message {
         Some(message) if !landed.is_empty() => {
@@ -241,48 +184,64 @@ fn finish(lib: &Library, j: &Journal, landed: &[String]) -> Result<(usize, bool)
         }
         _ => Ok(false),
     };
-    if on_disk::remove(&lib.path(FILE))? {
-        if let Some(dir) = lib.path(FILE).parent() {
-            atomic::sync_dir(dir)?;
-        }
-    }
+    on_disk::end(&lib.path(FILE), true)?;
     Ok((added, committed?))
+}
+
+/// An integrate run as recovery sees it (see the module doc).
+struct Integrate<'a>(&'a Library);
+
+impl on_disk::Kind for Integrate<'_> {
+    type Record = Journal;
+    type Done = Recovered;
+    const FORMAT: on_disk::Format = on_disk::Format {
+        tool: "kb-guard integrate",
+        version: VERSION,
+        hash: sha256_hex,
+        limit: crate::fs::read::LIMIT,
+        durable_end: true,
+    };
+
+    fn path(&self) -> PathBuf {
+        self.0.path(FILE)
+    }
+
+    /// Issue 32: nothing is acted on before every file is checked: a rule
+    /// file or a proposal, inside the library with no link on the way, its
+    /// temp the writer's own (fs::journal::check_files).
+    fn check(&mut self, j: &Journal) -> Result<()> {
+        let files = j.files.iter().map(|f| (f.path.as_str(), Some(f.tmp.as_str())));
+        on_disk::check_files(&self.0.dir, &self.0.path(FILE), files, |p| {
+            use crate::library::kind::{kind, Kind};
+            (!matches!(kind(p), Kind::Rule | Kind::Proposal)).then(|| "is not a guard rule file or a proposal".into())
+        })
+    }
+
+    /// The journal carries the bytes (checked against their digest).
+    fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
+        Ok(j.files
+            .iter()
+            .map(|f| Change {
+                path: self.0.path(&f.path),
+                tmp: Some(self.0.path(&f.tmp)),
+                before: f.before.clone(),
+                after: Some(f.after.clone()),
+                bytes: Some(f.text.as_bytes()),
+            })
+            .collect())
+    }
+
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        let mut r = Recovered::of(&j.started, j.pid, j.files.iter().map(|f| f.path.clone()), fates);
+        (r.changelog_added, r.committed) = finish(self.0, j, &r.landed)?;
+        Ok(r)
+    }
 }
 
 /// Finishes a run a kill left (see the module doc); `None` when there was
 /// none. Callers hold the library lock.
 pub fn recover(lib: &Library) -> Result<Option<Recovered>> {
-    let Some(j) = on_disk::read::<Journal>(&lib.path(FILE), "kb-guard integrate", |j| j.version, VERSION)? else {
-        return Ok(None);
-    };
-    // Issue 32: nothing is acted on before every file is checked: a rule
-    // file or a proposal, inside the library with no link on the way, its
-    // temp the writer's own (fs::journal::check_files).
-    let files = j.files.iter().map(|f| (f.path.as_str(), Some(f.tmp.as_str())));
-    on_disk::check_files(&lib.dir, &lib.path(FILE), files, |p| {
-        use crate::library::kind::{kind, Kind};
-        (!matches!(kind(p), Kind::Rule | Kind::Proposal)).then(|| "is not a guard rule file or a proposal".into())
-    })?;
-    let mut roll = RollForward::default();
-    let (mut landed, mut rolled_back) = (Vec::new(), Vec::new());
-    for f in &j.files {
-        let (path, tmp) = (abs(lib, &f.path)?, abs(lib, &f.tmp)?);
-        let now = digest(&path)?;
-        let after = Some(f.after.clone());
-        // The journal carries the bytes, checked against their digest.
-        let bytes_ok = sha256_hex(f.text.as_bytes()) == f.after;
-        let fate = roll.next(&now, &f.before, &after, bytes_ok);
-        if fate == Fate::Put {
-            atomic::write(&path, f.text.as_bytes())?;
-        }
-        on_disk::remove(&tmp)?;
-        match fate {
-            Fate::Kept => rolled_back.push(f.path.clone()),
-            _ => landed.push(f.path.clone()),
-        }
-    }
-    let (audit_added, committed) = finish(lib, &j, &landed)?;
-    Ok(Some(Recovered { started: j.started, pid: j.pid, landed, rolled_back, audit_added, committed }))
+    on_disk::recover(&mut Integrate(lib))
 }
 
 /// Tells on stderr that a killed run was finished.
@@ -293,7 +252,7 @@ pub fn note(r: &Recovered) {
         r.pid,
         r.landed.len(),
         r.rolled_back.len(),
-        r.audit_added,
+        r.changelog_added,
         if r.committed { ", committed" } else { "" }
     );
 }
