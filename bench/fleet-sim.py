@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A fleet too large to run on one machine, simulated (issue 33).
+"""A fleet too large to run on one machine, simulated.
 
 bench/fleet.sh runs real clones; 1,000 of them take over an hour on two
 cores. This model replays the same protocol on sets instead of git

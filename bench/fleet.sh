@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fleet benchmark (issue 33), not a timed test: N clones of one local bare
+# Fleet benchmark, not a timed test: N clones of one local bare
 # hub each write 2 documents, then run `kb-append sync` in waves of C at
 # the same moment. It prints:
 #   - failed syncs (exit status not 0) per wave and in all;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kb-guard benchmark (issues 6, 17, 37): recall and precision per class and
+# kb-guard benchmark: recall and precision per class and
 # family on a generated corpus (bench/guard-gen.py), side by side with a
 # baseline build; CPU time beside ripgrep's on the same patterns, on the
 # skill corpus and on a Markdown library (bench/gen-library.py); adversarial
@@ -76,7 +76,7 @@ if [ -n "$BASE" ]; then
   read -r W_BASE C_BASE _ _ <<< "$(best "$BASE" scan corpus)"
   echo "kb-guard (base)    $(rate "$MB" "$W_BASE" "$C_BASE")   new/base CPU $(ratio "$C_NEW" "$C_BASE")"
 fi
-# ripgrep on the same patterns, side by side (issue 37: a ratio, not a
+# ripgrep on the same patterns, side by side (a ratio, not a
 # timed test). kb-guard matches with ASCII classes and word boundaries, so
 # rg gets `--no-unicode` (with Unicode `\b` rg leaves its DFA for the
 # PikeVM and runs 50-100x slower: no fair baseline); `--hidden
@@ -112,7 +112,7 @@ fi
 ADV_MB=$(echo "$(find adversarial -type f -printf '%s\n' | awk '{s += $1} END {print s}') / 1000000" | bc -l)
 read -r W_ADV C_ADV _ _ <<< "$(best "$BIN" scan adversarial)"
 python3 -c 'import sys; mb,wn,cn,amb,wa,ca=map(float,sys.argv[1:]); print(f"adversarial        {amb:.1f} MB, wall {wa:.2f} s, CPU {ca:.2f} s; per-MB time adversarial/normal: CPU {(ca/amb)/(cn/mb):.2f}, wall {(wa/amb)/(wn/mb):.2f} (target <= 2)")' "$MB" "$W_NEW" "$C_NEW" "$ADV_MB" "$W_ADV" "$C_ADV"
-# Same verdicts (issue 37: speed work must not change a finding): with a
+# Same verdicts (speed work must not change a finding): with a
 # baseline, every record either build writes (findings and verdicts) on
 # each corpus, compared byte for byte. Not timed.
 if [ -n "$BASE" ]; then

@@ -60,7 +60,7 @@ def main():
             for n in names:
                 c = Counter(scans[n][0].get(m["skill"], "missing") for m in man if m["class"] == cls)
                 print(f"  verdicts {n:<17} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
-            if cls == "near_miss":  # issue 37: caution is for real doubt
+            if cls == "near_miss":  # caution is for real doubt
                 for n in names:
                     c = Counter(scans[n][0].get(m["skill"], "missing") for m in man if m["class"] == cls)
                     total = sum(c.values())

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Would a semantic half lift kb-memgate's LoCoMo Task B? The measurement,
-and the generator of the table kb-memgate now carries (issue 16):
+and the generator of the table kb-memgate now carries:
 all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0)
 run in numpy, fused with kb-memgate's own ranking, as the upper bound; and a
 static distillation of it (model2vec-style: every WordPiece token alone

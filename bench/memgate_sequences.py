@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kb-memgate governance over generated sequences (issue 34): what a user
+"""kb-memgate governance over generated sequences: what a user
 says one statement after another about one choice (a package manager, a
 test runner, an ORM…), in English, Chinese or both, with unrelated rules
 around it. Each sequence runs `decide` then `apply` on a fresh store,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Chinese memory R@1 / R@5 (issue 34): one store holding every old note of
+"""Chinese memory R@1 / R@5: one store holding every old note of
 tests/fixtures/memgate/zh_pairs.tsv (written in kb-memgate's template), and
 each new statement that restates, refines or reverses its note (want merge
 or replace) decided against the whole store: a hit when its own old note

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""A query that matches nothing costs what one that matches does (issue 34,
-issue 35): kb-score's spelling passes ("closest entries", "did you mean")
+"""A query that matches nothing costs what one that matches does: kb-score's spelling passes ("closest entries", "did you mean")
 on documents with huge keyword lists.
 
 usage: no_hit.py KB_SCORE_BIN [--baseline-bin OTHER] [--keywords 200000] [--runs 5]

@@ -11,7 +11,7 @@ body = BEIR's document text) in two variants:
              title as a slug), `keywords:` the five most frequent content
              words of title and abstract, `last_verified_at` spread over
              the two years before the pinned now (KB_NOW below)
-  title      `title:` only (what this benchmark wrote before issue 15)
+  title      `title:` only (what this benchmark wrote before the ranking work)
 
 then runs every query of the chosen splits through
 `kb-score --no-recommend --limit 100` and reports nDCG@10 and Recall@100

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kb-score's costs at 1x, 4x and 8x input (issue 35), side by side with a
+"""kb-score's costs at 1x, 4x and 8x input, side by side with a
 baseline binary in one run, as ratios to the 1x row.
 
 usage: score_costs.py KB_SCORE_BIN [--baseline-bin OTHER] [--big] [--queries 40]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sync benchmark (issue 11), three figures side by side:
+# Sync benchmark, three figures side by side:
 #  1. a 10,000-document library, 100 new commits on the remote and one
 #     local write: `kb-append sync --no-push` vs plain `git pull --no-rebase`
 #     (no drivers, so it stops on conflicts in generated files) on an

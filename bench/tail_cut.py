@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tail cut of kb-score's default output (issue 34), tuned on SciFact train.
+"""The tail cut of kb-score's default output, tuned on SciFact train.
 
 usage: tail_cut.py KB_SCORE_BIN [WORKDIR] [--split train]
 

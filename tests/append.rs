@@ -1,5 +1,5 @@
 //! kb-append: the eight-step write, batches, events, compaction, and every
-//! kind of bad input (issue 3).
+//! kind of bad input.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -346,7 +346,7 @@ fn a_library_outside_git_is_fine() {
     assert_eq!(lib.read("notes/a.md"), "# a\n");
 }
 
-/// Issue 22: 16 writers (8 `write`, 8 `batch`) × 100 committing writes
+/// 16 writers (8 `write`, 8 `batch`) × 100 committing writes
 /// at the default lock timeout; the lock queue serves waiters in arrival
 /// order, so none starves into a timeout.
 #[test]
@@ -555,9 +555,9 @@ fn the_guard_refuses_dangerous_content_unless_allowed_with_a_reason() {
     assert_eq!(lib.read("notes/z.md"), "# z\n");
 }
 
-/// Issue 18: an empty content is refused unless `--allow-empty` says so.
+/// an empty content is refused unless `--allow-empty` says so.
 #[test]
-fn issue_18_empty_content_needs_allow_empty() {
+fn empty_content_needs_allow_empty() {
     let lib = Lib::new();
     let out = lib.cmd("kb-append").args(["write", "notes/e.md"]).write_stdin("").assert().code(2);
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
@@ -567,9 +567,9 @@ fn issue_18_empty_content_needs_allow_empty() {
     assert_eq!(lib.read("notes/e.md"), "");
 }
 
-/// Issue 18: init, event and compact leave a clean git tree.
+/// init, event and compact leave a clean git tree.
 #[test]
-fn issue_18_init_event_and_compact_commit() {
+fn init_event_and_compact_commit() {
     let lib = Lib::empty();
     lib.git_init();
     let recs = ok_records(lib.cmd("kb-append").arg("init"));
@@ -585,10 +585,10 @@ fn issue_18_init_event_and_compact_commit() {
     assert_eq!(lib.git(&["status", "--porcelain"]), "", "compact commits its stamp");
 }
 
-/// Issue 18: a refusal from `kb-guard filter` reaches `kb-append batch` as
+/// a refusal from `kb-guard filter` reaches `kb-append batch` as
 /// a refusal with its message, not as a malformed request.
 #[test]
-fn issue_18_batch_passes_upstream_refusals_through() {
+fn batch_passes_upstream_refusals_through() {
     let lib = Lib::new();
     let input = "{\"path\":\"notes/ok.md\",\"content\":\"# Ok\\n\"}\n{\"record\":\"error\",\"line\":2,\"message\":\"dangerous content (prompt-injection)\"}\n";
     let out = lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(input).assert().code(2);

@@ -165,7 +165,7 @@ fn a_notebook_is_required_and_checked() {
 }
 
 /// A state file with two lines for a notebook (a library whose file was
-/// merged as a log before cursors became local, issue 32): the one with
+/// merged as a log before cursors became local): the one with
 /// the latest read wins.
 #[test]
 fn merged_state_file_keeps_each_notebooks_latest_cursor() {
@@ -183,7 +183,7 @@ fn merged_state_file_keeps_each_notebooks_latest_cursor() {
     let r = changes(&lib, "nb", "2026-01-12T00:00:00Z");
     assert_eq!(seen(&r), vec![pair("write", "notes/c.md")]);
     assert_eq!(lib.read(".changelog-cursors").lines().count(), 1, "the next store keeps one line per notebook");
-    // Local state since issue 32: never merged, never committed.
+    // Local state: never merged, never committed.
     assert!(!lib.read(".gitattributes").contains(".changelog-cursors"));
     assert!(lib.read(".gitignore").contains("/.changelog-cursors"));
 }

@@ -14,7 +14,7 @@ fn run(lib: &Lib, bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
 }
 
 #[test]
-fn issue_18_flags_of_other_subcommands_are_refused_with_a_hint() {
+fn flags_of_other_subcommands_are_refused_with_a_hint() {
     let lib = Lib::new();
     let cases: &[(&str, &[&str], &str)] = &[
         ("kb-index", &["stale", "--topic", "foo"], "stale does not take --topic (it belongs to list)"),
@@ -41,7 +41,7 @@ fn issue_18_flags_of_other_subcommands_are_refused_with_a_hint() {
 }
 
 #[test]
-fn issue_18_unknown_flags_and_commands_get_a_suggestion() {
+fn unknown_flags_and_commands_get_a_suggestion() {
     let lib = Lib::new();
     let (code, _, err) = run(&lib, "kb-index", &["list", "--tpoic", "x"]);
     assert_eq!(code, Some(2));
@@ -61,7 +61,7 @@ fn issue_18_unknown_flags_and_commands_get_a_suggestion() {
 }
 
 #[test]
-fn issue_18_help_per_subcommand() {
+fn help_per_subcommand() {
     let lib = Lib::new();
     let (code, out, _) = run(&lib, "kb-index", &["stale", "--help"]);
     assert_eq!(code, Some(0));
@@ -74,7 +74,7 @@ fn issue_18_help_per_subcommand() {
 }
 
 #[test]
-fn issue_18_kb_lock_tells_a_missing_command_from_a_lock_timeout() {
+fn kb_lock_tells_a_missing_command_from_a_lock_timeout() {
     let lib = Lib::new();
     let (code, _, err) = run(&lib, "kb-lock", &["--", "no-such-command-kb"]);
     assert_eq!(code, Some(127), "{err}");
@@ -85,7 +85,7 @@ fn issue_18_kb_lock_tells_a_missing_command_from_a_lock_timeout() {
 }
 
 #[test]
-fn issue_18_neighbors_of_a_missing_document_says_why() {
+fn neighbors_of_a_missing_document_says_why() {
     let lib = Lib::new();
     let (code, _, err) = run(&lib, "kb-relate", &["neighbors", "missing.md"]);
     assert_eq!(code, Some(2));
@@ -97,7 +97,7 @@ fn issue_18_neighbors_of_a_missing_document_says_why() {
 }
 
 #[test]
-fn issue_18_format_table_is_honoured_by_stale_and_lifecycle() {
+fn format_table_is_honoured_by_stale_and_lifecycle() {
     let lib = Lib::new();
     lib.put(".memory/.references/old-v1.md", "---\ntopic: old\nlast_verified_at: 2025-01-01\n---\n# Old\n");
     lib.put(".memory/.thinking/patterns/divide.md", "---\ntopic: divide\n---\n# Divide\n");
@@ -113,7 +113,7 @@ fn issue_18_format_table_is_honoured_by_stale_and_lifecycle() {
 }
 
 #[test]
-fn issue_18_bash_completions_come_from_the_same_tables() {
+fn bash_completions_come_from_the_same_tables() {
     let lib = Lib::new();
     let (code, out, _) = run(&lib, "kb-append", &["completions", "bash"]);
     assert_eq!(code, Some(0));
@@ -154,21 +154,21 @@ fn on_a_terminal(dir: &std::path::Path, cmd: &str) -> Option<String> {
     Some(screen)
 }
 
-/// Issue 18: on a terminal, a single write shows no progress bar (it used
+/// on a terminal, a single write shows no progress bar (it used
 /// to print "writing: 1/1"), even with the one-second wait turned off.
 #[test]
-fn issue_18_a_single_write_on_a_terminal_shows_no_progress() {
+fn a_single_write_on_a_terminal_shows_no_progress() {
     let lib = Lib::new();
     let Some(screen) = on_a_terminal(lib.root(), "kb-append write notes/t.md --content x --no-commit") else { return };
     assert!(screen.contains("\"record\":\"write\""), "{screen}");
     assert!(!screen.contains("writing"), "no progress for one write: {screen}");
 }
 
-/// Issue 18: the long runs show an indicatif bar on a terminal: `kb-index
+/// the long runs show an indicatif bar on a terminal: `kb-index
 /// rebuild`, a cold `kb-score`, `kb-guard scan` of a tree, a `kb-append
 /// batch` of many writes; into a pipe the same runs print none.
 #[test]
-fn issue_18_long_runs_show_progress_on_a_terminal_only() {
+fn long_runs_show_progress_on_a_terminal_only() {
     let lib = Lib::example();
     let mut batch = String::new();
     for i in 0..20 {

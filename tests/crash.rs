@@ -1,4 +1,4 @@
-//! Crash safety (issue 22): `KB_CRASH_AT=<step>:<n>` aborts a writer at
+//! Crash safety: `KB_CRASH_AT=<step>:<n>` aborts a writer at
 //! every named step of the write and compaction pipelines; the next writer
 //! must leave no torn file, a changelog line for every file that landed
 //! (and none for one that did not), derived files equal to a full rebuild,
@@ -375,7 +375,7 @@ fn an_event_killed_after_its_changelog_line_is_finished() {
     assert_matches_rebuild(&lib);
 }
 
-// --- No error becomes an empty value (issue 22) ---------------------------
+// --- No error becomes an empty value ---------------------------
 
 /// Runs `cmd`, asserts it exits 2 and that its stderr contains `needle`.
 #[track_caller]

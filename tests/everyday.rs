@@ -1,4 +1,4 @@
-//! Issue 38, everyday use: the recipes a person runs exit 0 when they did
+//! everyday use: the recipes a person runs exit 0 when they did
 //! their job (findings shown, gating only by `just check` or a flag), the
 //! status audit does not flag the code hosts every reference cites, and
 //! the user's own configuration (`~/.config/kb-tools/config.yaml`) adds
@@ -29,11 +29,11 @@ fn ioc(lib: &Lib) -> (Option<i32>, Value) {
     (out.status.code(), dims.into_iter().find(|d| d["name"] == "ioc").expect("an ioc dimension"))
 }
 
-/// Issue 38: thirty references citing github.com are not a convergence
+/// thirty references citing github.com are not a convergence
 /// finding (code hosts and documentation sites are well known); a
 /// domain of the user's is one until their config lists it.
 #[test]
-fn issue_38_well_known_domains_are_shown_not_counted() {
+fn well_known_domains_are_shown_not_counted() {
     let lib = Lib::new();
     lib.cmd("kb-index").arg("rebuild").assert().success();
     cited(&lib, "github.com", 30);
@@ -71,11 +71,11 @@ fn issue_38_well_known_domains_are_shown_not_counted() {
     );
 }
 
-/// Issue 38: `just status`, `just search` and `just scan` show what they
+/// `just status`, `just search` and `just scan` show what they
 /// found and exit 0; `just check` and `just scan --fail-on` gate; the
 /// binaries keep exit 1.
 #[test]
-fn issue_38_recipes_a_person_runs_exit_0_with_findings() {
+fn recipes_a_person_runs_exit_0_with_findings() {
     let lib = Lib::example();
     // The example library has stale references: status shows them.
     let out = just(lib.root()).arg("status").output().unwrap();
@@ -121,10 +121,10 @@ fn readme() -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
 }
 
-/// Issue 38: the README's cron command works from a project with no
+/// the README's cron command works from a project with no
 /// justfile of its own (`just install-cron` alone needs an import).
 #[test]
-fn issue_38_readme_cron_command_runs_from_a_project() {
+fn readme_cron_command_runs_from_a_project() {
     let block = crate::readme::blocks(&readme())
         .into_iter()
         .find(|(i, b)| i == "sh" && b.contains("install-cron"))
@@ -151,10 +151,10 @@ fn issue_38_readme_cron_command_runs_from_a_project() {
     assert!(tab.contains(&format!("KB_ROOT='{}'", p.proj().join(".library").display())), "{tab}");
 }
 
-/// Issue 38: without a `crontab` command, install-cron says what to
+/// without a `crontab` command, install-cron says what to
 /// install instead of an I/O error.
 #[test]
-fn issue_38_a_missing_crontab_is_named() {
+fn a_missing_crontab_is_named() {
     let lib = Lib::new();
     let empty = lib.root().join("nobin");
     std::fs::create_dir_all(&empty).unwrap();
@@ -173,10 +173,10 @@ fn issue_38_a_missing_crontab_is_named() {
     );
 }
 
-/// Issue 38: the Codex snippet's write command works as Codex runs it:
+/// the Codex snippet's write command works as Codex runs it:
 /// no session variable is set.
 #[test]
-fn issue_38_codex_write_command_needs_no_session_variable() {
+fn codex_write_command_needs_no_session_variable() {
     let text = readme();
     let codex = crate::readme::blocks(&text).into_iter().find(|(i, _)| i == "markdown codex-agents").unwrap().1;
     let line = codex.lines().find(|l| l.contains("kb-append write PATH")).unwrap();
@@ -192,9 +192,9 @@ fn issue_38_codex_write_command_needs_no_session_variable() {
     assert_eq!(lib.read("notes/learned.md"), "# Learned\n");
 }
 
-/// Issue 38: `kb-lastword plan -` reads stdin, as `-` does for every filter.
+/// `kb-lastword plan -` reads stdin, as `-` does for every filter.
 #[test]
-fn issue_38_lastword_plan_dash_reads_stdin() {
+fn lastword_plan_dash_reads_stdin() {
     let lib = Lib::new();
     std::fs::write(lib.root().join("AGENTS.md"), "# Project\n\n## Build\n\nmake\n").unwrap();
     let delta =
@@ -216,9 +216,9 @@ fn issue_38_lastword_plan_dash_reads_stdin() {
     );
 }
 
-/// Issue 38: `kb-memgate remember` (not a command) says what to run.
+/// `kb-memgate remember` (not a command) says what to run.
 #[test]
-fn issue_38_memgate_remember_points_to_decide_and_apply() {
+fn memgate_remember_points_to_decide_and_apply() {
     let lib = Lib::project();
     let out = lib.cmd("kb-memgate").arg("remember").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -232,10 +232,10 @@ fn issue_38_memgate_remember_points_to_decide_and_apply() {
     );
 }
 
-/// Issue 38: the search summary adds up: hits = direct + linked, and
+/// the search summary adds up: hits = direct + linked, and
 /// direct is counted against what matched.
 #[test]
-fn issue_38_search_summary_adds_up() {
+fn search_summary_adds_up() {
     let lib = Lib::example();
     let out = lib.cmd("kb-score").args(["jwt", "--format", "table"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -256,10 +256,10 @@ fn issue_38_search_summary_adds_up() {
     );
 }
 
-/// Issue 38: no `--help` names a seed by its number: the project's
+/// no `--help` names a seed by its number: the project's
 /// concepts instead.
 #[test]
-fn issue_38_help_texts_name_concepts_not_seed_numbers() {
+fn help_texts_name_concepts_not_seed_numbers() {
     let lib = Lib::empty();
     for bin in
         ["kb-append", "kb-guard", "kb-index", "kb-lastword", "kb-lock", "kb-mcp", "kb-memgate", "kb-relate", "kb-score"]
@@ -272,10 +272,10 @@ fn issue_38_help_texts_name_concepts_not_seed_numbers() {
     }
 }
 
-/// Issue 38: `just maintain` on a terminal prints JSON Lines only, not
+/// `just maintain` on a terminal prints JSON Lines only, not
 /// JSON mixed with a table (python3's pty gives the recipe a terminal).
 #[test]
-fn issue_38_maintain_on_a_terminal_prints_one_format() {
+fn maintain_on_a_terminal_prints_one_format() {
     let lib = Lib::example();
     crate::util::git(lib.root(), &["init", "-q"]);
     crate::util::identity(lib.root());
@@ -296,10 +296,10 @@ fn issue_38_maintain_on_a_terminal_prints_one_format() {
     }
 }
 
-/// Issue 38: a gated decision asks in the user's language: English input,
+/// a gated decision asks in the user's language: English input,
 /// English question and options; Chinese input, seed 003's strings.
 #[test]
-fn issue_38_memgate_asks_in_the_users_language() {
+fn memgate_asks_in_the_users_language() {
     use crate::memgate::{decide, said};
     let lib = Lib::project();
     let d = decide(&lib, &[said("auto", "Maybe use pnpm here later")]);
@@ -327,11 +327,11 @@ fn issue_38_memgate_asks_in_the_users_language() {
     assert_eq!(q["options"][2]["label"], "Add as a new note instead");
 }
 
-/// Issue 38: kb-memgate keeps its notes in the project it finds (from a
+/// kb-memgate keeps its notes in the project it finds (from a
 /// subfolder too), in the store the user's own config names; outside any
 /// project it creates nothing and says why.
 #[test]
-fn issue_38_memgate_store_is_the_users_choice_inside_a_project() {
+fn memgate_store_is_the_users_choice_inside_a_project() {
     let input = crate::memgate::lines(&[crate::memgate::said("remember", "Never use var in this project.")]);
     let remember = |lib: &Lib, dir: &std::path::Path| {
         let mut c = lib.std_cmd("kb-memgate");
@@ -384,10 +384,10 @@ fn issue_38_memgate_store_is_the_users_choice_inside_a_project() {
     assert!(!lib.root().join("../elsewhere").exists());
 }
 
-/// Issue 38: the `last_word_plan` tool's input schema lists `no-op`,
+/// the `last_word_plan` tool's input schema lists `no-op`,
 /// which the server accepts.
 #[test]
-fn issue_38_last_word_plan_schema_lists_no_op() {
+fn last_word_plan_schema_lists_no_op() {
     use std::io::Write;
     let lib = Lib::new();
     std::fs::write(lib.root().join("AGENTS.md"), "# Project\n\n## Build\n\nmake\n").unwrap();

@@ -1,5 +1,5 @@
 //! kb-guard rules propose|validate|review|integrate|status: seed 000's
-//! evolve loop from threat intel to a hot-loaded rule (issue 7).
+//! evolve loop from threat intel to a hot-loaded rule.
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! A fleet on one hub (issue 33): each machine pushes its own ref
+//! A fleet on one hub: each machine pushes its own ref
 //! `kb/<machine>` and offers `main` a compare-and-swap in the same push,
 //! so no sync fails because another machine pushed first. Real bare hubs,
 //! real clones, the real binary run concurrently.

@@ -1,4 +1,4 @@
-//! kb-guard (issue 17, second attacker pass): evasions the corpus
+//! kb-guard (second attacker pass): evasions the corpus
 //! generator does not hold, each undone by the deobfuscated view; benign
 //! lines of the same shapes stay below dangerous; install columns point at
 //! the word itself; the shared engine is built once per rule set.

@@ -1,4 +1,4 @@
-//! Hostile input (issue 21): paths, links, names and bytes from a library,
+//! Hostile input: paths, links, names and bytes from a library,
 //! a request, a delta or a peer never escape the library or run code.
 //! Every test plays the attacker against the real binaries and checks the
 //! same things: no command ran (a sentinel stays absent), no byte outside
@@ -1419,7 +1419,7 @@ fn u07_unicode_normalisation_twins_are_refused_like_case_twins() {
     let s = Scene::new();
     let (nfc, nfd) = ("notes/caf\u{e9}.md", "notes/cafe\u{301}.md");
     assert_eq!(s.write(nfc, "# nfc\n").0, 0);
-    // A name not in NFC is refused as such (issue 32) before it is
+    // A name not in NFC is refused as such before it is
     // compared; a compatibility twin (the `ﬁ` ligature) still collides.
     s.refused(nfd, "not in Unicode NFC form");
     assert!(!s.lib.path(nfd).exists());

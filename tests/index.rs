@@ -443,7 +443,7 @@ fn just_list_and_status() {
     let out = just(&lib, &["list", "--type", "software"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     golden("kb-index/just-list-software.table", &String::from_utf8_lossy(&out.stdout));
-    // Issue 38: the report shows what needs attention and exits 0; `check` gates on it.
+    // the report shows what needs attention and exits 0; `check` gates on it.
     let out = just(&lib, &["status"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("[!] 1. index: "));

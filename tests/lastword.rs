@@ -171,7 +171,7 @@ fn corpus_round_trips_byte_for_byte() {
     let Some(files) = corpus() else { return };
     assert_eq!(files.len(), 59);
     let lw = Lw::new();
-    // Each copy is a configured project knowledge file (issue 21).
+    // Each copy is a configured project knowledge file.
     let names: Vec<String> = (0..files.len()).map(|n| format!("./f{n:02}.md")).collect();
     lw.configure(&names.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
     for (n, src) in files.iter().enumerate() {
@@ -310,7 +310,7 @@ fn ambiguous_heading_and_a_persons_edit_are_staged_not_guessed() {
 #[test]
 fn bad_input_is_reported_precisely_and_staged() {
     let lw = Lw::new();
-    // The targets are configured knowledge files (issue 21), so what is
+    // The targets are configured knowledge files, so what is
     // checked here is the input, not the path rule.
     lw.configure(&["./U.md", "./dir.md", "./bin.md"], &[]);
     fs::create_dir_all(lw.proj().join("dir.md")).unwrap();

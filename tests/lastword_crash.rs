@@ -1,4 +1,4 @@
-//! kb-lastword apply killed at every named step (issue 22): one apply
+//! kb-lastword apply killed at every named step: one apply
 //! changes several files (two targets, a staging file, the pending file);
 //! `KB_CRASH_AT=lastword-<step>:<n>` aborts it there, each test asserts
 //! the kill landed mid-apply, and the next apply must leave exactly what an

@@ -1,4 +1,4 @@
-//! kb-lastword writes only the knowledge files its config names (issue 21):
+//! kb-lastword writes only the knowledge files its config names:
 //! seed 004's `~/.config/agents/{AGENTS,SOUL,USER}.md` and the project's
 //! `./AGENTS.md` (plus `./.agents/AGENTS.md`, the seed's second
 //! auto-detect name), and whatever else `config.yaml` lists; by their

@@ -1,4 +1,4 @@
-//! kb-lastword section semantics (issue 20): a section runs from its
+//! kb-lastword section semantics: a section runs from its
 //! heading line to the next heading of the same or a higher level, and the
 //! blank lines before that next heading are the section's own. Deletes are
 //! byte-exact, the base digest sees only the section's own bytes, entries
@@ -114,7 +114,7 @@ fn corpus_last_section_delete_is_byte_exact() {
         cases.push((src.clone(), rel, text[..h.start].to_string()));
     }
     assert_eq!(cases.len(), 57, "58 files end in a section, one in an ambiguous heading");
-    // Each copy goes through a configured knowledge file name (issue 21).
+    // Each copy goes through a configured knowledge file name.
     let names: Vec<&str> = cases.iter().map(|(_, rel, _)| rel.as_str()).collect();
     lw.configure(&names, &[]);
     let (code, _, err) = lw.run(&["plan"], &doc(&entries));

@@ -1,4 +1,4 @@
-//! The layer check (issue 14): `lib/src` has one top-level module per layer
+//! The layer check: `lib/src` has one top-level module per layer
 //! and a module may use only its own layer or the layers below it, so the
 //! crate has no import cycles and "what does X depend on" has a short answer.
 //! This test reads every `crate::…` path in `lib/src` (imports, qualified
@@ -238,7 +238,7 @@ fn the_check_sees_grouped_and_reexported_paths() {
     assert_eq!(code("let a = 1; // crate::sync"), "let a = 1; ");
 }
 
-/// The longest a binary's command-line layer may be (issue 14): parse,
+/// The longest a binary's command-line layer may be: parse,
 /// hand over to the subsystem, exit. Usage text counts, so long help lives
 /// in `<bin>.txt` beside the module.
 const CLI_MAX_LINES: usize = 120;

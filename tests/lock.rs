@@ -1,5 +1,5 @@
 //! kb-lock: holding, waiting, timing out, dying holders, status and the
-//! sweep of seed-style mkdir locks (issue 3).
+//! sweep of seed-style mkdir locks.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -715,7 +715,7 @@ fn a_server_kept_warm_sees_every_change_between_calls() {
     assert_eq!(findings(&mut s), 1);
 }
 
-/// Issue 36: the README's client configurations (Claude Code's
+/// the README's client configurations (Claude Code's
 /// `.mcp.json`, Cursor's `mcp.json`, Codex's `config.toml`) parse, and
 /// each starts `kb-mcp --root DIR`, a binary `just install` installs
 /// (`cargo install --path`, every `[[bin]]`) and whose flags it takes.

@@ -137,7 +137,7 @@ fn hedged_new_is_gated_and_waits_for_an_answer() {
         assert_eq!(d[0]["reliability"], "low");
         assert_eq!(d[0]["reasons"][0], format!("hedge word \"{hedge}\""));
         assert_eq!(d[0]["question"]["tool"], "questions");
-        // Issue 38: asked in the user's language.
+        // asked in the user's language.
         let options = match hedge {
             "maybe" => json!([{"label": "Yes, save it", "value": "confirm"}, {"label": "Cancel", "value": "cancel"}]),
             _ => json!([{"label": "确认写入", "value": "confirm"}, {"label": "取消", "value": "cancel"}]),
@@ -625,7 +625,7 @@ fn just_remember_composes_decide_and_apply() {
     assert_eq!(notes(&lib).len(), 1);
 }
 
-/// Issue 16: a new note adds its INDEX.md row and rewrites only the search
+/// a new note adds its INDEX.md row and rewrites only the search
 /// index's side segment (`.search.side`, the notes written since the
 /// index was written whole) instead of rewriting both files, so apply
 /// costs the same at 10,000 notes as at 1,000. decide reads the index with
@@ -702,7 +702,7 @@ fn apply_appends_the_row_and_writes_the_side_segment() {
     lib.cmd("kb-memgate").args(["reindex", "--check"]).assert().success();
 }
 
-/// Issue 16: apply of a new note no longer reads or hashes all of INDEX.md
+/// apply of a new note no longer reads or hashes all of INDEX.md
 /// (`.index.digest` keeps SHA-256's running state), and the audit line's
 /// digests stay the SHA-256 of the whole file before and after, through
 /// appends, a hand edit (which apply must notice: the saved state is of

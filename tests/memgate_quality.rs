@@ -1,4 +1,4 @@
-//! kb-memgate quality cases found by measuring (issue 16): unrelated rules
+//! kb-memgate quality cases found by measuring: unrelated rules
 //! (`fixtures/memgate/rules.txt`) are never vetoed, one rule in two scopes never merges, a Chinese
 //! paraphrase finds its neighbour, a move from one choice to another is a
 //! replace; and the reliability gate of every phrasing in
@@ -35,7 +35,7 @@ fn kept(lib: &Lib, text: &str) -> String {
     r[0]["note_id"].as_str().unwrap_or_default().to_string()
 }
 
-/// Issue 16's run: 50 unrelated English rules, then 50 Chinese
+/// 50 unrelated English rules, then 50 Chinese
 /// (`fixtures/memgate/rules.txt`, shared with bench/memgate_locomo.py),
 /// remembered one after another: every one is new, none vetoed.
 #[test]
@@ -97,7 +97,7 @@ fn a_refusal_sharing_one_word_with_a_rule_is_new() {
     assert_eq!(d[0]["action"], "veto", "{}", d[0]);
 }
 
-/// Forms the stemmer leaves apart meet (issue 16, Task B): an irregular
+/// Forms the stemmer leaves apart meet (Task B): an irregular
 /// verb ("went" / "go", "wrote" / "write") and a question's calendar date
 /// ("on 25 May, 2022": what the note holds is what happened, not the day).
 /// Before, the shorter note sharing fewer words came first.
@@ -284,7 +284,7 @@ fn chinese_pairs_get_their_action() {
 
 /// The English twin (`fixtures/memgate/en_pairs.tsv`): "Never commit
 /// secrets to git" and "Never commit node_modules to git" are two rules
-/// (before issue 16's slot test, a veto), "Enable" / "Disable strict mode"
+/// (before the slot test, a veto), "Enable" / "Disable strict mode"
 /// conflict (it was a merge), "Use pnpm" / "Use yarn" for installs still do.
 /// A refusal without a negation word ("Keep secrets out of…", "Steer clear
 /// of…", "…is banned") agrees with a "never" (it was a veto) and opposes

@@ -1,5 +1,5 @@
 //! kb-memgate governance over sequences a user says one after another
-//! (issue 34): a restatement merges, a reversal replaces every note it
+//!: a restatement merges, a reversal replaces every note it
 //! contradicts (in English, Chinese or mixed), a narrower scope is a rule
 //! of its own, and the notes in force at the end say the latest
 //! conclusion. Each sequence runs decide and apply on a real temp store,
@@ -23,7 +23,7 @@ fn say(lib: &Lib, text: &str) -> Value {
 
 /// Writes a statement as a note of its own whatever governance proposes
 /// (the user answers "new_instead"): how two notes that say one thing
-/// came to be in force before issue 34.
+/// came to be in force before governance weighed stance.
 fn apart(lib: &Lib, text: &str) {
     let d = decide(lib, &[said("remember", text)]);
     let d0 = match (d[0]["action"].as_str(), d[0]["gate"].as_str()) {
@@ -60,8 +60,8 @@ fn actions(ds: &[Value]) -> Vec<&str> {
     ds.iter().map(|d| d["action"].as_str().unwrap_or_default()).collect()
 }
 
-/// Issue 34's run: two wordings of one preference were two notes, and the
-/// Chinese reversal replaced only one of them.
+/// Once two wordings of one preference were two notes, and the Chinese
+/// reversal replaced only one of them.
 #[test]
 fn pnpm_restated_then_reversed_in_chinese_ends_with_one_note() {
     let (lib, ds) = run(&[

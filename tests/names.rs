@@ -1,4 +1,4 @@
-//! Portable names (issue 32): `kb-append` writes only names every machine
+//! Portable names: `kb-append` writes only names every machine
 //! of a fleet can check out and that it can itself write back (its temp
 //! file beside the target must fit the name limit too), so sync, which
 //! judges a peer's names by the same rule (`kb::library::names`), never

@@ -1,4 +1,4 @@
-//! A peer is data (issue 32): a bare hub, an attacker's clone that pushes
+//! A peer is data: a bare hub, an attacker's clone that pushes
 //! with plain git (`add -f`, mktree, any mode), and a victim's clone that
 //! only runs `kb-append sync` and ordinary commands. Each door has its
 //! test; every one checks that no byte outside the library changed, that a
@@ -654,7 +654,7 @@ fn mcp_never_serves_quarantined_content() {
     }
 }
 
-/// Issue 36: each document kb-mcp serves says where it came from, from
+/// each document kb-mcp serves says where it came from, from
 /// the victim's own git history (what a peer writes cannot claim
 /// `local`), and what the guard says of it.
 #[test]

@@ -1,5 +1,5 @@
 //! The judgements sync makes on a peer's change before anything is merged
-//! (issue 32), checked against the binaries a user runs: the guard's gate
+//!, checked against the binaries a user runs: the guard's gate
 //! refuses exactly what `kb-append write` refuses in the same library (its
 //! own rules in force included), and a peer's rule file is held to what
 //! `kb-guard rules validate` reports for it.

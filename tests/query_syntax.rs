@@ -1,4 +1,4 @@
-//! kb-score's query syntax (issue 34): `"exact phrase"`, `-term`,
+//! kb-score's query syntax: `"exact phrase"`, `-term`,
 //! `prefix*`, `field:value`, their errors, `-word` after the query on the
 //! command line, and the answers: the tail cut, the best-matching snippet
 //! and "did you mean". On a small library as people write it: English and

@@ -1,4 +1,4 @@
-//! Issue 35, linear rule loading: a rule file is validated once per
+//! linear rule loading: a rule file is validated once per
 //! distinct text (the result kept as local state under `.cache/`, checked
 //! against the text's digest before use), an over-size or uncompilable
 //! rule file is refused where it enters (a peer's commit waits), and a rule

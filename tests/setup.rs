@@ -1,4 +1,4 @@
-//! Issue 38: `just setup` installs what the tests need, pinned and inside
+//! `just setup` installs what the tests need, pinned and inside
 //! the build's target folder, using no tool but the ones the README names
 //! (just, bash, cargo, git, python3; node and npm when present). The
 //! tests here run its `--check` mode, which finds and checks everything
@@ -98,11 +98,11 @@ fn setup(bin: &Path, target: &Path, args: &[&str]) -> std::process::Output {
     c.output().expect("running just setup")
 }
 
-/// Issue 38: `just setup --check` on this build's target folder runs with
+/// `just setup --check` on this build's target folder runs with
 /// nothing but the declared tools and reports each tool as there or to
 /// be installed, naming its pinned version.
 #[test]
-fn issue_38_setup_uses_only_the_declared_tools() {
+fn setup_uses_only_the_declared_tools() {
     let tmp = tempfile::tempdir().unwrap();
     let bin = declared_tools(tmp.path());
     let target = bin_dir().parent().unwrap().to_path_buf();
@@ -127,11 +127,11 @@ fn issue_38_setup_uses_only_the_declared_tools() {
     assert!(lines.iter().all(|l| l.starts_with("ok ") || l.starts_with("would install ")), "{stdout}");
 }
 
-/// Issue 38: where python3 cannot make a venv (Debian without
+/// where python3 cannot make a venv (Debian without
 /// python3-venv), setup says which package to install, and installs
 /// nothing, not even the tools it could.
 #[test]
-fn issue_38_setup_names_python3_venv_when_it_is_missing() {
+fn setup_names_python3_venv_when_it_is_missing() {
     let tmp = tempfile::tempdir().unwrap();
     let bin = declared_tools(tmp.path());
     std::fs::remove_file(bin.join("python3")).unwrap();
@@ -161,10 +161,10 @@ fn issue_38_setup_names_python3_venv_when_it_is_missing() {
         .starts_with("just setup: unknown flag '--all' (the flags are --check and --nextest)\n"));
 }
 
-/// Issue 38: `--nextest` adds the pinned cargo-nextest, built into the
+/// `--nextest` adds the pinned cargo-nextest, built into the
 /// target folder without its self-update; `--check` only says so.
 #[test]
-fn issue_38_setup_nextest_is_pinned_and_local() {
+fn setup_nextest_is_pinned_and_local() {
     let tmp = tempfile::tempdir().unwrap();
     let bin = declared_tools(tmp.path());
     let target = tmp.path().join("target");

@@ -1,5 +1,5 @@
 //! kb-append skill: seed 002's skill_manage, skill_list and review
-//! trigger on real libraries (issue 7).
+//! trigger on real libraries.
 
 use serde_json::Value;
 
@@ -391,11 +391,11 @@ fn nudge_loses_no_count_under_concurrent_callers() {
     assert_eq!(counters["default"], 4);
 }
 
-/// Issue 18: a skill can ship an image: `write-file assets/logo.png` takes
+/// a skill can ship an image: `write-file assets/logo.png` takes
 /// the bytes as they are (not UTF-8), the guard passes the PNG, and the
 /// bytes on disk are the file's; SKILL.md itself must still be text.
 #[test]
-fn issue_18_write_file_takes_an_image_asset() {
+fn write_file_takes_an_image_asset() {
     let lib = with_skill();
     let png: &[u8] =
         b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde";

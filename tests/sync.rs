@@ -1,4 +1,4 @@
-//! kb-append sync, merge-log, resolve (issue 11): real git repositories in
+//! kb-append sync, merge-log, resolve: real git repositories in
 //! temp directories, one bare hub and several clones.
 
 use std::collections::BTreeMap;
@@ -540,7 +540,7 @@ fn just_sync_recipe_converges_two_clones() {
     assert!(server.read(".master-index.md").contains(".memory/.references/pgbouncer-v1.md"));
 }
 
-/// Issue 22: a sync aborted at each named step (`KB_CRASH_AT`), with the
+/// a sync aborted at each named step (`KB_CRASH_AT`), with the
 /// stale git state a killed git leaves (`index.lock`, a merge driver's
 /// `.merge_file_*`) planted on top, is finished by the next sync: both
 /// clones converge, every write is logged once, nothing is left behind.
@@ -589,7 +589,7 @@ fn a_sync_crashed_at_every_step_is_finished_by_the_next_one() {
     }
 }
 
-/// Issue 22: a document only ever appended to merges as the union of the
+/// a document only ever appended to merges as the union of the
 /// appends: 4 clones appending 10 lines each to one file and syncing end
 /// with all 40 lines, the same bytes everywhere, and nothing in
 /// `.conflicts/`.

@@ -153,7 +153,7 @@ pub fn ok_records(cmd: &mut assert_cmd::Command) -> Vec<Value> {
     records(&cmd.assert().success().get_output().stdout)
 }
 
-/// What must hold once the next writer ran after a crash (issue 22), in a
+/// What must hold once the next writer ran after a crash, in a
 /// git workspace: the derived files equal a full rebuild, everything is
 /// committed (untracked files included), `git fsck` is clean, and no
 /// journal, temp file or stale git state (`index.lock`, `MERGE_HEAD`,

@@ -67,7 +67,7 @@ pub fn main() -> ExitCode {
                 let opts = lock::Options { timeout, cmd: cmd.join(" ") };
                 let held = lib.dir.canonicalize().unwrap_or_else(|_| lib.dir.clone());
                 // Signals to kb-lock go to the command; the lock is held
-                // until it has exited (issue 21).
+                // until it has exited.
                 let code = lock::with_lock(&lib, &opts, || Ok(lock::child::run_status(&cmd, lock::HELD_VAR, &held)))?;
                 child_code = Some(code);
             }

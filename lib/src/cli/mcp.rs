@@ -1,5 +1,5 @@
 //! `kb-mcp`: the library as Model Context Protocol tools for coding agents
-//! (issue 19); the server itself is [`crate::mcp`].
+//!; the server itself is [`crate::mcp`].
 
 use std::path::PathBuf;
 

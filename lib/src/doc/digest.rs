@@ -32,7 +32,7 @@ pub fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// SHA-256 of a file that only grows, kept as the state after its whole
 /// 64-byte blocks so appending costs the appended bytes, not the file
-/// (kb-memgate's INDEX.md digest, issue 16). [`Running::hex`] gives the
+/// (kb-memgate's INDEX.md digest). [`Running::hex`] gives the
 /// same digest as [`sha256_hex`] of the whole bytes: the state is
 /// SHA-256's own chaining value, finished with its standard padding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

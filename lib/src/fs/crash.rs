@@ -1,4 +1,4 @@
-//! Fault injection for the crash tests (issue 22, after SQLite's crash
+//! Fault injection for the crash tests (after SQLite's crash
 //! tests): `KB_CRASH_AT=<step>:<n>` makes the process abort (as a kill -9
 //! would end it: no destructors, no flush) the n-th time it reaches the
 //! named step of the write, compaction, sync, kb-lastword apply,
@@ -43,12 +43,12 @@ pub enum Step {
     SyncMerging,
     /// Sync committed the merge of one fetched tip; no push yet.
     SyncMerged,
-    /// Sync sealed its merges as one commit (issue 33); no push yet.
+    /// Sync sealed its merges as one commit; no push yet.
     SyncSealed,
     /// Sync pushed its own ref and offered the shared branch; the record
     /// of the tips it merged is not written yet.
     SyncPushed,
-    /// Sync renewed the machine identity of a copied clone (issue 33);
+    /// Sync renewed the machine identity of a copied clone;
     /// nothing pushed under the new one yet.
     SyncRenewed,
     /// kb-lastword apply wrote (and synced) one temp file; nothing is in place.

@@ -22,7 +22,7 @@ use super::atomic;
 use crate::error::{Context, Error, Result};
 
 /// A path read back from a journal, made absolute under `root` once it is
-/// checked, or why recovery must not act on it (issue 32). A journal is a
+/// checked, or why recovery must not act on it. A journal is a
 /// file on disk: a peer can commit one, anyone who can write the
 /// workspace can plant one, and recovery renames, removes and reads what
 /// it names. So a journaled path is taken only as a writer writes it:

@@ -1,4 +1,4 @@
-//! Opening library files without following links or blocking (issue 21):
+//! Opening library files without following links or blocking:
 //! a symlink planted in a library (by hand or by a peer) must never send a
 //! read or a write outside it, and a FIFO or device in place of a file must
 //! be an error, never a hang. Every open here uses `O_NOFOLLOW` (the last

@@ -1,5 +1,5 @@
 //! Reading a file that may be missing, without turning any other error
-//! into an empty value (issue 22): a missing file is `None`, an unreadable
+//! into an empty value: a missing file is `None`, an unreadable
 //! one is an error naming it, never an empty string that a writer would
 //! then overwrite or a reader would count as "no history". Reads go
 //! through [`super::nofollow`]: a FIFO, device or symlink planted in place

@@ -1,5 +1,5 @@
 //! Size and mtime of many library files at once, for the incremental
-//! rebuild's "did anything change" probe (issue: a no-op incremental costs
+//! rebuild's "did anything change" probe (a no-op incremental should cost
 //! ≤ 5 % of a full rebuild). Each file is looked up relative to an open
 //! handle on its directory (`fstatat`), so the kernel resolves one path
 //! component instead of the whole absolute path; that halves the cost of

@@ -1,4 +1,4 @@
-//! Evasions undone before matching (issue 17 "normalisation stage"): what a
+//! Evasions undone before matching: what a
 //! shell, an interpreter or a Markdown reader makes of a line, when that
 //! differs from its letters. Each step is a small function with its own
 //! tests: Windows home paths, escape sequences (`\x72`, `\u0063`, ANSI-C
@@ -27,7 +27,7 @@ const MAX_VALUE: usize = 96;
 const TRIGGER_BYTES: &[u8; 10] = b"\\%$\"'+=<{`";
 
 /// Whether `text` holds a byte some step acts on: a few SIMD searches
-/// (issue 37: most Markdown files hold none, and then no line needs the
+/// (most Markdown files hold none, and then no line needs the
 /// line-by-line pass below).
 fn any_trigger(text: &[u8]) -> bool {
     let t = TRIGGER_BYTES;

@@ -43,7 +43,7 @@ const MAX_DEPTH: usize = 2;
 const MAX_PAYLOADS: usize = 256;
 
 /// Shortest run of base64 (or hex) characters decoded as a payload: 16
-/// characters hold 12 bytes, enough for `rm -rf ~/` (issue 17).
+/// characters hold 12 bytes, enough for `rm -rf ~/`.
 const BASE64_MIN: usize = 16;
 
 /// Bytes of a line on either side of a match that its context is judged
@@ -114,7 +114,7 @@ type LineMap<'a> = (&'a dyn Fn(usize) -> usize, &'a dyn Fn(usize, usize) -> bool
 struct Compiled {
     rule: usize,
     /// The rule's regexes: compiled at once when the engine checks its
-    /// rules, else the first time the set flags the rule (issue 35: a
+    /// rules, else the first time the set flags the rule (a
     /// library of 8,000 rules compiles the few a text can match).
     regexes: OnceLock<Option<Regexes>>,
     hir: regex_syntax::hir::Hir,
@@ -147,7 +147,7 @@ impl Regexes {
     }
 }
 
-/// Longest match, in bytes, that counts as one phrase (issue 37). A rule
+/// Longest match, in bytes, that counts as one phrase. A rule
 /// with a gap (`.*`) that spans more joins words that do not belong
 /// together (a 25 KB line of near matches); the shortest match within the
 /// span is looked for instead, and none is a finding.
@@ -277,7 +277,7 @@ impl Engine {
     /// An engine of rules already checked by [`Engine::new`] with this
     /// build (the core, validated or kept rule files): each rule's own
     /// regexes are compiled the first time the set flags it, so loading
-    /// costs the set alone, not a compile per rule (issue 35).
+    /// costs the set alone, not a compile per rule.
     pub fn of_checked(rules: Vec<Rule>) -> Result<Engine> {
         Engine::build(rules, false)
     }
@@ -706,7 +706,7 @@ impl Engine {
     /// Secrets are never lowered by context: a real key is leaked however
     /// it is quoted.
     ///
-    /// Issue 37: a prose match is read in its clause ([`intent::read`]):
+    /// a prose match is read in its clause ([`intent::read`]):
     /// a mention (negated, warned against, quoted as a phrase, a path
     /// described) is no finding at all (`None`), an instruction keeps its
     /// rule's severity however it is framed, and only real doubt (warning
@@ -853,7 +853,7 @@ impl Engine {
     }
 
     /// [`Engine::check_examples`] for every rule, in rule order, in time
-    /// linear in the rules (issue 35: the whole set over every example
+    /// linear in the rules (the whole set over every example
     /// took 45 s at 8,000 rules). Whether a rule raises a finding on a
     /// text depends on its own pattern and shapes alone (the set reports
     /// every pattern's matches, and examples are checked without
@@ -1036,8 +1036,8 @@ fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
     };
     work::add(Step::Payloads, hay.len());
     // One pass that counts the current run: the length grows by one on a
-    // base64 byte and drops to 0 on any other, without a branch (issue
-    // 37: in prose a branch per word boundary was mispredicted, and a
+    // base64 byte and drops to 0 on any other, without a branch (in
+    // prose a branch per word boundary was mispredicted, and a
     // Boyer-Moore skip still cost 4 cycles a byte). Only a run's end,
     // rare, takes the branch.
     let mut out = Vec::new();

@@ -1,4 +1,4 @@
-//! `kb-guard filter` (issue 6 "Interface"): the guard in front of kb-append.
+//! `kb-guard filter`: the guard in front of kb-append.
 //! Each write request (`{"path","content","mode","notebook"}`) is scanned
 //! as the document it would become; the request passes through unchanged
 //! but for an added `verdict`, and a dangerous one is refused, unless it
@@ -77,7 +77,7 @@ fn one(engine: &Engine, policy: Option<&Policy>, now: Timestamp, mut obj: Map<St
         (_, None) => return Outcome::Invalid("missing field 'content'".into()),
         _ => return Outcome::Invalid("'path' and 'content' must be strings".into()),
     };
-    // The path rules kb-append applies (issue 21): a request for a name git
+    // The path rules kb-append applies: a request for a name git
     // or kb-tools gives a meaning to is refused here too, never rated safe.
     if let Some(why) = crate::library::names::refusal(&path) {
         let msg = format!("{}: {why}", crate::library::names::shown(&path));

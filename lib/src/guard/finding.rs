@@ -1,4 +1,4 @@
-//! The `finding` record (issue 6 "Engine"): path, line, column, rule id,
+//! The `finding` record: path, line, column, rule id,
 //! category, severity, the matched text (truncated as the seed's
 //! `m[0].slice(0, 80)`), and where in the document it sits (`context`).
 

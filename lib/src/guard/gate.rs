@@ -1,5 +1,5 @@
 //! The guard's gate for content entering the library (seed 000: external
-//! content is judged before storage; issue 32: a peer's document or skill
+//! content is judged before storage; and a peer's document or skill
 //! file is scanned with the same policy as `kb-append write`): one
 //! judgement, shared by the writer and sync, so what one refuses the other
 //! refuses too.

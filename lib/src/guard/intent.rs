@@ -1,4 +1,4 @@
-//! Severity that tracks intent (issue 37): text that explains, warns
+//! Severity that tracks intent: text that explains, warns
 //! against, detects or documents a dangerous thing is not the thing. A
 //! prose match is read in its clause (the words between the sentence or
 //! `;` boundaries around it, code spans kept whole) and comes out as

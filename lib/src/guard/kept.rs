@@ -1,6 +1,6 @@
 //! The last good text of each rule file of a library, kept as local state
-//! (`.cache/guard-rules/`, never committed, never taken from a peer;
-//! issue 35). Validating a rule file compiles its patterns and runs each
+//! (`.cache/guard-rules/`, never committed, never taken from a peer).
+//! Validating a rule file compiles its patterns and runs each
 //! rule's examples against all of them, a cost that grows faster than the
 //! file: with a kept copy it is paid once per distinct text, not on every
 //! write. And a rule file broken in place (a hand edit, an old merge) does

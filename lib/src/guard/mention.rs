@@ -1,4 +1,4 @@
-//! Mentions versus instructions (issue 17 "context model"): a detector's
+//! Mentions versus instructions: a detector's
 //! deny-list (`MINERS = ["xmrig", ...]`), a membership test
 //! (`if "disregard your safety guidelines" in text`) or a tutorial that
 //! quotes an attack phrase names the threat without asking for it. Such a
@@ -74,7 +74,7 @@ pub fn quoted(line: &[u8], s: usize, e: usize, context: Context, words: &Regex) 
             let tested =
                 after_trim.starts_with(b"in ") || after_trim.starts_with(b"==") || after_trim.starts_with(b"!=");
             // The pattern or needle of a search: `re.search(r"…", text)`,
-            // `text.includes("…")`, `Regex::new("…")` (issue 37: a detector).
+            // `text.includes("…")`, `Regex::new("…")` (a detector).
             let head = trim_end(&line[..open]);
             let head = head.strip_suffix(b"r").or_else(|| head.strip_suffix(b"b")).unwrap_or(head);
             let searched = MATCHERS.iter().any(|m| head.ends_with(m.as_bytes()));

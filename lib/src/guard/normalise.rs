@@ -1,4 +1,4 @@
-//! Text normalisation before matching (issue 6 "Engine"): the guard must see
+//! Text normalisation before matching: the guard must see
 //! what a reader (or a model) sees, not what an attacker typed. UTF-16 with a
 //! BOM is decoded; bytes that are not UTF-8 are reported and replaced, never
 //! skipped; invisible and bidi control characters are removed and reported;

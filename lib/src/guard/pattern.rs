@@ -1,4 +1,4 @@
-//! Rule patterns as finite automata (issue 6 "Engine"): each pattern is
+//! Rule patterns as finite automata: each pattern is
 //! parsed by regex-syntax, made to match within one line (every class loses
 //! `\n`, as the seed matched `lines[i]`), word boundaries made ASCII, and the
 //! whole rule set compiled once into one multi-pattern meta regex. There is
@@ -345,7 +345,7 @@ impl Set {
     /// (at one offset, heads before tails); `None` when the DFA failed
     /// and only the PikeVM's answer (which ids match at all) is known.
     ///
-    /// Issue 37: most lines hold no set match at all, and the overlapping
+    /// most lines hold no set match at all, and the overlapping
     /// search that reports every match is the slow one. So a plain search
     /// for the earliest match end finds the next line with any match
     /// (every match lies within one line: patterns never match `\n`), and
@@ -472,7 +472,7 @@ impl Set {
     }
 }
 
-/// A pattern read backwards (issue 37): from where a match ends, the
+/// A pattern read backwards: from where a match ends, the
 /// nearest byte where one starts. A rule with a gap (`.*`) matches from
 /// the first of its heads on a line to a tail far away; the phrase it
 /// means is the shortest of those, which this finds in one backward pass.

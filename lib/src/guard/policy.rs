@@ -1,4 +1,4 @@
-//! A scan policy (issue 6 "Interface"): a YAML file the operator owns that
+//! A scan policy: a YAML file the operator owns that
 //! disables rules, changes severities, and suppresses findings by path glob
 //! and rule id, each suppression with a reason and an expiry date. An
 //! expired suppression stops suppressing and says so on the finding. The

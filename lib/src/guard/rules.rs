@@ -194,7 +194,7 @@ struct RuleFile {
     rules: Vec<Rule>,
 }
 
-/// The most bytes of one rule file (issue 35): several times the largest
+/// The most bytes of one rule file: several times the largest
 /// real one. Every writer compiles every rule, so a bigger file is refused
 /// where it enters (integrate, a peer's commit) and, planted anyway, left
 /// out with a warning, never compiled.
@@ -266,7 +266,7 @@ pub const MAX_NAMED_FILE: u64 = crate::library::scan::MAX_DOC_BYTES;
 /// The text of a rule or policy file the user named (`rules validate
 /// FILE`, `--policy FILE`): links are followed (the user chose the path),
 /// but a FIFO or device is an error naming it, never a hang or an endless
-/// read (issue 21).
+/// read.
 pub fn read_named(path: &Path) -> Result<String> {
     let bytes = crate::fs::nofollow::read_input(path, MAX_NAMED_FILE)
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
@@ -284,7 +284,7 @@ pub fn read_library(path: &Path) -> Result<Option<String>> {
 /// each file's text on its own so one unreadable file names itself.
 pub fn extended_files(dir: &Path) -> Vec<(String, Result<String>)> {
     // No directory: no extended rules. Unlistable: an error, never "no
-    // rules" (scans would silently run without them; issue 22).
+    // rules" (scans would silently run without them).
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),

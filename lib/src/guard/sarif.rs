@@ -1,10 +1,10 @@
-//! SARIF 2.1.0 output (issue 6 "Interface"), in the shape GitHub code
+//! SARIF 2.1.0 output, in the shape GitHub code
 //! scanning accepts: every rule in `tool.driver.rules` with a
 //! `security-severity`, one result per finding with a physical location
 //! (line ≥ 1), policy suppressions as SARIF `suppressions`, and the
 //! verdicts in the run's property bag. Artifact URIs are percent-encoded
 //! URI references relative to `%SRCROOT%` (the working directory, given
-//! in `originalUriBaseIds`), as code scanning resolves them (issue 17: a
+//! in `originalUriBaseIds`), as code scanning resolves them (a
 //! `#` or a space in a name read as a fragment or rejected).
 
 use serde_json::{json, Value};

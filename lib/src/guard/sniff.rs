@@ -1,8 +1,8 @@
-//! Content sniffing (issue 6 "Engine"): the type of a file is read from its
+//! Content sniffing: the type of a file is read from its
 //! bytes, not trusted from its name, so an executable or an archive renamed
 //! `notes.md` is still a `binary_content` finding (seed BLOCKED_EXTENSIONS
 //! judged by name only). Images, fonts and PDFs are recognised the same way
-//! (issue 17): a skill that ships `assets/icon.png` is not a finding, and a
+//!: a skill that ships `assets/icon.png` is not a finding, and a
 //! text file named `icon.png` is still read as text.
 
 /// What the first bytes say a file is.

@@ -5,7 +5,7 @@
 //! (none of those words is a threat in prose), so SVGs get this
 //! structural look: only tags and their attribute values are read, and a
 //! plain icon (paths, gradients, `<title>`, `xlink:href="#id"`) has no
-//! finding, keeping issue 17's "shipping an icon is not a finding".
+//! finding: shipping an icon is not a finding.
 
 /// One piece of active content: 0-based byte offset in the text and the
 /// text as written (up to the part that makes it active).

@@ -1,4 +1,4 @@
-//! What `kb-guard scan PATH...` scans (issue 6 "Interface"): a file, a skill
+//! What `kb-guard scan PATH...` scans: a file, a skill
 //! directory (one holding SKILL.md, judged as a whole), any other directory
 //! (walked: each skill under it is one target, each loose file another), or
 //! `-` for stdin. The walk never follows symlinks, so loops cannot hang it;

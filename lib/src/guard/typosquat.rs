@@ -1,4 +1,4 @@
-//! Typosquatted installs (issue 17): `pip install reqeusts`, `npm install
+//! Typosquatted installs: `pip install reqeusts`, `npm install
 //! lodahs`. A package name one edit (insert, delete, replace or swap of
 //! neighbours) away from a popular package of the same ecosystem, and not
 //! itself a popular package, is the shape of a typosquat; regexes cannot
@@ -301,7 +301,7 @@ const OWNERS: &[(&str, &str)] = &[
 ];
 
 /// An install argument that names a repository rather than a package
-/// (issue 37): `git+https://host/owner/repo.git@ref#egg=name`, `git+ssh://`,
+///: `git+https://host/owner/repo.git@ref#egg=name`, `git+ssh://`,
 /// `hg+`/`svn+`/`bzr+` URLs, `github:owner/repo`, an archive URL of a
 /// repository, or (npm) the `owner/repo` shorthand. Returns
 /// `(owner, repo, egg)`, lowercased.

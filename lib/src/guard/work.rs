@@ -1,4 +1,4 @@
-//! Work counters (issue 17: "each normalisation step must be linear"):
+//! Work counters ("each normalisation step must be linear"):
 //! every step that loops over text adds the bytes it visits, so a test can
 //! check with no clock that the work of a scan grows in proportion to its
 //! input — a step that rescans a line per word or per match shows up as a

@@ -226,7 +226,7 @@ fn selected(home: &Home, e: &Entry, file: Option<&str>) -> bool {
 fn apply_queue(home: &Home, qpath: &Path, opts: &Options, rep: &mut Reporter) -> Result<()> {
     let q = queue::read(qpath)?;
     // Every file this apply changes goes in place as one journaled group
-    // (issue 22): targets, then staging files, the pending file last.
+    //: targets, then staging files, the pending file last.
     let mut group = Group::default();
     let result = decide(home, qpath, &q, opts, &mut group, rep);
     match result {
@@ -389,7 +389,7 @@ fn decide(
     all.sort_by_key(|(i, _, _)| *i);
     for (_, mut r, note) in all {
         if r.status.contains("stage") {
-            // A refused target is hostile input (issue 21), not a conflict.
+            // A refused target is hostile input, not a conflict.
             let exit =
                 if note.as_deref().is_some_and(|n| n.starts_with("refused:")) { Exit::Failure } else { Exit::Negative };
             let msg = format!("{qshow}: entries[{}]: {}", r.entry, note.unwrap_or_default());

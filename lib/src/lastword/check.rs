@@ -95,7 +95,7 @@ pub fn read_target(path: &Path, shown: &str) -> Result<Option<String>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("cannot read {shown}: {e}")),
     }
-    // No link followed, no FIFO blocking (issue 21).
+    // No link followed, no FIFO blocking.
     let bytes = crate::fs::nofollow::read(path, crate::library::scan::MAX_DOC_BYTES)
         .map_err(|e| format!("cannot read {shown}: {e}"))?;
     if bytes.contains(&0) {

@@ -213,7 +213,7 @@ impl Home {
     }
 
     /// Whether kb-lastword may write `path` (lexical, absolute), or why
-    /// not (issue 21): only a file [`Home::knowledge_files`] names,
+    /// not: only a file [`Home::knowledge_files`] names,
     /// compared byte for byte (`agents.md` is not `AGENTS.md` on a
     /// case-sensitive file system, `AGENTS.md/../x.md` is `x.md`), and
     /// never through a symlink below home or the project, nor a symlink

@@ -1,4 +1,4 @@
-//! One apply of a pending file is one group of file changes (issue 22): the
+//! One apply of a pending file is one group of file changes: the
 //! targets it edits, the staging file of entries that failed and the
 //! pending file itself (rewritten without the applied entries, or removed).
 //! Done one by one, a kill -9 between them left targets edited while their
@@ -194,7 +194,7 @@ impl journal::Kind for Apply<'_> {
 }
 
 /// Refuses a journal naming a file an apply never writes, before
-/// recovery touches anything (issue 32: recovery renamed and removed
+/// recovery touches anything (recovery renamed and removed
 /// whatever a journal named, so a planted one could remove any file or
 /// rename one onto a knowledge file). The journal keeps absolute paths
 /// (version 1), so each is taken only as one of the places an apply

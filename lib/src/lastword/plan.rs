@@ -258,7 +258,7 @@ fn stage_group(
         let mut rec = record(&good[i], "staged");
         rec.error = Some(msg.clone());
         rec.staging = Some(home.show(&path));
-        // A refused target is hostile input (issue 21), not a conflict.
+        // A refused target is hostile input, not a conflict.
         let exit = if msg.starts_with("refused:") { Exit::Failure } else { Exit::Negative };
         rep.failure(&format!("{}: {msg}", good[i].origin), &rec, exit)?;
     }

@@ -28,7 +28,7 @@ pub struct Queue {
 pub const MAX_BYTES: u64 = 64 << 20;
 
 /// Reads a pending file; a missing file is an empty queue. Never through
-/// a symlink and never blocking on a FIFO (issue 21): a planted
+/// a symlink and never blocking on a FIFO: a planted
 /// `.agents/AGENTS.md.yaml` link must not copy its target into staging.
 pub fn read(path: &Path) -> Result<Queue> {
     let bytes = match crate::fs::nofollow::read(path, MAX_BYTES) {

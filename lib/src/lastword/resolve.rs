@@ -73,7 +73,7 @@ pub fn resolve(home: &Home, path: &Path, force: bool, rep: &mut Reporter) -> Res
             e.base = None;
         }
         let TargetKey::Path(target) = check::target_key(home, e) else { continue };
-        // A refused target is neither read nor moved back (issue 21).
+        // A refused target is neither read nor moved back.
         if let Err(m) = home.check_writable(&target) {
             conflicts += 1;
             rep.failure(&format!("{shown}: entries[{i}]: {m}"), &conflict(&shown, i, e, &m, None), Exit::Failure)?;

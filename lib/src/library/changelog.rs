@@ -46,7 +46,7 @@ pub struct Event {
     /// Why a risky write was allowed, or other free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The machine that wrote the event (issue 33: `kb.machine` in the
+    /// The machine that wrote the event (`kb.machine` in the
     /// clone's git config, set by sync), stamped by [`append`]; absent
     /// outside git and before a clone's first sync.
     #[serde(default, skip_serializing_if = "Option::is_none")]

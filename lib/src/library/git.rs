@@ -118,7 +118,7 @@ fn output(mut c: Command, what: &str, ok: impl Fn(i32) -> bool) -> Result<Vec<u8
 /// A git command run in `dir` with no stdin: the one place kb-tools builds
 /// git invocations (sync adds its own environment on top).
 ///
-/// Library content is untrusted (issue 21), so git is never left to
+/// Library content is untrusted, so git is never left to
 /// discover a repository from inside `.library`, where a planted `.git`
 /// file could point it at a fake repository whose config runs commands.
 /// The repository is the workspace's (the directory holding `.library`),

@@ -1,4 +1,4 @@
-//! Stale git state a killed process leaves (issue 22): `.git/index.lock`
+//! Stale git state a killed process leaves: `.git/index.lock`
 //! makes every later commit fail ("the writes landed but the git commit
 //! failed") and every sync wait, for ever; `.merge_file_*` temp files of a
 //! merge driver litter the work tree's top. kb-tools runs git only under

@@ -115,7 +115,7 @@ pub fn read(lib: &Library) -> Result<Option<Journal>> {
 }
 
 /// Refuses a journal that names anything a writer of this library never
-/// journals (issue 32: a peer committed a `.journal` whose recovery moved
+/// journals (a peer committed a `.journal` whose recovery moved
 /// `~/.ssh` into the library, deleted the project directory, and deleted
 /// any file given as a temp with a wrong hash). Every path must be inside
 /// the library in plain parts with no symlink on the way

@@ -5,7 +5,7 @@
 //! derived files, and refuses local state, git's names and anything this
 //! table does not know. Before this table, `library` and
 //! `sync::attributes` kept two lists that disagreed (`.gitignore`); before
-//! issue 32 sync asked "is this name refused?" (a denylist) where it now
+//! the allowlist, sync asked "is this name refused?" (a denylist) where it now
 //! asks "is this a kind a peer may change?" (an allowlist).
 
 /// What a library-relative path is.
@@ -161,7 +161,7 @@ pub fn kind(rel: &str) -> Kind {
     let name = parts.pop().unwrap_or(rel);
     let top = parts.first().copied();
     // Names git or kb-tools give a meaning to, and names that hide what
-    // they are (issue 21), except the root files kb-tools writes.
+    // they are, except the root files kb-tools writes.
     let own = parts.is_empty() && (OWN_GIT_FILES.contains(&name) || LOCAL_FILES.contains(&name));
     if !own && super::names::refusal(rel).is_some() {
         return Kind::Refused;

@@ -1,4 +1,4 @@
-//! This clone's machine identity (issue 33), as the writers read it: the
+//! This clone's machine identity, as the writers read it: the
 //! `kb.machine` value in the clone's own git config, which `kb-append
 //! sync` creates on its first run (`sync::identity`). It names the ref
 //! the clone pushes (`refs/heads/kb/<machine>`) and is stamped on the

@@ -210,7 +210,7 @@ impl Library {
     }
 }
 
-/// Refuses a root found rather than named (issue 32) when any part of
+/// Refuses a root found rather than named when any part of
 /// `rel` below the workspace top `top` is a symlink: a peer turned
 /// `.library` into a link to a directory of the victim's, and every
 /// binary then worked inside it (`kb-append write .ssh/authorized_keys`

@@ -1,4 +1,4 @@
-//! Names no writer may create in a library (issues 21 and 32), whatever the
+//! Names no writer may create in a library, whatever the
 //! file system: the ones git gives a meaning to (`.git` in any case or
 //! disguise, `.gitattributes`, `.gitmodules`, `.gitignore`, a repository's
 //! own files at the root), the lock's name, names that hide what they are

@@ -109,7 +109,7 @@ pub fn read_doc(lib: &Library, rel: &str) -> (Option<Doc>, Vec<Problem>) {
 /// is gone (a deletion) or refused by the walker's rules (a symlink, as
 /// the full rebuild skips it). A document that exists but cannot be read
 /// is an error, never a deletion: the update would drop its row and edges
-/// (issue 22). Non-UTF-8 or too large still reads, as in the full scan.
+///. Non-UTF-8 or too large still reads, as in the full scan.
 pub fn read_present(lib: &Library, rel: &str) -> crate::Result<Option<Doc>> {
     let (doc, problems) = read_doc(lib, rel);
     if doc.is_some() {
@@ -151,7 +151,7 @@ fn read_with(lib: &Library, rel: &str, with_edges: bool) -> (Option<Doc>, Vec<Pr
 pub fn read_text(lib: &Library, rel: &str) -> Result<(fs::Metadata, String, Vec<Problem>), Problem> {
     let full = lib.path(rel);
     let problem = |kind: &str, message: String| Problem { path: rel.to_string(), kind: kind.into(), message };
-    // No link is followed and no FIFO blocks (issue 21).
+    // No link is followed and no FIFO blocks.
     lib.check_inside(rel).map_err(|e| problem("symlink", e.to_string()))?;
     let file = crate::fs::nofollow::open_read(&full).map_err(|e| problem("unreadable", e.to_string()))?;
     let meta = file.metadata().map_err(|e| problem("unreadable", e.to_string()))?;

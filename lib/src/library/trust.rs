@@ -1,5 +1,5 @@
 //! Skill stages and trust tiers (seed 000), and what a peer may change of
-//! them (issue 32). A skill earns trust locally: it enters
+//! them. A skill earns trust locally: it enters
 //! `.skills/.candidates` (T1), is promoted to `.skills/.drafts` (T2) and
 //! `.skills/.active` (T3) by `kb-append skill promote`, and reaches T4 by
 //! use (`kb::maintain::tier_up`). T1 is the lowest trust and T4 the

@@ -1,4 +1,4 @@
-//! First come, first served for the library lock (issue 22). An OS file
+//! First come, first served for the library lock. An OS file
 //! lock has no queue: waiters poll, and a waiter that happens to sleep
 //! when the lock frees can lose to newcomers again and again until it
 //! times out. So a waiter takes a ticket, a file in `.library/.lock.queue/`
@@ -9,7 +9,7 @@
 //!
 //! A ticket is a file, and a file can be planted: a peer committed
 //! `.lock.queue/000000000000000000000001-1` (pid 1 is always alive) and
-//! every later write waited behind it for good (issue 32). So a ticket is
+//! every later write waited behind it for good. So a ticket is
 //! trusted only when it can be verified ([`verified`]):
 //! - its waiter holds an OS lock (`flock`) on it for as long as it waits,
 //!   taken before the ticket gets its name (it is made under a pending

@@ -56,7 +56,7 @@ pub const SCHEDULED_STALE_DAYS: u64 = 30;
 
 /// A stamp file's number; `None` when the file is missing (never run).
 /// Unreadable or not a number is an error naming it: read as "never", it
-/// would rerun (and re-count) work on every call (issue 22).
+/// would rerun (and re-count) work on every call.
 fn read_stamp(lib: &Library, rel: &str) -> Result<Option<i64>> {
     let Some(text) = crate::fs::read::optional_text(&lib.path(rel))? else { return Ok(None) };
     text.trim().parse().map(Some).map_err(|_| crate::Error::msg(format!("{rel}: not a number: {:?}", text.trim())))

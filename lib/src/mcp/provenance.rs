@@ -1,5 +1,5 @@
 //! Where a served document came from, and what the guard says of it
-//! (issue 36), so a client can tell the user's own notes from what a peer
+//!, so a client can tell the user's own notes from what a peer
 //! brought in. Derived from this clone's own git history, never from
 //! anything a peer can write (front matter, commit messages, authors):
 //!

@@ -1,4 +1,4 @@
-//! Which protocol revision a request is answered on (issue 36). Clients
+//! Which protocol revision a request is answered on. Clients
 //! that handshake (`initialize`, revisions in [`super::PROTOCOL_VERSIONS`])
 //! hold one negotiated revision for the connection; a 2026-07-28 client
 //! holds none: every request names its revision in

@@ -243,7 +243,7 @@ enum IndexChange {
 /// apply or `reindex` finishes when a kill interrupts it. Returns the
 /// files written and whether anything changed. A note new to the store
 /// adds one INDEX.md row and one side-segment entry, so its cost does not
-/// grow with the store (issue 16).
+/// grow with the store.
 fn execute(paths: &Paths, d: &Decision, action: Action, p: &Plan, now: &str) -> Result<(Vec<String>, bool)> {
     let fresh = p.existing.is_none() && p.archived.is_empty();
     // A new note and INDEX.md as apply left it: append its row without

@@ -1,5 +1,5 @@
 //! INDEX.md's SHA-256 for the audit line, kept running so that apply of a
-//! new note costs its row and not the whole file (issue 16: hashing
+//! new note costs its row and not the whole file (hashing
 //! INDEX.md twice per apply, before and after, was what still grew from
 //! 1,000 to 10,000 notes).
 //!

@@ -118,7 +118,7 @@ fn abs(paths: &Paths, r: &str) -> Result<PathBuf> {
 }
 
 /// Refuses a journal naming anything an apply never journals, before
-/// recovery touches a file (issue 32: recovery renamed, unlinked and read
+/// recovery touches a file (recovery renamed, unlinked and read
 /// what a journal named, and a journal is a file anyone who can write
 /// the store can plant). Every path is inside the memory directory in
 /// plain parts with no symlink on the way (`fs::journal::inside`); a

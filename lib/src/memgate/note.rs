@@ -29,7 +29,7 @@ pub struct Note {
 }
 
 /// The shape every note id must have; ids become file names, so nothing
-/// else (no `/`, no `..`) may reach a path (issue 21).
+/// else (no `/`, no `..`) may reach a path.
 pub const ID_RULE: &str = "MEM-[A-Za-z0-9_-]+";
 
 /// Whether `id` matches [`ID_RULE`].

@@ -107,7 +107,7 @@ impl Paths {
     /// directory is in (an error outside any project). The default store
     /// is refused when any part of it below the project (the store folder,
     /// `memory`, its `notes/` and `archive/`, and the audit log's
-    /// `workspace/`) is a symlink (issue 32: a peer's `.cursor/.lingxi`
+    /// `workspace/`) is a symlink (a peer's `.cursor/.lingxi`
     /// link made kb-memgate write its notes, INDEX.md and audit log into
     /// the link's target); a store named with `--memory-dir` is the
     /// user's choice.
@@ -206,7 +206,7 @@ impl Loaded {
 /// Reads one note file; `Ok(None)` when it does not exist.
 pub fn read_note(paths: &Paths, file: &str) -> Result<Option<Loaded>> {
     let p = paths.notes.join(file);
-    // Never through a symlink, never blocking on a FIFO (issue 21).
+    // Never through a symlink, never blocking on a FIFO.
     let bytes = match crate::fs::nofollow::read(&p, crate::library::scan::MAX_DOC_BYTES) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -503,7 +503,7 @@ mod tests {
         assert_eq!(records_table(&recs), want);
     }
 
-    /// Issue 18: Chinese cells take two columns each, so the next column
+    /// Chinese cells take two columns each, so the next column
     /// starts at the same screen position on every row.
     #[test]
     fn table_aligns_by_display_width() {

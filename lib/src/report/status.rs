@@ -83,7 +83,7 @@ pub fn audit(lib: &Library, lock_opts: &lock::Options) -> Result<Vec<Dimension>>
         integrity.push(json!({"record": "inconsistency", "kind": "conflict", "path": c.path,
             "message": format!("an overlapping edit is kept in {}; end it with kb-append resolve {} --keep ours|theirs|FILE", c.kept, c.path)}));
     }
-    // What sync kept out of the library (issue 32): a person decides.
+    // What sync kept out of the library: a person decides.
     for h in crate::sync::hold::read(lib)? {
         let what = match h.why {
             crate::sync::hold::Why::Dangerous => "quarantined",

@@ -159,7 +159,7 @@ pub fn open_external(dir: &Path) -> Result<Library, String> {
         return Err(format!("{} is not a directory", dir.display()));
     }
     // DIR was named by the user (a flag, their registry) and is followed;
-    // its `.library` was not, and a link there is refused (issue 32: it
+    // its `.library` was not, and a link there is refused (it
     // was followed out of DIR).
     crate::library::unlinked(dir, DIR_NAME, "the external library", "its target as the source's DIR")
         .map_err(|e| e.to_string())?;
@@ -240,7 +240,7 @@ pub fn resolve(spec: &Spec) -> crate::Result<Resolved> {
 /// Where a library a registry names is: `path` itself, or for a library
 /// the project registry defines (`base`, the workspace) a path inside the
 /// workspace reached without a link, or why not. The project registry
-/// lives in the workspace, so a peer can commit it (issue 32: one naming a
+/// lives in the workspace, so a peer can commit it (one naming a
 /// directory outside made `kb-score --tier 3` and MCP `library_search`
 /// serve its files); a library outside the workspace is registered in the
 /// user's own `~/.sdlc/global-libraries.json` or named with `--source`.

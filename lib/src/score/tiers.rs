@@ -106,7 +106,7 @@ pub fn content(lib: &Library, path: &str) -> Option<String> {
 }
 
 /// A library file's text, never through a symlink nor from a FIFO: an
-/// index row may name any path, and what it names is untrusted (issue 21).
+/// index row may name any path, and what it names is untrusted.
 /// `None` (gone, refused or unreadable since indexed) leaves the hit
 /// without a snippet or content: the hit itself comes from the index.
 fn library_text(lib: &Library, rel: &str) -> Option<String> {

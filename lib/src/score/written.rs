@@ -12,7 +12,7 @@ use crate::library::Library;
 
 /// Newest write instant (epoch seconds) per library-relative path, from
 /// the changelog (compacted lines are old enough to give freshness 0).
-/// An unreadable changelog is an error, not "never written" (issue 22).
+/// An unreadable changelog is an error, not "never written".
 pub fn from_changelog(lib: &Library) -> crate::Result<HashMap<String, i64>> {
     let mut out: HashMap<String, i64> = HashMap::new();
     let log = changelog::read(lib)?;

@@ -1,4 +1,4 @@
-//! The boundary between a peer and this machine (issue 32, DESIGN.md
+//! The boundary between a peer and this machine (DESIGN.md
 //! "Trust"): before anything is merged or checked out, sync reads the
 //! fetched change from git's objects (merge base → fetched tip, modes
 //! and renames) and admits it only when every entry is a regular,

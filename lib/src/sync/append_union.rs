@@ -1,4 +1,4 @@
-//! Append-only documents merge as unions (issue 22). Clones that each
+//! Append-only documents merge as unions. Clones that each
 //! append lines to one document (`kb-append write --append`, `mode:
 //! append`) all add at its end, so git's text merge sees overlapping edits
 //! and the conflict rule keeps one side in place and the other under

@@ -1,5 +1,5 @@
 //! The three kinds of library files (DESIGN.md "Many machines") and the
-//! `.gitattributes` that tells git how to merge each (issue 11 item 2):
+//! `.gitattributes` that tells git how to merge each:
 //! logs go to the `kb-log` union driver, derived files to the `kb-derived`
 //! keep-and-rebuild driver, documents to git's text merge. The kinds come
 //! from the one table, `library::kind`.

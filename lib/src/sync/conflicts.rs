@@ -1,5 +1,4 @@
-//! Documents edited on two machines where the edits overlap (issue 11
-//! item 3): nothing is lost. The document keeps the side with the newer
+//! Documents edited on two machines where the edits overlap: nothing is lost. The document keeps the side with the newer
 //! `last_verified_at` (then the later commit), the other side goes to
 //! `.library/.conflicts/<path>/<short-sha>.md`, and a changelog `conflict`
 //! event records it until `kb-append resolve` ends it. [`list`] is what

@@ -1,4 +1,4 @@
-//! The git merge drivers kb-append provides (issue 11 item 2). Git does
+//! The git merge drivers kb-append provides. Git does
 //! not carry driver configuration through a clone, so `init` and every
 //! `sync` write it into the clone's own config:
 //! `merge.kb-log.driver = kb-append merge-log %O %A %B` and

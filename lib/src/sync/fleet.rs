@@ -1,4 +1,4 @@
-//! Many machines on one hub with no race on a shared branch (issue 33).
+//! Many machines on one hub with no race on a shared branch.
 //!
 //! Each machine pushes only a ref it owns, `refs/heads/kb/<machine>`,
 //! which always fast-forwards (it only ever holds this clone's own

@@ -1,4 +1,4 @@
-//! Many heads merged at once (issue 33): the tree of HEAD with every new
+//! Many heads merged at once: the tree of HEAD with every new
 //! tip folded in, computed from git's objects in one pass, without a `git
 //! merge` (and its work-tree checkout, merge drivers and derived rebuild)
 //! per head. A fleet's sync typically brings in dozens of machine refs,

@@ -1,4 +1,4 @@
-//! The git repository a library lives in, as sync sees it (issue 11): its
+//! The git repository a library lives in, as sync sees it: its
 //! top level, its git directory and where the library sits inside it, plus
 //! the few git plumbing calls sync needs. Every call goes through
 //! [`crate::library::git::git`] with a fixed locale and no credential prompts, so

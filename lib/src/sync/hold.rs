@@ -1,4 +1,4 @@
-//! What a peer sent that does not enter the live library (issue 32):
+//! What a peer sent that does not enter the live library:
 //! content the guard calls dangerous (quarantine), and changes that wait
 //! for local review (a rule that failed the local gates, a rule in force
 //! removed, a proposal's status, a skill placed straight into

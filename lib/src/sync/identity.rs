@@ -1,4 +1,4 @@
-//! Creating and renewing this clone's machine identity (issue 33): a
+//! Creating and renewing this clone's machine identity: a
 //! readable `<hostname>-<6 random hex>` kept in the clone's own git config
 //! (`kb.machine`, read by [`crate::library::machine`]), never in the
 //! library. The hostname makes `git ls-remote` and the changelog readable;

@@ -1,4 +1,4 @@
-//! Files above the library that change how it merges (issue 21), for
+//! Files above the library that change how it merges, for
 //! the one case where sync merges paths outside the library: the user's
 //! own `--merge-outside` (`sync::admit` refuses them otherwise). Outside
 //! the library, a `.gitattributes` that speaks about the library or

@@ -1,4 +1,4 @@
-//! The union merge of an append-only log (issue 11 item 2): the lines the
+//! The union merge of an append-only log: the lines the
 //! three versions share as a prefix stay as they are; past it, every line
 //! of either side appears once, ordered by its `ts` then its bytes, so any
 //! replica merging the same histories gets the same bytes whichever side

@@ -1,8 +1,8 @@
-//! One library, many machines (issue 11): git remotes as the distributed
+//! One library, many machines: git remotes as the distributed
 //! engine. Documents merge with git's text merge (overlapping edits keep
 //! both sides), logs with a union driver, derived files are rebuilt, so
 //! every clone converges to the same bytes and no write is lost. A fleet
-//! (issue 33) shares one hub without a race: each machine pushes its own
+//! shares one hub without a race: each machine pushes its own
 //! ref and offers the shared branch a compare-and-swap (`fleet`), under an
 //! identity kept in the clone's git config (`identity`); many new refs are
 //! folded into one tree at once (`fold`).
@@ -30,7 +30,7 @@ use crate::library::{Init, Library};
 
 /// `kb-append init`: seed 000's layout (`Library::create_layout`), then the
 /// `.gitattributes`, `.gitignore` and git merge drivers that sync relies on
-/// (issue 11). It lives here, not in `library`, because the library layer
+///. It lives here, not in `library`, because the library layer
 /// sits below sync and must not reach up into it.
 pub fn init(lib: &Library) -> Result<Init> {
     let mut init = lib.create_layout()?;

@@ -1,4 +1,4 @@
-//! The incremental rebuild after a merge (issue 11 item 1): each side's
+//! The incremental rebuild after a merge: each side's
 //! derived files were right for that side, and a merge keeps one side's
 //! bytes, so re-deriving the rows and edges of every document either side
 //! changed since the merge base, plus the edges of every logged event,

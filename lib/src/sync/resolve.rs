@@ -1,4 +1,4 @@
-//! `kb-append resolve PATH --keep ours|theirs|FILE` (issue 11 item 3):
+//! `kb-append resolve PATH --keep ours|theirs|FILE`:
 //! ends a kept conflict. The document gets the chosen content, its kept
 //! copies go, a changelog `resolve` event records the choice, the derived
 //! files follow, and the whole is one commit.
@@ -65,7 +65,7 @@ pub struct Resolved {
 /// Resolves the kept conflicts of `path`. Callers pass the lock options;
 /// `commit` commits the result when the library is in git.
 pub fn resolve(lib: &Library, path: &str, keep: &Keep, commit: bool, lock_opts: &lock::Options) -> Result<Resolved> {
-    // The same path rules as any write (issue 21): no internal or refused
+    // The same path rules as any write: no internal or refused
     // name, nothing through a symlink, the kept copies included.
     let path = lib.writable(path)?;
     let chosen = match keep {

@@ -1,7 +1,7 @@
-//! `kb-append sync` (issue 11 item 1, issue 33): under the library lock,
+//! `kb-append sync`: under the library lock,
 //! commit the library's pending changes, fetch the shared branch and the
 //! machine refs that moved (`sync::fleet`), admit each new tip's range at
-//! the boundary (`sync::admit`, issue 32), merge every new tip with real
+//! the boundary (`sync::admit`), merge every new tip with real
 //! git merges (fast-forward when possible, never a rebase or force-push)
 //! into one result, settle conflicts in files kb-tools owns, rebuild the
 //! derived files the merge touched, seal the result as one commit, and
@@ -53,7 +53,7 @@ pub struct Options {
     pub attempts: u32,
     /// Lock timeout and holder command.
     pub lock: lock::Options,
-    /// The boundary's caps and the user's choices (issue 32).
+    /// The boundary's caps and the user's choices.
     pub limits: Limits,
     /// `--min-interval`: no push sooner than this after the last one
     /// (jittered by up to a quarter per machine); the sync still fetches,
@@ -134,7 +134,7 @@ pub struct Report {
     pub head: String,
     /// Wall-clock seconds.
     pub seconds: f64,
-    /// Paths of fetched commits refused before merging (issue 21); when
+    /// Paths of fetched commits refused before merging; when
     /// any, nothing was merged or pushed and the exit status is 2.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rejected: Vec<Rejected>,
@@ -291,7 +291,7 @@ pub fn sync(lib: &Library, opts: &Options) -> Result<Report> {
     })
 }
 
-/// Syncs with several remotes in one run (issue 33: a relay machine joins
+/// Syncs with several remotes in one run (a relay machine joins
 /// a team hub to an organisation hub): with each in the order given, then
 /// once more with each earlier one whose hub has not seen what a later
 /// one brought. Each is an ordinary sync (the same boundary, the same
@@ -711,7 +711,7 @@ fn judge(
         None => None,
     };
     let from = base.as_deref().or(ours).unwrap_or(EMPTY_TREE);
-    // Nothing a peer sends is merged before it is admitted (issue 32).
+    // Nothing a peer sends is merged before it is admitted.
     let range = admit::Range { base: from, ours, theirs };
     Ok((admit::judge(repo, blobs, &range, &opts.limits, caps)?, base))
 }
@@ -838,7 +838,7 @@ fn commit_local(lib: &Library, repo: &Repo, start: &mut Start) -> Result<Vec<Str
         rebuilt.extend(refresh::all(lib)?);
     }
     // Local state is never shared: a library that committed some before
-    // issue 32 (the lock, `.changelog-cursors`) stops tracking it.
+    // the allowlist (the lock, `.changelog-cursors`) stops tracking it.
     let tracked = repo.list(&["ls-files", "-z", "--", &repo.library_pathspec()], "git ls-files")?;
     let local: Vec<String> =
         tracked.iter().filter(|p| repo.in_library(p).is_some_and(|r| kind::kind(r) == Kind::Local)).cloned().collect();
@@ -1149,7 +1149,7 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
 }
 
 /// The gates a peer's admitted change passes before it enters the live
-/// library (issue 32): content the writer's guard refuses is quarantined
+/// library: content the writer's guard refuses is quarantined
 /// (`guard::gate`, the same judgement as `kb-append write`, skill files as
 /// the skill writer judges them); a skill placed in `.skills/.active/` or
 /// a raised `trust_tier` waits for review (`library::trust`); a rule or

@@ -1,4 +1,4 @@
-//! The project's one binary index format (issue 14): kb-score's index and
+//! The project's one binary index format: kb-score's index and
 //! kb-memgate's neighbour index are both *segments* of this layout, and
 //! each describes only its own per-document sections. What lives here
 //! once: the header (magic, kind, version), the section table checked at

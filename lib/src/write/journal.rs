@@ -1,4 +1,4 @@
-//! The write-ahead journal `.library/.journal` (issue 22, DESIGN.md "Crash
+//! The write-ahead journal `.library/.journal` (DESIGN.md "Crash
 //! guarantees"). Before a batch renames its first file into place it makes
 //! one durable record of everything it is about to do: each file's final
 //! SHA-256 and temp name, the changelog lines it will append, where the

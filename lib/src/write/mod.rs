@@ -237,7 +237,7 @@ pub fn bytes_from_args(
         (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => (c.as_bytes().to_vec(), "--content".to_string()),
         (None, Some(f)) => {
-            // A FIFO or device is an error, never a hang (issue 21).
+            // A FIFO or device is an error, never a hang.
             let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             (bytes, f.display().to_string())

@@ -1,4 +1,4 @@
-//! `kb-append quarantine`: what sync held back from peers (issue 32), and
+//! `kb-append quarantine`: what sync held back from peers, and
 //! the user's release or drop of each hold.
 
 use serde_json::json;

@@ -38,7 +38,7 @@ pub fn sync(f: &Flags, lib: &Library, opts: Options, out: &mut Out) -> Result<()
     let results = if remotes.len() > 1 { sync::relay(lib, &o, &remotes) } else { vec![sync::sync(lib, &o)] };
     for result in results {
         match result {
-            // A peer's commit was refused (issue 21): reported, exit 2.
+            // A peer's commit was refused: reported, exit 2.
             Ok(report) if !report.rejected.is_empty() => {
                 for r in &report.rejected {
                     crate::out::warn("kb-append", &format!("sync rejected {}: {}", r.path, r.reason));
@@ -62,7 +62,7 @@ fn days_or_duration(s: &str) -> Result<std::time::Duration, Error> {
     }
 }
 
-/// The boundary's caps and choices from the flags (issue 32).
+/// The boundary's caps and choices from the flags.
 fn limits(f: &Flags) -> Result<sync::admit::Limits, Error> {
     let mut l = sync::admit::Limits::default();
     if let Some(n) = f.max_commit_files {

@@ -206,7 +206,7 @@ impl on_disk::Kind for Integrate<'_> {
         self.0.path(FILE)
     }
 
-    /// Issue 32: nothing is acted on before every file is checked: a rule
+    /// nothing is acted on before every file is checked: a rule
     /// file or a proposal, inside the library with no link on the way, its
     /// temp the writer's own (fs::journal::check_files).
     fn check(&mut self, j: &Journal) -> Result<()> {

@@ -1,4 +1,4 @@
-//! Rules from peers pass the local gates (issue 32). Git shares the rule
+//! Rules from peers pass the local gates. Git shares the rule
 //! and proposal files so a team evolves one rule set, but a peer's commit
 //! is data: a rule it adds is not in force until it passes here what
 //! `kb-guard rules integrate` checks before it writes a rule file (the hot

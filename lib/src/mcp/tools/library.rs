@@ -179,7 +179,7 @@ fn search(cx: &Ctx, map: Map<String, Value>) -> Called {
         let mut r = Reply::default();
         outcome.errors.iter().for_each(|e| r.push(e));
         // Each hit says where its document came from and what the guard
-        // says of it (issue 36).
+        // says of it.
         for h in &outcome.hits {
             let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
             if let Some(s) = resolved.sources.iter().find(|s| s.name == h.source) {

@@ -1,4 +1,4 @@
-//! Each tool's `outputSchema` (issue 36): its `structuredContent` is
+//! Each tool's `outputSchema`: its `structuredContent` is
 //! `{"records": [...]}`, each record one of the kinds the tool answers
 //! with, validated by the record's own schema under `schemas/` (compiled
 //! in, so the schema a client sees is the one the tests check records
