@@ -157,182 +157,44 @@ pub fn run(lib: &Library, opts: &Options) -> Result<Report> {
     lock::with_lock(lib, &opts.lock, || run_locked(lib, opts))
 }
 
+/// The rebuild, in phases: recover, the no-op fast path, what to read,
+/// the reads folded into the library-wide summary (clearing duplicate
+/// effectiveness marks), the derived files, the problems, then the commit
+/// and the cache.
 fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
     (opts.recover)(lib)?;
     let cache = if opts.incremental { Cache::load(lib) } else { None };
     let probe = cache.as_ref().map(|c| c.probe(lib));
     if let (Some(c), Some(Probe::NoOp)) = (&cache, &probe) {
-        let cleared = consistency::clear(lib)?;
-        let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
-        return Ok(Report {
-            mode: "no-op",
-            documents: c.state.documents,
-            reread: 0,
-            touched: Vec::new(),
-            marks_cleared: Vec::new(),
-            ioc_domains: c.state.ioc_domains,
-            inconsistency_log_cleared: cleared,
-            committed,
-            problems: c.state.problems.clone(),
-        });
+        return no_op(lib, opts, c);
     }
-    // A cache whose indexes someone else changed is not trusted.
-    let cache = cache.filter(|c| c.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)));
-    let incremental = cache.is_some();
-    // With every directory unchanged the set of documents is the cached
-    // one and the probe's stats are current: no walk is needed.
-    let (paths, dirs, walk_problems, stats) = match (&cache, probe) {
-        (Some(c), Some(Probe::Edited(stats))) => {
-            let walk_problems = c.state.problems.iter().filter(|p| p.kind == "walk").cloned().collect();
-            let paths = c.files.iter().map(|(p, _)| p.clone()).collect();
-            (paths, c.dirs.iter().map(|(d, _)| d.clone()).collect(), walk_problems, stats)
-        }
-        _ => {
-            let (paths, dirs, problems) = scan::walk(lib);
-            let stats: Vec<Option<Stat>> = if incremental {
-                stat::many(&lib.dir, &paths.iter().map(String::as_str).collect::<Vec<_>>())
-            } else {
-                vec![None; paths.len()]
-            };
-            (paths, dirs, problems, stats)
-        }
-    };
-    let summary = if incremental { load_summary(lib) } else { None };
-    let incremental = incremental && summary.is_some();
-    let (mut known, mut summary, old_problems): (BTreeMap<String, Known>, _, _) = match (cache, summary) {
-        (Some(c), Some(summary)) if incremental => (c.files.into_iter().collect(), summary, c.state.problems),
-        _ => (BTreeMap::new(), BTreeMap::new(), Vec::new()),
-    };
-    let to_read: Vec<&String> = paths
-        .iter()
-        .zip(&stats)
-        .filter(|(p, s)| !incremental || s.is_none() || known.get(p.as_str()).is_none_or(|k| k.stat != **s))
-        .map(|(p, _)| p)
-        .collect();
-    let walked: HashSet<&str> = paths.iter().map(String::as_str).collect();
-    let removed: Vec<String> = if known.len() == paths.len() && known.keys().eq(paths.iter()) {
-        Vec::new()
-    } else {
-        known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect()
-    };
-    let progress = crate::out::progress::Progress::new("kb-index: reading", to_read.len());
-    let mut reads: Vec<Read> = to_read
-        .par_iter()
-        .map(|p| {
-            let r = read(lib, p);
-            progress.count();
-            r
-        })
-        .collect();
-    drop(progress);
+    let mut plan = Plan::new(lib, cache, probe);
+    let mut reads = read_all(lib, &plan);
     let reread = reads.len();
-
-    // Fold the changes into the library-wide summary, then enforce
-    // effectiveness_mark uniqueness: clear the losers and re-read them.
-    let apply = |summary: &mut BTreeMap<String, Entry>, known: &mut BTreeMap<String, Known>, r: &Read| {
-        summary.remove(&r.path);
-        if let Some(s) = r.entry.as_ref().and_then(summary_of) {
-            summary.insert(r.path.clone(), s);
-        }
-        known.insert(r.path.clone(), Known { stat: r.stat, indexed: r.entry.is_some() });
-    };
-    for p in &removed {
-        summary.remove(p);
-        known.remove(p);
-    }
-    for r in &reads {
-        apply(&mut summary, &mut known, r);
-    }
-    let cleared = marks::violations(summary.values());
-    let mut touched = clear_marks(lib, &cleared, opts.commit)?;
+    let (cleared, mut touched) = fold(lib, opts, &mut plan, &mut reads)?;
     let journaled = !touched.is_empty();
-    for v in &cleared {
-        let again = read(lib, &v.path);
-        apply(&mut summary, &mut known, &again);
-        match reads.iter_mut().find(|r| r.path == v.path) {
-            Some(slot) => *slot = again,
-            None => reads.push(again),
-        }
-    }
-
-    if incremental {
-        let mut changes: Vec<(String, Option<Entry>)> =
-            reads.iter().map(|r| (r.path.clone(), r.entry.clone())).collect();
-        changes.extend(removed.iter().map(|p| (p.clone(), None)));
-        if !changes.is_empty() {
-            touched.extend(index::update(lib, &changes)?);
-        }
-    } else {
-        let refs: Vec<&Entry> = reads.iter().filter_map(|r| r.entry.as_ref()).collect();
-        touched.extend(index::rebuild(lib, &refs)?);
-    }
-    crash::at(Step::Index);
-    // Full entries are no longer needed; the summary carries the rest.
-    reads.iter_mut().for_each(|r| r.entry = None);
-    let domains = ioc::tally(summary.values());
-    let ioc_changed = match ioc::render(&domains) {
-        Some(text) => atomic::write_if_changed(&lib.path(ioc::FILE), text.as_bytes())?,
-        None => match fs::remove_file(lib.path(ioc::FILE)) {
-            Ok(()) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-            Err(e) => return Err(Error::io(format!("removing {}", ioc::FILE), e)),
-        },
-    };
-    if ioc_changed {
+    touched.extend(write_derived(lib, &plan, &mut reads)?);
+    let domains = ioc::tally(plan.summary.values());
+    if write_ioc(lib, &domains)? {
         touched.push(ioc::FILE.to_string());
     }
     let log_cleared = consistency::clear(lib)?;
-
-    // Problems: the walk's, plus each document's (kept from the cache for
-    // documents not re-read this time).
-    let fresh: HashSet<&str> =
-        reads.iter().map(|r| r.path.as_str()).chain(removed.iter().map(String::as_str)).collect();
-    let mut problems = walk_problems;
-    problems.extend(
-        old_problems
-            .into_iter()
-            .filter(|p| p.kind != "walk" && !fresh.contains(p.path.as_str()) && walked.contains(p.path.as_str())),
-    );
-    problems.extend(reads.iter().flat_map(|r| r.problems.iter().cloned()));
-    problems.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.kind.cmp(&b.kind)));
-    problems.dedup();
-
-    let documents = known.values().filter(|k| k.indexed).count();
-    let mut index_files: BTreeSet<String> = known
-        .iter()
-        .filter(|(_, k)| k.indexed)
-        .filter_map(|(p, _)| entry::classify(p))
-        .map(|i| index::index_file(&i.index_dir))
-        .collect();
-    index_files.insert(index::MASTER.to_string());
-    index_files.insert(ioc::FILE.to_string());
-    let outputs = index_files.into_iter().filter_map(|f| stat(lib, &f).map(|s| (f, s))).collect();
-    let state =
-        State { version: CACHE_VERSION, outputs, problems: problems.clone(), documents, ioc_domains: domains.len() };
-    // The log and `.ioc.md` always: a rebuild killed inside its commit
-    // (after `git add`) left them changed on disk, and its rerun finds
-    // nothing to clear or rewrite; unchanged, git commits nothing of them.
-    // A deletion that killed commit staged is in neither the work tree nor
-    // git's index, so it is unstaged first (git::commit would skip it).
-    let always = [consistency::LOG.to_string(), ioc::FILE.to_string()];
-    if opts.commit {
-        git::unstage(lib, &always);
-    }
-    let mut commit_paths = touched.clone();
-    commit_paths.extend(always);
-    let committed = opts.commit && git::commit(lib, &commit_paths, COMMIT_MESSAGE)?;
-    if committed {
-        crash::at(Step::Committed);
-    }
-    if journaled {
-        journal::end(lib)?;
-    }
+    let problems = problems(&mut plan, &reads);
+    let documents = plan.known.values().filter(|k| k.indexed).count();
+    let state = State {
+        version: CACHE_VERSION,
+        outputs: outputs(lib, &plan.known),
+        problems: problems.clone(),
+        documents,
+        ioc_domains: domains.len(),
+    };
+    let committed = commit(lib, opts, &touched, journaled)?;
     // Last: the journal's removal changed the root directory's mtime.
-    Cache::save(lib, &state, &known, &dirs, &summary)?;
+    Cache::save(lib, &state, &plan.known, &plan.dirs, &plan.summary)?;
     touched.sort();
     touched.dedup();
     Ok(Report {
-        mode: if incremental { "incremental" } else { "full" },
+        mode: if plan.incremental { "incremental" } else { "full" },
         documents,
         reread,
         touched,
@@ -342,6 +204,227 @@ fn run_locked(lib: &Library, opts: &Options) -> Result<Report> {
         committed,
         problems,
     })
+}
+
+/// Nothing changed since the cached rebuild: only the inconsistency log is
+/// cleared (and committed).
+fn no_op(lib: &Library, opts: &Options, c: &Cache) -> Result<Report> {
+    let cleared = consistency::clear(lib)?;
+    let committed = opts.commit && cleared && git::commit(lib, &[consistency::LOG.into()], COMMIT_MESSAGE)?;
+    Ok(Report {
+        mode: "no-op",
+        documents: c.state.documents,
+        reread: 0,
+        touched: Vec::new(),
+        marks_cleared: Vec::new(),
+        ioc_domains: c.state.ioc_domains,
+        inconsistency_log_cleared: cleared,
+        committed,
+        problems: c.state.problems.clone(),
+    })
+}
+
+/// What a rebuild works from: the documents there are, what the cache
+/// knew of them, and which to read again.
+struct Plan {
+    paths: Vec<String>,
+    dirs: Vec<String>,
+    walk_problems: Vec<Problem>,
+    incremental: bool,
+    known: BTreeMap<String, Known>,
+    summary: BTreeMap<String, Entry>,
+    old_problems: Vec<Problem>,
+    /// Documents to read, by index into `paths`.
+    to_read: Vec<usize>,
+    /// Documents the cache knew that are gone.
+    removed: Vec<String>,
+}
+
+impl Plan {
+    fn new(lib: &Library, cache: Option<Cache>, probe: Option<Probe>) -> Plan {
+        // A cache whose indexes someone else changed is not trusted.
+        let cache = cache.filter(|c| c.state.outputs.iter().all(|(p, s)| stat(lib, p) == Some(*s)));
+        let incremental = cache.is_some();
+        // With every directory unchanged the set of documents is the cached
+        // one and the probe's stats are current: no walk is needed.
+        let (paths, dirs, walk_problems, stats) = match (&cache, probe) {
+            (Some(c), Some(Probe::Edited(stats))) => {
+                let walk_problems = c.state.problems.iter().filter(|p| p.kind == "walk").cloned().collect();
+                let paths = c.files.iter().map(|(p, _)| p.clone()).collect();
+                (paths, c.dirs.iter().map(|(d, _)| d.clone()).collect(), walk_problems, stats)
+            }
+            _ => {
+                let (paths, dirs, problems) = scan::walk(lib);
+                let stats: Vec<Option<Stat>> = if incremental {
+                    stat::many(&lib.dir, &paths.iter().map(String::as_str).collect::<Vec<_>>())
+                } else {
+                    vec![None; paths.len()]
+                };
+                (paths, dirs, problems, stats)
+            }
+        };
+        let summary = if incremental { load_summary(lib) } else { None };
+        let incremental = incremental && summary.is_some();
+        let (known, summary, old_problems): (BTreeMap<String, Known>, _, _) = match (cache, summary) {
+            (Some(c), Some(summary)) if incremental => (c.files.into_iter().collect(), summary, c.state.problems),
+            _ => (BTreeMap::new(), BTreeMap::new(), Vec::new()),
+        };
+        let to_read: Vec<usize> = (0..paths.len())
+            .filter(|&i| {
+                let (p, s) = (&paths[i], &stats[i]);
+                !incremental || s.is_none() || known.get(p.as_str()).is_none_or(|k| k.stat != *s)
+            })
+            .collect();
+        let removed: Vec<String> = if known.len() == paths.len() && known.keys().eq(paths.iter()) {
+            Vec::new()
+        } else {
+            let walked: HashSet<&str> = paths.iter().map(String::as_str).collect();
+            known.keys().filter(|p| !walked.contains(p.as_str())).cloned().collect()
+        };
+        Plan { paths, dirs, walk_problems, incremental, known, summary, old_problems, to_read, removed }
+    }
+
+    /// Folds one read into the library-wide summary and what is known.
+    fn apply(&mut self, r: &Read) {
+        self.summary.remove(&r.path);
+        if let Some(s) = r.entry.as_ref().and_then(summary_of) {
+            self.summary.insert(r.path.clone(), s);
+        }
+        self.known.insert(r.path.clone(), Known { stat: r.stat, indexed: r.entry.is_some() });
+    }
+}
+
+/// Reads the planned documents in parallel.
+fn read_all(lib: &Library, plan: &Plan) -> Vec<Read> {
+    let progress = crate::out::progress::Progress::new("kb-index: reading", plan.to_read.len());
+    let reads = plan
+        .to_read
+        .par_iter()
+        .map(|&i| {
+            let r = read(lib, &plan.paths[i]);
+            progress.count();
+            r
+        })
+        .collect();
+    drop(progress);
+    reads
+}
+
+/// Folds the changes into the library-wide summary, then enforces
+/// effectiveness_mark uniqueness: clears the losers (a journaled batch)
+/// and reads them again. Returns the marks cleared and the documents the
+/// clearing changed.
+fn fold(
+    lib: &Library,
+    opts: &Options,
+    plan: &mut Plan,
+    reads: &mut Vec<Read>,
+) -> Result<(Vec<Violation>, Vec<String>)> {
+    for p in &plan.removed {
+        plan.summary.remove(p);
+        plan.known.remove(p);
+    }
+    for r in reads.iter() {
+        plan.apply(r);
+    }
+    let cleared = marks::violations(plan.summary.values());
+    let touched = clear_marks(lib, &cleared, opts.commit)?;
+    for v in &cleared {
+        let again = read(lib, &v.path);
+        plan.apply(&again);
+        match reads.iter_mut().find(|r| r.path == v.path) {
+            Some(slot) => *slot = again,
+            None => reads.push(again),
+        }
+    }
+    Ok((cleared, touched))
+}
+
+/// Updates (or, in full, rewrites) the indexes; returns the files written.
+/// The reads' full entries are dropped after: the summary carries the rest.
+fn write_derived(lib: &Library, plan: &Plan, reads: &mut [Read]) -> Result<Vec<String>> {
+    let mut touched = Vec::new();
+    if plan.incremental {
+        let mut changes: Vec<(String, Option<Entry>)> =
+            reads.iter().map(|r| (r.path.clone(), r.entry.clone())).collect();
+        changes.extend(plan.removed.iter().map(|p| (p.clone(), None)));
+        if !changes.is_empty() {
+            touched.extend(index::update(lib, &changes)?);
+        }
+    } else {
+        let refs: Vec<&Entry> = reads.iter().filter_map(|r| r.entry.as_ref()).collect();
+        touched.extend(index::rebuild(lib, &refs)?);
+    }
+    crash::at(Step::Index);
+    reads.iter_mut().for_each(|r| r.entry = None);
+    Ok(touched)
+}
+
+/// Writes `.ioc.md` (or removes it when no domain is cited); whether it changed.
+fn write_ioc(lib: &Library, domains: &[ioc::Domain]) -> Result<bool> {
+    match ioc::render(domains) {
+        Some(text) => atomic::write_if_changed(&lib.path(ioc::FILE), text.as_bytes()),
+        None => match fs::remove_file(lib.path(ioc::FILE)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(format!("removing {}", ioc::FILE), e)),
+        },
+    }
+}
+
+/// The walk's problems, plus each document's (kept from the cache for
+/// documents not re-read this time).
+fn problems(plan: &mut Plan, reads: &[Read]) -> Vec<Problem> {
+    let fresh: HashSet<&str> =
+        reads.iter().map(|r| r.path.as_str()).chain(plan.removed.iter().map(String::as_str)).collect();
+    let walked: HashSet<&str> = plan.paths.iter().map(String::as_str).collect();
+    let mut problems = std::mem::take(&mut plan.walk_problems);
+    problems.extend(
+        std::mem::take(&mut plan.old_problems)
+            .into_iter()
+            .filter(|p| p.kind != "walk" && !fresh.contains(p.path.as_str()) && walked.contains(p.path.as_str())),
+    );
+    problems.extend(reads.iter().flat_map(|r| r.problems.iter().cloned()));
+    problems.sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.kind.cmp(&b.kind)));
+    problems.dedup();
+    problems
+}
+
+/// The stats of the files this rebuild wrote, so a later incremental run
+/// can tell whether someone else changed them.
+fn outputs(lib: &Library, known: &BTreeMap<String, Known>) -> BTreeMap<String, Stat> {
+    let mut index_files: BTreeSet<String> = known
+        .iter()
+        .filter(|(_, k)| k.indexed)
+        .filter_map(|(p, _)| entry::classify(p))
+        .map(|i| index::index_file(&i.index_dir))
+        .collect();
+    index_files.insert(index::MASTER.to_string());
+    index_files.insert(ioc::FILE.to_string());
+    index_files.into_iter().filter_map(|f| stat(lib, &f).map(|s| (f, s))).collect()
+}
+
+/// Commits what the rebuild changed and ends a marks journal.
+fn commit(lib: &Library, opts: &Options, touched: &[String], journaled: bool) -> Result<bool> {
+    // The log and `.ioc.md` always: a rebuild killed inside its commit
+    // (after `git add`) left them changed on disk, and its rerun finds
+    // nothing to clear or rewrite; unchanged, git commits nothing of them.
+    // A deletion that killed commit staged is in neither the work tree nor
+    // git's index, so it is unstaged first (git::commit would skip it).
+    let always = [consistency::LOG.to_string(), ioc::FILE.to_string()];
+    if opts.commit {
+        git::unstage(lib, &always);
+    }
+    let mut commit_paths = touched.to_vec();
+    commit_paths.extend(always);
+    let committed = opts.commit && git::commit(lib, &commit_paths, COMMIT_MESSAGE)?;
+    if committed {
+        crash::at(Step::Committed);
+    }
+    if journaled {
+        journal::end(lib)?;
+    }
+    Ok(committed)
 }
 
 /// Clears the marks of `cleared` as one journaled batch (like

@@ -10,7 +10,6 @@ use crate::error::Result;
 use crate::library::entry::{Category, Entry};
 use crate::library::Library;
 use crate::lock;
-use crate::report::lifecycle;
 use crate::report::usage::Usage;
 
 /// Seed: promote from this many uses.
@@ -61,5 +60,5 @@ pub fn candidates(entries: &[Entry], usage: &BTreeMap<String, Usage>) -> Vec<Can
 /// T3->T4`). Returns the paths written.
 pub fn apply(lib: &Library, cands: &[Candidate], commit: bool, opts: &lock::Options) -> Result<Vec<String>> {
     let changes: Vec<(&str, &str)> = cands.iter().filter(|c| c.promoted).map(|c| (c.path.as_str(), "T4")).collect();
-    lifecycle::set_fields(lib, &changes, "trust_tier", commit, "task-ai(library):skill promote T3->T4", opts)
+    crate::write::fields::set(lib, &changes, "trust_tier", commit, "task-ai(library):skill promote T3->T4", opts)
 }

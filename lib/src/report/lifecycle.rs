@@ -3,22 +3,19 @@
 //! validated (referenced by ≥ 3 tasks that each reached an ACCEPT) →
 //! deprecated (≥ 2 failures, i.e. REPLANs after citing it, or superseded by
 //! a newer pattern, which its frontmatter `superseded_by` names). States
-//! are computed from the changelog; `--write` records them in frontmatter.
+//! are computed from the changelog here; `--write` records them in frontmatter
+//! through the writer ([`crate::write::fields`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::derived::index;
 use crate::error::Result;
-use crate::fs::crash::{self, Step};
 use crate::library::entry::{Category, Entry};
-use crate::library::git;
 use crate::library::scan;
 use crate::library::Library;
 use crate::lock;
 use crate::report::usage::{self, Usage};
-use crate::write::journal;
 
 /// Seed: validated after this many accepted tasks.
 pub const VALIDATED_MIN_ACCEPTED: usize = 3;
@@ -130,47 +127,7 @@ pub fn write(lib: &Library, patterns: &[Pattern], commit: bool, opts: &lock::Opt
         .filter(|p| p.recorded.as_deref() != Some(p.state.as_str()))
         .map(|p| (p.path.as_str(), p.state.as_str()))
         .collect();
-    set_fields(lib, &changes, "state", commit, "task-ai(library):thinking-pattern lifecycle", opts)
-}
-
-/// Sets one frontmatter field in several documents under the lock, keeps
-/// the indexes in step and commits them. Shared by lifecycle `--write`
-/// and skill promotion. Journaled like a batch (`journal::set_field`, which
-/// a rebuild's effectiveness_mark clearing uses too): the documents land,
-/// then are indexed and committed; a kill from the
-/// journal on leaves each document old or new, and the next writer indexes
-/// and commits those that landed (a rerun sets the rest).
-pub fn set_fields(
-    lib: &Library,
-    changes: &[(&str, &str)],
-    key: &str,
-    commit: bool,
-    message: &str,
-    opts: &lock::Options,
-) -> Result<Vec<String>> {
-    if changes.is_empty() {
-        return Ok(Vec::new());
-    }
-    lock::with_lock(lib, opts, || {
-        journal::note(crate::write::recover(lib)?);
-        let planned = journal::set_field(lib, changes, key, commit, message)?;
-        if planned.is_empty() {
-            return Ok(Vec::new());
-        }
-        let written: Vec<String> = planned.iter().map(|(p, _)| p.clone()).collect();
-        let updated: Vec<(String, Option<Entry>)> =
-            planned.iter().map(|(p, new)| (p.clone(), Entry::from_text(p, new))).collect();
-        let mut paths = written.clone();
-        paths.extend(index::update(lib, &updated)?);
-        crash::at(Step::Index);
-        let committed = if commit { git::commit(lib, &paths, message).map(drop) } else { Ok(()) };
-        if committed.is_ok() && commit {
-            crash::at(Step::Committed);
-        }
-        journal::end(lib)?;
-        committed?;
-        Ok(written)
-    })
+    crate::write::fields::set(lib, &changes, "state", commit, "task-ai(library):thinking-pattern lifecycle", opts)
 }
 
 /// `kb-relate lifecycle`: the patterns as a table, or as records (each

@@ -26,6 +26,7 @@ use crate::library::changelog::{self, Event};
 use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
 use crate::library::git;
 use crate::library::git_state;
+pub mod fields;
 pub mod journal;
 use crate::library::relations;
 use crate::library::Library;
