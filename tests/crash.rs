@@ -12,14 +12,10 @@ use kb::fs::crash::{Step, STEPS};
 use serde_json::{json, Value};
 
 use crate::append::assert_matches_rebuild;
-use crate::util::{assert_recovered, ok_records, records, Lib};
+use crate::util::{assert_recovered, ok_records, records, sha256, Lib};
 
 fn doc(topic: &str, body: &str) -> String {
     format!("---\ntopic: {topic}\nkeywords: [crash, {topic}]\n---\n# {topic}\n\n{body}\n")
-}
-
-fn sha(text: &str) -> String {
-    kb::doc::digest::sha256_hex(text.as_bytes())
 }
 
 /// A git workspace with a library holding `old` docs, all committed.
@@ -98,7 +94,7 @@ fn assert_consistent(lib: &Lib, files: &[(String, String, String)], landed: usiz
         assert!(now == *old || now == *new, "{what}: {path} is torn: {now:?}");
         let want_new = k < landed;
         assert_eq!(now == *new, want_new, "{what}: {path} landed = {}, expected {want_new}", now == *new);
-        let logged = ev.get(path).is_some_and(|v| v.contains(&sha(new)));
+        let logged = ev.get(path).is_some_and(|v| v.contains(&sha256(new.as_bytes())));
         assert_eq!(logged, want_new, "{what}: {path}: changelog line present = {logged}, landed = {want_new}");
     }
     // One line per request: d04 was appended twice, each line once.
@@ -288,7 +284,7 @@ fn random_kill_nine_during_committing_batches() {
             let now = lib.read(&path);
             assert!(now.starts_with("---\ntopic: k") && now.ends_with('\n'), "round {round}: {path} torn");
             assert!(
-                ev.get(&path).is_some_and(|v| v.contains(&sha(&now))),
+                ev.get(&path).is_some_and(|v| v.contains(&sha256(now.as_bytes()))),
                 "round {round}: {path} has no changelog line for its bytes"
             );
         }

@@ -14,7 +14,7 @@ use kb::fs::crash::{Step, STEPS};
 use serde_json::{json, Value};
 
 use crate::memgate::{answered, decide, lines, mem, notes, read, remember, said, MEM};
-use crate::util::{kill_when, records, Lib, Rng};
+use crate::util::{kill_when, records, sha256, Lib, Rng};
 
 /// A library with two notes, the replace decision for the first (answered
 /// "confirm"), a silent new decision and the next writer's decision.
@@ -58,10 +58,6 @@ impl Scene {
 /// The ids of the notes in notes/ (temp files are not notes).
 fn live(lib: &Lib) -> Vec<String> {
     notes(lib).iter().filter(|f| f.starts_with("MEM-")).map(|f| f.trim_end_matches(".md").to_string()).collect()
-}
-
-fn sha(bytes: &[u8]) -> String {
-    kb::doc::digest::sha256_hex(bytes)
 }
 
 fn audit(lib: &Lib) -> Vec<Value> {
@@ -132,14 +128,14 @@ pub(crate) fn assert_agrees(lib: &Lib, what: &str) {
         assert_eq!(l["digest_before"], index, "{what}: an INDEX.md change went unaudited: {l}");
         index = l["digest_after"].clone();
     }
-    assert_eq!(index, json!(sha(read(lib, "INDEX.md").as_bytes())), "{what}: INDEX.md's last audit line");
+    assert_eq!(index, json!(sha256(read(lib, "INDEX.md").as_bytes())), "{what}: INDEX.md's last audit line");
     // ... every live note's last line names its bytes ...
     for id in &live {
         let last = a.iter().rfind(|l| l["note_id"] == id.as_str());
         let last = last.unwrap_or_else(|| panic!("{what}: {id} has no audit line"));
         assert!(matches!(last["operation"].as_str(), Some("create" | "update")), "{what}: {last}");
         let bytes = std::fs::read(mem(lib, &format!("notes/{id}.md"))).unwrap();
-        assert_eq!(last["digest_after"], json!(sha(&bytes)), "{what}: {id}'s audit digest");
+        assert_eq!(last["digest_after"], json!(sha256(&bytes)), "{what}: {id}'s audit digest");
     }
     // ... every archived note has its delete line, and no line names a
     // note that is neither live nor archived.
@@ -148,7 +144,7 @@ pub(crate) fn assert_agrees(lib: &Lib, what: &str) {
         let to = format!("memory/archive/{f}");
         let del: Vec<&Value> = a.iter().filter(|l| l["archived_to"] == to.as_str()).collect();
         assert_eq!(del.len(), 1, "{what}: delete lines for {f}: {del:?}");
-        assert_eq!(del[0]["digest_before"], json!(sha(&bytes)), "{what}: {f}");
+        assert_eq!(del[0]["digest_before"], json!(sha256(&bytes)), "{what}: {f}");
     }
     for l in a.iter().filter(|l| l["note_id"].is_string()) {
         let id = l["note_id"].as_str().unwrap();

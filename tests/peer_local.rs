@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::util::{records, Lib, NOW};
+use crate::util::{records, sha256, Lib, NOW};
 
 /// Every file under `root` except `skip` (relative names), with its bytes
 /// (a link by its target, a directory as an empty entry).
@@ -53,18 +53,6 @@ fn changed(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>) -> Vec<
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    use std::io::Write;
-    let mut c = std::process::Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("sha256sum");
-    c.stdin.take().unwrap().write_all(bytes).unwrap();
-    let out = c.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_string()
 }
 
 fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {

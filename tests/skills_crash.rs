@@ -9,7 +9,7 @@ use std::process::Stdio;
 use kb::fs::crash::{Step, STEPS};
 use serde_json::Value;
 
-use crate::util::{assert_recovered, kill_when, ok_records, Lib};
+use crate::util::{assert_recovered, kill_when, ok_records, sha256, Lib};
 
 const MD: &str = "---\nname: pdf-tools\ndescription: Extract text from PDFs.\n---\n# pdf-tools\n\nUse pdftotext.\n";
 const NEW: &str =
@@ -27,10 +27,6 @@ fn with_skill() -> Lib {
     lib.git(&["add", "-A"]);
     lib.git(&["commit", "-q", "-m", "seed"]);
     lib
-}
-
-fn sha(text: &str) -> String {
-    kb::doc::digest::sha256_hex(text.as_bytes())
 }
 
 /// The changelog's skill events for `path`, as (action, sha256).
@@ -106,7 +102,11 @@ fn a_skill_edit_killed_at_every_write_step_is_recovered() {
         let landed = landed(step);
         assert_eq!(lib.read(&path), if landed { NEW } else { MD }, "{what}");
         let edits: Vec<_> = skill_events(&lib, &path).into_iter().filter(|(a, _)| a == "edit").collect();
-        assert_eq!(edits, if landed { vec![("edit".to_string(), Some(sha(NEW)))] } else { vec![] }, "{what}");
+        assert_eq!(
+            edits,
+            if landed { vec![("edit".to_string(), Some(sha256(NEW.as_bytes())))] } else { vec![] },
+            "{what}"
+        );
         assert_recovered(&lib, what);
         let now = lib.git(&["rev-list", "--count", "HEAD"]).trim().parse::<usize>().unwrap();
         assert_eq!(now, commits + 1 + usize::from(landed), "{what}: commits");

@@ -131,6 +131,12 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The SHA-256 of some bytes in hex, as the changelog and the journals
+/// record it.
+pub fn sha256(bytes: &[u8]) -> String {
+    kb::doc::digest::sha256_hex(bytes)
+}
+
 /// Parses JSON Lines output into values, checking each against
 /// `schemas/<record>.schema.json` when that schema exists.
 #[track_caller]

@@ -245,7 +245,7 @@ const AROUND_ZH: &str = "前后时中里内上下外间";
 pub fn tags(text: &str, n: usize) -> Vec<String> {
     let st = super::stance::of(text);
     let named = |w: &str| {
-        let key = crate::score::terms::stem(super::lemma::base(w));
+        let key = crate::text::terms::stem(super::lemma::base(w));
         st.chosen.contains(&key) || st.rejected.contains(&key)
     };
     let mut words: Vec<String> = Vec::new();
@@ -264,7 +264,7 @@ pub fn tags(text: &str, n: usize) -> Vec<String> {
             let width = ["every", "each", "over", "any", "only", "whole", "also", "just", "before"];
             let digits = w.chars().all(|c| c.is_ascii_digit());
             if cue::is_function_word(&w)
-                || crate::score::terms::is_stop(&w)
+                || crate::text::terms::is_stop(&w)
                 || width.contains(&w.as_str())
                 || digits
                 || w.chars().count() < 2

@@ -189,7 +189,7 @@ fn subject(c: &Candidate) -> Vec<String> {
 fn stems(words: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for w in words {
-        let s = crate::score::terms::stem(super::lemma::base(&w));
+        let s = crate::text::terms::stem(super::lemma::base(&w));
         if !out.contains(&s) {
             out.push(s);
         }

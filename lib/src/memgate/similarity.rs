@@ -3,7 +3,7 @@
 //! only (see `Candidate::search_text`). Three signals, fused:
 //! - an exact-duplicate digest of the canonical one-liner (case, width,
 //!   punctuation and spacing normalised away) — a duplicate scores 1;
-//! - BM25 over the project's BM25 terms (`score::terms`: stop words out,
+//! - BM25 over the project's BM25 terms (`text::terms`: stop words out,
 //!   English stemmed, CJK as character bigrams) and their adjacent pairs,
 //!   normalised by the query's score against itself so it reads 0–1;
 //! - BM25 over character n-grams (4-grams of Latin words, single
@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 
 use super::cue;
 use super::lemma;
-use crate::score::terms;
 use crate::text;
+use crate::text::terms;
 
 /// BM25 parameters of one half of the similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,7 +145,7 @@ pub fn dup_digest(one_liner: &str) -> [u8; 16] {
 pub use crate::text::grams;
 
 /// The similarity's word terms of a text, in order: kb-score's terms
-/// (`score::terms::each_term`: stop words out, spellings folded, stems,
+/// (`text::terms::each_term`: stop words out, spellings folded, stems,
 /// letter and digit runs) of each token after [`lemma::base`] ("Caroline's"
 /// → caroline, "went" → go), which the stemmer leaves apart. `skip` names
 /// tokens a query leaves out.
@@ -188,7 +188,7 @@ pub fn query_features(text_: &str, one_liner: &str, asks: bool) -> Features {
 /// Words that make a text a question without saying what it is about.
 const QUESTION_WORDS: &[&str] = &["kind", "type", "likely", "many", "much", "ever", "think", "way", "thing", "things"];
 
-/// Personal pronouns (not among `score::terms`' stop words): "What did
+/// Personal pronouns (not among `text::terms`' stop words): "What did
 /// John give his sister" matched every note with "his" in it (Task B R@5
 /// +.003 on LoCoMo 1–5).
 const PRONOUNS: &[&str] = &[

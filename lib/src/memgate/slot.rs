@@ -18,8 +18,8 @@
 //! 两个 / 四个空格, Node 18 / 20): governance may find them in conflict.
 
 use super::cue;
-use crate::score::terms;
 use crate::text;
+use crate::text::terms;
 
 /// How two statements' own content relates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

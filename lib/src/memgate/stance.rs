@@ -8,8 +8,8 @@
 //! picks contradicts it (`govern::judge`).
 
 use super::cue;
-use crate::score::terms;
 use crate::text;
+use crate::text::terms;
 
 /// What a statement picks and turns down: stemmed names, in order.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -23,9 +23,9 @@ use crate::text;
 
 use super::bm25::FieldTf;
 use super::index::{self, DocRec, Forward, Info, Meta, View, Words, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
-use super::terms;
 use super::walk;
 use super::written;
+use crate::text::terms;
 
 /// A built index and what went wrong on the way.
 pub struct Built {

@@ -93,7 +93,7 @@ pub fn graded_tier<S: AsRef<str> + PartialEq>(
     keywords: &[Vec<S>],
     cover: impl Fn(&[&S]) -> f64,
 ) -> Option<(Match, f64)> {
-    let meaningful = |w: &[S]| w.iter().any(|x| !super::terms::is_stop(x.as_ref()));
+    let meaningful = |w: &[S]| w.iter().any(|x| !crate::text::terms::is_stop(x.as_ref()));
     if !topic.is_empty() && topic == query {
         return Some((Match::TopicExact, TOPIC_EXACT));
     }

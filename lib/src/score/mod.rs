@@ -24,7 +24,6 @@ pub mod side;
 pub mod sources;
 pub mod suggest;
 pub mod table;
-pub mod terms;
 pub mod tiers;
 pub mod vectors;
 pub mod view;

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use std::ops::Range;
 
 use super::query::Query;
-use super::terms;
 use crate::text;
+use crate::text::terms;
 
 /// The terms a passage is matched by: the query's BM25 terms and its
 /// prefixes.

@@ -16,8 +16,8 @@
 //! half the gain; 30–50: the same as 20).
 
 use super::bm25::{self, Params};
-use super::terms;
 use crate::text;
+use crate::text::terms;
 
 /// How much proximity a ranking gets.
 #[derive(Debug, Clone, Copy, PartialEq)]

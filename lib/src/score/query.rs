@@ -2,14 +2,14 @@
 //! free words, `"exact phrase"` (its words adjacent and in order),
 //! `-word` / `-"phrase"` / `-field:value` to exclude, `prefix*`, and
 //! `field:value` for topic, type, keyword and path. Its words go through
-//! the one lexical pipeline (kb::text tokens, kb::score::terms stems).
+//! the one lexical pipeline (kb::text tokens, kb::text::terms stems).
 //! Empty, wordless, oversized and malformed queries are usage errors with
 //! a sentence saying what to type instead, never panics.
 
 use crate::error::{Error, Result};
 use crate::text;
 
-use super::terms;
+use crate::text::terms;
 
 /// The longest query accepted, in characters.
 pub const MAX_QUERY_CHARS: usize = 4096;
@@ -58,7 +58,7 @@ pub struct Query {
     pub words: Vec<String>,
     /// Distinct BM25 terms; stop words dropped unless nothing else is left;
     /// after them the letter and digit runs of words that mix both
-    /// (kb::score::terms).
+    /// (kb::text::terms).
     pub terms: Vec<String>,
     /// How many times the query says each of [`Query::terms`].
     pub counts: Vec<u32>,

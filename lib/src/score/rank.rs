@@ -27,7 +27,7 @@ use super::index::{Meta, View, KEYWORD_PREFIX, NO_DATE, TOPIC_PREFIX};
 use super::proximity::{Pairs, Proximity, PROXIMITY};
 use super::query::Query;
 use super::select::{self, Select};
-use super::terms;
+use crate::text::terms;
 
 /// Seed 000's search filters.
 #[derive(Debug, Clone, Default)]

@@ -12,9 +12,9 @@ use super::formula::contains_run;
 use super::index::{KEYWORD_PREFIX, TOPIC_PREFIX};
 use super::query::{Clause, Field, Query};
 use super::rank::{DocText, Filters};
-use super::terms;
 use super::view::View;
 use crate::text;
+use crate::text::terms;
 
 /// The most dictionary terms one `prefix*` expands to (those in the most
 /// documents are kept).

@@ -9,9 +9,9 @@
 
 use super::index::{KEYWORD_PREFIX, TOPIC_PREFIX};
 use super::query::Query;
-use super::terms;
 use super::view::View;
 use crate::text;
+use crate::text::terms;
 
 /// A word the library holds, near a query word.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,8 +1,10 @@
 //! Text for lexical matching in English and Chinese alike: NFKC, case
 //! folding, word tokens for Latin-script runs and overlapping character
-//! bigrams for CJK runs, and character n-grams. Seed 003's "semantic
-//! neighbours" and kb-score's BM25 both need the same tokens, so they live
-//! here and nowhere else.
+//! bigrams for CJK runs, and character n-grams; the word pipeline on top of
+//! them (`terms`: stop words, spellings, stems); and, beside it, the
+//! sentence encoder (`bert`, its `tokenizer`, the vectors' file frame
+//! `vecfile`). Seed 003's "semantic neighbours" and kb-score's search both
+//! need the same tokens and terms, so they live here and nowhere else.
 
 use unicode_normalization::UnicodeNormalization;
 
@@ -10,6 +12,7 @@ pub mod bert;
 pub mod bm25;
 pub mod embed;
 pub mod segment;
+pub mod terms;
 pub(crate) mod tokenizer;
 pub mod vecfile;
 
