@@ -262,42 +262,98 @@ const fn listed(names: &[&str], name: &str) -> bool {
     let mut i = 0;
     while i < names.len() {
         let (a, b) = (names[i].as_bytes(), name.as_bytes());
-        if a.len() == b.len() {
-            let mut k = 0;
-            while k < a.len() && a[k] == b[k] {
-                k += 1;
-            }
-            if k == a.len() {
-                return true;
-            }
+        if a.len() == b.len() && starts(a, 0, b) {
+            return true;
         }
         i += 1;
     }
     false
 }
 
-/// Whether the Options section of `usage` declares `--name`: a line
-/// `  --name` followed by a space or the line's end. A `const fn`, so
-/// [`typed_flags!`] checks every field against the help text when the
-/// crate compiles.
+/// Whether the Options section of `usage` declares `--name` (see
+/// [`undeclared`]).
 pub const fn declares(usage: &str, name: &str) -> bool {
-    let (u, n) = (usage.as_bytes(), name.as_bytes());
-    let mut i = 0;
-    while i + 4 + n.len() <= u.len() {
-        // "\n  --" then the name, then ' ' or '\n'.
-        if u[i] == b'\n' && u[i + 1] == b' ' && u[i + 2] == b' ' && u[i + 3] == b'-' && u[i + 4] == b'-' {
-            let mut j = 0;
-            while j < n.len() && i + 5 + j < u.len() && u[i + 5 + j] == n[j] {
-                j += 1;
+    undeclared(usage, &[name]).is_none()
+}
+
+/// The first of `names` the Options section of `usage` does not declare:
+/// a flag is declared by a line `  --name` followed by a space or the
+/// line's end, between `Options:` and the next blank line, the section
+/// [`Spec::options`] reads. A `const fn` that reads the section once, so
+/// [`typed_flags!`] checks a binary's fields against its help text when
+/// the crate compiles.
+pub const fn undeclared<'a>(usage: &str, names: &[&'a str]) -> Option<&'a str> {
+    const MAX: usize = 128;
+    assert!(names.len() <= MAX, "more typed flags than undeclared() checks");
+    let u = usage.as_bytes();
+    let mut found = [false; MAX];
+    if let Some(mut at) = find(u, b"\nOptions:", 0) {
+        // `at` is the '\n' before each line of the section in turn.
+        while let Some(nl) = find(u, b"\n", at + 1) {
+            let line = nl + 1;
+            if line >= u.len() || u[line] == b'\n' {
+                break;
             }
-            let end = i + 5 + n.len();
-            if j == n.len() && end < u.len() && (u[end] == b' ' || u[end] == b'\n') {
-                return true;
+            if starts(u, line, b"  --") {
+                let (s, mut e) = (line + 4, line + 4);
+                while e < u.len() && u[e] != b' ' && u[e] != b'\n' {
+                    e += 1;
+                }
+                let mut k = 0;
+                while k < names.len() {
+                    if names[k].len() == e - s && starts(u, s, names[k].as_bytes()) {
+                        found[k] = true;
+                    }
+                    k += 1;
+                }
             }
+            at = nl;
+        }
+    }
+    let mut k = 0;
+    while k < names.len() {
+        if !found[k] {
+            return Some(names[k]);
+        }
+        k += 1;
+    }
+    None
+}
+
+/// Whether `missing` (what [`undeclared`] found) is `name`.
+pub const fn is_missing(missing: Option<&str>, name: &str) -> bool {
+    match missing {
+        Some(m) => m.len() == name.len() && starts(m.as_bytes(), 0, name.as_bytes()),
+        None => false,
+    }
+}
+
+/// Where `pat` first stands in `u` at or after `from` (a `const fn` for
+/// [`declares`]).
+const fn find(u: &[u8], pat: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + pat.len() <= u.len() {
+        if starts(u, i, pat) {
+            return Some(i);
         }
         i += 1;
     }
-    false
+    None
+}
+
+/// Whether `u` holds `pat` at `at`.
+const fn starts(u: &[u8], at: usize, pat: &[u8]) -> bool {
+    if at + pat.len() > u.len() {
+        return false;
+    }
+    let mut k = 0;
+    while k < pat.len() {
+        if u[at + k] != pat[k] {
+            return false;
+        }
+        k += 1;
+    }
+    true
 }
 
 /// Declares a binary's flags as a typed struct, after ripgrep's
@@ -323,7 +379,10 @@ macro_rules! typed_flags {
             }
         }
 
-        const _: () = { $( assert!($crate::cli::args::declares($usage, $flag), concat!("--", $flag, " is not in the usage text's Options")); )* };
+        const _: () = {
+            let missing = $crate::cli::args::undeclared($usage, $name::NAMES);
+            $( assert!(!$crate::cli::args::is_missing(missing, $flag), concat!("--", $flag, " is not in the usage text's Options")); )*
+        };
     };
 }
 pub(crate) use typed_flags;
@@ -630,6 +689,18 @@ pub fn man_page(spec: &Spec) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only a line of the Options section declares a flag: not the usage
+    /// line's `[--type T]`, not a continuation line, not a longer name.
+    #[test]
+    fn declares_reads_the_options_section_only() {
+        let usage = "x: y\n\nUsage:\n  x [--type T]\n  --early  not options\n\nOptions:\n  --root DIR  the library\n                    --fake on a continuation\n  --no-commit\n  -h, --help  help\n\nExample:\n  --late  after\n";
+        assert!(declares(usage, "root"));
+        assert!(declares(usage, "no-commit"));
+        for no in ["type", "early", "fake", "late", "roo", "no", "help"] {
+            assert!(!declares(usage, no), "{no}");
+        }
+    }
 
     #[test]
     fn arity_reads_the_synopsis() {

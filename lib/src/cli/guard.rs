@@ -59,9 +59,7 @@ const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 /// Runs the parsed command line.
 pub fn run(a: Args) -> Result<Exit, Error> {
     let f = Flags::from_args(&a)?;
-    let format_flag = f.format.clone();
-    let root = f.root.clone();
-    let policy_path = f.policy.clone();
+    let root = f.root.as_deref();
     let evolve = guard::evolve::cli::Flags {
         corpus: f.corpus.clone(),
         scheduled: f.scheduled,
@@ -77,8 +75,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     let words: Vec<&str> = all_words.iter().map(String::as_str).collect();
     match words.as_slice() {
         ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
-            let format = format_flag.as_deref().map(Format::parse).transpose()?;
-            let recs = guard::evolve::cli::run(root.as_deref(), step, rest, &evolve, format)?;
+            let format = f.format.as_deref().map(Format::parse).transpose()?;
+            let recs = guard::evolve::cli::run(root, step, rest, &evolve, format)?;
             guard::evolve::print(&mut out, recs)?;
             return out.finish();
         }
@@ -87,11 +85,11 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         _ => {}
     }
-    let (engine, errors) = guard::load_engine(root.as_deref())?;
+    let (engine, errors) = guard::load_engine(root)?;
     for e in &errors {
         out.error_about(&format!("{}: {}", e.source, e.message), &e.about())?;
     }
-    let policy = policy_path.as_deref().map(|p| Policy::load(p, &engine)).transpose()?;
+    let policy = f.policy.as_deref().map(|p| Policy::load(p, &engine)).transpose()?;
     let now = crate::clock::now()?;
     match words.as_slice() {
         ["scan", paths @ ..] if !paths.is_empty() => {
@@ -99,7 +97,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         ["rules", "list"] => {
             let rules = engine.rules();
-            if format_flag.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
+            if f.format.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
                 let rows: Vec<Vec<String>> = rules
                     .iter()
                     .map(|r| {

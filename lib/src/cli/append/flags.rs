@@ -56,7 +56,6 @@ typed_flags! { super::USAGE;
 }
 
 pub const WRITE: &[&str] = &[
-    "format",
     "root",
     "content",
     "content-file",
@@ -67,9 +66,9 @@ pub const WRITE: &[&str] = &[
     "allow-empty",
     "max-bytes",
     "timeout",
+    "format",
 ];
 pub const CONTENT: &[&str] = &[
-    "format",
     "root",
     "content",
     "content-file",
@@ -79,9 +78,9 @@ pub const CONTENT: &[&str] = &[
     "timeout",
     "allow-edit",
     "no-create",
+    "format",
 ];
 pub const CREATE: &[&str] = &[
-    "format",
     "root",
     "stage",
     "content",
@@ -92,11 +91,11 @@ pub const CREATE: &[&str] = &[
     "timeout",
     "allow-edit",
     "no-create",
+    "format",
 ];
 pub const FILE: &[&str] =
-    &["format", "root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout"];
+    &["root", "file-path", "content", "content-file", "notebook", "no-commit", "max-bytes", "timeout", "format"];
 pub const PATCH: &[&str] = &[
-    "format",
     "root",
     "old-string",
     "new-string",
@@ -107,10 +106,10 @@ pub const PATCH: &[&str] = &[
     "timeout",
     "allow-edit",
     "no-create",
-];
-pub const REVIEW: &[&str] = &["format", "root", "allow-edit", "no-create", "notebook"];
-pub const PROMOTE_ANSWER: &[&str] = &[
     "format",
+];
+pub const REVIEW: &[&str] = &["root", "allow-edit", "no-create", "notebook", "format"];
+pub const PROMOTE_ANSWER: &[&str] = &[
     "root",
     "cites",
     "question",
@@ -124,14 +123,14 @@ pub const PROMOTE_ANSWER: &[&str] = &[
     "allow-risky",
     "max-bytes",
     "timeout",
-];
-pub const LOCKED: &[&str] = &["format", "root", "notebook", "no-commit", "timeout"];
-pub const BATCH: &[&str] = &["format", "root", "no-commit", "max-bytes", "timeout"];
-pub const REMOVE: &[&str] = &["format", "root", "file-path", "notebook", "no-commit", "timeout"];
-pub const PROMOTE: &[&str] = &["format", "root", "to", "notebook", "no-commit", "timeout"];
-pub const NUDGE: &[&str] = &["format", "root", "calls", "interval", "notebook"];
-pub const SYNC: &[&str] = &[
     "format",
+];
+pub const LOCKED: &[&str] = &["root", "notebook", "no-commit", "timeout", "format"];
+pub const BATCH: &[&str] = &["root", "no-commit", "max-bytes", "timeout", "format"];
+pub const REMOVE: &[&str] = &["root", "file-path", "notebook", "no-commit", "timeout", "format"];
+pub const PROMOTE: &[&str] = &["root", "to", "notebook", "no-commit", "timeout", "format"];
+pub const NUDGE: &[&str] = &["root", "calls", "interval", "notebook", "format"];
+pub const SYNC: &[&str] = &[
     "root",
     "remote",
     "branch",
@@ -146,4 +145,5 @@ pub const SYNC: &[&str] = &[
     "max-commit-files",
     "max-commit-bytes",
     "max-file-bytes",
+    "format",
 ];

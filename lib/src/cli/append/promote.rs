@@ -20,15 +20,15 @@ pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) ->
         home: std::env::var_os("HOME").map(std::path::PathBuf::from),
         ..Default::default()
     };
-    for s in f.source.clone() {
-        spec.cli.push(sources::parse_source_flag(&s)?);
+    for s in &f.source {
+        spec.cli.push(sources::parse_source_flag(s)?);
     }
     let resolved = sources::resolve(&spec)?;
     for e in &resolved.errors {
         crate::out::warn("kb-append", &format!("warning: source '{}' skipped: {}: {}", e.source, e.path, e.message));
     }
     promote::check_target(&resolved.sources, path)?;
-    let cites = promote::check_cites(&resolved.sources, &f.cites.clone())?;
+    let cites = promote::check_cites(&resolved.sources, &f.cites)?;
     let req =
         write::request(lib, path, String::new(), Mode::Overwrite, None, None, opts.max_bytes).map_err(Error::msg)?;
     if promote::exists(lib, &req.path) {

@@ -34,8 +34,8 @@ pub fn sync(f: &Flags, lib: &Library, opts: Options, out: &mut Out) -> Result<()
         ..Default::default()
     };
     // `--remote A --remote B`: a relay, one record per sync made.
-    let remotes = f.remote.clone();
-    let results = if remotes.len() > 1 { sync::relay(lib, &o, &remotes) } else { vec![sync::sync(lib, &o)] };
+    let remotes = &f.remote;
+    let results = if remotes.len() > 1 { sync::relay(lib, &o, remotes) } else { vec![sync::sync(lib, &o)] };
     for result in results {
         match result {
             // A peer's commit was refused: reported, exit 2.
