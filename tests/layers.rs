@@ -29,6 +29,10 @@ const LAYERS: &[(&str, u8)] = &[
     // The writer scans every write with the guard, so the guard sits below it.
     ("guard", 8),
     ("write", 9),
+    // The rules' evolution loop writes proposals and rule files through
+    // the writer (its integrate runs are `write::integrate` groups), and
+    // sync asks its peer gates about a peer's rule changes.
+    ("evolve", 10),
     // `report::status` lists sync's kept conflicts; `sync::init` writes the layout.
     ("sync", 10),
     ("report", 11),

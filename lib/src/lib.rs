@@ -20,7 +20,10 @@
 //! - [`derived`]: every derived file, rebuilt in full or incrementally.
 //! - [`guard`]: the threat scanner (below the writer, which runs it).
 //! - [`write`]: the one writer (guard scan, atomic write, logs, indexes,
-//!   commit).
+//!   commit), and the journaled groups it lands (a batch, an integrate
+//!   run).
+//! - [`evolve`]: the guard rules' evolution loop (seed 000), a writer of
+//!   proposals and rule files that lands its runs through [`write`].
 //! - [`sync`]: git remotes, merge drivers, `init` (which installs them).
 //! - [`report`]: listings, status, staleness, usage, lifecycle.
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
@@ -56,6 +59,7 @@ pub mod guard;
 
 pub mod write;
 
+pub mod evolve;
 pub mod sync;
 
 pub mod report;

@@ -2,6 +2,7 @@
 
 use super::args::{typed_flags, Args, Cmd, Spec};
 use crate::error::{Error, Exit};
+use crate::evolve;
 use crate::guard::{self, policy::Policy};
 use crate::out::jsonl::{self, Format, Out};
 
@@ -60,7 +61,7 @@ const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 pub fn run(a: Args) -> Result<Exit, Error> {
     let f = Flags::from_args(&a)?;
     let root = f.root.as_deref();
-    let evolve = guard::evolve::cli::Flags {
+    let evolve = evolve::cli::Flags {
         corpus: f.corpus.clone(),
         scheduled: f.scheduled,
         force: f.force,
@@ -76,8 +77,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     match words.as_slice() {
         ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
             let format = f.format.as_deref().map(Format::parse).transpose()?;
-            let recs = guard::evolve::cli::run(root, step, rest, &evolve, format)?;
-            guard::evolve::print(&mut out, recs)?;
+            let recs = evolve::cli::run(root, step, rest, &evolve, format)?;
+            evolve::print(&mut out, recs)?;
             return out.finish();
         }
         ["sanitize", rest @ ..] if rest.len() <= 1 => {

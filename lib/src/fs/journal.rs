@@ -1,6 +1,6 @@
 //! The one write-ahead journal, for the four groups of file changes that
 //! keep one: the library's batch (`write::journal`), an integrate run
-//! (`guard::evolve::journal`), kb-lastword's apply (`lastword::journal`)
+//! (`write::integrate`), kb-lastword's apply (`lastword::journal`)
 //! and kb-memgate's apply (`memgate::journal`). Each keeps its own JSON
 //! format and its own records (changelog and git, audit lines, INDEX.md,
 //! a report) and describes itself as a [`Kind`]; this module owns the

@@ -159,7 +159,7 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     let cands = tier_up::candidates(&entries, &usage::load(lib)?);
     let promoted = tier_up::apply(lib, &cands, false, opts)?;
     steps.push(json!({"step": 2, "name": "promote", "candidates": cands.len(), "promoted": promoted}));
-    let evolve = crate::guard::evolve::status::status(lib)?;
+    let evolve = crate::evolve::status::status(lib)?;
     steps.push(json!({
         "step": 3,
         "name": "core-rules",

@@ -124,7 +124,7 @@ pub fn validate(lib: &Library, sel: Selection, opts: &Options) -> Result<Vec<Rec
     let (engine, _) = super::engine(lib)?;
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, &opts.lock, || {
-        super::journal::finish_pending(lib)?;
+        crate::write::recover_noted(lib)?;
         let mut items = select::resolve(lib, sel, wanted);
         let mut checked: Vec<(usize, Validation, Option<Rule>)> = Vec::new();
         let mut ids = BTreeSet::new();

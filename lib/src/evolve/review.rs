@@ -129,7 +129,7 @@ pub fn score(p: &Proposal, ts: &str) -> Review {
 pub fn review(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Options) -> Result<Vec<Rec>> {
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, lock_opts, || {
-        super::journal::finish_pending(lib)?;
+        crate::write::recover_noted(lib)?;
         let mut items = select::resolve(lib, sel, &[Status::Validated]);
         let mut audits = Vec::new();
         let mut paths = Vec::new();
