@@ -46,10 +46,9 @@ fn a_peer_rule_file_of_20000_rules_waits_and_never_locks_writers_out() {
     lib.put(&format!("{ACTIVE}/team.yaml"), BEACON);
     let text = many_rules(20_000);
     let rel = format!("{ACTIVE}/peer.yaml");
-    let why =
-        kb::evolve::peer::judge_rule_change(&kb::Library { dir: lib.dir() }, &rel, None, Some(text.as_bytes()))
-            .unwrap()
-            .expect("an over-size rule file waits");
+    let why = kb::evolve::peer::judge_rule_change(&kb::Library { dir: lib.dir() }, &rel, None, Some(text.as_bytes()))
+        .unwrap()
+        .expect("an over-size rule file waits");
     assert!(why.contains("over the limit"), "{why}");
     // Planted anyway (a hand copy, an old merge): writers still write,
     // the team's rule still refuses its beacon, and the big file is named.

@@ -61,12 +61,8 @@ const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 pub fn run(a: Args) -> Result<Exit, Error> {
     let f = Flags::from_args(&a)?;
     let root = f.root.as_deref();
-    let evolve = evolve::cli::Flags {
-        corpus: f.corpus.clone(),
-        scheduled: f.scheduled,
-        force: f.force,
-        no_commit: f.no_commit,
-    };
+    let evolve =
+        evolve::cli::Flags { corpus: f.corpus.clone(), scheduled: f.scheduled, force: f.force, no_commit: f.no_commit };
     let all_words: Vec<String> = a.cmd.split(' ').map(str::to_string).chain(a.positional.iter().cloned()).collect();
     let mut out = Out::stdout("kb-guard");
     let table = (f.format.as_deref() == Some("table")).then_some(Format::Table);

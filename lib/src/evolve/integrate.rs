@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::audit::Line;
-use crate::write::integrate::Group;
 use super::proposal::{self, Integrated, Layer, Loaded, Status};
 use super::select::{self, About, Item, Selection};
 use super::validate::into_rec;
@@ -29,6 +28,7 @@ use crate::guard::engine::Engine;
 use crate::guard::rules::{self, Rule};
 use crate::library::Library;
 use crate::lock;
+use crate::write::integrate::Group;
 
 /// The rule file text: a header, then `rules:` without loader-only fields.
 pub fn render(rules: &[Rule], header: &str) -> Result<String> {

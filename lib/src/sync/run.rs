@@ -1161,8 +1161,7 @@ fn gate(lib: &Library) -> Result<Box<hold::Gate<'static>>> {
     Ok(Box::new(move |c: &admit::Change, ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
         match c.kind {
             Kind::Rule | Kind::Proposal => {
-                Ok(crate::evolve::peer::judge_rule_change(&lib, &c.path, ours, theirs)?
-                    .map(|why| (Why::Review, why)))
+                Ok(crate::evolve::peer::judge_rule_change(&lib, &c.path, ours, theirs)?.map(|why| (Why::Review, why)))
             }
             Kind::Document | Kind::Skill | Kind::Conflict => {
                 if let Some(bytes) = theirs {
