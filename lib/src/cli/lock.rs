@@ -20,20 +20,43 @@ pub static SPEC: Spec = Spec::new(
     &[
         Cmd::new("", "-- CMD [ARGS...]", &["root", "timeout"], "run CMD while holding the library lock"),
         Cmd::new("status", "", &["root", "format"], "who holds the lock"),
-        Cmd::new("sweep", "", &["root", "format"], SWEEP),
+        Cmd::new("sweep", "", &["root", "memory-dir", "format"], SWEEP),
     ],
 )
 .trailing();
 
-const SWEEP: &str = "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state";
+const SWEEP: &str =
+    "remove dead mkdir locks and temp files; finish what a killed writer left (library, memory, last word); clear stale git state";
 
 typed_flags! { USAGE;
     /// kb-lock's flags.
     pub struct Flags {
         root: Option<std::path::PathBuf> = "root",
         timeout: Option<String> = "timeout",
+        memory_dir: Option<std::path::PathBuf> = "memory-dir",
         format: Option<Format> = "format",
     }
+}
+
+/// Finishes the applies a killed kb-memgate or kb-lastword left, each
+/// under its own lock: their journals live outside the library (the
+/// project's memory store, last word's home), so the library lock does
+/// not cover them. With no `--memory-dir`, a project with no store (or
+/// none that resolves) has nothing to finish.
+fn other_journals(memory_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<serde_json::Value>> {
+    let mut recs = Vec::new();
+    let store = match memory_dir {
+        Some(dir) => Some(crate::memgate::store::Paths::new(Some(dir))?),
+        None => crate::memgate::store::Paths::new(None).ok(),
+    };
+    if let Some(r) = store.map(|p| crate::memgate::journal::finish_pending(&p)).transpose()?.flatten() {
+        recs.push(serde_json::to_value(&r).map_err(|e| crate::error::Error::msg(e.to_string()))?);
+    }
+    if let Ok(home) = crate::lastword::home::Home::from_env() {
+        let lines = crate::lastword::journal::finish_pending(&home)?;
+        recs.extend(String::from_utf8_lossy(&lines).lines().filter_map(|l| serde_json::from_str(l).ok()));
+    }
+    Ok(recs)
 }
 
 /// Exit statuses when the command is not found or cannot be run (a shell's).
@@ -51,8 +74,19 @@ pub fn main() -> ExitCode {
             Parsed::Run(a) => a,
         };
         let f = Flags::from_args(&a)?;
-        let lib = Library::resolve(f.root.as_deref())?;
         let mut out = Out::stdout("kb-lock");
+        if a.cmd == "sweep" && f.root.is_none() && std::env::var_os("KB_ROOT").is_none() {
+            // A project with a memory store or a last-word queue and no
+            // library still has their journals to finish.
+            if let Err(e) = Library::resolve(None) {
+                crate::out::warn("kb-lock", &format!("{e}: finishing kb-memgate's and kb-lastword's journals only"));
+                for rec in other_journals(f.memory_dir.as_deref())? {
+                    out.record(&rec)?;
+                }
+                return out.finish();
+            }
+        }
+        let lib = Library::resolve(f.root.as_deref())?;
         if args::generic_table(f.format, a.cmd, &["status"]) {
             out.as_tables();
         }
@@ -92,6 +126,9 @@ pub fn main() -> ExitCode {
                     if let Some(r) = recovered {
                         out.record(&r)?;
                     }
+                }
+                for rec in other_journals(f.memory_dir.as_deref())? {
+                    out.record(&rec)?;
                 }
                 // Temps last: recovery may still rename a killed batch's staged file into place.
                 swept.extend(lock::sweep(&lib, lock::Sweep::Temps)?);
