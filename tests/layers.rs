@@ -43,6 +43,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("skills", 13),
     // Each binary's command line and what its subcommands run.
     ("mcp", 14),
+    // Finishes every kind of interrupted group, the library's and those
+    // of the stores outside it (memory, last word): above every writer.
+    ("recover", 14),
     ("cli", 15),
 ];
 

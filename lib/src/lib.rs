@@ -29,6 +29,8 @@
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`score`], [`memgate`], [`lastword`],
 //!   [`skills`], and [`mcp`] (kb-mcp, which calls them all).
+//! - [`recover`]: `kb-lock sweep`'s recovery of every kind of interrupted
+//!   group, the library's and the stores' outside it.
 //! - [`cli`]: each binary's command line (one table per binary) and what
 //!   its subcommands run; `bins/` hands over to it.
 // No `missing_docs` lint: it asked for a doc on every item and got docs
@@ -69,6 +71,7 @@ pub mod maintain;
 pub mod lastword;
 pub mod mcp;
 pub mod memgate;
+pub mod recover;
 pub mod score;
 pub mod skills;
 

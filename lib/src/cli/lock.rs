@@ -38,27 +38,6 @@ typed_flags! { USAGE;
     }
 }
 
-/// Finishes the applies a killed kb-memgate or kb-lastword left, each
-/// under its own lock: their journals live outside the library (the
-/// project's memory store, last word's home), so the library lock does
-/// not cover them. With no `--memory-dir`, a project with no store (or
-/// none that resolves) has nothing to finish.
-fn other_journals(memory_dir: Option<&std::path::Path>) -> crate::error::Result<Vec<serde_json::Value>> {
-    let mut recs = Vec::new();
-    let store = match memory_dir {
-        Some(dir) => Some(crate::memgate::store::Paths::new(Some(dir))?),
-        None => crate::memgate::store::Paths::new(None).ok(),
-    };
-    if let Some(r) = store.map(|p| crate::memgate::journal::finish_pending(&p)).transpose()?.flatten() {
-        recs.push(serde_json::to_value(&r).map_err(|e| crate::error::Error::msg(e.to_string()))?);
-    }
-    if let Ok(home) = crate::lastword::home::Home::from_env() {
-        let lines = crate::lastword::journal::finish_pending(&home)?;
-        recs.extend(String::from_utf8_lossy(&lines).lines().filter_map(|l| serde_json::from_str(l).ok()));
-    }
-    Ok(recs)
-}
-
 /// Exit statuses when the command is not found or cannot be run (a shell's).
 pub use crate::lock::child::{CANNOT_RUN, NOT_FOUND};
 
@@ -80,7 +59,7 @@ pub fn main() -> ExitCode {
             // library still has their journals to finish.
             if let Err(e) = Library::resolve(None) {
                 crate::out::warn("kb-lock", &format!("{e}: finishing kb-memgate's and kb-lastword's journals only"));
-                for rec in other_journals(f.memory_dir.as_deref())? {
+                for rec in crate::recover::sweep(None, f.memory_dir.as_deref())? {
                     out.record(&rec)?;
                 }
                 return out.finish();
@@ -113,30 +92,8 @@ pub fn main() -> ExitCode {
                 }
             }
             _ => {
-                let mut swept = lock::sweep(&lib, lock::Sweep::Locks)?;
-                if crate::write::pending(&lib) || crate::library::git_state::present(&lib) {
-                    let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
-                    let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
-                        let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;
-                        Ok((cleared, crate::write::recover(&lib)?))
-                    })?;
-                    for c in &cleared {
-                        out.record(c)?;
-                    }
-                    if let Some(r) = recovered {
-                        out.record(&r)?;
-                    }
-                }
-                for rec in other_journals(f.memory_dir.as_deref())? {
+                for rec in crate::recover::sweep(Some(&lib), f.memory_dir.as_deref())? {
                     out.record(&rec)?;
-                }
-                // Temps last: recovery may still rename a killed batch's staged file into place.
-                swept.extend(lock::sweep(&lib, lock::Sweep::Temps)?);
-                swept.sort_by(|a, b| a.path.cmp(&b.path));
-                for s in &swept {
-                    let pid = s.pid.map_or("unknown".into(), |p| p.to_string());
-                    crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
-                    out.record(s)?;
                 }
             }
         }
