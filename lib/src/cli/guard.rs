@@ -6,6 +6,7 @@ use crate::evolve;
 use crate::guard::{self, policy::Policy};
 use crate::out::jsonl::{self, Format, Out};
 
+mod rules;
 mod sanitize;
 mod scan;
 
@@ -61,8 +62,6 @@ const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 pub fn run(a: Args) -> Result<Exit, Error> {
     let f = Flags::from_args(&a)?;
     let root = f.root.as_deref();
-    let evolve =
-        evolve::cli::Flags { corpus: f.corpus.clone(), scheduled: f.scheduled, force: f.force, no_commit: f.no_commit };
     let all_words: Vec<String> = a.cmd.split(' ').map(str::to_string).chain(a.positional.iter().cloned()).collect();
     let mut out = Out::stdout("kb-guard");
     let table = (f.format.as_deref() == Some("table")).then_some(Format::Table);
@@ -73,7 +72,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     match words.as_slice() {
         ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
             let format = f.format.as_deref().map(Format::parse).transpose()?;
-            let recs = evolve::cli::run(root, step, rest, &evolve, format)?;
+            let recs = rules::run(root, step, rest, &f, format)?;
             evolve::print(&mut out, recs)?;
             return out.finish();
         }

@@ -16,7 +16,6 @@
 
 pub mod audit;
 pub mod backtest;
-pub mod cli;
 pub mod integrate;
 pub mod intel;
 pub mod peer;
