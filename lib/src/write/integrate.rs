@@ -251,15 +251,7 @@ pub fn recover(lib: &Library) -> Result<Option<Recovered>> {
 
 /// Tells on stderr that a killed run was finished.
 pub fn note(r: &Recovered) {
-    eprintln!(
-        "kb-guard: recovered an integrate interrupted at {} (pid {}): {} files landed, {} rolled back, {} audit lines added{}",
-        r.started,
-        r.pid,
-        r.landed.len(),
-        r.rolled_back.len(),
-        r.changelog_added,
-        if r.committed { ", committed" } else { "" }
-    );
+    r.tell("kb-guard", "an integrate", "audit lines");
 }
 
 /// Finishes a run a kill left, if any, saying so on stderr: every command
