@@ -54,16 +54,14 @@ pub fn main() -> ExitCode {
         };
         let f = Flags::from_args(&a)?;
         let mut out = Out::stdout("kb-lock");
-        if a.cmd == "sweep" && f.root.is_none() && std::env::var_os("KB_ROOT").is_none() {
+        if a.cmd == "sweep" && Library::find(f.root.as_deref())?.is_none() {
             // A project with a memory store or a last-word queue and no
             // library still has their journals to finish.
-            if let Err(e) = Library::resolve(None) {
-                crate::out::warn("kb-lock", &format!("{e}: finishing kb-memgate's and kb-lastword's journals only"));
-                for rec in crate::recover::sweep(None, f.memory_dir.as_deref())? {
-                    out.record(&rec)?;
-                }
-                return out.finish();
+            crate::out::warn("kb-lock", "no .library here: finishing kb-memgate's and kb-lastword's journals only");
+            for rec in crate::recover::sweep(None, f.memory_dir.as_deref())? {
+                out.record(&rec)?;
             }
+            return out.finish();
         }
         let lib = Library::resolve(f.root.as_deref())?;
         if args::generic_table(f.format, a.cmd, &["status"]) {
