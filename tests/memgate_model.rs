@@ -3,7 +3,7 @@
 //! all-MiniLM-L6-v2. reindex caches the notes' vectors in `.dense.vec`,
 //! decide reads them (never writes), every note is a candidate, a damaged
 //! or foreign cache is ignored and replaced, a broken model is an error
-//! before any write, and Chinese stays lexical.
+//! before any write, and Chinese stays lexical unless the model reads it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -381,8 +381,10 @@ fn a_missing_or_broken_model_is_an_error_before_any_write() {
     }
 }
 
+/// A model whose vocabulary lacks the characters (an English one: a row
+/// of unknown tokens, alike for every note) leaves Chinese to the words.
 #[test]
-fn chinese_stays_lexical_with_a_model() {
+fn chinese_stays_lexical_with_a_model_that_does_not_read_it() {
     let lib = Lib::project();
     let zh = remember(&lib, "缩进一律使用 tabs");
     for t in NOTES {
@@ -399,6 +401,29 @@ fn chinese_stays_lexical_with_a_model() {
     // An English statement in the same store is ranked with it.
     let (d, _) = decide_with(&lib, &m, &[said("remember", "Use tabs for indentation in every file.")]);
     assert_eq!(ids(&d[0]).len(), 4, "{}", d[0]);
+    assert!(d[0]["neighbours"].as_array().unwrap().iter().all(|n| n["dense"].is_number()), "{}", d[0]);
+}
+
+/// A model that reads Chinese (its vocabulary holds the characters, as a
+/// multilingual model's does) ranks a Chinese statement by meaning too:
+/// every neighbour gets its cosine, which an English model's row of
+/// unknown tokens would not earn.
+#[test]
+fn chinese_is_ranked_by_meaning_with_a_model_that_reads_it() {
+    let lib = Lib::project();
+    let zh = remember(&lib, "缩进一律使用 tabs");
+    for t in NOTES {
+        remember(&lib, t);
+    }
+    let mut words: Vec<String> = WORDS.iter().map(|w| w.to_string()).collect();
+    words.extend("缩进一律使用以后都，。".chars().map(String::from));
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let m = lib.root().join("zh-model");
+    fixture::write(&m, &fixture::SMALL, &words, 1).unwrap();
+    reindex(&lib, &m);
+    let (d, _) = decide_with(&lib, &m, &[said("remember", "以后缩进都使用 tabs")]);
+    assert_eq!(ids(&d[0]).first(), Some(&zh.as_str()), "{}", d[0]);
+    assert_eq!(ids(&d[0]).len(), 4, "every note is a candidate: {}", d[0]);
     assert!(d[0]["neighbours"].as_array().unwrap().iter().all(|n| n["dense"].is_number()), "{}", d[0]);
 }
 
