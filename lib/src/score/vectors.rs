@@ -152,7 +152,9 @@ pub fn dense(
                 let (start, n) = have[&keys[d as usize]];
                 let stored = &bytes[start..start + n * dims * 4];
                 match floats(stored) {
-                    Some(fs) => fs.chunks_exact(dims).map(|c| embed::cosine(query, c)).fold(f32::NEG_INFINITY, f32::max),
+                    Some(fs) => {
+                        fs.chunks_exact(dims).map(|c| embed::cosine(query, c)).fold(f32::NEG_INFINITY, f32::max)
+                    }
                     None => stored.chunks_exact(dims * 4).map(|c| dot_le(query, c)).fold(f32::NEG_INFINITY, f32::max),
                 }
             }

@@ -192,8 +192,11 @@ impl Vocab {
     fn entry(&self, i: usize) -> (&[u8], usize) {
         let b = self.table.bytes();
         let text = 4 + 12 * self.len();
-        let (at, len, id) =
-            (u32_at(b, 4 + 12 * i).unwrap_or(0), u32_at(b, 8 + 12 * i).unwrap_or(0), u32_at(b, 12 + 12 * i).unwrap_or(0));
+        let (at, len, id) = (
+            u32_at(b, 4 + 12 * i).unwrap_or(0),
+            u32_at(b, 8 + 12 * i).unwrap_or(0),
+            u32_at(b, 12 + 12 * i).unwrap_or(0),
+        );
         (b.get(text + at..text + at + len).unwrap_or(&[]), id)
     }
 
