@@ -295,7 +295,10 @@ fn search_source(
         let doc_text = |d: u32| title_body(d).map(|(t, b)| format!("{t}\n{b}"));
         let cosines = dense.map(|(enc, qv)| {
             let file = cache_path.as_deref().map(|c| vectors::path_for(c, enc)).unwrap_or_default();
-            vectors::dense(&file, v, enc, qv, &title_body).cosine
+            let lap = build::profiler("meaning");
+            let cosines = vectors::dense(&file, v, enc, qv, &title_body).cosine;
+            lap("documents' cosines");
+            cosines
         });
         let tuning = rank::Tuning::current();
         let (direct, matched) =
@@ -397,8 +400,14 @@ pub fn search_with(
     let mut with_findings = Vec::new();
     // The query is encoded once for every source.
     let cache = local.map(|l| l.path(cache::DIR)).or_else(cache::user_cache_dir);
+    let lap = build::profiler("meaning");
     let encoder = opts.model.as_deref().map(|m| open.encoder(m, cache.as_deref())).transpose()?;
-    let qv = encoder.as_deref().map(|e| e.encode_query(&q.text));
+    let qv = encoder.as_deref().map(|e| {
+        lap("model loaded");
+        let v = e.encode_query(&q.text);
+        lap("query encoded");
+        v
+    });
     let dense = encoder.as_deref().zip(qv.as_deref());
     for (i, src) in sources.iter().enumerate() {
         match search_source(open, dense, src, i, local, q, opts, now) {

@@ -425,7 +425,7 @@ impl Encoder {
         if max_tokens < 3 {
             return Err(Error::msg(format!("{}: room for fewer than 3 tokens", dir.display())));
         }
-        let tokenizer = Tokenizer::load(dir)?;
+        let tokenizer = Tokenizer::load(dir, cache)?;
         let (pooling, settings) = pooling(dir)?;
         let prompts_file = dir.join("config_sentence_transformers.json");
         let prompts: Prompts = match fs::read(&prompts_file) {
