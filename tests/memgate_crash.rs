@@ -355,3 +355,38 @@ fn kb_lock_sweep_finishes_a_killed_apply() {
     assert!(!mem(&s.lib, ".journal").exists());
     assert_agrees(&s.lib, "swept");
 }
+
+/// A project's memory store reached through a link (a peer's or a
+/// hostile checkout's `.agents/.lingxi`) is not swept, and `kb-lock sweep`
+/// says so instead of passing over it in silence; the link's target is
+/// untouched and the sweep still succeeds.
+#[test]
+fn kb_lock_sweep_warns_when_the_memory_store_does_not_resolve() {
+    let lib = Lib::project();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(elsewhere.path().join("memory/notes")).unwrap();
+    std::fs::write(elsewhere.path().join("memory/.journal"), "not a journal\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), lib.root().join(".agents/.lingxi")).unwrap();
+    let out = lib.cmd("kb-lock").arg("sweep").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("kb-lock: the memory store was not swept: "), "{err}");
+    assert!(err.contains(".agents/.lingxi"), "{err}");
+    assert_eq!(std::fs::read_to_string(elsewhere.path().join("memory/.journal")).unwrap(), "not a journal\n");
+}
+
+/// The hint that notes sit in Cursor's store is kb-memgate's to give; a
+/// sweep resolves the same store without printing it.
+#[test]
+fn only_kb_memgate_gives_the_cursor_store_hint() {
+    let lib = Lib::project();
+    std::fs::create_dir_all(lib.root().join(".cursor/.lingxi/memory")).unwrap();
+    std::fs::write(lib.root().join(".cursor/.lingxi/memory/INDEX.md"), "# Memory index\n").unwrap();
+    let sweep = lib.cmd("kb-lock").arg("sweep").output().unwrap();
+    let err = String::from_utf8_lossy(&sweep.stderr);
+    assert_eq!(sweep.status.code(), Some(0), "{err}");
+    assert!(!err.contains("Cursor's store"), "{err}");
+    let gate = lib.cmd("kb-memgate").arg("reindex").output().unwrap();
+    let err = String::from_utf8_lossy(&gate.stderr);
+    assert!(err.contains("kb-memgate: notes are in .cursor/.lingxi/memory (Cursor's store)"), "{err}");
+}

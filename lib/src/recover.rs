@@ -56,20 +56,32 @@ pub fn sweep(lib: Option<&Library>, memory_dir: Option<&Path>) -> Result<Vec<Val
 }
 
 /// Finishes the applies a killed kb-memgate or kb-lastword left. With no
-/// `memory_dir`, a project with no store (or none that resolves) has
-/// nothing to finish.
+/// `memory_dir`, a folder in no project has no store to finish; a
+/// project's store that does not resolve (a link on its path, a bad
+/// `memory.store`) is left alone with a warning, and the rest is swept.
 fn outside(memory_dir: Option<&Path>) -> Result<Vec<Value>> {
+    use crate::memgate::store::{self, Paths};
     let mut recs = Vec::new();
     let store = match memory_dir {
-        Some(dir) => Some(crate::memgate::store::Paths::new(Some(dir))?),
-        None => crate::memgate::store::Paths::new(None).ok(),
+        Some(dir) => Some(Paths::new(Some(dir))?),
+        None => match std::env::current_dir().map(|cwd| store::project(&cwd).is_ok()) {
+            Ok(true) => match Paths::resolve(None) {
+                Ok((paths, _hint)) => Some(paths),
+                Err(e) => {
+                    crate::out::warn("kb-lock", &format!("the memory store was not swept: {e}"));
+                    None
+                }
+            },
+            _ => None,
+        },
     };
     if let Some(r) = store.map(|p| crate::memgate::journal::finish_pending(&p)).transpose()?.flatten() {
         recs.push(value(&r)?);
     }
     if let Ok(home) = crate::lastword::home::Home::from_env() {
-        let lines = crate::lastword::journal::finish_pending(&home)?;
-        recs.extend(String::from_utf8_lossy(&lines).lines().filter_map(|l| serde_json::from_str(l).ok()));
+        if let Some(r) = crate::lastword::journal::finish_pending(&home)? {
+            recs.push(value(&r)?);
+        }
     }
     Ok(recs)
 }

@@ -132,7 +132,6 @@ pub fn review(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Opt
         crate::write::recover_noted(lib)?;
         let mut items = select::resolve(lib, sel, &[Status::Validated]);
         let mut group = Group::default();
-        let mut landed = 0;
         for item in items.iter_mut() {
             let Item::Work(l) = item else { continue };
             let r = score(&l.proposal, &ts);
@@ -142,11 +141,11 @@ pub fn review(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Opt
             group.stage(lib, &l.path, &proposal::render(l)?)?;
             let line = Line::new(&ts, "review", Some(&l.proposal.id), l.proposal.status.as_str(), detail);
             group.owe(&line, vec![l.path.clone()])?;
-            landed += 1;
         }
         // One journaled group: the proposals, their audit lines and the
         // commit land together or are finished by the next writer.
-        group.land(lib, commit.then(|| format!("task-ai(library):evolve review {landed} proposals")))?;
+        let message = commit.then(|| format!("task-ai(library):evolve review {} proposals", group.staged()));
+        group.land(lib, message)?;
         Ok(items.into_iter().map(into_rec).collect())
     })
 }

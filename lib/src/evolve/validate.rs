@@ -149,7 +149,6 @@ pub fn validate(lib: &Library, sel: Selection, opts: &Options) -> Result<Vec<Rec
             Corpus::load(Some(lib), &opts.corpus, &engine)?.run(&rules)?
         };
         let mut group = Group::default();
-        let mut landed = 0;
         for (i, mut v, rule) in checked {
             let Item::Work(l) = &mut items[i] else { continue };
             v.backtest = rule.and_then(|r| results.get(&r.id).cloned());
@@ -170,11 +169,11 @@ pub fn validate(lib: &Library, sel: Selection, opts: &Options) -> Result<Vec<Rec
             group.stage(lib, &l.path, &proposal::render(l)?)?;
             let line = Line::new(&ts, "validate", Some(&l.proposal.id), l.proposal.status.as_str(), detail);
             group.owe(&line, vec![l.path.clone()])?;
-            landed += 1;
         }
         // One journaled group: the proposals, their audit lines and the
         // commit land together or are finished by the next writer.
-        group.land(lib, opts.commit.then(|| format!("task-ai(library):evolve validate {landed} proposals")))?;
+        let message = opts.commit.then(|| format!("task-ai(library):evolve validate {} proposals", group.staged()));
+        group.land(lib, message)?;
         Ok(items.into_iter().map(into_rec).collect())
     })
 }

@@ -33,7 +33,7 @@ use crate::doc::digest::sha256_hex;
 use crate::error::Result;
 use crate::fs::atomic;
 use crate::fs::crash::{self, Step};
-use crate::fs::journal::{self, Change, Fate};
+use crate::fs::journal::{self, Change, Fate, Recovered};
 
 /// The journal's name in `last-word/`.
 pub const FILE: &str = ".journal";
@@ -134,31 +134,37 @@ fn end(home: &Home) -> Result<()> {
 /// Prints a `recovered` record when there was a journal. Callers hold the
 /// last-word lock.
 pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
-    journal::recover(&mut Apply { home, rep })?;
-    sweep(home)
+    if let Some(r) = finish(home)? {
+        rep.record(&r)?;
+    }
+    Ok(())
+}
+
+/// The journaled group and the sweep of [`recover`], returning the
+/// `recovered` record instead of printing it.
+fn finish(home: &Home) -> Result<Option<Recovered>> {
+    let r = journal::recover(&mut Apply { home })?;
+    sweep(home)?;
+    Ok(r)
 }
 
 /// [`recover`] under the last-word lock, for `kb-lock sweep`: only when
-/// a killed apply left its journal. Returns the records (JSON Lines) it
-/// would have printed: the `recovered` record.
-pub fn finish_pending(home: &Home) -> Result<Vec<u8>> {
+/// a killed apply left its journal. Returns the `recovered` record.
+pub fn finish_pending(home: &Home) -> Result<Option<Recovered>> {
     if !home.lastword.join(FILE).exists() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let mut rep = Reporter::memory(&[]);
-    home.with_lock(|| recover(home, &mut rep))?;
-    Ok(rep.captured()?.1)
+    home.with_lock(|| finish(home))
 }
 
 /// An apply as recovery sees it (see the module doc).
 struct Apply<'a> {
     home: &'a Home,
-    rep: &'a mut Reporter,
 }
 
 impl journal::Kind for Apply<'_> {
     type Record = Journal;
-    type Done = ();
+    type Done = Recovered;
     const FORMAT: journal::Format = journal::Format {
         tool: "kb-lastword",
         version: VERSION,
@@ -190,8 +196,8 @@ impl journal::Kind for Apply<'_> {
 
     /// A file changed by someone else since keeps its bytes, and so does
     /// every later one: their entries are still pending.
-    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<()> {
-        let r = journal::Recovered::of(&j.started, j.pid, j.files.iter().map(|f| self.home.show(&f.path)), fates);
+    fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        let r = Recovered::of(&j.started, j.pid, j.files.iter().map(|f| self.home.show(&f.path)), fates);
         eprintln!(
             "kb-lastword: recovered an apply interrupted at {} (pid {}): {} files in place, {} kept their bytes",
             j.started,
@@ -201,7 +207,7 @@ impl journal::Kind for Apply<'_> {
         );
         // kb-append's record: a lastword recovery appends no changelog
         // line, rebuilds nothing and never commits.
-        self.rep.record(&r)
+        Ok(r)
     }
 }
 

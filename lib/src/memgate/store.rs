@@ -112,6 +112,18 @@ impl Paths {
     /// the link's target); a store named with `--memory-dir` is the
     /// user's choice.
     pub fn new(dir: Option<&Path>) -> Result<Paths> {
+        let (paths, hint) = Paths::resolve(dir)?;
+        if let Some(hint) = hint {
+            eprintln!("kb-memgate: {hint}");
+        }
+        Ok(paths)
+    }
+
+    /// [`Paths::new`] without its stderr: the paths, and the hint to give
+    /// a kb-memgate user whose notes sit in Cursor's store while the
+    /// configured one is empty (`kb-lock sweep` has no use for it).
+    pub fn resolve(dir: Option<&Path>) -> Result<(Paths, Option<String>)> {
+        let mut hint = None;
         let dir = match dir {
             Some(d) => d.to_path_buf(),
             None => {
@@ -127,11 +139,11 @@ impl Paths {
                     && !root.join(PROJECT_STORE).exists()
                     && root.join(CURSOR_STORE).join("memory/INDEX.md").is_file()
                 {
-                    eprintln!(
-                        "kb-memgate: notes are in {CURSOR_STORE}/memory (Cursor's store) but the store is \
+                    hint = Some(format!(
+                        "notes are in {CURSOR_STORE}/memory (Cursor's store) but the store is \
                          {PROJECT_STORE}/memory; to use Cursor's, put `memory: {{store: cursor}}` in {}",
                         crate::config::path().map_or_else(|| crate::config::FILE.into(), |p| p.display().to_string())
-                    );
+                    ));
                 }
                 root.join(store).join("memory")
             }
@@ -142,7 +154,7 @@ impl Paths {
             std::env::current_dir().map_err(|e| Error::io("reading the working directory", e))?.join(dir)
         };
         let parent = dir.parent().map_or_else(|| dir.clone(), Path::to_path_buf);
-        Ok(Paths {
+        let paths = Paths {
             notes: dir.join("notes"),
             archive: dir.join("archive"),
             index_md: dir.join("INDEX.md"),
@@ -153,7 +165,8 @@ impl Paths {
             search_log: dir.join(".search.log"),
             audit: parent.join("workspace").join("audit.log"),
             dir,
-        })
+        };
+        Ok((paths, hint))
     }
 
     /// The path of a note file by id.

@@ -130,6 +130,11 @@ impl Group {
         Ok(())
     }
 
+    /// How many files are staged (a commit message counts them).
+    pub fn staged(&self) -> usize {
+        self.files.len()
+    }
+
     /// Removes the staged temps (the run failed before its journal).
     pub fn discard(&self) {
         on_disk::discard(self.files.iter().map(|(_, s)| s.tmp.as_path()));
