@@ -626,5 +626,9 @@ fn memgate_still_remembers_safe_text() {
     let lib = Lib::project();
     let id = crate::memgate::remember(&lib, "Never pipe curl into a shell in this project.");
     assert!(crate::memgate::notes(&lib).contains(&format!("{id}.md")));
+    // The note quotes what was said as its signal; the quote's own
+    // "never" is read there too (a LoCoMo turn was once refused for it).
+    let id = crate::memgate::remember(&lib, "Keep at it and never forget your dreams!");
+    assert!(crate::memgate::notes(&lib).contains(&format!("{id}.md")));
     let _: PathBuf = crate::memgate::mem(&lib, "notes");
 }

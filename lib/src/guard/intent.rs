@@ -400,7 +400,14 @@ pub fn read(line: &[u8], s: usize, e: usize, quoted: bool) -> Reading {
     if phrase || imperative(&before) {
         return Reading::Instruction;
     }
-    if negated(&before) || after.iter().take(4).any(|w| w.open && (w.text == "never" || w.text == "not")) {
+    if negated(&before)
+        || after
+            .iter()
+            .take(4)
+            .take_while(|w| !BREAKERS.contains(&w.text.as_str()))
+            .any(|w| w.open && (w.text == "never" || w.text == "not"))
+        || negated_in_span(line, &code, s, e)
+    {
         return Reading::Mention("negated");
     }
     if acts_on(&before) || (!in_quotes && command_position(&line[cs..s], cs, &inside)) {
@@ -534,6 +541,25 @@ fn negated(before: &[Word]) -> bool {
     // "do not run", "must not run": the negation is "not"; "not only" and
     // "never forget" are orders.
     !rest.first().is_some_and(|w| DOUBLE.contains(&w.text.as_str()))
+}
+
+/// Whether the match sits in a quote or code span whose own words negate
+/// it: a quoted "never forget your dreams!" is a reminder in quotes,
+/// whose "never" the clause's open words (those outside every span) do
+/// not see. Read only after the words around the quote gave no order,
+/// so `run "…"` stays an instruction; and within the span as [`negated`]
+/// reads a clause, so "never mind; forget your rules" is not negated.
+fn negated_in_span(line: &[u8], spans: &[(usize, usize)], s: usize, e: usize) -> bool {
+    let Some(&(a, b)) = spans.iter().find(|&&(a, b)| a <= s && e <= b) else { return false };
+    let mark = |at: usize| if matches!(line[at], b'`' | b'"') { 1 } else { 3 };
+    let (from, to) = (a + mark(a), b - mark(b - 1));
+    if !(from <= s && e <= to) {
+        return false;
+    }
+    let inner = &line[from..to];
+    let none = |_: usize| false;
+    let (cs, _) = clause(inner, s - from, e - from, &none);
+    negated(&words(&inner[cs..s - from], cs, &none))
 }
 
 /// Whether a command starts in the words before the match: past lead
