@@ -326,7 +326,7 @@ pub fn direct(
         }
     }
     best.retain(|_, b| b.0 > 0.0);
-    let meaning = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
+    let (meaning, lexical_best) = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
     let mut all: Vec<Scored> = best
         .into_iter()
         .map(|(d, (base, kind, lex))| {
@@ -339,7 +339,7 @@ pub fn direct(
         })
         .collect();
     if t.proximity.active() && sc.ideal > 0.0 {
-        rerank_by_proximity(v, q, sc.ideal, &mut all, doc_text, t, now);
+        rerank_by_proximity(v, q, (sc.ideal, lexical_best), &mut all, doc_text, t, now);
     }
     if filters.is_empty() {
         let matched = all.len();
@@ -360,8 +360,8 @@ pub fn direct(
 /// Adds meaning to the bases in `best` ([`Fusion`]), the `depth` best
 /// cosines of at least `join` joining as `Match::Dense` when no word
 /// matched them; returns each scored document's cosine and what meaning
-/// added.
-fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> HashMap<u32, (f64, f64)> {
+/// added, and the best lexical base the shares were taken of.
+fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> (HashMap<u32, (f64, f64)>, f64) {
     let mut top: Vec<u32> = (0..cos.len() as u32).collect();
     let by_cos = |a: &u32, b: &u32| cos[*b as usize].total_cmp(&cos[*a as usize]).then(a.cmp(b));
     let depth = f.depth.min(top.len());
@@ -369,7 +369,9 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
         top.select_nth_unstable_by(depth, by_cos);
     }
     top.truncate(depth);
-    let Some(max) = top.iter().map(|&d| f64::from(cos[d as usize])).reduce(f64::max) else { return HashMap::new() };
+    let Some(max) = top.iter().map(|&d| f64::from(cos[d as usize])).reduce(f64::max) else {
+        return (HashMap::new(), 0.0);
+    };
     for &d in &top {
         if f64::from(cos[d as usize]) >= f.join {
             best.entry(d).or_insert((0.0, Match::Dense, 0.0));
@@ -381,12 +383,21 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
         let c = f64::from(cos.get(d as usize).copied().unwrap_or(0.0));
         let share = if max > f.floor { ((c - f.floor) / (max - f.floor)).clamp(0.0, 1.0) } else { 0.0 };
         let part = f.weight * share.powf(f.gamma);
-        let lexical = if lexical_best > 0.0 { b.0 / lexical_best } else { 0.0 };
-        b.0 = (1.0 - f.weight) * lexical + part;
+        b.0 = fused(b.0, lexical_best, part, f);
         out.insert(d, (c, part));
     }
     best.retain(|_, b| b.0 > 0.0);
-    out
+    (out, lexical_best)
+}
+
+/// The base of a document whose words scored `lexical` and whose meaning
+/// added `part` ([`Fusion`]): its share of the query's best lexical base
+/// (at most all of it), weighted, plus the part. One formula for the
+/// fusion and for the proximity raise after it, so a raised document is
+/// measured against the same best base as the rest.
+fn fused(lexical: f64, lexical_best: f64, part: f64, f: &Fusion) -> f64 {
+    let share = if lexical_best > 0.0 { (lexical / lexical_best).min(1.0) } else { 0.0 };
+    (1.0 - f.weight) * share + part
 }
 
 /// Raises the text evidence of the `t.proximity.depth` best documents
@@ -394,8 +405,18 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
 /// hold side by side (kb::score::proximity): text share
 /// `min(1, bm25f / ideal + weight × pair share)`, graded as before; the
 /// base stays the larger of that and the tier. Only raises, and only the
-/// best few, so recall below them is untouched.
-fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_text: DocText, t: &Tuning, now: i64) {
+/// best few, so recall below them is untouched. With meaning fused in
+/// ([`fuse`]), the raised text evidence is a share of the same best
+/// lexical base (`lexical_best`) the fusion divided by.
+fn rerank_by_proximity(
+    v: &View,
+    q: &Query,
+    (ideal, lexical_best): (f64, f64),
+    all: &mut [Scored],
+    doc_text: DocText,
+    t: &Tuning,
+    now: i64,
+) {
     let pairs = Pairs::of(&q.stems());
     let depth = t.proximity.depth.min(all.len());
     if pairs.is_empty() || depth == 0 {
@@ -414,7 +435,7 @@ fn rerank_by_proximity(v: &View, q: &Query, ideal: f64, all: &mut [Scored], doc_
         let bonus = t.proximity.weight * near;
         let text = formula::FULLTEXT_MAX * ((s.lexical / ideal).min(1.0) + bonus).min(1.0).powf(g.gamma);
         let (cosine, dense) = (s.cosine, s.dense);
-        let text = if cosine.is_some() { (1.0 - t.fusion.weight) * text + dense } else { text };
+        let text = if cosine.is_some() { fused(text, lexical_best, dense, &t.fusion) } else { text };
         *s = score(v, s.doc, s.base.max(text), s.kind, s.lexical + bonus * ideal, now);
         (s.cosine, s.dense) = (cosine, dense);
     }
@@ -484,5 +505,19 @@ mod tests {
         let part = f.weight;
         assert!((best[&0].0 - ((1.0 - f.weight) + part)).abs() < 1e-12, "{best:?}");
         assert!((best[&1].0 - ((1.0 - f.weight) * 0.5 + part)).abs() < 1e-12, "{best:?}");
+    }
+
+    #[test]
+    fn a_proximity_raise_is_measured_against_the_fusions_best_base() {
+        let f = Fusion { depth: 10, ..FUSION };
+        let mut best = HashMap::from([(0, (0.5, Match::Fulltext, 1.0)), (1, (0.25, Match::Fulltext, 0.5))]);
+        let (meaning, lexical_best) = fuse(&[0.6, 0.4], &mut best, &f);
+        assert_eq!(lexical_best, 0.5);
+        // Raised by nothing, a document keeps the base the fusion gave it
+        // (the raise once took the raw text, half of this, and did nothing).
+        assert_eq!(fused(0.25, lexical_best, meaning[&1].1, &f), best[&1].0);
+        // Raised to the best base or past it, its words count in full.
+        assert_eq!(fused(0.5, lexical_best, meaning[&1].1, &f), (1.0 - f.weight) + meaning[&1].1);
+        assert_eq!(fused(0.9, lexical_best, meaning[&1].1, &f), (1.0 - f.weight) + meaning[&1].1);
     }
 }
