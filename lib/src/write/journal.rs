@@ -31,7 +31,8 @@ use crate::library::Library;
 // (a rebuild's mark clearing writes one too); recovery lives here.
 pub use crate::fs::journal::Recovered;
 pub use crate::library::journal::{
-    begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, FILE, VERSION,
+    begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, Replay, FILE, REPLAY_LIMIT,
+    VERSION,
 };
 
 /// The SHA-256 of a file's bytes, `None` when it does not exist.
@@ -98,22 +99,41 @@ impl<F: Fn(&[Event]) -> String> on_disk::Kind for Batch<'_, F> {
         Ok(())
     }
 
-    /// A batch's journal has no digest before and its temps are gone: the
-    /// roll forward puts nothing, a file is landed or keeps its old bytes.
+    /// A file that carries its text ([`Replay`]) is rolled forward from
+    /// it: written when it still has its bytes from before the batch. In
+    /// another boot than the batch's, a power cut may have emptied or torn
+    /// a file it renamed in unsynced, so there any bytes but the planned
+    /// ones are replaced. A file without its text (its temps are gone)
+    /// has landed or keeps its old bytes: the roll forward puts nothing.
     fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
-        Ok(j.files
+        let rebooted = j.boot.as_ref().is_some_and(|b| atomic::boot_id().as_ref() != Some(b));
+        j.files
             .iter()
-            .map(|f| Change {
-                path: self.lib.path(&f.path),
-                tmp: None,
-                before: None,
-                after: (!f.sha256.is_empty()).then(|| f.sha256.clone()),
-                bytes: None,
+            .map(|f| {
+                let path = self.lib.path(&f.path);
+                let before = match &f.replay {
+                    Some(_) if rebooted => sha256_of(&path)?,
+                    Some(r) => (!r.before.is_empty()).then(|| r.before.clone()),
+                    None => None,
+                };
+                let after = (!f.sha256.is_empty()).then(|| f.sha256.clone());
+                let bytes = f.replay.as_ref().map(|r| r.text.as_bytes());
+                Ok(Change { path, tmp: None, before, after, bytes })
             })
-            .collect())
+            .collect()
     }
 
+    /// The files that had landed unsynced are checkpointed first: the
+    /// journal holding their bytes goes once this is done.
     fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        let landed: Vec<PathBuf> = j
+            .files
+            .iter()
+            .zip(fates)
+            .filter(|(f, fate)| f.replay.is_some() && **fate == Fate::Landed)
+            .map(|(f, _)| self.lib.path(&f.path))
+            .collect();
+        atomic::checkpoint(&landed.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         finish(self.lib, j, fates, &self.message)
     }
 }

@@ -311,10 +311,10 @@ pub fn batch(
                 }
                 Ok((req, report)) => {
                     let old = plan.current(&req.path);
-                    apply(lib, report, &req, old).map(|(written, event, text, entry)| {
+                    apply(lib, report, &req, old).map(|a| {
                         names.add(&req.path);
-                        plan.add(&req.path, text, entry, event, result.outcomes.len());
-                        written
+                        plan.add(&req.path, a.text, a.entry, a.event, a.before, result.outcomes.len());
+                        a.written
                     })
                 }
                 Err(msg) => Err(msg),
@@ -335,6 +335,11 @@ pub fn batch(
         let message = opts.commit.then(|| commit_message(&journal.events));
         (result.committed, result.commit_error) =
             record(lib, &journal.events, &changed, edges, touched, message.as_deref())?;
+        if journal.replays() {
+            let targets: Vec<std::path::PathBuf> = plan.files.iter().map(|f| lib.path(&f.path)).collect();
+            atomic::checkpoint(&targets.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
+            crash::at(Step::Checkpoint);
+        }
         journal::end(lib)
     })?;
     Ok(result)
@@ -383,6 +388,8 @@ struct Plan {
 
 struct PlannedFile {
     path: String,
+    /// The SHA-256 of its bytes before the batch, empty when it did not exist.
+    before: String,
     text: String,
     /// The entry of `text` (parsed once, by `apply`).
     entry: Option<Entry>,
@@ -396,7 +403,7 @@ impl Plan {
         self.at.get(path).map(|&i| self.files[i].text.as_str())
     }
 
-    fn add(&mut self, path: &str, text: String, entry: Option<Entry>, event: Event, outcome: usize) {
+    fn add(&mut self, path: &str, text: String, entry: Option<Entry>, event: Event, before: String, outcome: usize) {
         let i = match self.at.get(path) {
             Some(&i) => {
                 self.files[i].text = text;
@@ -404,7 +411,7 @@ impl Plan {
                 i
             }
             None => {
-                self.files.push(PlannedFile { path: path.to_string(), text, entry, outcomes: Vec::new() });
+                self.files.push(PlannedFile { path: path.to_string(), before, text, entry, outcomes: Vec::new() });
                 self.at.insert(path.to_string(), self.files.len() - 1);
                 self.files.len() - 1
             }
@@ -414,10 +421,14 @@ impl Plan {
     }
 
     /// Step 3 as a group commit: every file is staged under a temp name,
-    /// one barrier makes them durable, the journal records the intent,
-    /// then all are renamed into place and each directory is synced once.
-    /// A file that cannot be staged turns its requests into errors and
-    /// drops their events. Returns the journal (`None`: nothing to write).
+    /// the journal records the intent with every new text (the batch's one
+    /// durability barrier: one fsync of one file), then all are renamed
+    /// into place unsynced; the caller checkpoints them before it ends the
+    /// journal. A batch whose texts are over [`journal::REPLAY_LIMIT`]
+    /// syncs each temp before the journal instead, which holds no text, and
+    /// syncs each directory after the renames. A file that cannot be
+    /// staged turns its requests into errors and drops their events.
+    /// Returns the journal (`None`: nothing to write).
     fn land(
         &mut self,
         lib: &Library,
@@ -426,7 +437,8 @@ impl Plan {
     ) -> Result<Option<journal::Journal>> {
         let mut staged = Vec::new();
         let mut kept = Vec::new();
-        let sync_each = atomic::sync_each(self.files.len());
+        let replay = self.files.iter().map(|f| f.text.len()).sum::<usize>() <= journal::REPLAY_LIMIT;
+        let sync_each = !replay && atomic::sync_each(self.files.len());
         for (i, f) in self.files.iter().enumerate() {
             match atomic::stage(&lib.path(&f.path), f.text.as_bytes(), sync_each) {
                 Ok(s) => {
@@ -454,8 +466,11 @@ impl Plan {
             return Ok(None);
         }
         let result = (|| {
-            atomic::barrier(&staged, sync_each)?;
+            if !replay {
+                atomic::barrier(&staged, sync_each)?;
+            }
             let mut j = journal::new(lib, commit)?;
+            j.boot = replay.then(atomic::boot_id).flatten();
             // A file's last event carries the sha256 of its final bytes.
             let mut sha = vec![None; self.files.len()];
             for (i, e) in &self.events {
@@ -464,7 +479,8 @@ impl Plan {
             for ((f, s), sha) in self.files.iter().zip(&staged).zip(sha) {
                 let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().into_owned();
                 let sha256 = sha.unwrap_or_else(|| digest::sha256_hex(f.text.as_bytes()));
-                j.files.push(journal::Planned { path: f.path.clone(), tmp, sha256 });
+                let replay = replay.then(|| journal::Replay { before: f.before.clone(), text: f.text.clone() });
+                j.files.push(journal::Planned { path: f.path.clone(), tmp, sha256, replay });
             }
             j.events = self.events.iter().map(|(_, e)| e.clone()).collect();
             journal::begin(lib, &j)?;
@@ -480,7 +496,11 @@ impl Plan {
             }
         };
         // From here a failure leaves the journal for the next writer.
-        atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+        if replay {
+            atomic::rename_in(&staged, || crash::at(Step::Rename))?;
+        } else {
+            atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+        }
         crash::at(Step::Renamed);
         Ok(Some(j))
     }
@@ -525,17 +545,28 @@ pub fn record(
     }
 }
 
+/// What one request makes: its record, its changelog event, the file's
+/// new text and its entry, and the file's digest before the batch.
+struct Applied {
+    written: Written,
+    event: Event,
+    text: String,
+    entry: Option<Entry>,
+    /// The SHA-256 of the bytes on disk, empty when the file is new;
+    /// meaningful for a path's first request in the batch only.
+    before: String,
+}
+
 /// Step 1 for one request: the guard scan (seed 000: external content is
 /// sanitised before storage; dangerous content is refused unless
 /// `allow_risky` says why) and the final content (`pending`: what this
-/// batch already put in the path). Returns the record, the changelog
-/// event and the text; `Plan::land` writes it.
+/// batch already put in the path). `Plan::land` writes it.
 fn apply(
     lib: &Library,
     report: guard::Report,
     req: &Request,
     pending: Option<&str>,
-) -> std::result::Result<(Written, Event, String, Option<Entry>), String> {
+) -> std::result::Result<Applied, String> {
     let full = lib.path(&req.path);
     // Checked again under the lock: the library may have changed since the
     // request was validated.
@@ -557,6 +588,7 @@ fn apply(
     // A path that was not there needs no second look (one stat less per
     // new file in a batch of thousands).
     let exists = pending.is_some() || old.is_some();
+    let before = old.as_deref().filter(|_| pending.is_none()).map(digest::sha256_hex).unwrap_or_default();
     if let Some(meta) = exists.then(|| fs::symlink_metadata(&full).ok()).flatten() {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
@@ -603,7 +635,7 @@ fn apply(
         verdict: flagged.then(|| report.verdict.as_str()),
         warning: flagged.then(|| report.reason()),
     };
-    Ok((written, event, text, entry))
+    Ok(Applied { written, event, text, entry, before })
 }
 
 /// Seed 000's quality_status table: an experience file whose frontmatter
