@@ -185,8 +185,10 @@ fn a_journal_temp_that_is_not_a_writers_temp_is_not_deleted() {
 #[test]
 fn a_journal_text_is_written_only_with_its_digest_and_within_its_bound() {
     let s = Scene::new();
-    let replay = |text: &str, sha: String| json!([{"path": "notes/replayed.md", "tmp": "", "sha256": sha,
-        "replay": {"before": "", "text": text}}]);
+    let replay = |text: &str, sha: String| {
+        json!([{"path": "notes/replayed.md", "tmp": "", "sha256": sha,
+        "replay": {"before": "", "text": text}}])
+    };
     s.plant(replay("# Evil\n", sha256(b"# Other\n")), json!([]));
     s.lib.cmd("kb-lock").arg("sweep").assert().success();
     assert!(!s.lib.path("notes/replayed.md").exists(), "a text with another digest was written");
