@@ -2,7 +2,7 @@
 # kb-guard benchmark: recall and precision per class and
 # family on a generated corpus (bench/guard-gen.py), side by side with a
 # baseline build; CPU time beside ripgrep's on the same patterns, on the
-# skill corpus and on a Markdown library (bench/gen-library.py); adversarial
+# skill corpus and on a Markdown library (bench/gen_library.py --words zipf); adversarial
 # linearity. Where the time goes: GUARD_BENCH_PERF=1 adds a `perf` profile. Rules are tuned on `--split train`; `--split
 # heldout` (templates and seed never tuned on) is reported once.
 # Usage: bench/guard.sh [SKILLS] [--split train|heldout] [--baseline BIN]
@@ -93,10 +93,10 @@ side_by_side() { # NAME DIR MB: kb-guard and rg CPU and wall on DIR (best and me
 }
 if [ -n "$RG" ]; then
   side_by_side "skills " corpus "$MB"
-  # A Markdown library of LIB_DOCS documents (bench/gen-library.py).
+  # A Markdown library of LIB_DOCS documents (bench/gen_library.py --words zipf).
   LIB_DOCS=${GUARD_LIB_DOCS:-12000}
   if [ ! -d "library-$LIB_DOCS" ]; then
-    python3 "$ROOT/bench/gen-library.py" "library-$LIB_DOCS" "$LIB_DOCS" 42 > /dev/null
+    python3 "$ROOT/bench/gen_library.py" "library-$LIB_DOCS" "$LIB_DOCS" 42 --words zipf > /dev/null
   fi
   LMB=$(echo "$(find "library-$LIB_DOCS" -type f -printf '%s\n' | awk '{s += $1} END {print s}') / 1000000" | bc -l)
   side_by_side "library" "library-$LIB_DOCS" "$LMB"

@@ -12,7 +12,7 @@ ws="$dir/lib-$docs"
 if [ ! -f "$ws/words.txt" ]; then
   echo "generating $docs documents in $ws ..." >&2
   rm -rf "$ws"
-  python3 bench/gen-library.py "$ws" "$docs"
+  python3 bench/gen_library.py "$ws" "$docs" --words zipf
 fi
 echo "== kb-score speed"
 python3 bench/score_bench.py "$bin" "$ws" 100

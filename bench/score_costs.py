@@ -9,7 +9,7 @@ usage: score_costs.py KB_SCORE_BIN [--baseline-bin OTHER] [--big] [--queries 40]
    keywords each): the cold build's wall time and peak RSS at 2, 8 and 16
    documents (16 for KB_SCORE_BIN only: the baseline needs GBs there),
    then warm p50 of a query with hits and of one that matches nothing.
-2. Generated libraries (gen-library.py) of 2,500, 10,000 and 20,000
+2. Generated libraries (gen_library.py --words zipf) of 2,500, 10,000 and 20,000
    documents (and 100,000 with --big): warm query p50/p95 over --queries
    words, `rg -l -i -F --hidden WORD` p50 over the same words, and the
    speed-up over rg. Each binary gets its own copy of the library (both
@@ -85,7 +85,7 @@ def library_sizes(bins, work, big, n):
         ws = os.path.join(work, f"lib-{docs}")
         if not os.path.isfile(os.path.join(ws, "words.txt")):
             shutil.rmtree(ws, ignore_errors=True)
-            subprocess.run([sys.executable, os.path.join(HERE, "gen-library.py"), ws, str(docs)], check=True,
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_library.py"), ws, str(docs), "--words", "zipf"], check=True,
                            stdout=subprocess.DEVNULL)
         words = [w for w in open(os.path.join(ws, "words.txt")).read().split() if w][: 30 * n : 30][:n]
         # A copy per binary (both write the same cache format), timed in

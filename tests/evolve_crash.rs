@@ -253,3 +253,79 @@ fn random_kill_nine_during_integrate() {
     eprintln!("random_kill_nine_during_integrate: {kills} of {rounds} runs killed mid-way");
     assert!(kills * 2 >= rounds, "only {kills} of {rounds} kills landed (seed {seed})");
 }
+
+/// Three proposed (CORE-001 to CORE-003), validated when `validated`,
+/// all committed.
+fn proposed(validated: bool) -> Lib {
+    let lib = Lib::new();
+    lib.git_init();
+    let file = lib.root().join("intel.jsonl");
+    std::fs::write(&file, [HISTORY, NOTE].join("\n") + "\n").unwrap();
+    let mut steps = vec![vec!["rules", "propose", file.to_str().unwrap()]];
+    if validated {
+        steps.push(vec!["rules", "validate"]);
+    }
+    for step in steps {
+        let (recs, code, err) = guard(&lib, &step);
+        assert_eq!(code, Some(0), "{step:?}: {recs:?} {err}");
+    }
+    lib.git(&["add", "-A"]);
+    lib.git(&["commit", "-qm", "proposed"]);
+    lib
+}
+
+/// The proposals, the audit lines of `step` and the commits it made.
+fn step_state(lib: &Lib, step: &str) -> (Vec<(String, String)>, Vec<String>, String, String) {
+    let mut files: Vec<(String, String)> = std::fs::read_dir(lib.path(".core-rule-proposals"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    files.sort();
+    let audit = lib.read(".core-rule-proposals/.audit.log");
+    let tag = format!("\"step\":\"{step}\"");
+    let lines: Vec<String> =
+        audit.lines().filter(|l| l.contains(&tag)).map(|l| l.replace(char::is_numeric, "0")).collect();
+    let subjects = lib.git(&["log", "--format=%s"]);
+    let status = lib.git(&["status", "--porcelain", "--untracked-files=all", "--", ".library/.core-rule-proposals"]);
+    (files, lines, subjects, status)
+}
+
+/// validate and review write proposals through the writer's journaled
+/// group, as integrate does: killed at every step, the next writer
+/// (`kb-lock sweep` here) leaves the proposals, their audit lines and one
+/// commit as an uninterrupted run does. Before, a kill between two
+/// proposals left one reviewed with no audit line and nothing committed.
+#[test]
+fn a_validate_or_review_killed_at_every_step_is_finished_by_the_next_writer() {
+    for (step, validated) in [("validate", false), ("review", true)] {
+        let clean = proposed(validated);
+        let (recs, code, err) = guard(&clean, &["rules", step]);
+        assert_eq!(code, Some(0), "{step}: {recs:?} {err}");
+        let want = step_state(&clean, step);
+        assert_eq!(want.1.len(), 2, "{step}: {want:?}");
+        assert_eq!(want.3, "", "{step}: uncommitted");
+        for what in
+            ["evolve-temp:2", "evolve-journal:1", "evolve-rename:1", "evolve-renamed:1", "evolve-audit:1", "git-add:1"]
+        {
+            let lib = proposed(validated);
+            let out = lib.cmd("kb-guard").args(["rules", step]).env(kb::fs::crash::VAR, what).output().unwrap();
+            assert!(out.status.code().is_none(), "{step} {what}: not aborted");
+            let out = lib.cmd("kb-lock").arg("sweep").output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{step} {what}: {}", String::from_utf8_lossy(&out.stderr));
+            if what == "evolve-temp:2" {
+                // Killed before the journal: nothing changed, so the rerun does it all.
+                let (recs, code, err) = guard(&lib, &["rules", step]);
+                assert_eq!(code, Some(0), "{step} {what}: {recs:?} {err}");
+            }
+            assert!(!lib.path(".core-rule-proposals/.journal").exists(), "{step} {what}: journal left");
+            let got = step_state(&lib, step);
+            assert_eq!(got.0, want.0, "{step} {what}: proposals");
+            assert_eq!(got.1, want.1, "{step} {what}: audit lines");
+            assert_eq!(got.3, "", "{step} {what}: uncommitted");
+            let n = got.2.lines().filter(|s| s.starts_with(&format!("task-ai(library):evolve {step}"))).count();
+            assert_eq!(n, 1, "{step} {what}: {}", got.2);
+        }
+    }
+}

@@ -15,32 +15,10 @@ use serde_json::{json, Value};
 use crate::util::{git, records, Lib};
 
 /// Every file under `root` except the library, the workspace's own git
-/// directory and the given subtrees, with its bytes (links by target).
+/// directory and the given subtrees (`util::tree`).
 fn snapshot(root: &Path, skip: &[&str]) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            if rel == ".library" || rel == ".git" || skip.contains(&rel.as_str()) {
-                continue;
-            }
-            let ft = e.file_type().unwrap();
-            if ft.is_symlink() {
-                out.insert(rel, std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes());
-            } else if ft.is_dir() {
-                out.insert(format!("{rel}/"), Vec::new());
-                stack.push(p);
-            } else if ft.is_file() {
-                out.insert(rel, std::fs::read(&p).unwrap());
-            } else {
-                out.insert(rel, b"<special>".to_vec());
-            }
-        }
-    }
-    out
+    let all: Vec<&str> = [".library", ".git"].iter().chain(skip).copied().collect();
+    crate::util::tree(root, &all)
 }
 
 /// A workspace with an initialised library, an `outside/` directory of

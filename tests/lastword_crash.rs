@@ -190,3 +190,25 @@ fn a_target_a_person_edits_before_recovery_keeps_the_persons_bytes() {
     assert!(!queue(&lw).exists());
     assert!(leftovers(lw.root()).is_empty(), "{:?}", leftovers(lw.root()));
 }
+
+/// `kb-lock sweep` finishes a killed apply too, under last word's own lock
+/// (its journal lives in last word's home, which the library lock does
+/// not cover), and prints the `recovered` record.
+#[test]
+fn kb_lock_sweep_finishes_a_killed_apply() {
+    let want = clean_end();
+    let lw = scene();
+    crash(&lw, Step::LastwordRename, 2);
+    let mut sweep = std::process::Command::new(assert_cmd::cargo::cargo_bin("kb-lock"));
+    crate::util::isolate(&mut sweep, &lw.proj());
+    let out = sweep.env("KB_LASTWORD_HOME", lw.home()).arg("sweep").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let recs = crate::util::records(&out.stdout);
+    let rec: Vec<&Value> = recs.iter().filter(|r| r["record"] == "recovered").collect();
+    assert_eq!(rec.len(), 1, "{recs:?} {err}");
+    assert_eq!(rec[0]["landed"].as_array().unwrap().len(), 4, "{}", rec[0]);
+    assert!(!lw.lastword().join(".journal").exists());
+    assert_eq!(end(&lw), want);
+    assert!(leftovers(lw.root()).is_empty(), "{:?}", leftovers(lw.root()));
+}

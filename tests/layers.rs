@@ -29,6 +29,10 @@ const LAYERS: &[(&str, u8)] = &[
     // The writer scans every write with the guard, so the guard sits below it.
     ("guard", 8),
     ("write", 9),
+    // The rules' evolution loop writes proposals and rule files through
+    // the writer (its integrate runs are `write::integrate` groups), and
+    // sync asks its peer gates about a peer's rule changes.
+    ("evolve", 10),
     // `report::status` lists sync's kept conflicts; `sync::init` writes the layout.
     ("sync", 10),
     ("report", 11),
@@ -39,6 +43,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("skills", 13),
     // Each binary's command line and what its subcommands run.
     ("mcp", 14),
+    // Finishes every kind of interrupted group, the library's and those
+    // of the stores outside it (memory, last word): above every writer.
+    ("recover", 14),
     ("cli", 15),
 ];
 

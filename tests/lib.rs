@@ -27,6 +27,7 @@ mod lock;
 mod mcp;
 mod memgate;
 mod memgate_crash;
+mod memgate_meaning;
 mod memgate_model;
 mod memgate_quality;
 mod memgate_sequences;

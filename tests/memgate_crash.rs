@@ -336,3 +336,22 @@ fn reindex_finishes_a_killed_apply_and_sweeps_its_temps() {
         assert_eq!((recs.len(), recs[0]["index_md"].as_bool()), (1, Some(false)), "{what}: {recs:?}");
     }
 }
+
+/// `kb-lock sweep` finishes a killed apply too, under the memory store's
+/// own lock (the store is outside the library lock's reach), and prints
+/// the `recovered` record.
+#[test]
+fn kb_lock_sweep_finishes_a_killed_apply() {
+    let s = Scene::new();
+    crash(&s, Step::MemgateRemove, 1);
+    assert!(mem(&s.lib, ".journal").exists());
+    let out = s.lib.cmd("kb-lock").arg("sweep").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let recs = records(&out.stdout);
+    let rec: Vec<&Value> = recs.iter().filter(|r| r["record"] == "recovered").collect();
+    assert_eq!(rec.len(), 1, "{recs:?} {err}");
+    assert_eq!(rec[0]["landed"].as_array().unwrap().len(), 3, "{}", rec[0]);
+    assert!(!mem(&s.lib, ".journal").exists());
+    assert_agrees(&s.lib, "swept");
+}

@@ -3,7 +3,7 @@
 //! all-MiniLM-L6-v2. reindex caches the notes' vectors in `.dense.vec`,
 //! decide reads them (never writes), every note is a candidate, a damaged
 //! or foreign cache is ignored and replaced, a broken model is an error
-//! before any write, and Chinese stays lexical.
+//! before any write, and Chinese stays lexical unless the model reads it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -77,29 +77,11 @@ fn decide_with(lib: &Lib, m: &Path, inputs: &[Value]) -> (Vec<Value>, String) {
     (records(&out.get_output().stdout), String::from_utf8_lossy(&out.get_output().stderr).into_owned())
 }
 
-/// Every file under the workspace: its bytes and mtime.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
-    let mut all = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                all.insert(e.path(), (std::fs::read(e.path()).unwrap(), e.metadata().unwrap().modified().unwrap()));
-            }
-        }
-    }
-    all
-}
-
 /// Asserts no file under the workspace changed since `before`, naming those that did.
 #[track_caller]
-fn unchanged(lib: &Lib, before: &BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>, what: &str) {
-    let after = snapshot(lib.root());
-    let changed: Vec<&PathBuf> =
-        before.keys().chain(after.keys()).filter(|p| before.get(*p) != after.get(*p)).collect();
+fn unchanged(lib: &Lib, before: &BTreeMap<String, (Vec<u8>, std::time::SystemTime)>, what: &str) {
+    let after = crate::util::tree_times(lib.root());
+    let changed: Vec<&String> = before.keys().chain(after.keys()).filter(|p| before.get(*p) != after.get(*p)).collect();
     assert!(changed.is_empty(), "{what}: changed {changed:?}");
 }
 
@@ -169,7 +151,7 @@ fn decide_ranks_every_note_by_meaning_and_never_writes() {
     // Shares no word with any note.
     let q = [bare("Prefer pnpm to npm.")];
     let plain = crate::memgate::decide(&lib, &q);
-    let before = snapshot(lib.root());
+    let before = crate::util::tree_times(lib.root());
     let (d, err) = decide_with(&lib, &m, &q);
     assert_eq!(err, "", "every vector was cached");
     unchanged(&lib, &before, "decide writes nothing");
@@ -218,7 +200,7 @@ fn a_note_written_after_reindex_is_encoded_for_the_run() {
     let q = [said("remember", "Prefer pnpm to npm.")];
     let (cached, _) = decide_with(&lib, &m, &q);
     let new = remember(&lib, "Always use pnpm.");
-    let before = snapshot(lib.root());
+    let before = crate::util::tree_times(lib.root());
     let (d, err) = decide_with(&lib, &m, &q);
     assert_eq!(
         err,
@@ -362,7 +344,7 @@ fn a_missing_or_broken_model_is_an_error_before_any_write() {
         (broken.clone(), "broken/model.safetensors"),
         (relu.clone(), "relu/config.json"),
     ] {
-        let before = snapshot(lib.root());
+        let before = crate::util::tree_times(lib.root());
         for args in [vec!["decide"], vec!["reindex"], vec!["apply"]] {
             let out =
                 lib.cmd("kb-memgate").args(&args).arg("--model").arg(&dir).write_stdin(lines(&q)).assert().code(2);
@@ -381,8 +363,10 @@ fn a_missing_or_broken_model_is_an_error_before_any_write() {
     }
 }
 
+/// A model whose vocabulary lacks the characters (an English one: a row
+/// of unknown tokens, alike for every note) leaves Chinese to the words.
 #[test]
-fn chinese_stays_lexical_with_a_model() {
+fn chinese_stays_lexical_with_a_model_that_does_not_read_it() {
     let lib = Lib::project();
     let zh = remember(&lib, "缩进一律使用 tabs");
     for t in NOTES {
@@ -399,6 +383,29 @@ fn chinese_stays_lexical_with_a_model() {
     // An English statement in the same store is ranked with it.
     let (d, _) = decide_with(&lib, &m, &[said("remember", "Use tabs for indentation in every file.")]);
     assert_eq!(ids(&d[0]).len(), 4, "{}", d[0]);
+    assert!(d[0]["neighbours"].as_array().unwrap().iter().all(|n| n["dense"].is_number()), "{}", d[0]);
+}
+
+/// A model that reads Chinese (its vocabulary holds the characters, as a
+/// multilingual model's does) ranks a Chinese statement by meaning too:
+/// every neighbour gets its cosine, which an English model's row of
+/// unknown tokens would not earn.
+#[test]
+fn chinese_is_ranked_by_meaning_with_a_model_that_reads_it() {
+    let lib = Lib::project();
+    let zh = remember(&lib, "缩进一律使用 tabs");
+    for t in NOTES {
+        remember(&lib, t);
+    }
+    let mut words: Vec<String> = WORDS.iter().map(|w| w.to_string()).collect();
+    words.extend("缩进一律使用以后都，。".chars().map(String::from));
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let m = lib.root().join("zh-model");
+    fixture::write(&m, &fixture::SMALL, &words, 1).unwrap();
+    reindex(&lib, &m);
+    let (d, _) = decide_with(&lib, &m, &[said("remember", "以后缩进都使用 tabs")]);
+    assert_eq!(ids(&d[0]).first(), Some(&zh.as_str()), "{}", d[0]);
+    assert_eq!(ids(&d[0]).len(), 4, "every note is a candidate: {}", d[0]);
     assert!(d[0]["neighbours"].as_array().unwrap().iter().all(|n| n["dense"].is_number()), "{}", d[0]);
 }
 

@@ -35,7 +35,7 @@ fn apart(lib: &Lib, text: &str) {
 }
 
 /// The one-liners of the notes in force, sorted.
-fn in_force(lib: &Lib) -> Vec<String> {
+pub(crate) fn in_force(lib: &Lib) -> Vec<String> {
     let mut out: Vec<String> = notes(lib)
         .iter()
         .map(|f| {
@@ -71,6 +71,23 @@ fn pnpm_restated_then_reversed_in_chinese_ends_with_one_note() {
     ]);
     assert_eq!(actions(&ds), ["new", "merge", "replace"], "{ds:?}");
     assert_eq!(in_force(&lib), ["从现在开始不用 pnpm 了，改用 yarn"]);
+}
+
+/// The story in the other order: the Chinese note first, restated in
+/// English with its place in a clause of its own ("in JS projects"), then
+/// reversed in English with "switch from pnpm to yarn".
+#[test]
+fn chinese_first_then_english_restatement_and_reversal_ends_with_one_note() {
+    for first in ["以后 JavaScript 项目都用 pnpm", "JS 项目统一用 pnpm，不用 npm"] {
+        let (lib, ds) = run(&[
+            first,
+            "Use pnpm, not npm, in JS projects.",
+            "I prefer pnpm over npm for every JavaScript project",
+            "From now on switch from pnpm to yarn.",
+        ]);
+        assert_eq!(actions(&ds), ["new", "merge", "merge", "replace"], "{first}: {ds:?}");
+        assert_eq!(in_force(&lib), ["From now on switch from pnpm to yarn."], "{first}");
+    }
 }
 
 /// Two notes that say the same thing (kept apart by the user) are both
@@ -192,6 +209,8 @@ fn stance_reads_picks_and_refusals_by_name() {
     assert_eq!(st("从现在开始不用 pnpm 了，改用 yarn"), (v(&["yarn"]), v(&["pnpm"])));
     assert_eq!(st("From now on use yarn instead of pnpm."), (v(&["yarn"]), v(&["pnpm"])));
     assert_eq!(st("Switch to yarn for installs, not pnpm."), (v(&["yarn"]), v(&["pnpm"])));
+    assert_eq!(st("From now on switch from pnpm to yarn."), (v(&["yarn"]), v(&["pnpm"])));
+    assert_eq!(st("We moved from webpack to vite."), (v(&["vite"]), v(&["webpack"])));
     assert_eq!(st("Never use var in JavaScript."), (v(&[]), v(&["var"])));
     assert_eq!(st("Do not commit secrets."), (v(&[]), v(&[])));
     assert_eq!(st("Delete dead code instead of commenting it out."), (v(&[]), v(&["comment"])));

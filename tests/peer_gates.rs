@@ -78,9 +78,8 @@ fn a_peer_rule_file_waits_when_kb_guard_rules_validate_finds_its_backtest_bad() 
     let recs = records(&out.stdout);
     assert_eq!(recs[0]["valid"], json!(true), "{recs:?}");
     assert!(recs[0]["backtest"]["peer-01"]["newly_flagged"].as_u64().unwrap() > 0, "{recs:?}");
-    let why = kb::guard::evolve::peer::judge_rule_change(&library(&lib), rel, None, Some(text.as_bytes()))
-        .unwrap()
-        .expect("waits");
+    let why =
+        kb::evolve::peer::judge_rule_change(&library(&lib), rel, None, Some(text.as_bytes())).unwrap().expect("waits");
     assert!(why.contains("the backtest fails: rule 'peer-01'") && why.contains("kb-append quarantine list"), "{why}");
     // With it in force, every ordinary write would be refused: not yet.
     assert!(!writer_refuses(&lib, "notes/n2.md", "The end and the start.\n"));

@@ -17,33 +17,6 @@ use serde_json::{json, Value};
 
 use crate::util::{records, sha256, Lib, NOW};
 
-/// Every file under `root` except `skip` (relative names), with its bytes
-/// (a link by its target, a directory as an empty entry).
-fn snapshot(root: &Path, skip: &[&str]) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-            if skip.contains(&rel.as_str()) {
-                continue;
-            }
-            let ft = e.file_type().unwrap();
-            if ft.is_symlink() {
-                out.insert(rel, std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes());
-            } else if ft.is_dir() {
-                out.insert(format!("{rel}/"), Vec::new());
-                stack.push(p);
-            } else {
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// The names whose bytes differ between two snapshots.
 fn changed(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>) -> Vec<String> {
     a.keys()
@@ -89,7 +62,7 @@ impl Scene {
         put(&r.join("outside/secret.md"), "# Secret\n");
         put(&r.join("outside/.secret.md.tmp.1.2.3"), "shaped like a temp\n");
         lib.cmd("kb-append").args(["write", KEPT, "--content", KEPT_TEXT]).assert().success();
-        let before = snapshot(r, &[".library"]);
+        let before = crate::util::tree(r, &[".library"]);
         Scene { lib, before }
     }
 
@@ -126,7 +99,7 @@ impl Scene {
 
     #[track_caller]
     fn unharmed(&self) {
-        let outside = changed(&snapshot(self.root(), &[".library"]), &self.before);
+        let outside = changed(&crate::util::tree(self.root(), &[".library"]), &self.before);
         assert!(outside.is_empty(), "bytes outside the library changed: {outside:?}");
         assert_eq!(self.lib.read(KEPT), KEPT_TEXT, "a stored document was lost");
         assert!(!self.lib.path("notes/loot").exists());
@@ -285,7 +258,7 @@ fn a_memgate_journal_is_checked_before_recovery() {
             "index_before": null, "index_line": line});
         std::fs::write(mem.join(".journal"), format!("{j}\n")).unwrap();
     };
-    let before = snapshot(s.root(), &[".library", "mem/.journal"]);
+    let before = crate::util::tree(s.root(), &[".library", "mem/.journal"]);
     let victim = std::fs::read(s.root().join("victim.txt")).unwrap();
     let cases = [
         // The existing note renamed onto a new name: it would leave notes/.
@@ -306,18 +279,22 @@ fn a_memgate_journal_is_checked_before_recovery() {
         assert_eq!(code, Some(2), "{err}");
         assert!(err.contains(".journal") && err.contains(&bad), "{err}");
         assert!(mem.join(".journal").exists());
-        assert_eq!(changed(&snapshot(s.root(), &[".library", "mem/.journal"]), &before), Vec::<String>::new(), "{bad}");
+        assert_eq!(
+            changed(&crate::util::tree(s.root(), &[".library", "mem/.journal"]), &before),
+            Vec::<String>::new(),
+            "{bad}"
+        );
     }
     // A symlinked archive/: the removal would go through it.
     std::fs::remove_dir_all(mem.join("archive")).ok();
     symlink(s.root().join("outside"), mem.join("archive"));
-    let before = snapshot(s.root(), &[".library", "mem/.journal"]);
+    let before = crate::util::tree(s.root(), &[".library", "mem/.journal"]);
     plant(json!([{"kind": "archive", "path": "archive/secret.md", "tmp": "archive/.secret.md.tmp.1.2.3",
         "before": sha256(b"# Secret\n"), "after": sha256(b"shaped like a temp\n"), "line": null, "removes": null}]));
     let (code, _, err) = run(&["reindex"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(".journal") && err.contains("goes through the symlink 'archive'"), "{err}");
-    assert_eq!(changed(&snapshot(s.root(), &[".library", "mem/.journal"]), &before), Vec::<String>::new());
+    assert_eq!(changed(&crate::util::tree(s.root(), &[".library", "mem/.journal"]), &before), Vec::<String>::new());
 }
 
 /// `kb-guard rules integrate`'s journal carries the bytes it writes: a
@@ -358,7 +335,7 @@ fn a_lastword_journal_is_checked_before_recovery() {
     put(&victim, "victim\n");
     let agents = lw.agents().join("AGENTS.md");
     put(&agents, "# Agents\n");
-    let before = snapshot(lw.root(), &[]);
+    let before = crate::util::tree(lw.root(), &[]);
     let digest = sha256(b"victim\n");
     let cases = [
         json!([{"path": victim, "tmp": null, "before": digest, "after": null}]),
@@ -372,7 +349,7 @@ fn a_lastword_journal_is_checked_before_recovery() {
         assert_eq!(code, 2, "{recs:?} {err}");
         assert!(err.contains(".journal") && err.contains("victim.txt"), "{err}");
         assert!(lw.lastword().join(".journal").exists());
-        let mut now = snapshot(lw.root(), &[]);
+        let mut now = crate::util::tree(lw.root(), &[]);
         now.retain(|k, _| !k.starts_with("home/.config/agents/last-word/"));
         let mut was = before.clone();
         was.retain(|k, _| !k.starts_with("home/.config/agents/last-word/"));
@@ -446,7 +423,7 @@ fn a_library_reached_through_a_link_in_the_workspace_is_refused() {
     put(&victim.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA good@host\n");
     std::fs::create_dir_all(&ws).unwrap();
     symlink(&victim, ws.join(".library"));
-    let before = snapshot(tmp.path(), &[]);
+    let before = crate::util::tree(tmp.path(), &[]);
     let cmd = |bin: &str| {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin(bin));
         crate::util::isolate(&mut c, &ws);
@@ -462,7 +439,7 @@ fn a_library_reached_through_a_link_in_the_workspace_is_refused() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
         assert!(err.contains(".library") && err.contains("symlink") && err.contains("--root"), "{argv:?}: {err}");
-        assert_eq!(snapshot(tmp.path(), &[]), before, "{argv:?}");
+        assert_eq!(crate::util::tree(tmp.path(), &[]), before, "{argv:?}");
     }
     // Named by the user, the same library is used.
     let out = cmd("kb-index").args(["list", "--format", "jsonl"]).env("KB_ROOT", &ws).output().unwrap();

@@ -3,9 +3,6 @@
 //! `derived-from` relations; external libraries are cited, never written;
 //! hostile cited paths are refused.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::util::{records, Lib};
@@ -29,24 +26,6 @@ fn setup() -> (Lib, Lib) {
     (local, corp)
 }
 
-/// Every file under `dir` with its bytes and mtime.
-fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            if m.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(p.display().to_string(), (std::fs::read(&p).unwrap_or_default(), m.modified().unwrap()));
-            }
-        }
-    }
-    out
-}
-
 fn promote(local: &Lib, corp: &Lib, args: &[&str]) -> (Vec<Value>, i32, String) {
     let src = format!("corp={}", corp.dir().display());
     let out = local
@@ -63,7 +42,7 @@ fn promote(local: &Lib, corp: &Lib, args: &[&str]) -> (Vec<Value>, i32, String) 
 #[test]
 fn an_answer_becomes_a_local_page_with_provenance_and_derived_from_edges() {
     let (local, corp) = setup();
-    let before = snapshot(&corp.dir());
+    let before = crate::util::tree_times(&corp.dir());
     let (recs, code, err) = promote(
         &local,
         &corp,
@@ -108,13 +87,13 @@ fn an_answer_becomes_a_local_page_with_provenance_and_derived_from_edges() {
     assert!(local.read(".changelog").contains(&format!("\"path\":\"{PAGE}\"")));
     assert_eq!(local.git(&["log", "-1", "--format=%s"]).trim(), "task-ai(library):user created dora-vs-safe-pi");
     // The external library was only read.
-    assert_eq!(snapshot(&corp.dir()), before);
+    assert_eq!(crate::util::tree_times(&corp.dir()), before);
 }
 
 #[test]
 fn an_external_library_can_be_cited_but_never_written() {
     let (local, corp) = setup();
-    let before = snapshot(&corp.dir());
+    let before = crate::util::tree_times(&corp.dir());
     let target = corp.path("notes/x.md").display().to_string();
     for path in ["corp:notes/x.md", target.as_str(), "../corp/.library/notes/x.md"] {
         let (recs, code, err) = promote(&local, &corp, &[path, "--cites", "corp:notes/safe-pi.md"]);
@@ -124,7 +103,7 @@ fn an_external_library_can_be_cited_but_never_written() {
     let (_, code, err) = promote(&local, &corp, &["corp:notes/x.md", "--cites", "corp:notes/safe-pi.md"]);
     assert_eq!(code, 2);
     assert!(err.contains("external libraries are read-only"), "{err}");
-    assert_eq!(snapshot(&corp.dir()), before);
+    assert_eq!(crate::util::tree_times(&corp.dir()), before);
     assert!(!local.path("notes/x.md").exists() && !local.path("corp:notes").exists());
 }
 

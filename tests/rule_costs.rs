@@ -46,10 +46,9 @@ fn a_peer_rule_file_of_20000_rules_waits_and_never_locks_writers_out() {
     lib.put(&format!("{ACTIVE}/team.yaml"), BEACON);
     let text = many_rules(20_000);
     let rel = format!("{ACTIVE}/peer.yaml");
-    let why =
-        kb::guard::evolve::peer::judge_rule_change(&kb::Library { dir: lib.dir() }, &rel, None, Some(text.as_bytes()))
-            .unwrap()
-            .expect("an over-size rule file waits");
+    let why = kb::evolve::peer::judge_rule_change(&kb::Library { dir: lib.dir() }, &rel, None, Some(text.as_bytes()))
+        .unwrap()
+        .expect("an over-size rule file waits");
     assert!(why.contains("over the limit"), "{why}");
     // Planted anyway (a hand copy, an old merge): writers still write,
     // the team's rule still refuses its beacon, and the big file is named.
@@ -79,7 +78,7 @@ fn a_rule_file_broken_in_place_keeps_its_last_good_version_in_force() {
     assert!(refused(&recs), "{recs:?}");
     // A peer's uncompilable rule file waits at admission...
     let broken = BEACON.replace("zz-beacon-[0-9]{4}", "zz-beacon(?=[0-9])");
-    let why = kb::guard::evolve::peer::judge_rule_change(
+    let why = kb::evolve::peer::judge_rule_change(
         &kb::Library { dir: lib.dir() },
         &format!("{ACTIVE}/peer.yaml"),
         None,

@@ -3,7 +3,6 @@
 //! libraries written by kb-append with KB_NOW fixed.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{json, Value};
 
@@ -58,33 +57,6 @@ fn summary(recs: &[Value]) -> &Value {
 
 fn paths(recs: &[Value]) -> Vec<String> {
     hits(recs).iter().map(|h| h["path"].as_str().unwrap().to_string()).collect()
-}
-
-/// Every file under a directory with its bytes and mtime.
-fn snapshot(dir: &Path) -> BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
-    let mut out = BTreeMap::new();
-    for e in walk(dir) {
-        let m = std::fs::metadata(&e).unwrap();
-        out.insert(e.display().to_string(), (std::fs::read(&e).unwrap(), m.modified().unwrap()));
-    }
-    out
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = vec![dir.to_path_buf()];
-    let mut files = Vec::new();
-    while let Some(d) = out.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                out.push(p);
-            } else {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
 }
 
 /// topic, score, used_by, freshness, hop, via, match
@@ -257,7 +229,7 @@ fn external_sources_are_attributed_ordered_and_never_written() {
         std::fs::write(&p, format!("---\ntopic: jwt-rotation\nlast_verified_at: 2026-02-27T12:00:00Z\n---\n{body}\n"))
             .unwrap();
     }
-    let before = (snapshot(ext.path()), snapshot(zed.path()));
+    let before = (crate::util::tree_times(ext.path()), crate::util::tree_times(zed.path()));
     let missing = lib.root().join("no-such-dir");
     let args = [
         "jwt",
@@ -295,7 +267,11 @@ fn external_sources_are_attributed_ordered_and_never_written() {
         assert_eq!(s["sources_failed"], json!(["gone"]));
         assert_eq!(s["synthesis"], json!(true));
     }
-    assert_eq!((snapshot(ext.path()), snapshot(zed.path())), before, "externals are read-only");
+    assert_eq!(
+        (crate::util::tree_times(ext.path()), crate::util::tree_times(zed.path())),
+        before,
+        "externals are read-only"
+    );
     let audit = lib.read(".audit.log");
     let last: Value = serde_json::from_str(audit.lines().last().unwrap()).unwrap();
     assert_eq!(last["event_type"], "query");
@@ -739,12 +715,13 @@ fn search_is_read_only() {
     std::fs::write(lib.root().join(".gitignore"), ".library/.cache/\n").unwrap();
     lib.git(&["add", "-A"]);
     lib.git(&["commit", "-qm", "library"]);
-    let before = snapshot(&lib.dir());
+    let before = crate::util::tree_times(&lib.dir());
     for q in ["database connections", "pgbouncer", "缓存"] {
         let (_, code) = search(&lib, &[q]);
         assert_eq!(code, 0);
     }
-    let after: BTreeMap<_, _> = snapshot(&lib.dir()).into_iter().filter(|(p, _)| !p.contains("/.cache/")).collect();
+    let after: BTreeMap<_, _> =
+        crate::util::tree_times(&lib.dir()).into_iter().filter(|(p, _)| !p.starts_with(".cache/")).collect();
     assert_eq!(after, before, "a search writes nothing in the library but its cache");
     assert_eq!(lib.git(&["status", "--porcelain"]), "");
     // A held library lock does not hold up a search.

@@ -131,3 +131,71 @@ fn a_broken_model_is_an_error_naming_its_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("model.safetensors"), "{err}");
 }
+
+/// Writes documents with a title and a body, no date (freshness 0) and
+/// no relations, so their final scores order as their bases do.
+fn library_of(docs: &[(&str, &str, &str)]) -> Lib {
+    let lib = Lib::new();
+    let batch: String = docs
+        .iter()
+        .map(|(path, title, body)| {
+            let content = format!("---\ntitle: {title}\n---\n{body}\n");
+            serde_json::json!({"path": path, "content": content}).to_string() + "\n"
+        })
+        .collect();
+    lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(batch).assert().success();
+    lib
+}
+
+#[test]
+fn a_document_no_word_matched_ranks_by_meaning_with_its_cosine_in_the_record() {
+    let docs = [
+        (".memory/.references/signed-tokens-v1.md", "Signed tokens", "Tokens signed by the server."),
+        (".memory/.references/rate-limits-v1.md", "Rate limiting", "Rate limiting of every session."),
+        (".memory/.references/birds-v1.md", "Birds", "Swallows fly south in winter."),
+    ];
+    let lib = library_of(&docs);
+    let m = model(&lib, "model", 1);
+    let query = "jwt authentication";
+    // No document holds a word of the query: words alone find nothing.
+    let words = lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl", query]).output().unwrap();
+    assert_eq!(words.status.code(), Some(1), "{words:?}");
+    // The cosines the encoder gives, computed here from the chunks.
+    let enc = kb::text::bert::Encoder::load(&m).unwrap();
+    let qv = enc.encode_query(query);
+    let cos = |title: &str, body: &str| {
+        kb::score::vectors::chunks(title, body)
+            .iter()
+            .map(|c| enc.encode_passage(c).iter().zip(&qv).map(|(a, b)| f64::from(a * b)).sum::<f64>())
+            .fold(f64::NEG_INFINITY, f64::max)
+    };
+    let mut want: Vec<(String, f64)> = docs
+        .iter()
+        .map(|(p, t, b)| (p.trim_start_matches(".memory/").to_string(), cos(t, b)))
+        .filter(|(_, c)| *c >= kb::score::rank::FUSION.join)
+        .collect();
+    want.sort_by(|a, b| b.1.total_cmp(&a.1));
+    assert!(!want.is_empty(), "the fixture model gives a cosine past the floor: {want:?}");
+
+    let out = run(&lib, &[query, "--model", m.to_str().unwrap(), "--no-recommend"], None);
+    let recs = records(out.as_bytes());
+    let hits: Vec<&Value> = recs.iter().filter(|r| r["record"] == "hit").collect();
+    let got: Vec<(String, f64)> = hits
+        .iter()
+        .map(|h| {
+            conforms(h);
+            assert_eq!(h["match"], "dense", "{h}");
+            let path = h["path"].as_str().unwrap();
+            (path.trim_start_matches(".memory/").to_string(), h["dense"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(got.len(), want.len(), "{got:?} {want:?}");
+    for ((gp, gc), (wp, wc)) in got.iter().zip(&want) {
+        assert!(gp.ends_with(wp.as_str()), "ranked by meaning: {got:?} {want:?}");
+        assert!((gc - wc).abs() < 1e-3, "the record shows the cosine: {got:?} {want:?}");
+    }
+    let summary = recs.last().unwrap();
+    assert_eq!(summary["out_of_scope"], false, "{summary}");
+    // The best cosine earns the whole weight of meaning.
+    assert!(hits[0]["score"].as_f64().unwrap() > 0.0, "{}", hits[0]);
+}

@@ -78,19 +78,7 @@ fn tree(lib: &Lib) -> String {
 /// Every file of the library with its bytes (the lock file aside), plus
 /// HEAD and the work tree status: what "exactly as before" compares.
 fn snapshot(lib: &Lib) -> (BTreeMap<String, Vec<u8>>, String, String) {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![lib.dir()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().unwrap() != ".lock" {
-                let rel = p.strip_prefix(lib.dir()).unwrap().to_string_lossy().into_owned();
-                files.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
+    let files = crate::util::tree(&lib.dir(), &[".lock"]);
     let head = git(lib.root(), &["rev-parse", "HEAD"]);
     let status = git(lib.root(), &["status", "--porcelain", "--untracked-files=all"]);
     (files, head, status)

@@ -383,3 +383,61 @@ pub fn kill_when(
     let _ = child.kill();
     child.wait().unwrap()
 }
+
+/// What a tree holds, for "nothing else changed" checks: every entry under
+/// `root` by its `/`-separated path relative to `root` — a file's bytes, a
+/// link's target (never followed), a directory as an empty entry ending
+/// in `/`, anything else as `<special>` — except the relative paths in
+/// `skip` (a skipped directory is not entered).
+pub fn tree(root: &Path, skip: &[&str]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+            if skip.contains(&rel.as_str()) {
+                continue;
+            }
+            let ft = e.file_type().unwrap();
+            if ft.is_symlink() {
+                out.insert(rel, std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes());
+            } else if ft.is_dir() {
+                out.insert(format!("{rel}/"), Vec::new());
+                stack.push(p);
+            } else if ft.is_file() {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            } else {
+                out.insert(rel, b"<special>".to_vec());
+            }
+        }
+    }
+    out
+}
+
+/// Every file under `root` (links included, not followed) by its path
+/// relative to `root`, with its bytes and mtime: for checks that a command
+/// did not even rewrite a file with the same bytes.
+pub fn tree_times(root: &Path) -> std::collections::BTreeMap<String, (Vec<u8>, std::time::SystemTime)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+                let bytes = if m.is_symlink() {
+                    std::fs::read_link(&p).unwrap().to_string_lossy().into_owned().into_bytes()
+                } else {
+                    std::fs::read(&p).unwrap()
+                };
+                out.insert(rel, (bytes, m.modified().unwrap()));
+            }
+        }
+    }
+    out
+}

@@ -20,12 +20,17 @@
 //! - [`derived`]: every derived file, rebuilt in full or incrementally.
 //! - [`guard`]: the threat scanner (below the writer, which runs it).
 //! - [`write`]: the one writer (guard scan, atomic write, logs, indexes,
-//!   commit).
+//!   commit), and the journaled groups it lands (a batch, an integrate
+//!   run).
+//! - [`evolve`]: the guard rules' evolution loop (seed 000), a writer of
+//!   proposals and rule files that lands its runs through [`write`].
 //! - [`sync`]: git remotes, merge drivers, `init` (which installs them).
 //! - [`report`]: listings, status, staleness, usage, lifecycle.
 //! - [`maintain`]: compaction, scheduled maintenance, promotion by usage.
 //! - subsystems, one folder each: [`score`], [`memgate`], [`lastword`],
 //!   [`skills`], and [`mcp`] (kb-mcp, which calls them all).
+//! - [`recover`]: `kb-lock sweep`'s recovery of every kind of interrupted
+//!   group, the library's and the stores' outside it.
 //! - [`cli`]: each binary's command line (one table per binary) and what
 //!   its subcommands run; `bins/` hands over to it.
 // No `missing_docs` lint: it asked for a doc on every item and got docs
@@ -56,6 +61,7 @@ pub mod guard;
 
 pub mod write;
 
+pub mod evolve;
 pub mod sync;
 
 pub mod report;
@@ -65,6 +71,7 @@ pub mod maintain;
 pub mod lastword;
 pub mod mcp;
 pub mod memgate;
+pub mod recover;
 pub mod score;
 pub mod skills;
 

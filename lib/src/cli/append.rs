@@ -3,9 +3,9 @@
 //! merge drivers, and compaction — so this file only dispatches; each
 //! family's parsing lives in a module of `append/`.
 
+mod answer;
 mod flags;
 mod meta;
-mod promote;
 mod quarantine;
 mod skill;
 mod spec;
@@ -49,7 +49,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         "write" => write::write(&a, &f, &lib()?, &opts, &mut out)?,
         "batch" => write::batch(&lib()?, &opts, &mut out)?,
         "event" => write::event(&a, &f, &lib()?, &opts, &mut out)?,
-        "promote-answer" => promote::run(&a, &f, &lib()?, &opts, &mut out)?,
+        "promote-answer" => answer::run(&a, &f, &lib()?, &opts, &mut out)?,
         "compact" => {
             let days = match f.older_than.as_deref() {
                 Some(d) => (crate::clock::parse_duration(d)?.as_secs() / 86_400) as i64,

@@ -2,9 +2,11 @@
 
 use super::args::{typed_flags, Args, Cmd, Spec};
 use crate::error::{Error, Exit};
+use crate::evolve;
 use crate::guard::{self, policy::Policy};
 use crate::out::jsonl::{self, Format, Out};
 
+mod rules;
 mod sanitize;
 mod scan;
 
@@ -60,12 +62,6 @@ const PROPOSE: &str = "threat intel -> CORE-XXX.md proposals";
 pub fn run(a: Args) -> Result<Exit, Error> {
     let f = Flags::from_args(&a)?;
     let root = f.root.as_deref();
-    let evolve = guard::evolve::cli::Flags {
-        corpus: f.corpus.clone(),
-        scheduled: f.scheduled,
-        force: f.force,
-        no_commit: f.no_commit,
-    };
     let all_words: Vec<String> = a.cmd.split(' ').map(str::to_string).chain(a.positional.iter().cloned()).collect();
     let mut out = Out::stdout("kb-guard");
     let table = (f.format.as_deref() == Some("table")).then_some(Format::Table);
@@ -76,8 +72,8 @@ pub fn run(a: Args) -> Result<Exit, Error> {
     match words.as_slice() {
         ["rules", step @ ("propose" | "validate" | "review" | "integrate" | "status"), rest @ ..] => {
             let format = f.format.as_deref().map(Format::parse).transpose()?;
-            let recs = guard::evolve::cli::run(root, step, rest, &evolve, format)?;
-            guard::evolve::print(&mut out, recs)?;
+            let recs = rules::run(root, step, rest, &f, format)?;
+            evolve::print(&mut out, recs)?;
             return out.finish();
         }
         ["sanitize", rest @ ..] if rest.len() <= 1 => {

@@ -20,18 +20,20 @@ pub static SPEC: Spec = Spec::new(
     &[
         Cmd::new("", "-- CMD [ARGS...]", &["root", "timeout"], "run CMD while holding the library lock"),
         Cmd::new("status", "", &["root", "format"], "who holds the lock"),
-        Cmd::new("sweep", "", &["root", "format"], SWEEP),
+        Cmd::new("sweep", "", &["root", "memory-dir", "format"], SWEEP),
     ],
 )
 .trailing();
 
-const SWEEP: &str = "remove dead mkdir locks and temp files; recover a killed batch; clear stale git state";
+const SWEEP: &str =
+    "remove dead mkdir locks and temp files; finish what a killed writer left (library, memory, last word); clear stale git state";
 
 typed_flags! { USAGE;
     /// kb-lock's flags.
     pub struct Flags {
         root: Option<std::path::PathBuf> = "root",
         timeout: Option<String> = "timeout",
+        memory_dir: Option<std::path::PathBuf> = "memory-dir",
         format: Option<Format> = "format",
     }
 }
@@ -51,8 +53,17 @@ pub fn main() -> ExitCode {
             Parsed::Run(a) => a,
         };
         let f = Flags::from_args(&a)?;
-        let lib = Library::resolve(f.root.as_deref())?;
         let mut out = Out::stdout("kb-lock");
+        if a.cmd == "sweep" && Library::find(f.root.as_deref())?.is_none() {
+            // A project with a memory store or a last-word queue and no
+            // library still has their journals to finish.
+            crate::out::warn("kb-lock", "no .library here: finishing kb-memgate's and kb-lastword's journals only");
+            for rec in crate::recover::sweep(None, f.memory_dir.as_deref())? {
+                out.record(&rec)?;
+            }
+            return out.finish();
+        }
+        let lib = Library::resolve(f.root.as_deref())?;
         if args::generic_table(f.format, a.cmd, &["status"]) {
             out.as_tables();
         }
@@ -79,27 +90,8 @@ pub fn main() -> ExitCode {
                 }
             }
             _ => {
-                let mut swept = lock::sweep(&lib, lock::Sweep::Locks)?;
-                if crate::write::pending(&lib) || crate::library::git_state::present(&lib) {
-                    let opts = lock::Options { cmd: "kb-lock sweep".into(), ..lock::Options::default() };
-                    let (cleared, recovered) = lock::with_lock(&lib, &opts, || {
-                        let cleared = crate::library::git_state::clear(&lib, crate::library::git_state::WAIT)?;
-                        Ok((cleared, crate::write::recover(&lib)?))
-                    })?;
-                    for c in &cleared {
-                        out.record(c)?;
-                    }
-                    if let Some(r) = recovered {
-                        out.record(&r)?;
-                    }
-                }
-                // Temps last: recovery may still rename a killed batch's staged file into place.
-                swept.extend(lock::sweep(&lib, lock::Sweep::Temps)?);
-                swept.sort_by(|a, b| a.path.cmp(&b.path));
-                for s in &swept {
-                    let pid = s.pid.map_or("unknown".into(), |p| p.to_string());
-                    crate::out::warn("kb-lock", &format!("removed stale lock {} (pid {pid})", s.path));
-                    out.record(s)?;
+                for rec in crate::recover::sweep(Some(&lib), f.memory_dir.as_deref())? {
+                    out.record(&rec)?;
                 }
             }
         }

@@ -8,7 +8,7 @@ use crate::derived::rebuild_all;
 use crate::error::{Error, Exit};
 use crate::library::graph;
 use crate::library::scan;
-use crate::maintain::tier_up;
+use crate::maintain::raise_trust;
 use crate::out::jsonl::Format;
 use crate::out::jsonl::{self, Out};
 use crate::report::{lifecycle, usage};
@@ -108,7 +108,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         "promote" => {
             let entries: Vec<_> = scan::library(&lib).docs.into_iter().map(|d| d.entry).collect();
-            let cands = tier_up::candidates(&entries, &usage::load(&lib)?);
+            let cands = raise_trust::candidates(&entries, &usage::load(&lib)?);
             if f.dry_run {
                 // A dry run promotes nothing: `promoted` stays false and
                 // `would_promote` says what a real run would do.
@@ -120,7 +120,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
                     out.record(&rec)?;
                 }
             } else {
-                tier_up::apply(&lib, &cands, !f.no_commit, &lock_opts)?;
+                raise_trust::apply(&lib, &cands, !f.no_commit, &lock_opts)?;
                 cands.iter().try_for_each(|c| out.record(c))?;
             }
         }

@@ -6,7 +6,7 @@ use super::args::{format_or_default, typed_flags, Args as Cli, Cmd, Spec};
 use crate::error::{Error, Exit};
 use crate::out::jsonl::{Format, Out};
 use crate::out::warn;
-use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
+use crate::score::{self, loading::Tier, query::Query, rank::Filters, sources};
 
 /// The overview `--help` prints.
 pub const USAGE: &str = include_str!("score.txt");

@@ -79,14 +79,15 @@ pub enum Step {
     MemgateSearch,
     /// The audit lines were appended; the journal is still there.
     MemgateAudit,
-    /// kb-guard rules integrate wrote (and synced) one temp file (a rule
-    /// file or a proposal); nothing is in place.
+    /// An evolve run (`kb-guard rules validate`, `review`, `integrate`)
+    /// wrote (and synced) one temp file (a rule file or a proposal);
+    /// nothing is in place.
     EvolveTemp,
-    /// integrate's journal (`.core-rule-proposals/.journal`) is durable.
+    /// The run's journal (`.core-rule-proposals/.journal`) is durable.
     EvolveJournal,
-    /// integrate put one file in place (the rule files first, then the proposals).
+    /// The run put one file in place (the rule files first, then the proposals).
     EvolveRename,
-    /// Every file of the integrate is in place; no audit line yet.
+    /// Every file of the run is in place; no audit line yet.
     EvolveRenamed,
     /// The audit lines were appended; the commit and the journal's removal are to come.
     EvolveAudit,

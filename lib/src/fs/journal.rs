@@ -1,6 +1,6 @@
 //! The one write-ahead journal, for the four groups of file changes that
 //! keep one: the library's batch (`write::journal`), an integrate run
-//! (`guard::evolve::journal`), kb-lastword's apply (`lastword::journal`)
+//! (`write::integrate`), kb-lastword's apply (`lastword::journal`)
 //! and kb-memgate's apply (`memgate::journal`). Each keeps its own JSON
 //! format and its own records (changelog and git, audit lines, INDEX.md,
 //! a report) and describes itself as a [`Kind`]; this module owns the
@@ -365,6 +365,22 @@ pub struct Recovered {
 }
 
 impl Recovered {
+    /// Tells on stderr that `tool` finished `group` (e.g. "a batch") a
+    /// killed writer left, with the `lines` it owed a log (e.g.
+    /// "changelog lines"), for commands whose stdout has no place for the
+    /// record.
+    pub fn tell(&self, tool: &str, group: &str, lines: &str) {
+        eprintln!(
+            "{tool}: recovered {group} interrupted at {} (pid {}): {} files landed, {} rolled back, {} {lines} added{}",
+            self.started,
+            self.pid,
+            self.landed.len(),
+            self.rolled_back.len(),
+            self.changelog_added,
+            if self.committed { ", committed" } else { "" }
+        );
+    }
+
     /// The record of a group whose changes, shown as `shown`, met
     /// `fates`: nothing appended, rebuilt or committed yet.
     pub fn of(started: &str, pid: u32, shown: impl IntoIterator<Item = String>, fates: &[Fate]) -> Recovered {

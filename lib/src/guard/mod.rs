@@ -6,7 +6,6 @@
 
 pub mod deobfuscate;
 pub mod engine;
-pub mod evolve;
 pub mod filter;
 pub mod finding;
 pub mod gate;

@@ -138,6 +138,18 @@ pub fn recover(home: &Home, rep: &mut Reporter) -> Result<()> {
     sweep(home)
 }
 
+/// [`recover`] under the last-word lock, for `kb-lock sweep`: only when
+/// a killed apply left its journal. Returns the records (JSON Lines) it
+/// would have printed: the `recovered` record.
+pub fn finish_pending(home: &Home) -> Result<Vec<u8>> {
+    if !home.lastword.join(FILE).exists() {
+        return Ok(Vec::new());
+    }
+    let mut rep = Reporter::memory(&[]);
+    home.with_lock(|| recover(home, &mut rep))?;
+    Ok(rep.captured()?.1)
+}
+
 /// An apply as recovery sees it (see the module doc).
 struct Apply<'a> {
     home: &'a Home,

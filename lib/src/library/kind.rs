@@ -26,7 +26,7 @@ pub enum Kind {
     Derived,
     /// The team's extended guard rules (`.evolving-rules/`): shared, but a
     /// peer's change is in force only after the local gates
-    /// (`guard::evolve::peer`).
+    /// (`evolve::peer`).
     Rule,
     /// Proposals to change the core rules (`.core-rule-proposals/*.md`):
     /// shared, but a status a peer sets waits for local review.

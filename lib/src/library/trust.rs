@@ -2,7 +2,7 @@
 //! them. A skill earns trust locally: it enters
 //! `.skills/.candidates` (T1), is promoted to `.skills/.drafts` (T2) and
 //! `.skills/.active` (T3) by `kb-append skill promote`, and reaches T4 by
-//! use (`kb::maintain::tier_up`). T1 is the lowest trust and T4 the
+//! use (`kb::maintain::raise_trust`). T1 is the lowest trust and T4 the
 //! highest. A peer's commit is data, so a skill it places straight in the
 //! active stage, or a `trust_tier` it raises, is not trusted until
 //! someone here reviews it.
@@ -46,7 +46,7 @@ pub fn skill_file(rel: &str) -> Option<SkillFile<'_>> {
     })
 }
 
-/// The rank of a tier (T1 = 1 … T4 = 4), read as `tier_up` reads it
+/// The rank of a tier (T1 = 1 … T4 = 4), read as `raise_trust` reads it
 /// (case-insensitive, trimmed); `None` for anything else.
 pub fn rank(tier: &str) -> Option<usize> {
     TIERS.iter().position(|t| t.eq_ignore_ascii_case(tier.trim())).map(|i| i + 1)

@@ -2,5 +2,5 @@
 //! maintenance runs, and skill promotion T3 → T4 by usage.
 
 pub mod compact;
+pub mod raise_trust;
 pub mod schedule;
-pub mod tier_up;

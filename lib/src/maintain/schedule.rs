@@ -35,7 +35,7 @@ use crate::library::scan;
 use crate::library::Library;
 use crate::lock;
 use crate::maintain::compact;
-use crate::maintain::tier_up;
+use crate::maintain::raise_trust;
 use crate::report::stale;
 use crate::report::usage;
 
@@ -156,10 +156,10 @@ pub fn scheduled(lib: &Library, force: bool, commit: bool, opts: &lock::Options)
     let entries: Vec<Entry> = scan.docs.into_iter().map(|d| d.entry).collect();
     let stale_n = entries.iter().filter(|e| stale::reference(e, now, Some(SCHEDULED_STALE_DAYS)).is_some()).count();
     steps.push(json!({"step": 1, "name": "staleness", "days": SCHEDULED_STALE_DAYS, "stale": stale_n}));
-    let cands = tier_up::candidates(&entries, &usage::load(lib)?);
-    let promoted = tier_up::apply(lib, &cands, false, opts)?;
+    let cands = raise_trust::candidates(&entries, &usage::load(lib)?);
+    let promoted = raise_trust::apply(lib, &cands, false, opts)?;
     steps.push(json!({"step": 2, "name": "promote", "candidates": cands.len(), "promoted": promoted}));
-    let evolve = crate::guard::evolve::status::status(lib)?;
+    let evolve = crate::evolve::status::status(lib)?;
     steps.push(json!({
         "step": 3,
         "name": "core-rules",

@@ -429,7 +429,7 @@ fn cache_vector(paths: &Paths, encoder: &Encoder, id: &str) {
 /// pass through; other records than decisions pass through untouched.
 /// `model`: a sentence encoder's folder, loaded before anything is written.
 pub fn run(paths: &Paths, model: Option<&std::path::Path>, reader: impl BufRead, out: &mut Out) -> Result<()> {
-    let encoder = model.map(Encoder::load).transpose()?;
+    let encoder = model.map(super::dense::load).transpose()?;
     for (line, rec) in read_objects(reader) {
         let Some(rec) = out.accept(rec)? else { continue };
         match rec.get("record").and_then(Value::as_str) {

@@ -42,6 +42,19 @@ const VERSION: u32 = 1;
 
 pub use crate::text::bert::model_dir;
 
+/// Loads the sentence encoder in `model`, its weights mapped from the
+/// aligned copy in the user's cache, the one kb-score keeps (written by
+/// the first call that loads the model): a call then reads the folder's
+/// configuration and tokenizer, not its weights (multilingual-e5-small's
+/// are 470 MB, read and copied at every call before).
+pub fn load(model: &Path) -> Result<Encoder> {
+    Encoder::load_cached(model, crate::score::cache::user_cache_dir().as_deref())
+}
+
+/// The fewest notes whose median cosine serves as the floor
+/// ([`Semantic::floor`]).
+pub const FLOOR_NOTES: usize = 5;
+
 /// A loaded encoder and the vector of every note a view holds.
 pub struct Semantic {
     encoder: Encoder,
@@ -126,7 +139,7 @@ impl Semantic {
     /// Loads the model in `model` and every live note's vector: cached, or
     /// encoded now (in parallel) from the note's own words.
     pub fn open(paths: &Paths, view: &View<'_>, model: &Path) -> Result<Semantic> {
-        Semantic::with(paths, view, Encoder::load(model)?)
+        Semantic::with(paths, view, load(model)?)
     }
 
     /// The same with the encoder loaded already: reindex loads it before
@@ -172,6 +185,12 @@ impl Semantic {
         self.len() == 0
     }
 
+    /// Whether the model reads a text (its vocabulary holds the words:
+    /// Chinese with a multilingual model, not with an English one).
+    pub fn reads(&self, text: &str) -> bool {
+        self.encoder.reads(text)
+    }
+
     /// A text's unit vector.
     pub fn encode(&self, text: &str) -> Vec<f32> {
         self.encoder.encode_query(text)
@@ -181,6 +200,21 @@ impl Semantic {
     pub fn cosine(&self, v: &[f32], doc: usize) -> Option<f64> {
         let n = self.vectors.get(doc)?.as_ref()?;
         Some(f64::from(crate::text::embed::cosine(v, n)))
+    }
+
+    /// The median cosine of a unit vector with every note's: how alike
+    /// the model finds a statement and any note, the floor a neighbour's
+    /// cosine is read against (multilingual-e5-small's unrelated notes sit
+    /// near .8, all-MiniLM-L6-v2's near .1). None under [`FLOOR_NOTES`]
+    /// notes, where a median says little.
+    pub fn floor(&self, v: &[f32]) -> Option<f64> {
+        let mut all: Vec<f64> =
+            self.vectors.iter().flatten().map(|n| f64::from(crate::text::embed::cosine(v, n))).collect();
+        if all.len() < FLOOR_NOTES {
+            return None;
+        }
+        all.sort_by(f64::total_cmp);
+        Some(all[all.len() / 2])
     }
 
     /// Writes every vector to the cache, whole (temp file and rename).

@@ -74,6 +74,15 @@ pub const OPPOSED_SUBJECT: f64 = 0.5;
 /// At most this many subject words of its own on each side for two
 /// same-polarity statements to be alternatives (pnpm vs yarn).
 pub const SWAP_MAX: usize = 2;
+/// How far a neighbour's cosine stands above the store's floor (the
+/// median cosine of the statement with every note), as a share of the
+/// room above it: `(cos − floor) / (1 − floor)`. From this share the note
+/// is in the statement's scenario by meaning, whatever its words or
+/// language. Each model has its own floor (multilingual-e5-small's
+/// unrelated notes sit near .8, all-MiniLM-L6-v2's near .1), so the
+/// share, not the cosine, is compared. Set on bench/memgate_sequences.py
+/// --train and hand-made pairs (see bench/RESULTS.md).
+pub const MEANING_SCENARIO: f64 = 0.3;
 /// Share of CJK characters two Chinese statements must have in common for
 /// their different names to be alternatives for one slot.
 pub const SWAP_FRAME: f64 = 0.7;
@@ -215,12 +224,23 @@ fn rule_and_scope(one_liner: &str) -> (Vec<String>, Vec<String>) {
         let at = RULE_ZH.iter().filter_map(|m| one_liner.find(m)).min().unwrap_or(0);
         return (stems(keywords(&one_liner[at..], 12)), stems(keywords(&one_liner[..at], 12)));
     }
-    // The scope of the first clause ("never use var in JavaScript; use
-    // let").
-    let first = slot::clauses(one_liner).into_iter().next().unwrap_or_default();
-    let toks = crate::text::tokens(&first);
-    let at = toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map_or(toks.len(), |i| i + 1);
-    (stems(keywords(&toks[..at].join(" "), 12)), stems(keywords(&toks[at..].join(" "), 12)))
+    // The scope of the first clause that names one ("never use var in
+    // JavaScript; use let"; "use pnpm, not npm, in JS projects"); the rule
+    // is the first clause's.
+    let scope_at = |toks: &[String]| toks.iter().skip(1).position(|t| SCOPE_EN.contains(&t.as_str())).map(|i| i + 1);
+    let clauses: Vec<Vec<String>> = slot::clauses(one_liner).iter().map(|c| crate::text::tokens(c)).collect();
+    let Some(first) = clauses.first() else { return (Vec::new(), Vec::new()) };
+    let at = scope_at(first).unwrap_or(first.len());
+    let scope = match scope_at(first) {
+        Some(at) => first[at..].join(" "),
+        // A later clause that opens with its scope word: "in JS projects".
+        None => clauses[1..]
+            .iter()
+            .find(|t| t.first().is_some_and(|w| SCOPE_EN.contains(&w.as_str())))
+            .map(|t| t.join(" "))
+            .unwrap_or_default(),
+    };
+    (stems(keywords(&first[..at].join(" "), 12)), stems(keywords(&scope, 12)))
 }
 
 /// The words of a Chinese statement written in Latin letters or digits,
@@ -293,10 +313,23 @@ fn differ(a: &[String], b: &[String]) -> bool {
     own(a, b) && own(b, a) && containment(a, b) < OTHER_SUBJECT
 }
 
+/// Whether the Chinese side of a mixed pair names (in Latin letters) a
+/// tool, language or version the other side's words lack: "JS 项目都用
+/// yarn" names yarn, which "Prefer pnpm for JavaScript projects" lacks;
+/// "日志里不要打印用户手机号" names nothing, so only meaning relates it to
+/// "Never print users' phone numbers in logs.".
+fn names_apart(a: &str, b: &str) -> bool {
+    let (zh, other) = if crate::text::mostly_cjk(a) { (a, b) } else { (b, a) };
+    let words = stems(keywords(other, 24));
+    spelled(&stems(names(&crate::text::tokens(zh))), &words).iter().any(|k| !words.contains(k))
+}
+
 /// Judges one neighbour against the candidate. `replacing`: the user's
 /// words carry a cue that they move from an old choice to a new one
-/// ("instead", "以后改用").
-fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) -> Neighbour {
+/// ("instead", "以后改用"). `meaning`: the neighbour's cosine over the
+/// store's floor ([`MEANING_SCENARIO`]), with a sentence encoder that
+/// reads the statement.
+fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool, meaning: Option<f64>) -> Neighbour {
     let other = &l.note.body;
     let shared = {
         let a = subject(c);
@@ -374,6 +407,10 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
     // A value in the scope ("under fifty lines" / "under thirty lines") is
     // the rule's choice, not another scope.
     let other_scope = other_scope && fill != Slot::Choice;
+    // Close in meaning: a rewording or a translation is one scenario;
+    // whether it is one conclusion is judged by polarity and names below
+    // ("Use yarn" / "Use pnpm" are close, and a swap).
+    let by_meaning = meaning.is_some_and(|m| m >= MEANING_SCENARIO);
     let same_scenario = hit.duplicate
         || (!other_scope
             && !objects
@@ -384,7 +421,8 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
                 // Two-letter words stem into collisions ("ad" hoc / "adding").
                 || (replacing
                     && stance_c.rejected.iter().any(|r| r.chars().count() > 2 && subject(other).contains(r)))))
-        || (!other_scope && (reverses || agrees));
+        || (!other_scope && (reverses || agrees))
+        || (!other_scope && !objects && by_meaning);
     // "以后改用 yarn，不用 pnpm 了": a move to something the note lacks.
     // A cue the note itself holds ("而不是" in both) moves nowhere.
     // Picking again what the note picks moves nowhere, "from now on" or not.
@@ -401,7 +439,16 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
             && !differing
             && !moves
             && fill != Slot::Opposed
-            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT || fill == Slot::Reworded));
+            && (conclusion >= CONCLUSION_MIN || overlap >= SAME_SUBJECT || fill == Slot::Reworded))
+        // The same rule in other words or another language: one polarity,
+        // no move, and no name of its own on either side.
+        || (same_scenario
+            && by_meaning
+            && !reverses
+            && neg_c == neg_o
+            && !moves
+            && fill != Slot::Opposed
+            && if mixed { !names_apart(&c.one_liner, &other.one_liner) } else { !differing });
     // Opposite actions on one thing ("关闭 / 打开调试日志") conflict as a
     // refusal and a rule do; a refusal of the opposite action agrees.
     let opposed = fill == Slot::Opposed;
@@ -434,18 +481,50 @@ fn judge(c: &Candidate, hit: &Hit, l: Loaded, paths: &Paths, replacing: bool) ->
 }
 
 /// How a neighbour's place is found from its lexical score and dense
-/// cosine: `score + weight · dense`.
+/// cosine: `score + weight · dense`, the cosine read against the store's
+/// floor when there is one ([`Fusion::meaning`]).
 #[derive(Clone, Copy)]
 struct Fusion {
     weight: f64,
     /// The lexical first stays first (the static table's rule).
     keep_first: bool,
+    /// The sentence encoder's floor for this statement
+    /// (`Semantic::floor`), so one weight serves models whose cosines
+    /// spread differently.
+    floor: Option<f64>,
 }
 
 impl Fusion {
     fn rank(self, score: f64, dense: Option<f64>) -> f64 {
+        let dense = if self.floor.is_some() { self.meaning(dense) } else { dense };
         score + self.weight * dense.unwrap_or(0.0)
     }
+
+    /// A cosine over the floor, as a share of the room above it:
+    /// `(cos − floor) / (1 − floor)` ([`MEANING_SCENARIO`]); None without
+    /// an encoder's floor.
+    fn meaning(self, cos: Option<f64>) -> Option<f64> {
+        self.floor.zip(cos).map(|(f, d)| (d - f) / (1.0 - f).max(f64::EPSILON))
+    }
+}
+
+/// The encoder's weights in a statement's and a question's ranking:
+/// [`MODEL_STATEMENT_WEIGHT`] and [`MODEL_QUESTION_WEIGHT`], or for
+/// tuning runs only (bench/memgate_locomo.py --train)
+/// `KB_MEMGATE_MODEL_TUNE="statement,question"`.
+fn model_weights() -> (f64, f64) {
+    static W: std::sync::OnceLock<(f64, f64)> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        let t: Vec<f64> = std::env::var("KB_MEMGATE_MODEL_TUNE")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect();
+        match t.as_slice() {
+            [st, q, ..] => (*st, *q),
+            _ => (MODEL_STATEMENT_WEIGHT, MODEL_QUESTION_WEIGHT),
+        }
+    })
 }
 
 /// The notes to read, best first: the lexical hits; with the encoder,
@@ -511,17 +590,21 @@ pub fn govern(
     let mut neighbours: Vec<Neighbour> = Vec::new();
     let replacing = cue::replacement(user_text).is_some();
     let asks = cue::asks(user_text).is_some();
-    // The encoder reads English: BERT's vocabulary lacks most CJK
-    // characters, so a Chinese text would be a row of unknown tokens, alike
-    // for every note. Chinese stays lexical.
-    let (dense, fusion) = match semantic.filter(|_| !user_text.chars().any(crate::text::is_cjk)) {
+    // An English encoder's vocabulary lacks most CJK characters, so a
+    // Chinese text would be a row of unknown tokens, alike for every note:
+    // a text the model does not read stays lexical. A multilingual model
+    // reads it, and finds its neighbours across wording and language.
+    let (dense, fusion) = match semantic.filter(|s| s.reads(user_text)) {
         Some(s) => {
-            let weight = if asks { MODEL_QUESTION_WEIGHT } else { MODEL_STATEMENT_WEIGHT };
-            (Dense::Encoder(s, s.encode(&c.search_text())), Fusion { weight, keep_first: false })
+            let (statement, question) = model_weights();
+            let weight = if asks { question } else { statement };
+            let v = s.encode(&c.search_text());
+            let floor = s.floor(&v);
+            (Dense::Encoder(s, v), Fusion { weight, keep_first: false, floor })
         }
         None => match asks.then(|| embed::embed(&c.search_text())).flatten() {
-            Some(v) => (Dense::Static(v), Fusion { weight: DENSE_WEIGHT, keep_first: true }),
-            None => (Dense::None, Fusion { weight: 0.0, keep_first: false }),
+            Some(v) => (Dense::Static(v), Fusion { weight: DENSE_WEIGHT, keep_first: true, floor: None }),
+            None => (Dense::None, Fusion { weight: 0.0, keep_first: false, floor: None }),
         },
     };
     // A statement that addresses someone by name ("Thanks, Nate!") is not
@@ -561,7 +644,7 @@ pub fn govern(
     }
     found.truncate(TOP_K);
     for (i, (hit, l, dense, about)) in found.into_iter().enumerate() {
-        let mut n = judge(c, &hit, l, paths, replacing);
+        let mut n = judge(c, &hit, l, paths, replacing, fusion.meaning(dense));
         n.dense = dense.map(sim::round);
         n.rank = if i < kept_first { f64::INFINITY } else { fusion.rank(n.score * weight(&about), n.dense) };
         n.addressee = about;
@@ -569,8 +652,9 @@ pub fn govern(
     }
     if let Some(l) = claim_note {
         let hit = view.score_one(q, &l.entry().features);
-        let mut n = judge(c, &hit, l.clone(), paths, replacing);
-        n.dense = dense.to(l, None).map(sim::round);
+        let cos = dense.to(l, None);
+        let mut n = judge(c, &hit, l.clone(), paths, replacing, fusion.meaning(cos));
+        n.dense = cos.map(sim::round);
         n.rank = fusion.rank(n.score, n.dense);
         // The user names this note: it is in the scenario by definition.
         n.same_scenario = true;

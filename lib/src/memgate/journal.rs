@@ -281,6 +281,15 @@ pub fn recover(paths: &Paths) -> Result<Option<Recovered>> {
     Ok(Some(rec))
 }
 
+/// [`recover`] under the memory lock, for `kb-lock sweep`: only when a
+/// killed apply left its journal, so a sweep takes no lock it need not.
+pub fn finish_pending(paths: &Paths) -> Result<Option<Recovered>> {
+    if !paths.dir.join(FILE).exists() {
+        return Ok(None);
+    }
+    crate::lock::with_lock(&paths.dir, &crate::lock::Options::default(), || recover(paths))
+}
+
 /// An apply as recovery sees it (see the module doc).
 struct Apply<'a>(&'a Paths);
 

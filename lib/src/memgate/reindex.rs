@@ -16,7 +16,6 @@ use super::store::{self, Loaded, Paths};
 use crate::error::{Error, Result};
 use crate::fs::atomic;
 use crate::fs::journal::Recovered;
-use crate::text::bert::Encoder;
 use crate::{clock, lock};
 
 /// The `reindex` record (schemas/reindex.schema.json).
@@ -82,7 +81,7 @@ fn desired(old: &[Row], notes: &[Loaded]) -> (Vec<Row>, Vec<String>, Vec<String>
 /// (a sentence encoder's folder) it also writes the notes' vectors.
 pub fn run(paths: &Paths, check: bool, model: Option<&Path>) -> Result<(Option<Recovered>, Report)> {
     // The model first: a missing or broken one is an error before any write.
-    let encoder = model.map(Encoder::load).transpose()?;
+    let encoder = model.map(super::dense::load).transpose()?;
     let body = || -> Result<Report> {
         let (notes, problems) = store::scan(paths)?;
         if !problems.is_empty() {

@@ -106,6 +106,9 @@ fn clause_en(clause: &str, s: &mut Stance) {
     let toks = text::tokens(clause);
     let mut mode = Mode::Off;
     let mut negated = false;
+    // "switch from pnpm to yarn": what follows "from" is left, and the
+    // "to" after it opens the choice.
+    let mut leaving = false;
     for (i, w) in toks.iter().enumerate() {
         let w = w.as_str();
         let prev = i.checked_sub(1).map(|p| toks[p].as_str());
@@ -120,6 +123,11 @@ fn clause_en(clause: &str, s: &mut Stance) {
             mode = Mode::Off;
             continue;
         }
+        if w == "from" && lead(CHOOSE_LEAD_EN) {
+            leaving = true;
+            mode = Mode::Reject;
+            continue;
+        }
         let rejects = match w {
             "of" | "than" => lead(REJECT_LEAD_EN),
             "over" => mode == Mode::Choose || !s.chosen.is_empty(),
@@ -130,7 +138,7 @@ fn clause_en(clause: &str, s: &mut Stance) {
             continue;
         }
         let chooses = match w {
-            "to" | "with" => lead(CHOOSE_LEAD_EN),
+            "to" | "with" => lead(CHOOSE_LEAD_EN) || (w == "to" && std::mem::take(&mut leaving)),
             "on" => lead(&["settled", "decided", "standardised", "standardized"]),
             _ => CHOOSE_EN.contains(&w),
         };

@@ -5,6 +5,7 @@
 //! sources, tier loading under a token budget, a final summary record and
 //! an audit event in the local library.
 
+pub mod answer;
 pub mod audit;
 pub mod bm25;
 pub mod build;
@@ -12,9 +13,9 @@ pub mod cache;
 pub mod feedback;
 pub mod formula;
 pub mod index;
+pub mod loading;
 pub mod nearest;
 pub mod passage;
-pub mod promote;
 pub mod proximity;
 pub mod query;
 pub mod rank;
@@ -24,7 +25,6 @@ pub mod side;
 pub mod sources;
 pub mod suggest;
 pub mod table;
-pub mod tiers;
 pub mod vectors;
 pub mod view;
 pub mod walk;
@@ -36,10 +36,10 @@ use crate::error::{Error, Result};
 use crate::out::round4;
 
 use formula::Match;
+use loading::Tier;
 use query::Query;
 use rank::Filters;
 use sources::{Source, SourceError};
-use tiers::Tier;
 
 /// What the user asked for besides the query.
 #[derive(Debug, Clone)]
@@ -288,14 +288,17 @@ fn search_source(
     let cache_path = cache::path_for(&src.lib, local, src.external);
     with_source(open, src, local, opts.verify, |v| {
         let title_body = |d: u32| {
-            let text = tiers::content(&src.lib, v.path(d))?;
+            let text = loading::content(&src.lib, v.path(d))?;
             let body = crate::doc::frontmatter::locate(&text).map_or(text.as_str(), |(_, _, b)| &text[b..]);
             Some((v.meta(d).title.unwrap_or_default(), body.to_string()))
         };
         let doc_text = |d: u32| title_body(d).map(|(t, b)| format!("{t}\n{b}"));
         let cosines = dense.map(|(enc, qv)| {
             let file = cache_path.as_deref().map(|c| vectors::path_for(c, enc)).unwrap_or_default();
-            vectors::dense(&file, v, enc, qv, &title_body).cosine
+            let lap = build::profiler("meaning");
+            let cosines = vectors::dense(&file, v, enc, qv, &title_body).cosine;
+            lap("documents' cosines");
+            cosines
         });
         let tuning = rank::Tuning::current();
         let (direct, matched) =
@@ -397,8 +400,14 @@ pub fn search_with(
     let mut with_findings = Vec::new();
     // The query is encoded once for every source.
     let cache = local.map(|l| l.path(cache::DIR)).or_else(cache::user_cache_dir);
+    let lap = build::profiler("meaning");
     let encoder = opts.model.as_deref().map(|m| open.encoder(m, cache.as_deref())).transpose()?;
-    let qv = encoder.as_deref().map(|e| e.encode_query(&q.text));
+    let qv = encoder.as_deref().map(|e| {
+        lap("model loaded");
+        let v = e.encode_query(&q.text);
+        lap("query encoded");
+        v
+    });
     let dense = encoder.as_deref().zip(qv.as_deref());
     for (i, src) in sources.iter().enumerate() {
         match search_source(open, dense, src, i, local, q, opts, now) {
@@ -456,10 +465,10 @@ pub fn search_with(
     for mut h in hits {
         let lib = &sources[h.order].lib;
         if opts.tier >= Tier::Summary {
-            h.summary = tiers::snippet(lib, &h.path, &h.topic, &matcher);
+            h.summary = loading::snippet(lib, &h.path, &h.topic, &matcher);
         }
         if opts.tier >= Tier::Full {
-            h.content = tiers::content(lib, &h.path);
+            h.content = loading::content(lib, &h.path);
         }
         h.tokens = row_tokens(&h);
         let over = opts.budget.filter(|b| used + h.tokens > *b);
@@ -554,7 +563,7 @@ fn did_you_mean(
                     .map(|(_, n)| {
                         let n = n?;
                         let word = match n.stem {
-                            true => suggest::written(v, &n.word, |d| tiers::content(&src.lib, v.path(d)))?,
+                            true => suggest::written(v, &n.word, |d| loading::content(&src.lib, v.path(d)))?,
                             false => n.word,
                         };
                         Some((n.distance, word))
@@ -602,12 +611,12 @@ fn fit(h: &mut Hit, room: usize) -> bool {
     }
     let mut left = room - row;
     if let Some(sn) = summary {
-        let cut = tiers::clip_tokens(&sn, left);
-        left -= tiers::tokens(&cut);
+        let cut = loading::clip_tokens(&sn, left);
+        left -= loading::tokens(&cut);
         h.summary = (!cut.is_empty()).then_some(cut);
     }
     if let Some(c) = content.filter(|_| left > 1) {
-        let cut = tiers::clip_tokens(&c, left);
+        let cut = loading::clip_tokens(&c, left);
         h.content = (!cut.is_empty()).then_some(cut);
     }
     h.truncated = true;
@@ -625,7 +634,9 @@ fn row_tokens(h: &Hit) -> usize {
         h.doc_type.as_deref().unwrap_or(""),
         h.keywords.join(", ")
     );
-    tiers::tokens(&row) + h.summary.as_deref().map_or(0, tiers::tokens) + h.content.as_deref().map_or(0, tiers::tokens)
+    loading::tokens(&row)
+        + h.summary.as_deref().map_or(0, loading::tokens)
+        + h.content.as_deref().map_or(0, loading::tokens)
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -5,7 +5,7 @@
 //! (a dangerous verdict rolls back to the exact previous bytes), and leaves
 //! a changelog line and a git commit.
 
-pub mod cli;
+pub mod action;
 pub mod guard_scan;
 pub mod list;
 pub mod manage;

@@ -1,6 +1,6 @@
 //! Seed 000's skill promotion pipeline: `.skills/.candidates` (T1) →
 //! `.skills/.drafts` (T2) → `.skills/.active` (T3; T4 is earned by use, see
-//! `kb::maintain::tier_up`). A skill name lives in exactly one stage.
+//! `kb::maintain::raise_trust`). A skill name lives in exactly one stage.
 
 use std::fmt;
 

@@ -1154,15 +1154,14 @@ fn remove_marker(repo: &Repo, name: &str) -> Result<()> {
 /// the skill writer judges them); a skill placed in `.skills/.active/` or
 /// a raised `trust_tier` waits for review (`library::trust`); a rule or
 /// proposal change takes effect only through the local evolve gates
-/// (`guard::evolve::peer`).
+/// (`evolve::peer`).
 fn gate(lib: &Library) -> Result<Box<hold::Gate<'static>>> {
     let (engine, _) = crate::guard::library_engine(lib)?;
     let lib = lib.clone();
     Ok(Box::new(move |c: &admit::Change, ours: Option<&[u8]>, theirs: Option<&[u8]>| -> hold::Judged {
         match c.kind {
             Kind::Rule | Kind::Proposal => {
-                Ok(crate::guard::evolve::peer::judge_rule_change(&lib, &c.path, ours, theirs)?
-                    .map(|why| (Why::Review, why)))
+                Ok(crate::evolve::peer::judge_rule_change(&lib, &c.path, ours, theirs)?.map(|why| (Why::Review, why)))
             }
             Kind::Document | Kind::Skill | Kind::Conflict => {
                 if let Some(bytes) = theirs {

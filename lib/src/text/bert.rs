@@ -56,6 +56,13 @@ pub fn model_dir(flag: Option<&Path>) -> Option<std::path::PathBuf> {
     })
 }
 
+/// The share of unknown tokens above which the model does not read a
+/// text ([`Encoder::reads`]): a quarter. all-MiniLM-L6-v2 knows 11 of
+/// the 38 characters of three Chinese rules, so a Chinese text is mostly
+/// unknown to it; an English word a model lacks (a name in a small
+/// vocabulary) is one unknown token among many.
+pub const UNREAD_SHARE: f64 = 0.25;
+
 /// The fields of `config.json` the forward pass needs.
 #[derive(Deserialize)]
 struct Config {
@@ -418,7 +425,7 @@ impl Encoder {
         if max_tokens < 3 {
             return Err(Error::msg(format!("{}: room for fewer than 3 tokens", dir.display())));
         }
-        let tokenizer = Tokenizer::load(dir)?;
+        let tokenizer = Tokenizer::load(dir, cache)?;
         let (pooling, settings) = pooling(dir)?;
         let prompts_file = dir.join("config_sentence_transformers.json");
         let prompts: Prompts = match fs::read(&prompts_file) {
@@ -558,6 +565,17 @@ impl Encoder {
         ids.extend(self.tokenizer.ids(text).into_iter().take(self.max_tokens - 2));
         ids.push(self.tokenizer.end);
         ids
+    }
+
+    /// Whether the model's vocabulary reads a text: at most a share
+    /// [`UNREAD_SHARE`] of its tokens is the unknown token. An English BERT cuts Chinese
+    /// into unknown tokens, alike for every note, so such a text is better
+    /// left to the words; a multilingual model (e5's 250,002 pieces)
+    /// reads it.
+    pub fn reads(&self, text: &str) -> bool {
+        let ids = self.tokenizer.ids(text);
+        let unknown = ids.iter().filter(|&&id| id == self.tokenizer.unk).count();
+        unknown as f64 <= UNREAD_SHARE * ids.len() as f64
     }
 
     /// A question's unit vector: with the model's query prompt (e5's

@@ -12,10 +12,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::error::{Error, Result};
-use crate::text::embed::{Fold, Vocab};
+use crate::text::embed::{Fold, Table, Vocab};
 
 /// HF tokenizers' penalty under the lowest piece score for an unknown
 /// character in a Unigram model.
@@ -61,14 +62,38 @@ fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 
 impl Tokenizer {
     /// The tokenizer of a model folder: `tokenizer.json` if it is there,
-    /// else `vocab.txt` with `tokenizer_config.json`'s settings.
-    pub(crate) fn load(dir: &Path) -> Result<Tokenizer> {
+    /// else `vocab.txt` with `tokenizer_config.json`'s settings. With a
+    /// cache directory, a WordPiece `tokenizer.json` is read once: its
+    /// table is kept there (`tokenizer-<digest>.bin`, named by the file's
+    /// SHA-256) and mapped by later calls, which then parse no JSON.
+    pub(crate) fn load(dir: &Path, cache: Option<&Path>) -> Result<Tokenizer> {
         let json = dir.join("tokenizer.json");
-        match std::fs::read(&json) {
-            Ok(bytes) => Tokenizer::from_json(&json, bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Tokenizer::from_vocab(dir),
-            Err(e) => Err(Error::io(format!("reading {}", json.display()), e)),
+        let bytes = match std::fs::read(&json) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Tokenizer::from_vocab(dir),
+            Err(e) => return Err(Error::io(format!("reading {}", json.display()), e)),
+        };
+        let Some(cache) = cache else { return Tokenizer::from_json(&json, bytes) };
+        let sha: [u8; 32] = Sha256::digest(&bytes).into();
+        let hex: String = sha[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let file = cache.join(format!("tokenizer-{hex}.bin"));
+        if let Some(t) = cached(&file, &sha, &bytes) {
+            return Ok(t);
         }
+        let t = Tokenizer::from_json(&json, bytes)?;
+        if let Model::WordPiece { vocab, fold } = &t.model {
+            let mut out = Vec::with_capacity(CACHE_HEAD + vocab.bytes().len());
+            out.extend_from_slice(CACHE_MAGIC);
+            out.extend_from_slice(&sha);
+            for id in [t.unk, t.start, t.end] {
+                out.extend_from_slice(&(id as u32).to_le_bytes());
+            }
+            out.extend_from_slice(&[u8::from(fold.lowercase), u8::from(fold.strip_accents), u8::from(fold.chinese), 0]);
+            out.extend_from_slice(vocab.bytes());
+            // Derived: a table that cannot be written costs the next call the parse again.
+            let _ = crate::fs::atomic::write(&file, &out);
+        }
+        Ok(t)
     }
 
     /// `vocab.txt` and the BERT tokenizer's settings in
@@ -170,6 +195,29 @@ impl Tokenizer {
     }
 }
 
+/// The cached WordPiece table's header: magic, the SHA-256 of the
+/// `tokenizer.json` it was read from, the unknown, start and end ids
+/// (u32), the folding (three flags and a zero), 56 bytes.
+const CACHE_MAGIC: &[u8; 8] = b"KBTOKWP1";
+const CACHE_HEAD: usize = 8 + 32 + 12 + 4;
+
+/// The tokenizer of the cached table at `file`, if it is whole and was
+/// read from a `tokenizer.json` of SHA-256 `sha` (`source`, its bytes,
+/// kept for the model's digest).
+fn cached(file: &Path, sha: &[u8; 32], source: &[u8]) -> Option<Tokenizer> {
+    // fs::map maps only files written by atomic::write: this table is one.
+    let m = crate::fs::map::map(file).ok()?;
+    if m.get(..8)? != CACHE_MAGIC || m.get(8..40)? != sha {
+        return None;
+    }
+    let id = |at: usize| Some(u32::from_le_bytes(m.get(at..at + 4)?.try_into().ok()?) as usize);
+    let (unk, start, end) = (id(40)?, id(44)?, id(48)?);
+    let flag = |at: usize| m.get(at).map(|b| *b == 1);
+    let fold = Fold { lowercase: flag(52)?, strip_accents: flag(53)?, chinese: flag(54)? };
+    let vocab = Vocab::from_table(Table::Mapped(m, CACHE_HEAD))?;
+    Some(Tokenizer { model: Model::WordPiece { vocab, fold }, unk, start, end, source: source.to_vec() })
+}
+
 /// A BERT WordPiece model and its normaliser.
 fn wordpiece(file: &Path, t: &Value, model: &Value) -> Result<(Model, usize)> {
     if text(model, "continuing_subword_prefix").is_some_and(|p| p != "##") {
@@ -180,9 +228,7 @@ fn wordpiece(file: &Path, t: &Value, model: &Value) -> Result<(Model, usize)> {
     }
     let map =
         model.get("vocab").and_then(Value::as_object).ok_or_else(|| bad(file, "WordPiece model without vocab"))?;
-    let ids: HashMap<Box<str>, usize> =
-        map.iter().filter_map(|(k, v)| Some((k.as_str().into(), v.as_u64()? as usize))).collect();
-    let vocab = Vocab::from_map(ids);
+    let vocab = Vocab::from_pairs(map.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_u64()? as usize))).collect());
     let n = t.get("normalizer").unwrap_or(&Value::Null);
     let fold = match text(n, "type") {
         Some("BertNormalizer") => {

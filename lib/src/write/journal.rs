@@ -238,14 +238,6 @@ fn append_missing(lib: &Library, offset: u64, events: &[Event]) -> Result<usize>
 /// commands whose stdout has no place for a `recovered` record.
 pub fn note(recovered: Option<Recovered>) {
     if let Some(r) = recovered {
-        eprintln!(
-            "kb: recovered a batch interrupted at {} (pid {}): {} files landed, {} rolled back, {} changelog lines added{}",
-            r.started,
-            r.pid,
-            r.landed.len(),
-            r.rolled_back.len(),
-            r.changelog_added,
-            if r.committed { ", committed" } else { "" }
-        );
+        r.tell("kb", "a batch", "changelog lines");
     }
 }

@@ -27,6 +27,7 @@ use crate::library::entry::{self, Category, Entry, SUFFIX_STATUS};
 use crate::library::git;
 use crate::library::git_state;
 pub mod fields;
+pub mod integrate;
 pub mod journal;
 use crate::library::relations;
 use crate::library::Library;
@@ -350,21 +351,21 @@ type Scanned = std::result::Result<(Request, guard::Report), String>;
 
 /// Finishes every kind of group a killed writer left under the library
 /// lock: a batch (rolled forward or back, see `journal`; returned for the
-/// caller to report) and an integrate run (`guard::evolve::journal`, told
+/// caller to report) and an integrate run (`integrate`, told
 /// on stderr). The one entry point: writers, sync and `kb-lock sweep`
 /// call it first thing under the lock, so each finishes either kind.
 /// (kb-memgate's and kb-lastword's journals live under their own
 /// directories and locks; their writers finish them.)
 pub fn recover(lib: &Library) -> Result<Option<journal::Recovered>> {
     let batch = journal::recover(lib, commit_message)?;
-    crate::guard::evolve::journal::finish_pending(lib)?;
+    integrate::finish_pending(lib)?;
     Ok(batch)
 }
 
 /// Whether a killed writer left a group [`recover`] finishes (only then
 /// does `kb-lock sweep` take the lock).
 pub fn pending(lib: &Library) -> bool {
-    journal::pending(lib) || lib.path(crate::guard::evolve::journal::FILE).exists()
+    journal::pending(lib) || lib.path(integrate::FILE).exists()
 }
 
 /// [`recover`], told on stderr: the hook `kb::derived::rebuild_index`

@@ -15,7 +15,7 @@ pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) ->
     let content = || write::bytes_from_args(f.content.as_deref(), file, opts.max_bytes).map(|(b, _)| b);
     let permissions = Permissions::from_env().narrow(&Permissions::new(f.allow_edit.clone(), !f.no_create));
     let s = skills::Options { commit: opts.commit, lock: opts.lock.clone(), permissions };
-    let flags = skills::cli::Flags {
+    let flags = skills::action::Flags {
         stage: f.stage.clone(),
         old_string: f.old_string.clone(),
         new_string: f.new_string.clone(),
@@ -28,6 +28,6 @@ pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) ->
     };
     let action = a.cmd.trim_start_matches("skill ").to_string();
     let words: Vec<String> = std::iter::once(action).chain(a.positional.iter().cloned()).collect();
-    let recs = skills::cli::run(lib, &words, &flags, f.notebook.as_deref(), content, &s)?;
-    skills::cli::print(out, recs)
+    let recs = skills::action::run(lib, &words, &flags, f.notebook.as_deref(), content, &s)?;
+    skills::action::print(out, recs)
 }

@@ -13,7 +13,7 @@ use crate::library::{self, scan as lib_scan};
 use crate::mcp::args::Args;
 use crate::mcp::rpc::RpcError;
 use crate::report::{listing, status, usage};
-use crate::score::{self, query::Query, rank::Filters, sources, tiers::Tier};
+use crate::score::{self, loading::Tier, query::Query, rank::Filters, sources};
 use crate::write;
 
 pub(super) fn tools() -> Vec<Tool> {

@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::mcp::args::Args;
 use crate::mcp::rpc::RpcError;
 use crate::skills::permissions::{Permissions, ALLOWED_EDIT_SKILLS, ALLOW_CREATE_NEW};
-use crate::skills::{self, cli, list, Stage};
+use crate::skills::{self, action, list, Stage};
 
 pub(super) fn tools() -> Vec<Tool> {
     vec![
@@ -90,7 +90,7 @@ fn manage(cx: &Ctx, map: Map<String, Value>) -> Called {
     if category.is_some() && verb != "create" {
         return Err(RpcError::invalid(format!("skill_manage: 'category' goes with create, not {action}")));
     }
-    let mut flags = cli::Flags { stage: category, replace_all: a.flag("replace_all")?, ..Default::default() };
+    let mut flags = action::Flags { stage: category, replace_all: a.flag("replace_all")?, ..Default::default() };
     let content = match verb {
         "create" | "edit" => Some(need("content")?),
         "write-file" => Some(need("file_content")?),
@@ -111,17 +111,18 @@ fn manage(cx: &Ctx, map: Map<String, Value>) -> Called {
     let opts =
         skills::Options { commit: true, lock: cx.lock_for("skill_manage"), permissions: cx.skills.narrow(&asked) };
     let words = [verb.to_string(), name];
-    let recs = cli::run(&cx.lib, &words, &flags, None, || Ok(content.clone().unwrap_or_default().into_bytes()), &opts);
+    let recs =
+        action::run(&cx.lib, &words, &flags, None, || Ok(content.clone().unwrap_or_default().into_bytes()), &opts);
     run(|| {
         let mut r = Reply::default();
         for rec in recs? {
             match rec {
-                cli::Rec::Record(v) => r.records.push(v),
-                cli::Rec::Error(m, extra) => r.error(&m, extra),
-                cli::Rec::Table(t) => r.push(json!({"record": "text", "text": t})),
-                cli::Rec::LineError(line, m) => r.error(&m, json!({"line": line})),
+                action::Rec::Record(v) => r.records.push(v),
+                action::Rec::Error(m, extra) => r.error(&m, extra),
+                action::Rec::Table(t) => r.push(json!({"record": "text", "text": t})),
+                action::Rec::LineError(line, m) => r.error(&m, json!({"line": line})),
                 // The exit status is the CLI's concern; the records say it all.
-                cli::Rec::Raise(_) => {}
+                action::Rec::Raise(_) => {}
             }
         }
         Ok(r)

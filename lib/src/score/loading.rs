@@ -1,4 +1,5 @@
-//! Seed 000's three-tier loading, to keep token cost down: tier 1 returns
+//! How much of each hit is loaded (seed 000's three-tier loading, `--tier`;
+//! not the trust tiers T1–T4 of `library::trust`), to keep token cost down: tier 1 returns
 //! the index rows of the hits, tier 2 adds a `.summary.md` snippet of each
 //! selected entry, tier 3 adds the full content. `--budget TOKENS` cuts the
 //! snippet and content of the first hit that would exceed the budget to

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use regex_automata::meta;
 use serde_json::{json, Value};
 
-use super::audit::{self, Line};
+use super::audit::Line;
 use super::backtest::Corpus;
 use super::proposal::{self, Backtest, Loaded, Status, Validation};
 use super::select::{self, Item, Selection};
@@ -21,9 +21,9 @@ use crate::clock;
 use crate::error::Result;
 use crate::guard::rules::{self, Rule, CATEGORIES};
 use crate::guard::{pattern, Engine};
-use crate::library::git;
 use crate::library::Library;
 use crate::lock;
+use crate::write::integrate::Group;
 
 /// Largest compiled pattern accepted (bytes of automaton): anything bigger
 /// would slow every scan of every document.
@@ -124,7 +124,7 @@ pub fn validate(lib: &Library, sel: Selection, opts: &Options) -> Result<Vec<Rec
     let (engine, _) = super::engine(lib)?;
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, &opts.lock, || {
-        super::journal::finish_pending(lib)?;
+        crate::write::recover_noted(lib)?;
         let mut items = select::resolve(lib, sel, wanted);
         let mut checked: Vec<(usize, Validation, Option<Rule>)> = Vec::new();
         let mut ids = BTreeSet::new();
@@ -148,8 +148,8 @@ pub fn validate(lib: &Library, sel: Selection, opts: &Options) -> Result<Vec<Rec
         } else {
             Corpus::load(Some(lib), &opts.corpus, &engine)?.run(&rules)?
         };
-        let mut audits = Vec::new();
-        let mut paths = Vec::new();
+        let mut group = Group::default();
+        let mut landed = 0;
         for (i, mut v, rule) in checked {
             let Item::Work(l) = &mut items[i] else { continue };
             v.backtest = rule.and_then(|r| results.get(&r.id).cloned());
@@ -167,15 +167,14 @@ pub fn validate(lib: &Library, sel: Selection, opts: &Options) -> Result<Vec<Rec
                 "fp_rate": v.backtest.as_ref().map(|b| b.fp_rate),
             });
             p.validation = Some(v);
-            proposal::save(lib, l)?;
-            audits.push(Line::new(&ts, "validate", Some(&l.proposal.id), l.proposal.status.as_str(), detail));
-            paths.push(l.path.clone());
+            group.stage(lib, &l.path, &proposal::render(l)?)?;
+            let line = Line::new(&ts, "validate", Some(&l.proposal.id), l.proposal.status.as_str(), detail);
+            group.owe(&line, vec![l.path.clone()])?;
+            landed += 1;
         }
-        audit::append(lib, &audits)?;
-        if opts.commit && !paths.is_empty() {
-            paths.push(audit::FILE.into());
-            git::commit(lib, &paths, &format!("task-ai(library):evolve validate {} proposals", audits.len()))?;
-        }
+        // One journaled group: the proposals, their audit lines and the
+        // commit land together or are finished by the next writer.
+        group.land(lib, opts.commit.then(|| format!("task-ai(library):evolve validate {landed} proposals")))?;
         Ok(items.into_iter().map(into_rec).collect())
     })
 }

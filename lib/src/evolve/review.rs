@@ -15,7 +15,7 @@
 
 use serde_json::json;
 
-use super::audit::{self, Line};
+use super::audit::Line;
 use super::proposal::{self, Components, Proposal, Review, Status};
 use super::select::{self, Item, Selection};
 use super::validate::into_rec;
@@ -23,9 +23,9 @@ use super::Rec;
 use crate::clock;
 use crate::error::Result;
 use crate::guard::rules::Severity;
-use crate::library::git;
 use crate::library::Library;
 use crate::lock;
+use crate::write::integrate::Group;
 
 /// Weight of the examples component.
 pub const W_EXAMPLES: f64 = 0.40;
@@ -129,25 +129,24 @@ pub fn score(p: &Proposal, ts: &str) -> Review {
 pub fn review(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Options) -> Result<Vec<Rec>> {
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, lock_opts, || {
-        super::journal::finish_pending(lib)?;
+        crate::write::recover_noted(lib)?;
         let mut items = select::resolve(lib, sel, &[Status::Validated]);
-        let mut audits = Vec::new();
-        let mut paths = Vec::new();
+        let mut group = Group::default();
+        let mut landed = 0;
         for item in items.iter_mut() {
             let Item::Work(l) = item else { continue };
             let r = score(&l.proposal, &ts);
             l.proposal.status = if r.approved { Status::Approved } else { Status::Rejected };
             let detail = json!({"score": r.score, "reasons": r.reasons});
             l.proposal.review = Some(r);
-            proposal::save(lib, l)?;
-            audits.push(Line::new(&ts, "review", Some(&l.proposal.id), l.proposal.status.as_str(), detail));
-            paths.push(l.path.clone());
+            group.stage(lib, &l.path, &proposal::render(l)?)?;
+            let line = Line::new(&ts, "review", Some(&l.proposal.id), l.proposal.status.as_str(), detail);
+            group.owe(&line, vec![l.path.clone()])?;
+            landed += 1;
         }
-        audit::append(lib, &audits)?;
-        if commit && !paths.is_empty() {
-            paths.push(audit::FILE.into());
-            git::commit(lib, &paths, &format!("task-ai(library):evolve review {} proposals", audits.len()))?;
-        }
+        // One journaled group: the proposals, their audit lines and the
+        // commit land together or are finished by the next writer.
+        group.land(lib, commit.then(|| format!("task-ai(library):evolve review {landed} proposals")))?;
         Ok(items.into_iter().map(into_rec).collect())
     })
 }

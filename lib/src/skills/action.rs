@@ -1,5 +1,8 @@
-//! `kb-append skill ...`: turns the words and flags kb-append parsed into
-//! one skill operation and its records, so the binary stays glue.
+//! One skill action from its words and arguments, and its records: the
+//! one dispatch of the skill actions, shared by kb-append's `skill`
+//! commands (whose typed flags fill [`Flags`]) and kb-mcp's skill tools
+//! (whose JSON arguments do), so both run the same checks in the same
+//! order.
 
 use serde_json::{json, Value};
 
@@ -9,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::library::Library;
 use crate::out::jsonl::Format;
 
-/// The skill flags as typed (kb-append fills them from its own typed flags).
+/// An action's arguments: kb-append's flags or kb-mcp's tool arguments.
 #[derive(Debug, Default, Clone)]
 pub struct Flags {
     /// `--stage`.

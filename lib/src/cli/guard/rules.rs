@@ -1,6 +1,6 @@
 //! `kb-guard rules propose|validate|review|integrate|status`: the words and
-//! flags kb-guard parsed turned into one evolve step, so the binary stays
-//! glue.
+//! flags kb-guard parsed turned into one step of the evolve loop
+//! (`kb::evolve`).
 
 use std::fs::File;
 use std::io::BufReader;
@@ -8,26 +8,14 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::proposal;
-use super::select::Selection;
-use super::{integrate, propose, review, status, validate, Lines, Rec};
+use super::Flags;
 use crate::error::{Context, Error, Result};
+use crate::evolve::proposal;
+use crate::evolve::select::Selection;
+use crate::evolve::{integrate, propose, review, status, validate, Lines, Rec};
 use crate::library::Library;
 use crate::lock;
 use crate::out::jsonl::{self, Format};
-
-/// The evolve flags as typed.
-#[derive(Debug, Default, Clone)]
-pub struct Flags {
-    /// `--corpus DIR` (repeatable).
-    pub corpus: Vec<String>,
-    /// `--scheduled`.
-    pub scheduled: bool,
-    /// `--force`.
-    pub force: bool,
-    /// `--no-commit`.
-    pub no_commit: bool,
-}
 
 fn read_lines(path: Option<&str>) -> Result<Lines> {
     let parse =

@@ -5,7 +5,7 @@ use super::flags::Flags;
 use crate::cli::args::Args;
 use crate::error::Error;
 use crate::out::jsonl::Out;
-use crate::score::{promote, sources};
+use crate::score::{answer, sources};
 use crate::write::{self, Mode, Options};
 use crate::Library;
 
@@ -27,11 +27,11 @@ pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) ->
     for e in &resolved.errors {
         crate::out::warn("kb-append", &format!("warning: source '{}' skipped: {}: {}", e.source, e.path, e.message));
     }
-    promote::check_target(&resolved.sources, path)?;
-    let cites = promote::check_cites(&resolved.sources, &f.cites)?;
+    answer::check_target(&resolved.sources, path)?;
+    let cites = answer::check_cites(&resolved.sources, &f.cites)?;
     let req =
         write::request(lib, path, String::new(), Mode::Overwrite, None, None, opts.max_bytes).map_err(Error::msg)?;
-    if promote::exists(lib, &req.path) {
+    if answer::exists(lib, &req.path) {
         return Err(Error::msg(format!(
             "refused: '{}' exists; a promoted answer is a new page (choose another PATH)",
             req.path
@@ -39,7 +39,7 @@ pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) ->
     }
     let answer = super::write::content_arg(f, opts.max_bytes)?;
     let now = crate::clock::format(crate::clock::now()?);
-    let text = promote::page(&req.path, &answer, &cites, f.question.as_deref(), f.topic.as_deref(), &now)?;
+    let text = answer::page(&req.path, &answer, &cites, f.question.as_deref(), f.topic.as_deref(), &now)?;
     let notebook = f.notebook.clone();
     let risky = f.allow_risky.clone();
     let req =
@@ -48,7 +48,7 @@ pub fn run(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) ->
     let landed = result.outcomes.iter().any(|(_, o)| o.is_ok());
     super::write::report(out, result, false)?;
     if landed {
-        out.record(&promote::Promoted { path: req.path, cites })?;
+        out.record(&answer::Promoted { path: req.path, cites })?;
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Seed 001's `--promote-to-library`: an answer worth keeping is filed
+//! Filing an answer (seed 001's `--promote-to-library`, kb-append's
+//! `promote-answer`): an answer worth keeping is filed
 //! back into the **local** library as a new page whose frontmatter records
 //! its provenance — the library files it cites, each with its source
 //! library and the SHA-256 it had — and lists them under `derived-from`,

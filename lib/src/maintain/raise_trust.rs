@@ -1,4 +1,6 @@
-//! Skill promotion T3 → T4 (seed 000 `--promote-skill`, scheduled step 2):
+//! Raising a skill's trust T3 → T4 by use (seed 000 calls it promotion,
+//! `--promote-skill`, scheduled step 2; here "promote" is kept for moving a
+//! skill between stages, `skills::promote`):
 //! a skill in `.skills/.active/` with trust_tier T3 whose files were
 //! referenced ≥ 3 times with zero REPLAN failures becomes T4.
 

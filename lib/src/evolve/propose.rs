@@ -71,7 +71,7 @@ pub fn propose(lib: &Library, lines: super::Lines, opts: &Options) -> Result<Vec
     let ts = clock::format(now);
     let (engine, _) = super::engine(lib)?;
     lock::with_lock(lib, &opts.lock, || {
-        super::journal::finish_pending(lib)?;
+        crate::write::recover_noted(lib)?;
         let run = |l: Layer| !opts.scheduled || opts.force || due(lib, l, now.as_second());
         let existing: Vec<Loaded> = proposal::all(lib).into_iter().filter_map(|(_, r)| r.ok()).collect();
         let mut next = proposal::next_number(lib);

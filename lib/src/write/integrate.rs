@@ -1,4 +1,7 @@
-//! INTEGRATE's write-ahead journal `.core-rule-proposals/.journal`. One
+//! INTEGRATE's write-ahead journal `.core-rule-proposals/.journal`, the
+//! writer's second journaled group beside the batch (`journal`): the
+//! evolve loop sits above the writer and lands its runs here, so every
+//! writer's [`super::recover`] finishes either kind. One
 //! run of `kb-guard rules integrate` changes several files: the rule files
 //! (an extended rule's own file, the library core file) and each proposal,
 //! marked `integrated`; then it owes the audit lines and one commit. Done
@@ -33,7 +36,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::audit::{self, Line};
 use crate::clock;
 use crate::doc::digest::sha256_hex;
 use crate::error::{Error, Result};
@@ -44,6 +46,9 @@ use crate::library::{git, git_state, Library};
 
 /// The journal, library-relative.
 pub const FILE: &str = ".core-rule-proposals/.journal";
+/// The evolve loop's audit log (`evolve::audit`), library-relative: the
+/// log an integrate run owes lines to.
+pub const AUDIT_LOG: &str = ".core-rule-proposals/.audit.log";
 
 /// The format version written and understood.
 pub const VERSION: u32 = 1;
@@ -101,7 +106,7 @@ fn digest(path: &Path) -> Result<Option<String>> {
     on_disk::digest(path, crate::fs::read::LIMIT, sha256_hex)
 }
 
-fn encode(line: &Line) -> Result<String> {
+fn encode(line: &impl Serialize) -> Result<String> {
     serde_json::to_string(line).map_err(|e| Error::msg(format!("encoding audit line: {e}")))
 }
 
@@ -120,7 +125,7 @@ impl Group {
     }
 
     /// Owes `line`, appended once `files` (library-relative) have landed.
-    pub fn owe(&mut self, line: &Line, files: Vec<String>) -> Result<()> {
+    pub fn owe(&mut self, line: &impl Serialize, files: Vec<String>) -> Result<()> {
         self.audit.push(Owed { line: encode(line)?, files });
         Ok(())
     }
@@ -137,14 +142,14 @@ impl Group {
     pub fn land(self, lib: &Library, message: Option<String>) -> Result<bool> {
         if self.files.is_empty() {
             let lines: String = self.audit.iter().map(|o| format!("{}\n", o.line)).collect();
-            atomic::append_lines(&lib.path(audit::FILE), &lines)?;
+            atomic::append_lines(&lib.path(AUDIT_LOG), &lines)?;
             return Ok(false);
         }
         let journal = Journal {
             version: VERSION,
             pid: std::process::id(),
             started: clock::format(clock::now()?),
-            audit_offset: on_disk::log_end(&lib.path(audit::FILE))?,
+            audit_offset: on_disk::log_end(&lib.path(AUDIT_LOG))?,
             files: self.files.iter().map(|(p, _)| p.clone()).collect(),
             audit: self.audit.clone(),
             message,
@@ -164,15 +169,15 @@ impl Group {
 fn finish(lib: &Library, j: &Journal, landed: &[String]) -> Result<(usize, bool)> {
     let owed: Vec<&str> =
         j.audit.iter().filter(|o| o.files.iter().all(|f| landed.contains(f))).map(|o| o.line.as_str()).collect();
-    let missing = on_disk::missing_lines(&lib.path(audit::FILE), j.audit_offset, &owed)?;
+    let missing = on_disk::missing_lines(&lib.path(AUDIT_LOG), j.audit_offset, &owed)?;
     let added = missing.len();
     let text: String = missing.into_iter().map(|i| format!("{}\n", owed[i])).collect();
-    atomic::append_lines(&lib.path(audit::FILE), &text)?;
+    atomic::append_lines(&lib.path(AUDIT_LOG), &text)?;
     crash::at(Step::EvolveAudit);
     let committed = match &j.message {
         Some(message) if !landed.is_empty() => {
             let mut paths = landed.to_vec();
-            paths.push(audit::FILE.to_string());
+            paths.push(AUDIT_LOG.to_string());
             paths.sort();
             paths.dedup();
             // Stale git state a killed commit left is cleared first.
@@ -246,15 +251,7 @@ pub fn recover(lib: &Library) -> Result<Option<Recovered>> {
 
 /// Tells on stderr that a killed run was finished.
 pub fn note(r: &Recovered) {
-    eprintln!(
-        "kb-guard: recovered an integrate interrupted at {} (pid {}): {} files landed, {} rolled back, {} audit lines added{}",
-        r.started,
-        r.pid,
-        r.landed.len(),
-        r.rolled_back.len(),
-        r.changelog_added,
-        if r.committed { ", committed" } else { "" }
-    );
+    r.tell("kb-guard", "an integrate", "audit lines");
 }
 
 /// Finishes a run a kill left, if any, saying so on stderr: every command

@@ -16,10 +16,8 @@
 
 pub mod audit;
 pub mod backtest;
-pub mod cli;
 pub mod integrate;
 pub mod intel;
-pub mod journal;
 pub mod peer;
 pub mod proposal;
 pub mod propose;

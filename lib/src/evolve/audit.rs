@@ -10,7 +10,7 @@ use crate::fs::atomic;
 use crate::library::Library;
 
 /// The audit log, library-relative.
-pub const FILE: &str = ".core-rule-proposals/.audit.log";
+pub const FILE: &str = crate::write::integrate::AUDIT_LOG;
 
 /// One audit line.
 #[derive(Debug, Clone, Serialize)]

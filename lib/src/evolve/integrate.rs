@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::audit::Line;
-use super::journal::{self, Group};
 use super::proposal::{self, Integrated, Layer, Loaded, Status};
 use super::select::{self, About, Item, Selection};
 use super::validate::into_rec;
@@ -29,6 +28,7 @@ use crate::guard::engine::Engine;
 use crate::guard::rules::{self, Rule};
 use crate::library::Library;
 use crate::lock;
+use crate::write::integrate::Group;
 
 /// The rule file text: a header, then `rules:` without loader-only fields.
 pub fn render(rules: &[Rule], header: &str) -> Result<String> {
@@ -147,7 +147,7 @@ pub fn rule_set_check(
 pub fn integrate(lib: &Library, sel: Selection, commit: bool, lock_opts: &lock::Options) -> Result<Vec<Rec>> {
     let ts = clock::format(clock::now()?);
     lock::with_lock(lib, lock_opts, || {
-        journal::finish_pending(lib)?;
+        crate::write::recover_noted(lib)?;
         let items = select::resolve(lib, sel, &[Status::Approved]);
         let mut out = Vec::new();
         let mut planned = Planned::new();
