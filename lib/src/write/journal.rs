@@ -100,39 +100,65 @@ impl<F: Fn(&[Event]) -> String> on_disk::Kind for Batch<'_, F> {
     }
 
     /// A file that carries its text ([`Replay`]) is rolled forward from
-    /// it: written when it still has its bytes from before the batch. In
-    /// another boot than the batch's, a power cut may have emptied or torn
-    /// a file it renamed in unsynced, so there any bytes but the planned
-    /// ones are replaced. A file without its text (its temps are gone)
-    /// has landed or keeps its old bytes: the roll forward puts nothing.
+    /// it: written only when it still holds its bytes from before the
+    /// batch (or is still absent when it had none), never over anything
+    /// else, which is someone's change made after the kill. In another
+    /// boot than the batch's, a power cut may have emptied or cut short a
+    /// file it renamed in unsynced ([`on_disk::cut_short`]): that file is
+    /// written too. A file without its text (its temps are gone) has
+    /// landed or keeps its old bytes: the roll forward puts nothing.
     fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
         let rebooted = j.boot.as_ref().is_some_and(|b| atomic::boot_id().as_ref() != Some(b));
         j.files
             .iter()
             .map(|f| {
                 let path = self.lib.path(&f.path);
-                let before = match &f.replay {
-                    Some(_) if rebooted => sha256_of(&path)?,
-                    Some(r) => (!r.before.is_empty()).then(|| r.before.clone()),
-                    None => None,
-                };
                 let after = (!f.sha256.is_empty()).then(|| f.sha256.clone());
-                let bytes = f.replay.as_ref().map(|r| r.text.as_bytes());
-                Ok(Change { path, tmp: None, before, after, bytes })
+                let Some(r) = &f.replay else {
+                    return Ok(Change { path, tmp: None, before: None, after, bytes: None, damaged: false });
+                };
+                let text = r.text.as_bytes();
+                let damaged = rebooted && after.is_some() && {
+                    match crate::fs::nofollow::read(&path, crate::fs::read::LIMIT) {
+                        Ok(now) => now != text && on_disk::cut_short(&now, text),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+                    }
+                };
+                let before = (!r.before.is_empty()).then(|| r.before.clone());
+                Ok(Change { path, tmp: None, before, after, bytes: Some(text), damaged })
             })
             .collect()
     }
 
-    /// The files that had landed unsynced are checkpointed first: the
-    /// journal holding their bytes goes once this is done.
+    /// A file kept with bytes that are neither its old nor its planned
+    /// ones was changed after the kill: said on stderr (the `recovered`
+    /// record lists it as rolled back, and its changelog line is
+    /// dropped). The files that had landed unsynced are checkpointed
+    /// first: the journal holding their bytes goes once this is done.
     fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
-        let landed: Vec<PathBuf> = j
-            .files
-            .iter()
-            .zip(fates)
-            .filter(|(f, fate)| f.replay.is_some() && **fate == Fate::Landed)
-            .map(|(f, _)| self.lib.path(&f.path))
-            .collect();
+        let mut landed = Vec::new();
+        for (f, fate) in j.files.iter().zip(fates) {
+            let Some(r) = &f.replay else { continue };
+            let path = self.lib.path(&f.path);
+            match fate {
+                Fate::Kept => {
+                    let now = sha256_of(&path)?.unwrap_or_default();
+                    if now != r.before && now != f.sha256 {
+                        crate::out::warn(
+                            "kb",
+                            &format!(
+                                "{} was changed after the batch started at {} (pid {}) was killed: it keeps \
+                                 those bytes, and the batch's text for it was not written",
+                                f.path, j.started, j.pid
+                            ),
+                        );
+                    }
+                }
+                Fate::Landed => landed.push(path),
+                Fate::Put => {}
+            }
+        }
         atomic::checkpoint(&landed.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         finish(self.lib, j, fates, &self.message)
     }
