@@ -489,21 +489,13 @@ impl Plan {
         let mut kept = Vec::new();
         let replay = self.files.iter().map(|f| f.text.len()).sum::<usize>() <= journal::REPLAY_LIMIT;
         let sync_each = !replay && atomic::sync_each(self.files.len());
-        // Staged in parallel: each file's own create and write.
-        let each: Vec<Result<atomic::Staged>> = self
-            .files
-            .par_iter()
-            .map(|f| {
-                let s = atomic::stage_as(&lib.path(&f.path), f.text.as_bytes(), sync_each, f.mode.clone());
-                if s.is_ok() {
-                    crash::at(Step::WriteTemp);
-                }
-                s
-            })
-            .collect();
-        for (i, (f, s)) in self.files.iter().zip(each).enumerate() {
-            match s {
+        // One by one: staged in parallel, the creates contend for their
+        // directory's lock in the kernel and cost more system time
+        // (bench/RESULTS.md).
+        for (i, f) in self.files.iter().enumerate() {
+            match atomic::stage_as(&lib.path(&f.path), f.text.as_bytes(), sync_each, f.mode.clone()) {
                 Ok(s) => {
+                    crash::at(Step::WriteTemp);
                     staged.push(s);
                     kept.push(i);
                 }
