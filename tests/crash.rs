@@ -109,12 +109,12 @@ fn next_writer(lib: &Lib, round: impl std::fmt::Display) -> Vec<Value> {
     ok_records(lib.cmd("kb-append").args(["write", "notes/after.md", "--content", &format!("# after {round}\n")]))
 }
 
-/// How many files of the crash batch are in place when a crash hits `step`
-/// for the n-th time.
-fn landed_at(step: Step, n: usize, total: usize) -> usize {
+/// How many files of the crash batch are in place once the next writer
+/// recovered a crash at `step`: none before its journal; from the journal
+/// on, which holds every new text, all of them (rolled forward).
+fn landed_at(step: Step, total: usize) -> usize {
     match step {
-        Step::WriteTemp | Step::Journal => 0,
-        Step::Rename => n,
+        Step::WriteTemp => 0,
         _ => total,
     }
 }
@@ -122,7 +122,7 @@ fn landed_at(step: Step, n: usize, total: usize) -> usize {
 #[test]
 fn a_crash_at_every_write_step_is_recovered_by_the_next_writer() {
     let (input, files) = crash_batch();
-    for &step in STEPS.iter().filter(|s| s.pipeline() == "write") {
+    for &step in STEPS.iter().filter(|s| matches!(s.pipeline(), "write" | "batch")) {
         let counts: &[usize] = match step {
             Step::WriteTemp | Step::Rename => &[1, 3, files.len()],
             _ => &[1],
@@ -140,7 +140,7 @@ fn a_crash_at_every_write_step_is_recovered_by_the_next_writer() {
             let recs = next_writer(&lib, &what);
             let recovered: Vec<&Value> = recs.iter().filter(|r| r["record"] == "recovered").collect();
             assert_eq!(recovered.len(), usize::from(journal), "{what}: {recs:?}");
-            let landed = landed_at(step, n, files.len());
+            let landed = landed_at(step, files.len());
             if let Some(r) = recovered.first() {
                 assert_eq!(r["landed"].as_array().unwrap().len(), landed, "{what}: {r}");
                 assert_eq!(r["rolled_back"].as_array().unwrap().len(), files.len() - landed, "{what}: {r}");
@@ -162,11 +162,126 @@ fn kb_lock_sweep_recovers_an_interrupted_batch() {
     crash(&lib, "rename:2", &input);
     let recs = ok_records(lib.cmd("kb-lock").arg("sweep"));
     let r = recs.iter().find(|r| r["record"] == "recovered").expect("recovered record");
-    assert_eq!(r["landed"], json!(["notes/d00.md", "notes/d01.md"]));
+    let all: Vec<&str> = files.iter().map(|(p, _, _)| p.as_str()).collect();
+    assert_eq!(r["landed"], json!(all));
+    assert_eq!(r["rolled_back"], json!([]));
     assert_eq!(r["committed"], json!(true));
-    assert_consistent(&lib, &files, 2, "sweep");
+    assert_consistent(&lib, &files, files.len(), "sweep");
     // Nothing is left to recover.
     assert!(ok_records(lib.cmd("kb-lock").arg("sweep")).is_empty());
+}
+
+/// Kills the crash batch after its renames (before the checkpoint) and
+/// returns the journal it left, read back.
+fn killed_before_the_checkpoint(lib: &Lib, input: &str) -> Value {
+    crash(lib, "renamed:1", input);
+    let j: Value = serde_json::from_str(&lib.read(".journal")).unwrap();
+    assert!(j["files"].as_array().unwrap().iter().all(|f| f["replay"]["text"].is_string()), "{j}");
+    j
+}
+
+/// A power cut between the renames and the checkpoint: files renamed in
+/// unsynced may come back empty, cut short or missing. The journal holds
+/// every new text, so recovery in the next boot writes each file that
+/// lacks its planned bytes, and each gets its one changelog line.
+/// (Simulated: the files damaged as such a cut leaves them, and the
+/// journal's boot made another one.)
+#[test]
+fn after_a_power_cut_before_the_checkpoint_the_journal_replays_every_file() {
+    let (input, files) = crash_batch();
+    let lib = seeded(5);
+    let mut j = killed_before_the_checkpoint(&lib, &input);
+    assert!(j["boot"].is_string(), "{j}");
+    j["boot"] = json!("00000000-0000-0000-0000-000000000000");
+    std::fs::write(lib.path(".journal"), format!("{j}\n")).unwrap();
+    std::fs::write(lib.path(&files[0].0), "").unwrap();
+    std::fs::write(lib.path(&files[1].0), &files[1].2[..10]).unwrap();
+    std::fs::remove_file(lib.path(&files[6].0)).unwrap();
+    let recs = next_writer(&lib, "power cut");
+    let r = recs.iter().find(|r| r["record"] == "recovered").expect("recovered record");
+    assert_eq!(r["rolled_back"], json!([]), "{r}");
+    assert_consistent(&lib, &files, files.len(), "power cut");
+}
+
+/// In the boot the batch ran in, a renamed file is never torn: one that
+/// holds neither its old nor its planned bytes was changed by someone
+/// after the kill, and keeps that change, with no line for the batch's.
+#[test]
+fn in_the_same_boot_a_file_changed_after_the_kill_keeps_the_change() {
+    let (input, files) = crash_batch();
+    let lib = seeded(5);
+    killed_before_the_checkpoint(&lib, &input);
+    let mine = doc("d00", "edited by hand after the kill");
+    std::fs::write(lib.path(&files[0].0), &mine).unwrap();
+    let recs = next_writer(&lib, "hand edit");
+    let r = recs.iter().find(|r| r["record"] == "recovered").expect("recovered record");
+    assert_eq!(r["rolled_back"], json!([files[0].0]), "{r}");
+    assert_eq!(lib.read(&files[0].0), mine);
+    let ev = events(&lib);
+    assert!(!ev[&files[0].0].contains(&sha256(files[0].2.as_bytes())), "a line for bytes that are not there");
+    for (path, _, new) in &files[1..] {
+        assert_eq!(&lib.read(path), new, "{path}");
+    }
+}
+
+/// A person edits a file of a killed batch before anyone recovers it, at
+/// every step from the journal on, in the batch's boot and after a
+/// reboot (a power cut): `kb-lock sweep` writes no journal text over the
+/// edit. The file keeps the person's bytes, is reported (rolled back,
+/// named on stderr) and gets no line for the batch's text; a file a power
+/// cut left empty is still written from the journal, and no file is torn.
+#[test]
+fn a_hand_edit_after_the_kill_survives_recovery_at_every_step() {
+    let (input, files) = crash_batch();
+    let steps = STEPS.iter().filter(|s| matches!(s.pipeline(), "write" | "batch") && **s != Step::WriteTemp);
+    for &step in steps {
+        let counts: &[usize] = if step == Step::Rename { &[1, 3] } else { &[1] };
+        for (&n, rebooted) in counts.iter().flat_map(|n| [(n, false), (n, true)]) {
+            let what = format!("{}:{n}{}", step.name(), if rebooted { " then a reboot" } else { "" });
+            let lib = seeded(5);
+            crash(&lib, &format!("{}:{n}", step.name()), &input);
+            let (edited, last) = (&files[1].0, &files[6]);
+            let mine = doc("d01", "edited by hand after the kill");
+            std::fs::write(lib.path(edited), &mine).unwrap();
+            let emptied = rebooted && lib.path(&last.0).exists();
+            if rebooted {
+                let mut j: Value = serde_json::from_str(&lib.read(".journal")).unwrap();
+                j["boot"] = json!("00000000-0000-0000-0000-000000000000");
+                std::fs::write(lib.path(".journal"), format!("{j}\n")).unwrap();
+                if emptied {
+                    std::fs::write(lib.path(&last.0), "").unwrap();
+                }
+            }
+            let out = lib.cmd("kb-lock").arg("sweep").assert().success().get_output().clone();
+            let r = records(&out.stdout).into_iter().find(|r| r["record"] == "recovered").expect("recovered record");
+            assert_eq!(lib.read(edited), mine, "{what}: the hand edit was overwritten");
+            assert!(r["rolled_back"].as_array().unwrap().contains(&json!(edited)), "{what}: {r}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(&format!("{edited} was changed")), "{what}: not reported: {stderr}");
+            let ev = events(&lib);
+            for (path, old, new) in &files {
+                let now = std::fs::read_to_string(lib.path(path)).unwrap_or_default();
+                let logged = ev.get(path).is_some_and(|v| v.contains(&sha256(new.as_bytes())));
+                if path == edited {
+                    // The killed batch's own line, when it was appended
+                    // before the kill, stays: its text did land first.
+                    let appended = !matches!(step, Step::Journal | Step::Rename | Step::Renamed);
+                    assert_eq!(logged, appended, "{what}: {path}: a line for the batch's text");
+                } else {
+                    assert!(now == *old || now == *new, "{what}: {path} is torn: {now:?}");
+                    assert_eq!(logged, now == *new, "{what}: {path}: changelog line present = {logged}");
+                }
+            }
+            if emptied {
+                assert_eq!(lib.read(&last.0), last.2, "{what}: the emptied file was not written from the journal");
+            }
+            assert_matches_rebuild(&lib);
+            assert!(!lib.path(".journal").exists(), "{what}: journal left");
+            // The person's edit is theirs to commit; everything else is committed.
+            let status = lib.git(&["status", "--porcelain", "--untracked-files=all"]);
+            assert!(status.lines().all(|l| l.ends_with(edited.as_str())), "{what}: uncommitted: {status}");
+        }
+    }
 }
 
 #[test]

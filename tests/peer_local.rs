@@ -151,6 +151,28 @@ fn a_journal_temp_that_is_not_a_writers_temp_is_not_deleted() {
     s.refused("other/.x.md.tmp.1.2.3");
 }
 
+/// A batch's journal carries its files' new texts, which recovery
+/// writes: a text that does not hash to its file's planned digest is never
+/// written, and a journal holding more text than a writer journals is
+/// refused before anything is read from it.
+#[test]
+fn a_journal_text_is_written_only_with_its_digest_and_within_its_bound() {
+    let s = Scene::new();
+    let replay = |text: &str, sha: String| {
+        json!([{"path": "notes/replayed.md", "tmp": "", "sha256": sha,
+        "replay": {"before": "", "text": text}}])
+    };
+    s.plant(replay("# Evil\n", sha256(b"# Other\n")), json!([]));
+    s.lib.cmd("kb-lock").arg("sweep").assert().success();
+    assert!(!s.lib.path("notes/replayed.md").exists(), "a text with another digest was written");
+    assert!(!s.lib.path(".journal").exists());
+    s.unharmed();
+    let big = "x".repeat((16 << 20) + 1);
+    s.plant(replay(&big, sha256(big.as_bytes())), json!([]));
+    s.refused("replay");
+    assert!(!s.lib.path("notes/replayed.md").exists());
+}
+
 /// A journal path through a symlinked directory inside the library: the
 /// temp-shaped file the link leads to is outside and stays.
 #[test]

@@ -4,6 +4,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,6 +46,13 @@ impl Staged {
 /// directory, copying an existing target's mode), fsynced when `sync`
 /// (else [`barrier`] makes it durable).
 pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
+    stage_as(path, bytes, sync, fs::metadata(path).ok().map(|m| m.permissions()))
+}
+
+/// [`stage`] for a caller that already read the target's permissions
+/// (`mode`; `None`: there is no target): a batch looked at each of its
+/// files once already, and a stat less per file counts in thousands.
+pub fn stage_as(path: &Path, bytes: &[u8], sync: bool, mode: Option<fs::Permissions>) -> Result<Staged> {
     let dir = path.parent().ok_or_else(|| Error::msg(format!("{} has no parent directory", path.display())))?;
     let tmp = temp_path(path);
     let create = || OpenOptions::new().write(true).create_new(true).open(&tmp);
@@ -59,8 +67,8 @@ pub fn stage(path: &Path, bytes: &[u8], sync: bool) -> Result<Staged> {
     };
     let result = (|| {
         let mut f = file.ctx(|| format!("creating {}", tmp.display()))?;
-        if let Ok(meta) = fs::metadata(path) {
-            f.set_permissions(meta.permissions()).ctx(|| format!("setting mode of {}", tmp.display()))?;
+        if let Some(mode) = mode {
+            f.set_permissions(mode).ctx(|| format!("setting mode of {}", tmp.display()))?;
         }
         f.write_all(bytes).ctx(|| format!("writing {}", tmp.display()))?;
         if sync {
@@ -117,24 +125,74 @@ fn in_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) -> Res
 /// Renames synced staged files into place in order (calling `each` after
 /// every rename), then fsyncs each parent directory once (in parallel).
 /// Each target has its old or its new bytes at every instant.
-pub fn put_in_place(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
+pub fn put_in_place(staged: &[Staged], each: impl FnMut()) -> Result<()> {
+    rename_in(staged, each)?;
+    sync_parents(staged.iter().map(|s| s.target.as_path()))
+}
+
+/// Renames staged files into place in order (calling `each` after every
+/// rename), with no fsync: for a group whose journal holds its bytes, so
+/// that a power cut before [`checkpoint`] is undone by replaying it. Each
+/// target has its old or its new bytes at every instant a process sees.
+pub fn rename_in(staged: &[Staged], mut each: impl FnMut()) -> Result<()> {
     for s in staged {
         rename_onto(&s.tmp, &s.target, false).ctx(|| format!("replacing {}", s.target.display()))?;
         each();
     }
-    sync_parents(staged.iter().map(|s| s.target.as_path()))
+    Ok(())
+}
+
+/// Makes files renamed in by [`rename_in`] durable, bytes and names.
+/// Until it returns, the journal that holds their bytes must stay. A few
+/// files are each fdatasynced and each parent directory fsynced once,
+/// [`SYNC_THREADS`] at a time; a larger group gets one `syncfs` per file
+/// system it is on, which writes every dirty block there in one pass: on
+/// the shared machine, 1,637 files of a 2,000-request batch took 0.4-1.1 s
+/// fsynced one by one (as the barrier before the journal did) and about
+/// as long as no sync at all with `syncfs` (it also waits for other
+/// processes' dirty data there, so a small group is not worth it).
+pub fn checkpoint(files: &[&Path]) -> Result<()> {
+    if files.len() < SYNCFS_FROM {
+        in_parallel(files, |p| File::open(p).and_then(|f| f.sync_data()).ctx(|| format!("syncing {}", p.display())))?;
+        return sync_parents(files.iter().copied());
+    }
+    let mut devices = Vec::new();
+    for dir in parents(files.iter().copied()) {
+        let d = File::open(dir).ctx(|| format!("opening {}", dir.display()))?;
+        let dev = d.metadata().ctx(|| format!("reading {}", dir.display()))?.dev();
+        if !devices.contains(&dev) {
+            devices.push(dev);
+            rustix::fs::syncfs(&d).map_err(std::io::Error::from).ctx(|| format!("syncing {}", dir.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// From how many files [`checkpoint`] syncs their file system at once.
+const SYNCFS_FROM: usize = 64;
+
+/// This boot's identity (Linux's random `boot_id`), `None` where there is
+/// none: a journal records it, so recovery knows when a power cut or a
+/// reboot came between the journal and its checkpoint.
+pub fn boot_id() -> Option<String> {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// Fsyncs the parent directory of each of `files` once (in parallel),
 /// after a group of renames or removals in them.
 pub fn sync_parents<'a>(files: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    in_parallel(&parents(files), |d| sync_dir(d))
+}
+
+/// The parent directories of `files`, each once, in order.
+fn parents<'a>(files: impl IntoIterator<Item = &'a Path>) -> Vec<&'a Path> {
     let mut dirs: Vec<&Path> = Vec::new();
     for d in files.into_iter().filter_map(Path::parent) {
         if !dirs.contains(&d) {
             dirs.push(d);
         }
     }
-    in_parallel(&dirs, |d| sync_dir(d))
+    dirs
 }
 
 /// Removes from `dir` the temp files of ours ([`temp_owner`]) whose

@@ -33,6 +33,9 @@ pub enum Step {
     GitAdd,
     /// The commit was made; the journal is still there.
     Committed,
+    /// A batch's files, renamed in unsynced, were made durable; the
+    /// journal holding their bytes is still there.
+    Checkpoint,
     /// Compaction appended one archive file.
     CompactArchive,
     /// Compaction rewrote `.changelog`; `.last-compact` and the commit are to come.
@@ -101,6 +104,7 @@ pub const STEPS: &[Step] = &[
     Step::Relations,
     Step::GitAdd,
     Step::Committed,
+    Step::Checkpoint,
     Step::CompactArchive,
     Step::CompactLog,
     Step::SyncFetched,
@@ -141,6 +145,7 @@ impl Step {
             Step::Relations => "relations",
             Step::GitAdd => "git-add",
             Step::Committed => "committed",
+            Step::Checkpoint => "checkpoint",
             Step::CompactArchive => "compact-archive",
             Step::CompactLog => "compact-log",
             Step::SyncFetched => "sync-fetched",
@@ -169,11 +174,13 @@ impl Step {
         }
     }
 
-    /// The pipeline a step belongs to: `write`, `compact`, `sync`, `fleet`
+    /// The pipeline a step belongs to: `write`, `batch` (the steps only a
+    /// batch of documents reaches, not a skill's change), `compact`, `sync`, `fleet`
     /// (steps a two-clone sync never reaches: an identity renewal),
     /// `lastword`, `memgate` or `evolve`.
     pub fn pipeline(self) -> &'static str {
         match self {
+            Step::Checkpoint => "batch",
             Step::CompactArchive | Step::CompactLog => "compact",
             Step::SyncFetched | Step::SyncMerging | Step::SyncMerged | Step::SyncSealed | Step::SyncPushed => "sync",
             Step::SyncRenewed => "fleet",

@@ -183,6 +183,18 @@ pub struct Change<'a> {
     pub after: Option<String>,
     /// Its planned bytes, when journaled.
     pub bytes: Option<&'a [u8]>,
+    /// The target holds what a power cut leaves of this change's own
+    /// unsynced rename ([`cut_short`]): it is put from `bytes` even after
+    /// a foreign change stopped the roll forward, so no file stays torn.
+    pub damaged: bool,
+}
+
+/// Whether `now` is what a power cut can leave of a file renamed in
+/// unsynced with the bytes `planned`: empty, cut short, or with blocks
+/// that never reached the disk read back as zeros. Any other bytes are
+/// someone's (a person's edit made after the kill) and are kept.
+pub fn cut_short(now: &[u8], planned: &[u8]) -> bool {
+    now.len() <= planned.len() && now.iter().zip(planned).all(|(a, b)| a == b || *a == 0)
 }
 
 /// Rolls a group forward (the [`RollForward`] rule) and returns each
@@ -203,7 +215,10 @@ pub fn roll_forward(changes: &[Change], limit: u64, hash: fn(&[u8]) -> String) -
                 Some(t) => c.after.is_some() && digest(t, limit, hash)? == c.after,
                 None => c.after.is_none(),
             };
-        let fate = roll.next(&now, &c.before, &c.after, ready);
+        let fate = match bytes {
+            Some(_) if c.damaged && now != c.after => Fate::Put,
+            _ => roll.next(&now, &c.before, &c.after, ready),
+        };
         if fate == Fate::Put {
             match bytes {
                 Some(b) => atomic::write(&c.path, b)?,
@@ -467,36 +482,47 @@ mod tests {
             p
         };
         let h = |b: &str| Some(hash(b.as_bytes()));
+        let change = |name: &str, now: &str, after: Option<String>, bytes: Option<&'static [u8]>| Change {
+            path: file(name, Some(now)),
+            tmp: None,
+            before: h("old"),
+            after,
+            bytes,
+            damaged: false,
+        };
         let changes = [
-            Change { path: file("landed", Some("new")), tmp: None, before: h("old"), after: h("new"), bytes: None },
-            Change { path: file("gone", Some("old")), tmp: None, before: h("old"), after: None, bytes: None },
-            Change {
-                path: file("put", Some("old")),
-                tmp: None,
-                before: h("old"),
-                after: h("new"),
-                bytes: Some(b"new"),
-            },
-            Change { path: file("edited", Some("mine")), tmp: None, before: h("old"), after: h("new"), bytes: None },
-            Change {
-                path: file("after", Some("old")),
-                tmp: None,
-                before: h("old"),
-                after: h("new"),
-                bytes: Some(b"new"),
-            },
+            change("landed", "new", h("new"), None),
+            change("gone", "old", None, None),
+            change("put", "old", h("new"), Some(b"new")),
+            change("edited", "mine", h("new"), None),
+            change("after", "old", h("new"), Some(b"new")),
+            // What a power cut left of its rename is written even so.
+            Change { damaged: true, ..change("torn", "", h("new"), Some(b"new")) },
         ];
         let fates = roll_forward(&changes, u64::MAX, hash).unwrap();
-        assert_eq!(fates, [Fate::Landed, Fate::Put, Fate::Put, Fate::Kept, Fate::Kept]);
+        assert_eq!(fates, [Fate::Landed, Fate::Put, Fate::Put, Fate::Kept, Fate::Kept, Fate::Put]);
         let read = |n: &str| std::fs::read_to_string(dir.join(n)).ok();
         assert_eq!(
-            ["landed", "gone", "put", "edited", "after"].map(read),
-            [Some("new".into()), None, Some("new".into()), Some("mine".into()), Some("old".into())]
+            ["landed", "gone", "put", "edited", "after", "torn"].map(read),
+            [Some("new".into()), None, Some("new".into()), Some("mine".into()), Some("old".into()), Some("new".into())]
         );
         // Run again (a kill during recovery): nothing more changes.
         let again = roll_forward(&changes, u64::MAX, hash).unwrap();
-        assert_eq!(again, [Fate::Landed, Fate::Landed, Fate::Landed, Fate::Kept, Fate::Kept]);
+        assert_eq!(again, [Fate::Landed, Fate::Landed, Fate::Landed, Fate::Kept, Fate::Kept, Fate::Landed]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What a power cut leaves of a rename is empty, a prefix, or the
+    /// planned bytes with zeroed blocks; a person's edit is none of these.
+    #[test]
+    fn only_an_empty_short_or_zeroed_file_is_cut_short() {
+        let planned = b"# new text\n";
+        for now in [&b""[..], b"# new", b"# ne\0\0text\n", b"\0\0\0"] {
+            assert!(cut_short(now, planned), "{now:?}");
+        }
+        for now in [&b"# old text\n"[..], b"# new text\nmore", b"# edited"] {
+            assert!(!cut_short(now, planned), "{now:?}");
+        }
     }
 
     /// Owed lines count as a multiset after the offset; a torn tail is no line.

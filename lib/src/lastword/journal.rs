@@ -190,6 +190,7 @@ impl journal::Kind for Apply<'_> {
                 before: f.before.clone(),
                 after: f.after.clone(),
                 bytes: None,
+                damaged: false,
             })
             .collect())
     }

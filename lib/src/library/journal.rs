@@ -49,6 +49,38 @@ pub struct Journal {
     /// from (`kb-relate lifecycle --write` setting frontmatter fields).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The boot the batch ran in (`fs::atomic::boot_id`), when its files
+    /// carry a [`Replay`]: recovery in another boot knows a power cut may
+    /// have emptied or torn a file renamed before it, and replays it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+}
+
+/// The most text bytes one journal replays ([`Replay`]): a batch whose
+/// new texts are larger syncs each staged file instead (the journal is
+/// read whole by recovery, so what it holds stays bounded); a journal
+/// holding more is refused.
+pub const REPLAY_LIMIT: usize = 16 << 20;
+
+/// A planned file's new text and its digest before the batch, carried in
+/// the journal so that the journal alone is the batch's commit point: its
+/// temps are renamed in without an fsync each, and recovery writes any
+/// file that does not hold its planned bytes from here (rolled forward),
+/// never trusting a renamed file a power cut may have left empty.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Replay {
+    /// SHA-256 of the file before the batch; empty when it did not exist.
+    pub before: String,
+    /// The new text (its SHA-256 is the file's `sha256`, checked before use).
+    pub text: String,
+}
+
+impl Journal {
+    /// Whether its files carry their texts ([`Replay`]): then they were
+    /// renamed in unsynced and are checkpointed before the journal ends.
+    pub fn replays(&self) -> bool {
+        self.files.iter().any(|f| f.replay.is_some())
+    }
 }
 
 /// A directory a batch is about to rename. Recovery finishes it: every
@@ -75,6 +107,10 @@ pub struct Planned {
     /// SHA-256 of the final bytes; empty for a removal (landed when the
     /// file is gone).
     pub sha256: String,
+    /// Its text, for recovery to write (a batch's files within
+    /// [`REPLAY_LIMIT`]); absent otherwise: its temp was synced instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Replay>,
 }
 
 /// The length of `.changelog` up to its last newline: where this batch's
@@ -133,6 +169,11 @@ pub fn read(lib: &Library) -> Result<Option<Journal>> {
 ///   that skill (see [`aside_of`]).
 pub fn check(lib: &Library, j: &Journal) -> Result<()> {
     let journal = lib.path(FILE);
+    let replayed: usize = j.files.iter().filter_map(|f| f.replay.as_ref()).map(|r| r.text.len()).sum();
+    if replayed > REPLAY_LIMIT {
+        let why = format!("holds {replayed} bytes of text to replay, over the {REPLAY_LIMIT} a writer journals");
+        return Err(on_disk::refused(&journal, "files[].replay", "", &why));
+    }
     let inside = |field: &str, rel: &str| {
         on_disk::inside(&lib.dir, rel).map_err(|why| on_disk::refused(&journal, field, rel, &why))
     };
@@ -208,6 +249,7 @@ pub fn new(lib: &Library, commit: bool) -> Result<Journal> {
         events: Vec::new(),
         moves: Vec::new(),
         message: None,
+        boot: None,
     })
 }
 
@@ -246,7 +288,8 @@ pub fn set_field(
         j.message = Some(message.to_string());
         for ((path, new), s) in planned.iter().zip(&staged) {
             let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().replace('\\', "/");
-            j.files.push(Planned { path: path.clone(), tmp, sha256: digest::sha256_hex(new.as_bytes()) });
+            let sha256 = digest::sha256_hex(new.as_bytes());
+            j.files.push(Planned { path: path.clone(), tmp, sha256, replay: None });
         }
         begin(lib, &j)
     })();

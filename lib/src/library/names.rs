@@ -224,6 +224,11 @@ fn device(name: &str) -> Option<&'static str> {
 /// HFS+ ignores dropped, lower case, trailing dots and spaces cut (NTFS).
 pub fn fold(name: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
+    // ASCII has no invisible character and is its own NFKC form: a batch
+    // folds every part of thousands of such paths.
+    if name.is_ascii() {
+        return name.to_ascii_lowercase().trim_end_matches(['.', ' ']).to_string();
+    }
     let kept: String = name.chars().filter(|c| !invisible(*c)).nfkc().collect();
     kept.to_lowercase().trim_end_matches(['.', ' ']).to_string()
 }
@@ -362,5 +367,6 @@ mod tests {
         assert_eq!(fold("cafe\u{301}"), "caf\u{e9}");
         assert_eq!(fold("\u{ff23}\u{ff2f}\u{ff2e}"), "con");
         assert_eq!(fold(".g\u{200c}it "), ".git");
+        assert_eq!(fold("Team-Notes/Log.MD. "), "team-notes/log.md");
     }
 }

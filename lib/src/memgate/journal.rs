@@ -319,7 +319,7 @@ impl journal::Kind for Apply<'_> {
         for f in &j.files {
             let tmp = f.tmp.as_deref().map(|t| abs(self.0, t)).transpose()?;
             let (before, after) = (f.before.clone(), f.after.clone());
-            changes.push(Change { path: abs(self.0, &f.path)?, tmp, before, after, bytes: None });
+            changes.push(Change { path: abs(self.0, &f.path)?, tmp, before, after, bytes: None, damaged: false });
         }
         Ok(changes)
     }

@@ -284,6 +284,7 @@ pub fn run(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
             path: change.rel.clone(),
             tmp: staged.as_ref().map(|s| rel_to(lib, &s.tmp)).unwrap_or_default(),
             sha256: sha.clone().unwrap_or_default(),
+            replay: None,
         });
         j.events.push(event.clone());
         if let Err(e) = write::journal::begin(lib, &j) {
@@ -538,7 +539,7 @@ fn delete(lib: &Library, req: &Request, opts: &Options) -> Result<Outcome> {
     let mut j = write::journal::new(lib, opts.commit)?;
     for (i, f) in files.iter().enumerate() {
         let tmp = if i == 0 { aside_rel.clone() } else { String::new() };
-        j.files.push(write::journal::Planned { path: f.clone(), tmp, sha256: String::new() });
+        j.files.push(write::journal::Planned { path: f.clone(), tmp, sha256: String::new(), replay: None });
     }
     j.events.push(event.clone());
     write::journal::begin(lib, &j)?;

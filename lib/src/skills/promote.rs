@@ -117,11 +117,17 @@ pub fn promote(
                     digest::sha256_hex(&fs::read(lib.path(&p)).map_err(|e| Error::io(format!("reading {p}"), e))?)
                 };
                 let tmp = if f == "SKILL.md" { staged_rel.clone().unwrap_or_default() } else { String::new() };
-                j.files.push(write::journal::Planned { path: format!("{new_dir}/{f}"), tmp, sha256: sha });
+                j.files.push(write::journal::Planned {
+                    path: format!("{new_dir}/{f}"),
+                    tmp,
+                    sha256: sha,
+                    replay: None,
+                });
                 j.files.push(write::journal::Planned {
                     path: format!("{old_dir}/{f}"),
                     tmp: String::new(),
                     sha256: String::new(),
+                    replay: None,
                 });
             }
             j.events.push(event.clone());

@@ -237,6 +237,7 @@ impl on_disk::Kind for Integrate<'_> {
                 before: f.before.clone(),
                 after: Some(f.after.clone()),
                 bytes: Some(f.text.as_bytes()),
+                damaged: false,
             })
             .collect())
     }

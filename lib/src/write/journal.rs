@@ -31,7 +31,8 @@ use crate::library::Library;
 // (a rebuild's mark clearing writes one too); recovery lives here.
 pub use crate::fs::journal::Recovered;
 pub use crate::library::journal::{
-    begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, FILE, VERSION,
+    begin, changelog_offset, end, new, pending, read, set_field, Journal, Move, Planned, Replay, FILE, REPLAY_LIMIT,
+    VERSION,
 };
 
 /// The SHA-256 of a file's bytes, `None` when it does not exist.
@@ -98,22 +99,67 @@ impl<F: Fn(&[Event]) -> String> on_disk::Kind for Batch<'_, F> {
         Ok(())
     }
 
-    /// A batch's journal has no digest before and its temps are gone: the
-    /// roll forward puts nothing, a file is landed or keeps its old bytes.
+    /// A file that carries its text ([`Replay`]) is rolled forward from
+    /// it: written only when it still holds its bytes from before the
+    /// batch (or is still absent when it had none), never over anything
+    /// else, which is someone's change made after the kill. In another
+    /// boot than the batch's, a power cut may have emptied or cut short a
+    /// file it renamed in unsynced ([`on_disk::cut_short`]): that file is
+    /// written too. A file without its text (its temps are gone) has
+    /// landed or keeps its old bytes: the roll forward puts nothing.
     fn changes<'a>(&self, j: &'a Journal) -> Result<Vec<Change<'a>>> {
-        Ok(j.files
+        let rebooted = j.boot.as_ref().is_some_and(|b| atomic::boot_id().as_ref() != Some(b));
+        j.files
             .iter()
-            .map(|f| Change {
-                path: self.lib.path(&f.path),
-                tmp: None,
-                before: None,
-                after: (!f.sha256.is_empty()).then(|| f.sha256.clone()),
-                bytes: None,
+            .map(|f| {
+                let path = self.lib.path(&f.path);
+                let after = (!f.sha256.is_empty()).then(|| f.sha256.clone());
+                let Some(r) = &f.replay else {
+                    return Ok(Change { path, tmp: None, before: None, after, bytes: None, damaged: false });
+                };
+                let text = r.text.as_bytes();
+                let damaged = rebooted && after.is_some() && {
+                    match crate::fs::nofollow::read(&path, crate::fs::read::LIMIT) {
+                        Ok(now) => now != text && on_disk::cut_short(&now, text),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+                    }
+                };
+                let before = (!r.before.is_empty()).then(|| r.before.clone());
+                Ok(Change { path, tmp: None, before, after, bytes: Some(text), damaged })
             })
-            .collect())
+            .collect()
     }
 
+    /// A file kept with bytes that are neither its old nor its planned
+    /// ones was changed after the kill: said on stderr (the `recovered`
+    /// record lists it as rolled back, and its changelog line is
+    /// dropped). The files that had landed unsynced are checkpointed
+    /// first: the journal holding their bytes goes once this is done.
     fn finish(&mut self, j: &Journal, fates: &[Fate]) -> Result<Recovered> {
+        let mut landed = Vec::new();
+        for (f, fate) in j.files.iter().zip(fates) {
+            let Some(r) = &f.replay else { continue };
+            let path = self.lib.path(&f.path);
+            match fate {
+                Fate::Kept => {
+                    let now = sha256_of(&path)?.unwrap_or_default();
+                    if now != r.before && now != f.sha256 {
+                        crate::out::warn(
+                            "kb",
+                            &format!(
+                                "{} was changed after the batch started at {} (pid {}) was killed: it keeps \
+                                 those bytes, and the batch's text for it was not written",
+                                f.path, j.started, j.pid
+                            ),
+                        );
+                    }
+                }
+                Fate::Landed => landed.push(path),
+                Fate::Put => {}
+            }
+        }
+        atomic::checkpoint(&landed.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
         finish(self.lib, j, fates, &self.message)
     }
 }

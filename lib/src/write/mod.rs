@@ -124,6 +124,35 @@ pub struct BatchResult {
 /// its own, and the `verdict` kb-guard filter adds on its way here.
 pub const REQUEST_KEYS: &[&str] = &["path", "content", "mode", "notebook", "allow_risky", "verdict"];
 
+/// One line of a batch's input: its number, and its object or why it is none.
+pub type InputLine = (usize, std::result::Result<Map<String, Value>, crate::out::jsonl::LineError>);
+
+/// A batch's input lines ([`InputLine`]) as
+/// requests, in input order: each checked on its own ([`parse_request`]:
+/// its path's parts looked at, its name folded), so all at once.
+pub fn parse_requests(
+    lib: &Library,
+    lines: Vec<InputLine>,
+    max_bytes: usize,
+) -> Vec<(usize, std::result::Result<Request, String>)> {
+    lines
+        .into_par_iter()
+        .map(|(line, obj)| {
+            let req = match obj {
+                // An upstream refusal (kb-guard filter's error record) stays a
+                // refusal, with its own message.
+                Ok(obj) if obj.get("record").and_then(|r| r.as_str()) == Some("error") => {
+                    let msg = obj.get("message").and_then(|m| m.as_str()).unwrap_or("refused upstream");
+                    Err(format!("refused: {msg}"))
+                }
+                Ok(obj) => parse_request(lib, &obj, max_bytes),
+                Err(e) => Err(e.message),
+            };
+            (line, req)
+        })
+        .collect()
+}
+
 /// Turns a JSONL request object into a request, or says what is wrong.
 /// An unknown key is refused, not ignored: `"mdoe": "append"` would
 /// otherwise overwrite the file it meant to append to.
@@ -180,15 +209,22 @@ impl BatchNames {
         path.match_indices('/').map(|(i, _)| &path[..i]).chain(std::iter::once(path))
     }
 
-    /// The earlier name `path` (or one of its directories) is a twin of.
-    fn twin(&self, path: &str) -> Option<String> {
-        Self::prefixes(path)
-            .find_map(|p| self.0.get(&crate::library::names::fold(p)).filter(|seen| *seen != p).cloned())
+    /// Each of `path`'s names (it and its directories) with its fold, as
+    /// [`Self::twin`] and [`Self::add`] look them up: folded before, for
+    /// every request at once.
+    fn keys(path: &str) -> Vec<(String, String)> {
+        Self::prefixes(path).map(|p| (p.to_string(), crate::library::names::fold(p))).collect()
     }
 
-    fn add(&mut self, path: &str) {
-        for p in Self::prefixes(path) {
-            self.0.entry(crate::library::names::fold(p)).or_insert_with(|| p.to_string());
+    /// The earlier name a path (or one of its directories) is a twin of,
+    /// given its [`Self::keys`].
+    fn twin(&self, keys: &[(String, String)]) -> Option<String> {
+        keys.iter().find_map(|(p, folded)| self.0.get(folded).filter(|seen| *seen != p).cloned())
+    }
+
+    fn add(&mut self, keys: &[(String, String)]) {
+        for (p, folded) in keys {
+            self.0.entry(folded.clone()).or_insert_with(|| p.clone());
         }
     }
 }
@@ -287,6 +323,8 @@ pub fn batch(
             )
         })
         .collect();
+    // One instant for the whole batch: its files land together.
+    let ts = clock::now().map(clock::format)?;
     lock::with_lock(lib, &opts.lock, || {
         // The logs every write appends to: a link in their place is refused
         // before any document changes.
@@ -297,27 +335,28 @@ pub fn batch(
             result.cleared = git_state::clear(lib, git_state::WAIT)?;
         }
         result.recovered = recover(lib)?;
+        let applied = apply_each(lib, &requests, &ts);
+        let keys: Vec<Vec<(String, String)>> = requests
+            .par_iter()
+            .map(|(_, r)| r.as_ref().map_or_else(|_| Vec::new(), |(req, _)| BatchNames::keys(&req.path)))
+            .collect();
         let mut plan = Plan::default();
         let mut progress = crate::out::progress::Progress::new("kb-append: writing", requests.len());
         let mut names = BatchNames::default();
-        for (line, req) in requests {
+        for (((line, req), applied), keys) in requests.into_iter().zip(applied).zip(keys) {
             progress.tick();
             let outcome = match req {
-                Ok((req, _)) if names.twin(&req.path).is_some() => {
+                Ok((req, _)) if names.twin(&keys).is_some() => {
                     Err(format!(
                         "refused: '{}' differs only in case or Unicode form from '{}' earlier in this batch (the two collide on case-insensitive or normalising file systems)",
                         req.path,
-                        names.twin(&req.path).unwrap_or_default()
+                        names.twin(&keys).unwrap_or_default()
                     ))
                 }
-                Ok((req, report)) => {
-                    let old = plan.current(&req.path);
-                    apply(lib, report, &req, old).map(|(written, event, text, entry)| {
-                        names.add(&req.path);
-                        plan.add(&req.path, text, entry, event, result.outcomes.len());
-                        written
-                    })
-                }
+                Ok((req, _)) => applied.unwrap_or_else(|| Err(format!("'{}' was not applied", req.path))).map(|a| {
+                    names.add(&keys);
+                    plan.add(&req.path, a, result.outcomes.len())
+                }),
                 Err(msg) => Err(msg),
             };
             result.outcomes.push((line, outcome));
@@ -334,8 +373,22 @@ pub fn batch(
             plan.files.iter_mut().map(|f| (f.path.clone(), f.entry.take())).collect();
         let touched = plan.files.iter().map(|f| f.path.clone()).collect();
         let message = opts.commit.then(|| commit_message(&journal.events));
-        (result.committed, result.commit_error) =
-            record(lib, &journal.events, &changed, edges, touched, message.as_deref())?;
+        // The checkpoint waits on the disk while the changelog, indexes,
+        // relations and commit are made: it only has to be done before the
+        // journal that holds the files' bytes goes.
+        let targets: Vec<std::path::PathBuf> = plan.files.iter().map(|f| lib.path(&f.path)).collect();
+        let targets: Vec<&std::path::Path> = targets.iter().map(|p| p.as_path()).collect();
+        let (recorded, synced) = std::thread::scope(|s| {
+            let sync = journal.replays().then(|| s.spawn(|| atomic::checkpoint(&targets)));
+            let recorded = record(lib, &journal.events, &changed, edges, touched, message.as_deref());
+            let synced = sync.map(|t| t.join().unwrap_or_else(|_| Err(Error::msg("the checkpoint thread panicked"))));
+            (recorded, synced)
+        });
+        (result.committed, result.commit_error) = recorded?;
+        if let Some(synced) = synced {
+            synced?;
+            crash::at(Step::Checkpoint);
+        }
         journal::end(lib)
     })?;
     Ok(result)
@@ -384,6 +437,10 @@ struct Plan {
 
 struct PlannedFile {
     path: String,
+    /// The SHA-256 of its bytes before the batch, empty when it did not exist.
+    before: String,
+    /// Its permissions on disk, which its new bytes keep (`None`: new).
+    mode: Option<fs::Permissions>,
     text: String,
     /// The entry of `text` (parsed once, by `apply`).
     entry: Option<Entry>,
@@ -392,12 +449,9 @@ struct PlannedFile {
 }
 
 impl Plan {
-    /// The bytes a path has so far in this batch, if it wrote the path.
-    fn current(&self, path: &str) -> Option<&str> {
-        self.at.get(path).map(|&i| self.files[i].text.as_str())
-    }
-
-    fn add(&mut self, path: &str, text: String, entry: Option<Entry>, event: Event, outcome: usize) {
+    /// Adds what one request made to its path's file; returns its record.
+    fn add(&mut self, path: &str, a: Applied, outcome: usize) -> Written {
+        let Applied { written, event, text, entry, before, mode } = a;
         let i = match self.at.get(path) {
             Some(&i) => {
                 self.files[i].text = text;
@@ -405,20 +459,26 @@ impl Plan {
                 i
             }
             None => {
-                self.files.push(PlannedFile { path: path.to_string(), text, entry, outcomes: Vec::new() });
+                let f = PlannedFile { path: path.to_string(), before, mode, text, entry, outcomes: Vec::new() };
+                self.files.push(f);
                 self.at.insert(path.to_string(), self.files.len() - 1);
                 self.files.len() - 1
             }
         };
         self.files[i].outcomes.push(outcome);
         self.events.push((i, event));
+        written
     }
 
     /// Step 3 as a group commit: every file is staged under a temp name,
-    /// one barrier makes them durable, the journal records the intent,
-    /// then all are renamed into place and each directory is synced once.
-    /// A file that cannot be staged turns its requests into errors and
-    /// drops their events. Returns the journal (`None`: nothing to write).
+    /// the journal records the intent with every new text (the batch's one
+    /// durability barrier: one fsync of one file), then all are renamed
+    /// into place unsynced; the caller checkpoints them before it ends the
+    /// journal. A batch whose texts are over [`journal::REPLAY_LIMIT`]
+    /// syncs each temp before the journal instead, which holds no text, and
+    /// syncs each directory after the renames. A file that cannot be
+    /// staged turns its requests into errors and drops their events.
+    /// Returns the journal (`None`: nothing to write).
     fn land(
         &mut self,
         lib: &Library,
@@ -427,9 +487,13 @@ impl Plan {
     ) -> Result<Option<journal::Journal>> {
         let mut staged = Vec::new();
         let mut kept = Vec::new();
-        let sync_each = atomic::sync_each(self.files.len());
+        let replay = self.files.iter().map(|f| f.text.len()).sum::<usize>() <= journal::REPLAY_LIMIT;
+        let sync_each = !replay && atomic::sync_each(self.files.len());
+        // One by one: staged in parallel, the creates contend for their
+        // directory's lock in the kernel and cost more system time
+        // (bench/RESULTS.md).
         for (i, f) in self.files.iter().enumerate() {
-            match atomic::stage(&lib.path(&f.path), f.text.as_bytes(), sync_each) {
+            match atomic::stage_as(&lib.path(&f.path), f.text.as_bytes(), sync_each, f.mode.clone()) {
                 Ok(s) => {
                     crash::at(Step::WriteTemp);
                     staged.push(s);
@@ -455,8 +519,11 @@ impl Plan {
             return Ok(None);
         }
         let result = (|| {
-            atomic::barrier(&staged, sync_each)?;
+            if !replay {
+                atomic::barrier(&staged, sync_each)?;
+            }
             let mut j = journal::new(lib, commit)?;
+            j.boot = replay.then(atomic::boot_id).flatten();
             // A file's last event carries the sha256 of its final bytes.
             let mut sha = vec![None; self.files.len()];
             for (i, e) in &self.events {
@@ -465,7 +532,8 @@ impl Plan {
             for ((f, s), sha) in self.files.iter().zip(&staged).zip(sha) {
                 let tmp = s.tmp.strip_prefix(&lib.dir).unwrap_or(&s.tmp).to_string_lossy().into_owned();
                 let sha256 = sha.unwrap_or_else(|| digest::sha256_hex(f.text.as_bytes()));
-                j.files.push(journal::Planned { path: f.path.clone(), tmp, sha256 });
+                let replay = replay.then(|| journal::Replay { before: f.before.clone(), text: f.text.clone() });
+                j.files.push(journal::Planned { path: f.path.clone(), tmp, sha256, replay });
             }
             j.events = self.events.iter().map(|(_, e)| e.clone()).collect();
             journal::begin(lib, &j)?;
@@ -481,7 +549,11 @@ impl Plan {
             }
         };
         // From here a failure leaves the journal for the next writer.
-        atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+        if replay {
+            atomic::rename_in(&staged, || crash::at(Step::Rename))?;
+        } else {
+            atomic::put_in_place(&staged, || crash::at(Step::Rename))?;
+        }
         crash::at(Step::Renamed);
         Ok(Some(j))
     }
@@ -526,23 +598,84 @@ pub fn record(
     }
 }
 
+/// What one request makes: its record, its changelog event, the file's
+/// new text and its entry, and the file's digest before the batch.
+struct Applied {
+    written: Written,
+    event: Event,
+    text: String,
+    entry: Option<Entry>,
+    /// The SHA-256 of the bytes on disk, empty when the file is new;
+    /// meaningful for a path's first request in the batch only.
+    before: String,
+    /// The file's permissions on disk (`None`: it is not there).
+    mode: Option<fs::Permissions>,
+}
+
+/// Step 1 for every request, in parallel over paths: one path's requests
+/// in order, each on the text the one before it made (`pending`), the
+/// paths at once. Each accepted request's result, at its index (`None`
+/// for a request rejected before). The batch then takes them in request
+/// order as one loop would have made them: a path refused as another's
+/// twin stays refused for the rest of the batch, so no later request of
+/// it needed the text of a refused one.
+fn apply_each(
+    lib: &Library,
+    requests: &[(usize, Scanned)],
+    ts: &str,
+) -> Vec<Option<std::result::Result<Applied, String>>> {
+    let mut paths: Vec<Vec<usize>> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    for (i, (_, r)) in requests.iter().enumerate() {
+        if let Ok((req, _)) = r {
+            let n = paths.len();
+            let p = *at.entry(req.path.as_str()).or_insert(n);
+            if p == n {
+                paths.push(Vec::new());
+            }
+            paths[p].push(i);
+        }
+    }
+    let done: Vec<Vec<(usize, std::result::Result<Applied, String>)>> = paths
+        .par_iter()
+        .map(|reqs| {
+            let mut pending: Option<String> = None;
+            let mut out = Vec::with_capacity(reqs.len());
+            for &i in reqs {
+                let Ok((req, report)) = &requests[i].1 else { continue };
+                let a = apply(lib, report, req, pending.as_deref(), ts);
+                if let Ok(a) = &a {
+                    pending = Some(a.text.clone());
+                }
+                out.push((i, a));
+            }
+            out
+        })
+        .collect();
+    let mut each: Vec<Option<std::result::Result<Applied, String>>> = (0..requests.len()).map(|_| None).collect();
+    for (i, a) in done.into_iter().flatten() {
+        each[i] = Some(a);
+    }
+    each
+}
+
 /// Step 1 for one request: the guard scan (seed 000: external content is
 /// sanitised before storage; dangerous content is refused unless
 /// `allow_risky` says why) and the final content (`pending`: what this
-/// batch already put in the path). Returns the record, the changelog
-/// event and the text; `Plan::land` writes it.
+/// batch already put in the path). `Plan::land` writes it.
 fn apply(
     lib: &Library,
-    report: guard::Report,
+    report: &guard::Report,
     req: &Request,
     pending: Option<&str>,
-) -> std::result::Result<(Written, Event, String, Option<Entry>), String> {
+    ts: &str,
+) -> std::result::Result<Applied, String> {
     let full = lib.path(&req.path);
     // Checked again under the lock: the library may have changed since the
     // request was validated.
     lib.check_inside(&req.path).map_err(|e| e.to_string())?;
     // The one judgement sync applies to a peer's content too (guard::gate).
-    if let Some(why) = guard::gate::refused(&report).filter(|_| req.allow_risky.is_none()) {
+    if let Some(why) = guard::gate::refused(report).filter(|_| req.allow_risky.is_none()) {
         return Err(format!("refused: {why}; pass --allow-risky REASON to write it anyway"));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
@@ -558,7 +691,9 @@ fn apply(
     // A path that was not there needs no second look (one stat less per
     // new file in a batch of thousands).
     let exists = pending.is_some() || old.is_some();
-    if let Some(meta) = exists.then(|| fs::symlink_metadata(&full).ok()).flatten() {
+    let before = old.as_deref().filter(|_| pending.is_none()).map(digest::sha256_hex).unwrap_or_default();
+    let meta = exists.then(|| fs::symlink_metadata(&full).ok()).flatten();
+    if let Some(meta) = &meta {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
         }
@@ -566,6 +701,7 @@ fn apply(
             return Err(format!("'{}' is read-only", req.path));
         }
     }
+    let mode = meta.map(|m| m.permissions());
     let (text, action) = match (req.mode, old) {
         (Mode::Append, Some(old)) => {
             let mut old =
@@ -578,7 +714,7 @@ fn apply(
         }
         (_, old) => (with_quality_status(&req.path, &req.content), if old.is_some() { "updated" } else { "created" }),
     };
-    let ts = clock::now().map(clock::format).map_err(|e| e.to_string())?;
+    let ts = ts.to_string();
     let sha = digest::sha256_hex(text.as_bytes());
     let info = entry::classify(&req.path);
     let entry = Entry::from_text(&req.path, &text);
@@ -604,7 +740,7 @@ fn apply(
         verdict: flagged.then(|| report.verdict.as_str()),
         warning: flagged.then(|| report.reason()),
     };
-    Ok((written, event, text, entry))
+    Ok(Applied { written, event, text, entry, before, mode })
 }
 
 /// Seed 000's quality_status table: an experience file whose frontmatter

@@ -27,21 +27,9 @@ pub fn write(a: &Args, f: &Flags, lib: &Library, opts: &Options, out: &mut Out) 
 
 /// `batch`: the JSONL requests on stdin under one lock and one commit.
 pub fn batch(lib: &Library, opts: &Options, out: &mut Out) -> Result<(), Error> {
-    let mut requests = Vec::new();
     let limit = jsonl::line_limit_for(opts.max_bytes);
-    for (line, obj) in jsonl::read_objects_within(std::io::stdin().lock(), limit) {
-        let req = match obj {
-            // An upstream refusal (kb-guard filter's error record) stays a
-            // refusal, with its own message.
-            Ok(obj) if obj.get("record").and_then(|r| r.as_str()) == Some("error") => {
-                let msg = obj.get("message").and_then(|m| m.as_str()).unwrap_or("refused upstream");
-                Err(format!("refused: {msg}"))
-            }
-            Ok(obj) => write::parse_request(lib, &obj, opts.max_bytes),
-            Err(e) => Err(e.message),
-        };
-        requests.push((line, req));
-    }
+    let lines = jsonl::read_objects_within(std::io::stdin().lock(), limit).collect();
+    let requests = write::parse_requests(lib, lines, opts.max_bytes);
     report(out, write::batch(lib, requests, opts)?, true)
 }
 
