@@ -13,7 +13,10 @@ use regex_syntax::hir::{
     self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
 };
 
+use aho_corasick::AhoCorasick;
+
 use super::finding::LineIndex;
+use super::literal;
 use crate::error::{Error, Result};
 
 /// Parses one pattern into the line-bounded form the guard matches with.
@@ -257,6 +260,8 @@ type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + std::panic::R
 pub struct Set {
     dfa: DFA,
     caches: CachePool,
+    /// Finds the lines where a head can match before the set reads them.
+    finder: LineFinder,
     /// The PikeVM for the error path, built the first time it is needed
     /// (it never is in practice: building it for 10,000 rules costs more
     /// than the scan). `None`: it could not be built; every rule is then
@@ -306,25 +311,10 @@ impl Set {
                 owner.push(i);
             }
         }
-        let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
-        let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
-            .build_many_from_hir(&all)
-            .map_err(|e| fail(&e))?;
-        let dfa = DFA::builder()
-            .configure(
-                DFA::config()
-                    .match_kind(MatchKind::All)
-                    .cache_capacity(32 << 20)
-                    .minimum_cache_clear_count(None)
-                    .skip_cache_capacity_check(true),
-            )
-            .build_from_nfa(nfa)
-            .map_err(|e| fail(&e))?;
-        let for_pool = dfa.clone();
-        let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
+        let (dfa, caches) = lazy(&all)?;
+        let finder = LineFinder::new(&all[..hirs.len()])?;
         let fallback = std::sync::OnceLock::new();
-        Ok(Set { dfa, caches, fallback, all, patterns: hirs.len(), owner, has_tail, whole, head_max })
+        Ok(Set { dfa, caches, finder, fallback, all, patterns: hirs.len(), owner, has_tail, whole, head_max })
     }
 
     /// Which set ids match anywhere in `hay`, by the PikeVM: the answer
@@ -351,14 +341,28 @@ impl Set {
     /// (every match lies within one line: patterns never match `\n`), and
     /// only that line is searched for all of its matches; the search for
     /// the next one goes on after it.
-    fn each_match(&self, hay: &[u8], mut f: impl FnMut(usize, usize)) -> Option<()> {
+    ///
+    /// With `finder`, the next line is the next one where a head can
+    /// match, found without the set's automaton ([`LineFinder`]): only
+    /// for callers that ignore a tail on a line without its head.
+    fn each_match(&self, hay: &[u8], finder: Option<&LineFinder>, mut f: impl FnMut(usize, usize)) -> Option<()> {
         let mut cache = self.caches.get();
+        let mut next = finder.map(|_| Next::default());
         let mut at = 0;
         while at < hay.len() {
-            let probe = Input::new(hay).span(at..hay.len()).earliest(true);
-            let Some(first) = self.dfa.try_search_fwd(&mut cache, &probe).ok()? else { return Some(()) };
-            // The line of the match's last byte (matches are never empty).
-            let last = first.offset().saturating_sub(1).max(at);
+            // A byte of the next line that may hold a match.
+            let last = match (&mut next, finder) {
+                (Some(next), Some(lf)) => match lf.next(hay, at, next)? {
+                    Some(pos) => pos,
+                    None => return Some(()),
+                },
+                _ => {
+                    let probe = Input::new(hay).span(at..hay.len()).earliest(true);
+                    let Some(first) = self.dfa.try_search_fwd(&mut cache, &probe).ok()? else { return Some(()) };
+                    // The line of the match's last byte (matches are never empty).
+                    first.offset().saturating_sub(1).max(at)
+                }
+            };
             let line_start = memchr::memrchr(b'\n', &hay[at..last]).map_or(at, |i| at + i + 1);
             let line_end = memchr::memchr(b'\n', &hay[last..]).map_or(hay.len(), |i| last + i);
             let input = Input::new(hay).span(line_start..line_end);
@@ -380,7 +384,7 @@ impl Set {
         let mark = |id: usize, _| {
             found.insert(PatternID::must(id));
         };
-        if self.each_match(hay, mark).is_none() {
+        if self.each_match(hay, None, mark).is_none() {
             self.fallback_matches(hay, &mut found);
         }
         let hit = |id: usize| found.contains(PatternID::must(id));
@@ -389,6 +393,105 @@ impl Set {
             tail_hit[p] = hit(self.patterns + k);
         }
         (0..self.patterns).filter(|&p| hit(p) && (!self.has_tail[p] || tail_hit[p])).collect()
+    }
+}
+
+/// A lazy DFA of `hirs` (set ids are their indexes) reporting every
+/// pattern that matches, and a pool of its caches (one per thread).
+fn lazy(hirs: &[Hir]) -> Result<(DFA, CachePool)> {
+    let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
+    let nfa = thompson::Compiler::new()
+        .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
+        .build_many_from_hir(hirs)
+        .map_err(|e| fail(&e))?;
+    let dfa = DFA::builder()
+        .configure(
+            DFA::config()
+                .match_kind(MatchKind::All)
+                .cache_capacity(32 << 20)
+                .minimum_cache_clear_count(None)
+                .skip_cache_capacity_check(true),
+        )
+        .build_from_nfa(nfa)
+        .map_err(|e| fail(&e))?;
+    let for_pool = dfa.clone();
+    let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
+    Ok((dfa, caches))
+}
+
+/// Shortest needed string worth a search of its own: shorter ones (`|`,
+/// `sh`) occur on most lines, so their heads go to the small automaton.
+const MIN_LITERAL: usize = 3;
+
+/// Where a head of the set can match next, found without the set's
+/// automaton: one search for the strings the heads need
+/// ([`literal::needed`], ASCII case ignored), and a small automaton of the
+/// heads that need none. The set's automaton then reads only those lines,
+/// and builds only the states they need.
+struct LineFinder {
+    literals: Option<AhoCorasick>,
+    rest: Option<(DFA, CachePool)>,
+}
+
+/// A [`LineFinder`]'s progress through one text: the next start of a
+/// needed string and the next end of a head of the small automaton
+/// (`usize::MAX`: there is none; `None`: not looked for from here yet).
+#[derive(Default)]
+struct Next {
+    literal: Option<usize>,
+    rest: Option<usize>,
+}
+
+impl LineFinder {
+    fn new(heads: &[Hir]) -> Result<LineFinder> {
+        let mut strings = Vec::new();
+        let mut rest = Vec::new();
+        for h in heads {
+            match literal::needed(h, MIN_LITERAL) {
+                Some(set) => strings.extend(set),
+                None => rest.push(h.clone()),
+            }
+        }
+        strings.sort();
+        strings.dedup();
+        let literals = (!strings.is_empty())
+            .then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                    .build(&strings)
+                    .map_err(|e| Error::msg(format!("rule set does not compile: {e}")))
+            })
+            .transpose()?;
+        let rest = if rest.is_empty() { None } else { Some(lazy(&rest)?) };
+        Ok(LineFinder { literals, rest })
+    }
+
+    /// A byte, at or after `at` (a line's start), of the first line where
+    /// a head can match; `Ok(None)`: no head matches after `at`. `None`
+    /// when the small automaton failed.
+    fn next(&self, hay: &[u8], at: usize, next: &mut Next) -> Option<Option<usize>> {
+        // A position found from an earlier line's start stays the first
+        // from `at` while it is not before it (no match spans a newline).
+        let stale = |p: Option<usize>| p.is_none_or(|p| p < at);
+        if stale(next.literal) {
+            let input = aho_corasick::Input::new(hay).span(at..hay.len());
+            let found = self.literals.as_ref().and_then(|ac| ac.find(input));
+            next.literal = Some(found.map_or(usize::MAX, |m| m.start()));
+        }
+        if stale(next.rest) {
+            let found = match &self.rest {
+                Some((dfa, caches)) => {
+                    let probe = Input::new(hay).span(at..hay.len()).earliest(true);
+                    // The match's last byte (matches are never empty).
+                    dfa.try_search_fwd(&mut caches.get(), &probe).ok()?.map(|m| m.offset().saturating_sub(1).max(at))
+                }
+                None => None,
+            };
+            next.rest = Some(found.unwrap_or(usize::MAX));
+        }
+        let first = next.literal.min(next.rest).unwrap_or(usize::MAX);
+        Some((first != usize::MAX).then_some(first))
     }
 }
 
@@ -415,7 +518,9 @@ impl Set {
     pub fn line_hits(&self, hay: &[u8], lines: &LineIndex) -> Vec<(usize, Vec<Candidate>)> {
         let mut per: Vec<Vec<Seen>> = vec![Vec::new(); self.patterns];
         let (mut line, mut line_start, mut line_end) = (0, 0, 0);
-        let done = self.each_match(hay, |id, at| {
+        // A tail counts only after its head on the same line: lines
+        // without a head need not be read.
+        let done = self.each_match(hay, Some(&self.finder), |id, at| {
             // Matches come in text order: the line is looked up again only
             // when a match ends past the current one.
             if line == 0 || at > line_end {
