@@ -510,7 +510,7 @@ fn seen(seen: &mut Vec<Seen>, tail: bool, (line, line_start): (usize, usize), at
 const MIN_LITERAL: usize = 3;
 
 /// Most groups of needed strings a line must hold one of each of.
-const MAX_GROUPS: usize = 4;
+const MAX_GROUPS: usize = 2;
 
 /// The set read rule by rule. Each match of a rule holds a string of each
 /// of its needed groups ([`literal::needed`]), so one search for all those
