@@ -343,7 +343,7 @@ impl Set {
     /// only that line is searched for all of its matches; the search for
     /// the next one goes on after it.
     fn each_match(&self, hay: &[u8], f: impl FnMut(usize, usize)) -> Option<()> {
-        each_match_in((&self.dfa, &self.caches), hay, f)
+        each_match_in(None, (&self.dfa, &self.caches), hay, f)
     }
 
     /// The ids of the patterns that may match somewhere in `hay`: their
@@ -365,13 +365,24 @@ impl Set {
     }
 }
 
-/// [`Set::each_match`] with the automaton `dfa` (and its caches).
-fn each_match_in((dfa, caches): (&DFA, &CachePool), hay: &[u8], mut f: impl FnMut(usize, usize)) -> Option<()> {
+/// [`Set::each_match`] with the automaton `dfa` (and its caches), on the
+/// lines where `find` (fewer patterns; `None`: `dfa` itself) matches.
+fn each_match_in(
+    find: Option<(&DFA, &CachePool)>,
+    (dfa, caches): (&DFA, &CachePool),
+    hay: &[u8],
+    mut f: impl FnMut(usize, usize),
+) -> Option<()> {
     let mut cache = caches.get();
+    let mut find_cache = find.map(|(_, c)| c.get());
     let mut at = 0;
     while at < hay.len() {
         let probe = Input::new(hay).span(at..hay.len()).earliest(true);
-        let Some(first) = dfa.try_search_fwd(&mut cache, &probe).ok()? else { return Some(()) };
+        let first = match (find, &mut find_cache) {
+            (Some((finder, _)), Some(c)) => finder.try_search_fwd(c, &probe),
+            _ => dfa.try_search_fwd(&mut cache, &probe),
+        };
+        let Some(first) = first.ok()? else { return Some(()) };
         // The line of the match's last byte (matches are never empty).
         let last = first.offset().saturating_sub(1).max(at);
         let line_start = memchr::memrchr(b'\n', &hay[at..last]).map_or(at, |i| at + i + 1);
@@ -525,8 +536,10 @@ const MAX_GROUPS: usize = 2;
 struct ByRule {
     finder: Option<Finder>,
     /// Heads and tails of the rules that need no string, and for each of
-    /// its ids the rule and whether it is a tail.
-    rest: Option<((DFA, CachePool), Vec<(usize, bool)>)>,
+    /// its ids the rule and whether it is a tail; and their heads alone,
+    /// which find the lines to read (a tail counts only after its head on
+    /// its line, and a short tail can be on every line).
+    rest: Option<((DFA, CachePool), Vec<(usize, bool)>, (DFA, CachePool))>,
     /// Each rule's head (id 0) and tail (id 1) alone, built on first use.
     alone: Vec<std::sync::OnceLock<Option<(DFA, CachePool)>>>,
     /// Each rule's tail, by set id.
@@ -551,7 +564,7 @@ impl ByRule {
                 .iter()
                 .map(|&(p, is_tail)| set.all[if is_tail { tail[p].unwrap_or(p) } else { p }].clone())
                 .collect();
-            Some((lazy(&hirs)?, ids))
+            Some((lazy(&hirs)?, ids, lazy(&hirs[..rest_rules.len()])?))
         };
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
         Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail })
@@ -569,9 +582,9 @@ impl ByRule {
     /// Every rule's set matches in `hay` on the lines where it can match,
     /// into `per`; `None` when an automaton failed.
     fn hits(&self, set: &Set, hay: &[u8], lines: &LineIndex, per: &mut [Vec<Seen>]) -> Option<()> {
-        if let Some((dfa, ids)) = &self.rest {
+        if let Some((dfa, ids, heads)) = &self.rest {
             let (mut line, mut line_start, mut line_end) = (0, 0, 0);
-            each_match_in((&dfa.0, &dfa.1), hay, |id, at| {
+            each_match_in(Some((&heads.0, &heads.1)), (&dfa.0, &dfa.1), hay, |id, at| {
                 if line == 0 || at > line_end {
                     (line, line_start, line_end) = lines.locate(at);
                 }
