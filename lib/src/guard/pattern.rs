@@ -535,15 +535,21 @@ const MAX_GROUPS: usize = 2;
 /// as from the whole set (a rule's matches do not depend on the others).
 struct ByRule {
     finder: Option<Finder>,
-    /// Heads and tails of the rules that need no string, and for each of
-    /// its ids the rule and whether it is a tail; and their heads alone,
-    /// which find the lines to read (a tail counts only after its head on
-    /// its line, and a short tail can be on every line).
-    rest: Option<((DFA, CachePool), Vec<(usize, bool)>, (DFA, CachePool))>,
+    rest: Option<Rest>,
     /// Each rule's head (id 0) and tail (id 1) alone, built on first use.
     alone: Vec<std::sync::OnceLock<Option<(DFA, CachePool)>>>,
     /// Each rule's tail, by set id.
     tail: Vec<Option<usize>>,
+}
+
+/// The rules that need no string: their heads and tails in one set, for
+/// each of its ids the rule and whether it is a tail; and their heads
+/// alone, which find the lines to read (a tail counts only after its head
+/// on its line, and a short tail can be on every line).
+struct Rest {
+    set: (DFA, CachePool),
+    ids: Vec<(usize, bool)>,
+    heads: (DFA, CachePool),
 }
 
 impl ByRule {
@@ -564,7 +570,7 @@ impl ByRule {
                 .iter()
                 .map(|&(p, is_tail)| set.all[if is_tail { tail[p].unwrap_or(p) } else { p }].clone())
                 .collect();
-            Some((lazy(&hirs)?, ids, lazy(&hirs[..rest_rules.len()])?))
+            Some(Rest { set: lazy(&hirs)?, heads: lazy(&hirs[..rest_rules.len()])?, ids })
         };
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
         Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail })
@@ -582,9 +588,9 @@ impl ByRule {
     /// Every rule's set matches in `hay` on the lines where it can match,
     /// into `per`; `None` when an automaton failed.
     fn hits(&self, set: &Set, hay: &[u8], lines: &LineIndex, per: &mut [Vec<Seen>]) -> Option<()> {
-        if let Some((dfa, ids, heads)) = &self.rest {
+        if let Some(Rest { set: (dfa, caches), ids, heads }) = &self.rest {
             let (mut line, mut line_start, mut line_end) = (0, 0, 0);
-            each_match_in(Some((&heads.0, &heads.1)), (&dfa.0, &dfa.1), hay, |id, at| {
+            each_match_in(Some((&heads.0, &heads.1)), (dfa, caches), hay, |id, at| {
                 if line == 0 || at > line_end {
                     (line, line_start, line_end) = lines.locate(at);
                 }
