@@ -11,6 +11,7 @@ pub mod finding;
 pub mod gate;
 pub mod intent;
 pub mod kept;
+pub mod literal;
 pub mod mention;
 pub mod normalise;
 pub mod pattern;

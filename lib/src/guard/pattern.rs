@@ -14,6 +14,7 @@ use regex_syntax::hir::{
 };
 
 use super::finding::LineIndex;
+use super::literal::{self, Finder};
 use crate::error::{Error, Result};
 
 /// Parses one pattern into the line-bounded form the guard matches with.
@@ -257,6 +258,11 @@ type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + std::panic::R
 pub struct Set {
     dfa: DFA,
     caches: CachePool,
+    /// The patterns, for [`ByRule`].
+    hirs: Vec<Hir>,
+    /// The set read rule by rule on the lines each can match
+    /// ([`Set::line_hits`]), built the first time it is needed.
+    by_rule: std::sync::OnceLock<Option<ByRule>>,
     /// The PikeVM for the error path, built the first time it is needed
     /// (it never is in practice: building it for 10,000 rules costs more
     /// than the scan). `None`: it could not be built; every rule is then
@@ -306,25 +312,10 @@ impl Set {
                 owner.push(i);
             }
         }
-        let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
-        let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
-            .build_many_from_hir(&all)
-            .map_err(|e| fail(&e))?;
-        let dfa = DFA::builder()
-            .configure(
-                DFA::config()
-                    .match_kind(MatchKind::All)
-                    .cache_capacity(32 << 20)
-                    .minimum_cache_clear_count(None)
-                    .skip_cache_capacity_check(true),
-            )
-            .build_from_nfa(nfa)
-            .map_err(|e| fail(&e))?;
-        let for_pool = dfa.clone();
-        let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
-        let fallback = std::sync::OnceLock::new();
-        Ok(Set { dfa, caches, fallback, all, patterns: hirs.len(), owner, has_tail, whole, head_max })
+        let (dfa, caches) = lazy(&all)?;
+        let (patterns, hirs) = (hirs.len(), hirs.to_vec());
+        let (by_rule, fallback) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
+        Ok(Set { dfa, caches, hirs, by_rule, fallback, all, patterns, owner, has_tail, whole, head_max })
     }
 
     /// Which set ids match anywhere in `hay`, by the PikeVM: the answer
@@ -351,26 +342,8 @@ impl Set {
     /// (every match lies within one line: patterns never match `\n`), and
     /// only that line is searched for all of its matches; the search for
     /// the next one goes on after it.
-    fn each_match(&self, hay: &[u8], mut f: impl FnMut(usize, usize)) -> Option<()> {
-        let mut cache = self.caches.get();
-        let mut at = 0;
-        while at < hay.len() {
-            let probe = Input::new(hay).span(at..hay.len()).earliest(true);
-            let Some(first) = self.dfa.try_search_fwd(&mut cache, &probe).ok()? else { return Some(()) };
-            // The line of the match's last byte (matches are never empty).
-            let last = first.offset().saturating_sub(1).max(at);
-            let line_start = memchr::memrchr(b'\n', &hay[at..last]).map_or(at, |i| at + i + 1);
-            let line_end = memchr::memchr(b'\n', &hay[last..]).map_or(hay.len(), |i| last + i);
-            let input = Input::new(hay).span(line_start..line_end);
-            let mut state = OverlappingState::start();
-            loop {
-                self.dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
-                let Some(m) = state.get_match() else { break };
-                f(m.pattern().as_usize(), m.offset());
-            }
-            at = line_end + 1;
-        }
-        Some(())
+    fn each_match(&self, hay: &[u8], f: impl FnMut(usize, usize)) -> Option<()> {
+        each_match_in(None, (&self.dfa, &self.caches), hay, f)
     }
 
     /// The ids of the patterns that may match somewhere in `hay`: their
@@ -390,6 +363,64 @@ impl Set {
         }
         (0..self.patterns).filter(|&p| hit(p) && (!self.has_tail[p] || tail_hit[p])).collect()
     }
+}
+
+/// [`Set::each_match`] with the automaton `dfa` (and its caches), on the
+/// lines where `find` (fewer patterns; `None`: `dfa` itself) matches.
+fn each_match_in(
+    find: Option<(&DFA, &CachePool)>,
+    (dfa, caches): (&DFA, &CachePool),
+    hay: &[u8],
+    mut f: impl FnMut(usize, usize),
+) -> Option<()> {
+    let mut cache = caches.get();
+    let mut find_cache = find.map(|(_, c)| c.get());
+    let mut at = 0;
+    while at < hay.len() {
+        let probe = Input::new(hay).span(at..hay.len()).earliest(true);
+        let first = match (find, &mut find_cache) {
+            (Some((finder, _)), Some(c)) => finder.try_search_fwd(c, &probe),
+            _ => dfa.try_search_fwd(&mut cache, &probe),
+        };
+        let Some(first) = first.ok()? else { return Some(()) };
+        // The line of the match's last byte (matches are never empty).
+        let last = first.offset().saturating_sub(1).max(at);
+        let line_start = memchr::memrchr(b'\n', &hay[at..last]).map_or(at, |i| at + i + 1);
+        let line_end = memchr::memchr(b'\n', &hay[last..]).map_or(hay.len(), |i| last + i);
+        let input = Input::new(hay).span(line_start..line_end);
+        let mut state = OverlappingState::start();
+        loop {
+            dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
+            let Some(m) = state.get_match() else { break };
+            f(m.pattern().as_usize(), m.offset());
+        }
+        at = line_end + 1;
+    }
+    Some(())
+}
+
+/// A lazy DFA of `hirs` (set ids are their indexes) that reports every
+/// pattern matching, and a pool of its caches (one per thread). It never
+/// gives up on a busy cache (it rebuilds states instead).
+fn lazy(hirs: &[Hir]) -> Result<(DFA, CachePool)> {
+    let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
+    let nfa = thompson::Compiler::new()
+        .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
+        .build_many_from_hir(hirs)
+        .map_err(|e| fail(&e))?;
+    let dfa = DFA::builder()
+        .configure(
+            DFA::config()
+                .match_kind(MatchKind::All)
+                .cache_capacity(32 << 20)
+                .minimum_cache_clear_count(None)
+                .skip_cache_capacity_check(true),
+        )
+        .build_from_nfa(nfa)
+        .map_err(|e| fail(&e))?;
+    let for_pool = dfa.clone();
+    let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
+    Ok((dfa, caches))
 }
 
 /// One pattern's set matches on its current line.
@@ -412,28 +443,27 @@ impl Set {
     /// head, when the head is the whole pattern): a line of near matches
     /// (heads without tails) costs the set's single pass, not a pass per
     /// rule.
+    ///
+    /// The set is read rule by rule ([`ByRule`]) where it can be, else
+    /// whole: the candidates on the lines where a rule can match are the
+    /// same either way.
     pub fn line_hits(&self, hay: &[u8], lines: &LineIndex) -> Vec<(usize, Vec<Candidate>)> {
         let mut per: Vec<Vec<Seen>> = vec![Vec::new(); self.patterns];
-        let (mut line, mut line_start, mut line_end) = (0, 0, 0);
-        let done = self.each_match(hay, |id, at| {
-            // Matches come in text order: the line is looked up again only
-            // when a match ends past the current one.
-            if line == 0 || at > line_end {
-                (line, line_start, line_end) = lines.locate(at);
-            }
-            if id < self.patterns {
-                let seen = &mut per[id];
-                match seen.last_mut() {
-                    Some(s) if s.line == line => s.last_head_end = at,
-                    _ => {
-                        seen.push(Seen { line, line_start, first_head_end: at, last_head_end: at, last_tail_end: None })
-                    }
+        let by_rule = self.by_rule.get_or_init(|| ByRule::new(self).ok()).as_ref();
+        let mut done = by_rule.and_then(|b| b.hits(self, hay, lines, &mut per));
+        if done.is_none() {
+            per.iter_mut().for_each(Vec::clear);
+            let (mut line, mut line_start, mut line_end) = (0, 0, 0);
+            done = self.each_match(hay, |id, at| {
+                // Matches come in text order: the line is looked up again
+                // only when a match ends past the current one.
+                if line == 0 || at > line_end {
+                    (line, line_start, line_end) = lines.locate(at);
                 }
-            } else if let Some(s) = per[self.owner[id - self.patterns]].last_mut().filter(|s| s.line == line) {
-                // A tail before the line's first head ends no match.
-                s.last_tail_end = Some(at);
-            }
-        });
+                let (p, tail) = if id < self.patterns { (id, false) } else { (self.owner[id - self.patterns], true) };
+                seen(&mut per[p], tail, (line, line_start), at);
+            });
+        }
         if done.is_none() {
             let mut found = PatternSet::new(self.dfa.pattern_len());
             self.fallback_matches(hay, &mut found);
@@ -469,6 +499,127 @@ impl Set {
             })
             .filter(|(_, c)| !c.is_empty())
             .collect()
+    }
+}
+
+/// Records a set match of one pattern, in text order: a head's end
+/// (`tail` false) or a tail's, on line `line` (starting at `line_start`).
+fn seen(seen: &mut Vec<Seen>, tail: bool, (line, line_start): (usize, usize), at: usize) {
+    if !tail {
+        match seen.last_mut() {
+            Some(s) if s.line == line => s.last_head_end = at,
+            _ => seen.push(Seen { line, line_start, first_head_end: at, last_head_end: at, last_tail_end: None }),
+        }
+    } else if let Some(s) = seen.last_mut().filter(|s| s.line == line) {
+        // A tail before the line's first head ends no match.
+        s.last_tail_end = Some(at);
+    }
+}
+
+/// Shortest needed string worth searching for: shorter ones (`|`, `sh`)
+/// are on most lines.
+const MIN_LITERAL: usize = 3;
+
+/// Most groups of needed strings a line must hold one of each of.
+const MAX_GROUPS: usize = 2;
+
+/// The set read rule by rule. Each match of a rule holds a string of each
+/// of its needed groups ([`literal::needed`]), so one search for all those
+/// strings ([`Finder`]) names, per line, the few rules that can match
+/// there, and only their own heads and tails (an automaton of one rule,
+/// whose states are few) read that line. Rules that need no string are a
+/// small set read whole. The one big automaton of every rule at once
+/// would build states for every mix of rules the text brings, once per
+/// thread: most of a scan's time on a skill corpus. A line where a rule
+/// cannot match gets no candidate for it; every other line gets the same
+/// as from the whole set (a rule's matches do not depend on the others).
+struct ByRule {
+    finder: Option<Finder>,
+    rest: Option<Rest>,
+    /// Each rule's head (id 0) and tail (id 1) alone, built on first use.
+    alone: Vec<std::sync::OnceLock<Option<(DFA, CachePool)>>>,
+    /// Each rule's tail, by set id.
+    tail: Vec<Option<usize>>,
+}
+
+/// The rules that need no string: their heads and tails in one set, for
+/// each of its ids the rule and whether it is a tail; and their heads
+/// alone, which find the lines to read (a tail counts only after its head
+/// on its line, and a short tail can be on every line).
+struct Rest {
+    set: (DFA, CachePool),
+    ids: Vec<(usize, bool)>,
+    heads: (DFA, CachePool),
+}
+
+impl ByRule {
+    fn new(set: &Set) -> Result<ByRule> {
+        let needs: Vec<Vec<literal::Group>> =
+            set.hirs.iter().map(|h| literal::needed(h, MIN_LITERAL, MAX_GROUPS)).collect();
+        let mut tail = vec![None; set.patterns];
+        for (k, &p) in set.owner.iter().enumerate() {
+            tail[p] = Some(set.patterns + k);
+        }
+        let rest_rules: Vec<usize> = (0..set.patterns).filter(|&p| needs[p].is_empty()).collect();
+        let rest = if rest_rules.is_empty() {
+            None
+        } else {
+            let mut ids: Vec<(usize, bool)> = rest_rules.iter().map(|&p| (p, false)).collect();
+            ids.extend(rest_rules.iter().filter(|&&p| tail[p].is_some()).map(|&p| (p, true)));
+            let hirs: Vec<Hir> = ids
+                .iter()
+                .map(|&(p, is_tail)| set.all[if is_tail { tail[p].unwrap_or(p) } else { p }].clone())
+                .collect();
+            Some(Rest { set: lazy(&hirs)?, heads: lazy(&hirs[..rest_rules.len()])?, ids })
+        };
+        let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
+        Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail })
+    }
+
+    /// Rule `p`'s head and tail alone.
+    fn alone(&self, set: &Set, p: usize) -> Option<&(DFA, CachePool)> {
+        let build = || {
+            let hirs: Vec<Hir> = std::iter::once(p).chain(self.tail[p]).map(|id| set.all[id].clone()).collect();
+            lazy(&hirs).ok()
+        };
+        self.alone[p].get_or_init(build).as_ref()
+    }
+
+    /// Every rule's set matches in `hay` on the lines where it can match,
+    /// into `per`; `None` when an automaton failed.
+    fn hits(&self, set: &Set, hay: &[u8], lines: &LineIndex, per: &mut [Vec<Seen>]) -> Option<()> {
+        if let Some(Rest { set: (dfa, caches), ids, heads }) = &self.rest {
+            let (mut line, mut line_start, mut line_end) = (0, 0, 0);
+            each_match_in(Some((&heads.0, &heads.1)), (dfa, caches), hay, |id, at| {
+                if line == 0 || at > line_end {
+                    (line, line_start, line_end) = lines.locate(at);
+                }
+                let (p, tail) = ids[id];
+                seen(&mut per[p], tail, (line, line_start), at);
+            })?;
+        }
+        let Some(finder) = &self.finder else { return Some(()) };
+        let mut ok = true;
+        finder.each_line(hay, |start, end, rules| {
+            let (line, _, _) = lines.locate(start);
+            for &p in rules {
+                let Some((dfa, caches)) = self.alone(set, p).filter(|_| ok) else {
+                    ok = false;
+                    return;
+                };
+                let input = Input::new(hay).span(start..end);
+                let (mut state, mut cache) = (OverlappingState::start(), caches.get());
+                loop {
+                    if dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
+                        ok = false;
+                        return;
+                    }
+                    let Some(m) = state.get_match() else { break };
+                    seen(&mut per[p], m.pattern().as_usize() == 1, (line, start), m.offset());
+                }
+            }
+        });
+        ok.then_some(())
     }
 }
 

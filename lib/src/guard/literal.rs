@@ -1,0 +1,317 @@
+//! The literals a pattern needs: a few strings, one of which every match
+//! of the pattern contains (ASCII case folded). The rule set looks for
+//! them first with one multi-literal search, so its automaton reads only
+//! the lines where a rule can match: on a skill corpus most lines hold
+//! none, and the automaton's states, built as the text needs them, cost
+//! more than the search itself.
+
+use aho_corasick::automaton::OverlappingState;
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+use crate::error::{Error, Result};
+
+/// Most strings one piece of a pattern stands for; beyond that it counts
+/// as unknown (a class of 26 letters times another is no prefilter).
+const MAX_STRINGS: usize = 64;
+
+/// Longest string kept: the rest of a longer literal adds no selectivity.
+const MAX_LEN: usize = 24;
+
+/// Most bytes of a class still read as a few strings (`[Ii]`, `[-_.]`).
+const MAX_CLASS: usize = 8;
+
+/// A set of strings, one of which occurs in every match (folded).
+pub type Group = Vec<Vec<u8>>;
+
+/// What a piece of a pattern says about the text it matches.
+struct Facts {
+    /// Every string it can match (folded), when they are few.
+    exact: Option<Group>,
+    /// Groups every match holds a string of each of, in pattern order.
+    needs: Vec<Group>,
+}
+
+/// The groups of strings every match of `hir` holds one of each (ASCII
+/// letters in lower case: to be searched ignoring ASCII case), at most
+/// `most` of them, the most selective first, each string at least
+/// `min_len` bytes long. Empty when the pattern has none.
+pub fn needed(hir: &Hir, min_len: usize, most: usize) -> Vec<Group> {
+    let mut needs: Vec<Group> = facts(hir).needs.into_iter().filter(|g| g.iter().all(|s| s.len() >= min_len)).collect();
+    needs.sort_by_key(|g| std::cmp::Reverse(score(g)));
+    needs.dedup();
+    needs.truncate(most);
+    needs
+}
+
+fn facts(hir: &Hir) -> Facts {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => exact(vec![Vec::new()]),
+        HirKind::Literal(l) => exact(vec![l.0.to_ascii_lowercase()]),
+        HirKind::Class(c) => match class_bytes(c) {
+            Some(bytes) => exact(bytes.into_iter().map(|b| vec![b]).collect()),
+            None => Facts { exact: None, needs: Vec::new() },
+        },
+        HirKind::Capture(c) => facts(&c.sub),
+        HirKind::Repetition(r) if r.min == 0 => Facts { exact: None, needs: Vec::new() },
+        HirKind::Repetition(r) => {
+            let sub = facts(&r.sub);
+            Facts { exact: if r.max == Some(1) { sub.exact } else { None }, needs: sub.needs }
+        }
+        HirKind::Alternation(subs) => {
+            // One group: each branch's most selective group together.
+            let each: Vec<Facts> = subs.iter().map(facts).collect();
+            let union = |sets: Vec<Option<&Group>>| -> Option<Group> {
+                let mut all = Vec::new();
+                for s in sets {
+                    all.extend(s?.iter().cloned());
+                }
+                tidy(all)
+            };
+            let best = |f: &Facts| f.needs.iter().max_by_key(|g| score(g)).cloned();
+            let bests: Vec<Option<Group>> = each.iter().map(best).collect();
+            Facts {
+                exact: union(each.iter().map(|f| f.exact.as_ref()).collect()),
+                needs: union(bests.iter().map(Option::as_ref).collect()).into_iter().collect(),
+            }
+        }
+        HirKind::Concat(subs) => concat(subs),
+    }
+}
+
+/// Facts of a piece that matches exactly `set`.
+fn exact(set: Group) -> Facts {
+    let needs = if set.iter().all(|x| !x.is_empty()) { vec![set.clone()] } else { Vec::new() };
+    Facts { exact: Some(set), needs }
+}
+
+/// A concatenation: runs of exact pieces multiply into longer strings,
+/// each run a group, and the other pieces' groups are needed as well.
+fn concat(subs: &[Hir]) -> Facts {
+    let mut needs = Vec::new();
+    let close = |run: Group, needs: &mut Vec<Group>| {
+        if run.iter().all(|x| !x.is_empty()) {
+            needs.push(run);
+        }
+    };
+    let mut run: Group = vec![Vec::new()];
+    let mut whole = true;
+    for sub in subs {
+        let f = facts(sub);
+        let product = f.exact.as_ref().and_then(|e| product(&run, e));
+        match (product, f.exact) {
+            (Some(p), _) => run = p,
+            (None, exact) => {
+                whole = false;
+                close(std::mem::replace(&mut run, vec![Vec::new()]), &mut needs);
+                match exact {
+                    Some(e) => run = e,
+                    None => needs.extend(f.needs),
+                }
+            }
+        }
+    }
+    let exact = whole.then(|| run.clone());
+    close(run, &mut needs);
+    Facts { exact, needs }
+}
+
+/// Every string of `a` followed by one of `b`, when they stay few and
+/// short.
+fn product(a: &[Vec<u8>], b: &[Vec<u8>]) -> Option<Group> {
+    if a.len() * b.len() > MAX_STRINGS {
+        return None;
+    }
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            let s: Vec<u8> = x.iter().chain(y).copied().collect();
+            if s.len() > MAX_LEN {
+                return None;
+            }
+            out.push(s);
+        }
+    }
+    tidy(out)
+}
+
+/// A set sorted, without repeats, if it is small enough.
+fn tidy(mut set: Group) -> Option<Group> {
+    set.sort();
+    set.dedup();
+    (set.len() <= MAX_STRINGS).then_some(set)
+}
+
+/// How selective a set of needed strings is: its shortest string first
+/// (a short one occurs everywhere), then fewer strings.
+fn score(set: &[Vec<u8>]) -> (usize, std::cmp::Reverse<usize>) {
+    (set.iter().map(Vec::len).min().unwrap_or(0), std::cmp::Reverse(set.len()))
+}
+
+/// The bytes of a small class, folded (`[Kk]` is `k`).
+fn class_bytes(c: &Class) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    match c {
+        Class::Bytes(b) => {
+            for r in b.ranges() {
+                if usize::from(r.end() - r.start()) >= MAX_CLASS * 2 {
+                    return None;
+                }
+                out.extend((r.start()..=r.end()).map(|x| x.to_ascii_lowercase()));
+            }
+        }
+        Class::Unicode(u) => {
+            for r in u.ranges() {
+                if !r.end().is_ascii() || (r.end() as u32 - r.start() as u32) as usize >= MAX_CLASS * 2 {
+                    return None;
+                }
+                out.extend((r.start()..=r.end()).map(|x| (x as u8).to_ascii_lowercase()));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (out.len() <= MAX_CLASS).then_some(out)
+}
+
+/// Every needed string of a rule set in one search (ASCII case ignored):
+/// which lines hold a string of each group of a rule, and which rules.
+pub struct Finder {
+    strings: AhoCorasick,
+    /// For each string, the (rule, group) pairs that need it.
+    owners: Vec<Vec<(usize, u8)>>,
+    /// For each rule, one bit per group (0: the rule needs none).
+    all_groups: Vec<u8>,
+}
+
+impl Finder {
+    /// The finder of rules whose groups are `needs` (at most 8 each; a
+    /// rule with none is never reported); `None` when no rule needs a
+    /// string.
+    pub fn new(needs: Vec<Vec<Group>>) -> Result<Option<Finder>> {
+        let mut ids: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+        let mut owners: Vec<Vec<(usize, u8)>> = Vec::new();
+        let mut all_groups = vec![0u8; needs.len()];
+        for (rule, groups) in needs.into_iter().enumerate() {
+            all_groups[rule] = ((1u16 << groups.len().min(8)) - 1) as u8;
+            for (g, group) in groups.into_iter().take(8).enumerate() {
+                for s in group {
+                    let fresh = ids.len();
+                    let id = *ids.entry(s).or_insert(fresh);
+                    if id == owners.len() {
+                        owners.push(Vec::new());
+                    }
+                    owners[id].push((rule, g as u8));
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let mut strings: Vec<(Vec<u8>, usize)> = ids.into_iter().collect();
+        strings.sort_by_key(|(_, id)| *id);
+        // A DFA is the fastest search while it stays small (a rule set
+        // of thousands of rules gets the automaton's own choice).
+        let kind = (strings.len() <= 4096).then_some(AhoCorasickKind::DFA);
+        let strings = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(kind)
+            .build(strings.iter().map(|(s, _)| s))
+            .map_err(|e| Error::msg(format!("rule set does not compile: {e}")))?;
+        Ok(Some(Finder { strings, owners, all_groups }))
+    }
+
+    /// Calls `f(start, end, rules)` for each line of `hay` (its span
+    /// without the newline) that holds a string of each group of some
+    /// rules, in text order, with those rules.
+    pub fn each_line(&self, hay: &[u8], mut f: impl FnMut(usize, usize, &[usize])) {
+        let input = Input::new(hay);
+        let mut state = OverlappingState::start();
+        let mut found = vec![0u8; self.all_groups.len()];
+        let (mut touched, mut complete) = (Vec::new(), Vec::new());
+        let (mut line_start, mut line_end) = (0, 0);
+        let mut first = true;
+        loop {
+            self.strings.find_overlapping(input.clone(), &mut state);
+            let m = state.get_match();
+            // Strings come by their end, and none holds a newline: a
+            // string past the line's end starts the next line.
+            if m.is_none_or(|m| first || m.start() >= line_end) {
+                if !complete.is_empty() {
+                    f(line_start, line_end, &complete);
+                    complete.clear();
+                }
+                for r in touched.drain(..) {
+                    found[r] = 0;
+                }
+                let Some(m) = m else { return };
+                first = false;
+                line_start = memchr::memrchr(b'\n', &hay[..m.start()]).map_or(0, |i| i + 1);
+                line_end = memchr::memchr(b'\n', &hay[m.start()..]).map_or(hay.len(), |i| m.start() + i);
+            }
+            let Some(m) = m else { return };
+            for &(rule, g) in &self.owners[m.pattern().as_usize()] {
+                let had = found[rule];
+                if had == 0 {
+                    touched.push(rule);
+                }
+                found[rule] |= 1 << g;
+                if had != self.all_groups[rule] && found[rule] == self.all_groups[rule] {
+                    complete.push(rule);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::pattern;
+
+    fn of(p: &str) -> Vec<Vec<String>> {
+        let hir = pattern::parse(p).unwrap();
+        let text = |g: Group| g.into_iter().map(|s| String::from_utf8(s).unwrap()).collect();
+        needed(&hir, 2, 8).into_iter().map(text).collect()
+    }
+
+    #[test]
+    fn each_needed_run_is_a_group_the_most_selective_first() {
+        assert_eq!(of(r"\bcurl\b.*\|\s*sh"), [vec!["curl"], vec!["sh"]]);
+        assert_eq!(of(r"(?i)DROP\s+(TABLE|DATABASE)"), [vec!["database", "table"], vec!["drop"]]);
+        assert_eq!(of(r"\.(aws|gcloud|azure)/"), [vec![".aws/", ".azure/", ".gcloud/"]]);
+        assert_eq!(of(r"(?i)keychain|keyring"), [vec!["keychain", "keyring"]]);
+        assert_eq!(of(r"(?i)you\s+are|never\s+\d"), [vec!["are", "never"]]);
+    }
+
+    #[test]
+    fn an_optional_or_broad_piece_needs_nothing() {
+        assert!(of(r"[a-z]+x?").is_empty());
+        assert!(of(r"abc|[0-9]+").is_empty());
+        assert!(of(r"x(abc)?").is_empty());
+    }
+
+    /// Wherever a core rule matches, a string of each of its groups
+    /// occurs in the match (ignoring ASCII case).
+    #[test]
+    fn every_core_match_holds_each_needed_group() {
+        let mut checked = 0;
+        for r in crate::guard::rules::core().unwrap() {
+            let Some(p) = &r.pattern else { continue };
+            let hir = pattern::parse(p).unwrap();
+            let needs = needed(&hir, 1, usize::MAX);
+            let re = pattern::single(&hir).unwrap();
+            for ex in r.matches.iter().chain(&r.clean) {
+                for m in re.find_iter(ex.as_bytes()) {
+                    let hay = ex.as_bytes()[m.range()].to_ascii_lowercase();
+                    for g in &needs {
+                        let found = g.iter().any(|s| hay.windows(s.len()).any(|w| w == s.as_slice()));
+                        assert!(found, "rule {}: match {:?} holds none of {g:?}", r.id, &ex[m.range()]);
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 200, "only {checked} matches checked");
+    }
+}
