@@ -257,8 +257,8 @@ pub fn content_from_bytes(bytes: Vec<u8>, what: &str, max_bytes: usize) -> Resul
     String::from_utf8(bytes).map_err(|_| Error::msg(format!("{what} is not UTF-8")))
 }
 
-/// The content of a write: `--content`, `--content-file`, else stdin
-/// (UTF-8, within the limit).
+/// The content of a write: `--content`, `--content-file` (`-` for stdin),
+/// else stdin (UTF-8, within the limit).
 pub fn content_from_args(content: Option<&str>, file: Option<&std::path::Path>, max_bytes: usize) -> Result<String> {
     let (bytes, what) = bytes_from_args(content, file, max_bytes)?;
     content_from_bytes(bytes, &what, max_bytes)
@@ -274,13 +274,14 @@ pub fn bytes_from_args(
     let (bytes, what) = match (content, file) {
         (Some(_), Some(_)) => return Err(Error::usage("give --content or --content-file, not both")),
         (Some(c), None) => (c.as_bytes().to_vec(), "--content".to_string()),
-        (None, Some(f)) => {
+        // `-` names stdin, as for rg, jq and kb-guard; a file named `-` is `./-`.
+        (None, Some(f)) if f.as_os_str() != "-" => {
             // A FIFO or device is an error, never a hang.
             let bytes = crate::fs::nofollow::read_input(f, max_bytes as u64)
                 .map_err(|e| Error::io(format!("reading {}", f.display()), e))?;
             (bytes, f.display().to_string())
         }
-        (None, None) => {
+        (None, _) => {
             // At most the limit is read: a 2 GB pipe is refused, not held.
             let bytes = crate::fs::nofollow::read_capped(std::io::stdin().lock(), max_bytes as u64, "stdin")
                 .map_err(|e| Error::io("reading stdin", e))?;
