@@ -139,15 +139,15 @@ fn content_comes_from_stdin_or_a_file_and_append_appends() {
 fn content_file_dash_reads_stdin_as_other_filters_do() {
     let lib = Lib::new();
     let recs = ok_records(
-        lib.cmd("kb-append").args(["write", "notes/deploy.md", "--content-file", "-"]).write_stdin("# Deploy\n\nTag it.\n"),
+        lib.cmd("kb-append")
+            .args(["write", "notes/deploy.md", "--content-file", "-"])
+            .write_stdin("# Deploy\n\nTag it.\n"),
     );
     assert_eq!(recs[0]["action"], "created");
     assert_eq!(lib.read("notes/deploy.md"), "# Deploy\n\nTag it.\n");
     // A file really named `-` is still reachable as `./-`.
     std::fs::write(lib.root().join("-"), "# Dash\n").unwrap();
-    let recs = ok_records(
-        lib.cmd("kb-append").args(["write", "notes/dash.md", "--content-file", "./-"]),
-    );
+    let recs = ok_records(lib.cmd("kb-append").args(["write", "notes/dash.md", "--content-file", "./-"]));
     assert_eq!(recs[0]["action"], "created");
     assert_eq!(lib.read("notes/dash.md"), "# Dash\n");
 }
