@@ -180,10 +180,23 @@ pub struct Fusion {
     /// below it, a query of other words is out of scope (all-MiniLM-L6-v2
     /// gives 0.21–0.29 at best to questions off SciFact's topics).
     pub join: f64,
+    /// When not 0: the floor is the query's `floor_rank`-th best cosine.
+    pub floor_rank: usize,
+    /// When not 0: the floor is the query's best cosine less this.
+    pub floor_drop: f64,
+    /// When not 0: the floor is the mean of the query's cosines plus this
+    /// many standard deviations.
+    pub floor_z: f64,
+    /// Power of the lexical share.
+    pub lex_pow: f64,
+    /// When not 0: meaning weighs `weight × (1 + adapt × (1 − c))`, c the
+    /// query's best text evidence as a share of its ideal.
+    pub adapt: f64,
 }
 
 /// The fusion kb-score ranks with (tuned on SciFact train, bench/RESULTS.md).
-pub const FUSION: Fusion = Fusion { weight: 0.4, floor: 0.2, gamma: 2.0, depth: 100, join: 0.35 };
+pub const FUSION: Fusion =
+    Fusion { weight: 0.4, floor: 0.2, gamma: 2.0, depth: 100, join: 0.35, floor_rank: 0, floor_drop: 0.0, floor_z: 0.0, lex_pow: 1.0, adapt: 0.0 };
 
 impl Fusion {
     /// This fusion with the knobs a tuning spec names replaced.
@@ -195,6 +208,11 @@ impl Fusion {
             gamma: k("dense_gamma", self.gamma),
             depth: k("dense_depth", self.depth as f64) as usize,
             join: k("dense_join", self.join),
+            floor_rank: k("floor_rank", self.floor_rank as f64) as usize,
+            floor_drop: k("floor_drop", self.floor_drop),
+            floor_z: k("floor_z", self.floor_z),
+            lex_pow: k("lex_pow", self.lex_pow),
+            adapt: k("adapt", self.adapt),
         }
     }
 }
@@ -326,7 +344,9 @@ pub fn direct(
         }
     }
     best.retain(|_, b| b.0 > 0.0);
-    let (meaning, lexical_best) = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
+    let (meaning, (lexical_best, weight)) =
+        dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_else(|| (HashMap::new(), (0.0, t.fusion.weight)));
+    let t = &Tuning { fusion: Fusion { weight, ..t.fusion }, ..*t };
     let mut all: Vec<Scored> = best
         .into_iter()
         .map(|(d, (base, kind, lex))| {
@@ -361,7 +381,11 @@ pub fn direct(
 /// cosines of at least `join` joining as `Match::Dense` when no word
 /// matched them; returns each scored document's cosine and what meaning
 /// added, and the best lexical base the shares were taken of.
-fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> (HashMap<u32, (f64, f64)>, f64) {
+fn fuse(
+    cos: &[f32],
+    best: &mut HashMap<u32, (f64, Match, f64)>,
+    f: &Fusion,
+) -> (HashMap<u32, (f64, f64)>, (f64, f64)) {
     let mut top: Vec<u32> = (0..cos.len() as u32).collect();
     let by_cos = |a: &u32, b: &u32| cos[*b as usize].total_cmp(&cos[*a as usize]).then(a.cmp(b));
     let depth = f.depth.min(top.len());
@@ -370,7 +394,7 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
     }
     top.truncate(depth);
     let Some(max) = top.iter().map(|&d| f64::from(cos[d as usize])).reduce(f64::max) else {
-        return (HashMap::new(), 0.0);
+        return (HashMap::new(), (0.0, f.weight));
     };
     for &d in &top {
         if f64::from(cos[d as usize]) >= f.join {
@@ -378,16 +402,35 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
         }
     }
     let lexical_best = best.values().map(|b| b.0).fold(0.0, f64::max);
+    let floor = if f.floor_rank > 0 {
+        let mut all: Vec<f32> = cos.to_vec();
+        let n = (f.floor_rank - 1).min(all.len() - 1);
+        let (_, nth, _) = all.select_nth_unstable_by(n, |a, b| b.total_cmp(a));
+        f64::from(*nth)
+    } else if f.floor_drop > 0.0 {
+        max - f.floor_drop
+    } else if f.floor_z != 0.0 {
+        let n = cos.len() as f64;
+        let mean = cos.iter().map(|&c| f64::from(c)).sum::<f64>() / n;
+        let var = cos.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / n;
+        mean + f.floor_z * var.sqrt()
+    } else {
+        f.floor
+    };
+    let conf = best.values().filter(|b| b.1 == Match::Fulltext).map(|b| b.0).fold(0.0, f64::max);
+    let conf = (conf / formula::FULLTEXT_MAX).sqrt().min(1.0);
+    let w = (f.weight * (1.0 + f.adapt * (1.0 - conf))).min(0.95);
+    let f = &Fusion { weight: w, ..*f };
     let mut out = HashMap::with_capacity(best.len());
     for (&d, b) in best.iter_mut() {
         let c = f64::from(cos.get(d as usize).copied().unwrap_or(0.0));
-        let share = if max > f.floor { ((c - f.floor) / (max - f.floor)).clamp(0.0, 1.0) } else { 0.0 };
+        let share = if max > floor { ((c - floor) / (max - floor)).clamp(0.0, 1.0) } else { 0.0 };
         let part = f.weight * share.powf(f.gamma);
         b.0 = fused(b.0, lexical_best, part, f);
         out.insert(d, (c, part));
     }
     best.retain(|_, b| b.0 > 0.0);
-    (out, lexical_best)
+    (out, (lexical_best, w))
 }
 
 /// The base of a document whose words scored `lexical` and whose meaning
@@ -397,7 +440,7 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
 /// measured against the same best base as the rest.
 fn fused(lexical: f64, lexical_best: f64, part: f64, f: &Fusion) -> f64 {
     let share = if lexical_best > 0.0 { (lexical / lexical_best).min(1.0) } else { 0.0 };
-    (1.0 - f.weight) * share + part
+    (1.0 - f.weight) * share.powf(f.lex_pow) + part
 }
 
 /// Raises the text evidence of the `t.proximity.depth` best documents
@@ -511,7 +554,7 @@ mod tests {
     fn a_proximity_raise_is_measured_against_the_fusions_best_base() {
         let f = Fusion { depth: 10, ..FUSION };
         let mut best = HashMap::from([(0, (0.5, Match::Fulltext, 1.0)), (1, (0.25, Match::Fulltext, 0.5))]);
-        let (meaning, lexical_best) = fuse(&[0.6, 0.4], &mut best, &f);
+        let (meaning, (lexical_best, _)) = fuse(&[0.6, 0.4], &mut best, &f);
         assert_eq!(lexical_best, 0.5);
         // Raised by nothing, a document keeps the base the fusion gave it
         // (the raise once took the raw text, half of this, and did nothing).
