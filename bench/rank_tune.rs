@@ -15,7 +15,7 @@
 //! KB_MODEL set, meaning joins the words as in `kb-score --model`: each
 //! query is encoded once, the documents' vectors are read from the file
 //! beside the cache (encoded and saved first when missing), and the
-//! fusion knobs (dense_w, dense_floor, dense_gamma, dense_depth) tune.
+//! fusion knobs (dense_w, dense_floor_z, dense_gamma, dense_depth) tune.
 //! With RANK_TUNE_BUILD set, the indexes are built in process instead of read
 //! from the caches, so analysis knobs in KB_SCORE_TUNE (set in the
 //! environment, one analysis per run) take effect.
@@ -100,8 +100,6 @@ fn main() {
     // With a model: per variant, each query's cosine with every document.
     let model = kb::text::bert::model_dir(None).map(|m| kb::text::bert::Encoder::load(&m).expect("the model loads"));
     let mut cosines: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
-    let mut qvecs: Vec<Vec<f32>> = Vec::new();
-    let mut chunks: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
     if let Some(enc) = &model {
         let t = std::time::Instant::now();
         let qvs: Vec<Vec<f32>> = parsed.iter().map(|(_, q)| enc.encode_query(&q.text)).collect();
@@ -122,9 +120,7 @@ fn main() {
             eprintln!("rank_tune: {name}: {} documents encoded in {:.1} s", first.encoded, t.elapsed().as_secs_f64());
             let all = qvs.iter().map(|qv| kb::score::vectors::dense(&file, &v, enc, qv, &title_body).cosine).collect();
             cosines.insert(name.clone(), all);
-            chunks.insert(name.clone(), read_chunks(&file, &v, enc.dims()));
         }
-        qvecs = qvs;
     }
     for spec in specs.split(';') {
         let tuning = rank::TUNING.tuned(spec);
@@ -143,58 +139,8 @@ fn main() {
                 // As the CLI reads it: the title, a line, the body.
                 let doc_text =
                     |d: u32| Some(format!("{}\n{}", v.meta(d).title.unwrap_or_default(), seq.get(id_of(d))?));
-                let (c_mean, c_second) = (
-                    kb::score::bm25::knob(spec, "chunk_mean").unwrap_or(0.0) as f32,
-                    kb::score::bm25::knob(spec, "chunk_second").unwrap_or(0.0) as f32,
-                );
-                // A document's cosine from its chunks' (bench prototype).
-                let agg = |vs: &[f32], qv: &[f32]| {
-                    let mut cs: Vec<f32> = vs.chunks_exact(qv.len()).map(|c| dot(qv, c)).collect();
-                    if cs.is_empty() {
-                        return 0.0;
-                    }
-                    cs.sort_by(|a, b| b.total_cmp(a));
-                    let mean = cs.iter().sum::<f32>() / cs.len() as f32;
-                    let second = cs.get(1).copied().unwrap_or(cs[0]);
-                    (1.0 - c_mean) * cs[0] + c_mean * mean + c_second * (second - cs[0])
-                };
-                let own: Option<Vec<f32>> = (c_mean != 0.0 || c_second != 0.0)
-                    .then(|| chunks.get(name).map(|ch| ch.iter().map(|vs| agg(vs, &qvecs[i])).collect()))
-                    .flatten();
-                let dense = own.as_deref().or(cosines.get(name).map(|c| c[i].as_slice()));
-                let (mut hits, _) =
-                    rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, dense, &tuning);
-                let k = kb::score::bm25::knob(spec, "prf_k").unwrap_or(0.0) as usize;
-                if let (true, Some(ch)) = (k > 0, chunks.get(name)) {
-                    let beta = kb::score::bm25::knob(spec, "prf_beta").unwrap_or(0.5) as f32;
-                    let mean = kb::score::bm25::knob(spec, "prf_vec").unwrap_or(0.0) > 0.0;
-                    let qv = &qvecs[i];
-                    let dims = qv.len();
-                    let mut q2 = qv.clone();
-                    let top: Vec<u32> = hits.iter().take(k).map(|h| h.doc).collect();
-                    for &d in &top {
-                        let vs = &ch[d as usize];
-                        let n = vs.len() / dims;
-                        if n == 0 {
-                            continue;
-                        }
-                        let add: Vec<f32> = if mean {
-                            (0..dims).map(|j| (0..n).map(|c| vs[c * dims + j]).sum::<f32>() / n as f32).collect()
-                        } else {
-                            let b = (0..n)
-                                .max_by(|&a, &b| dot(qv, &vs[a * dims..][..dims]).total_cmp(&dot(qv, &vs[b * dims..][..dims])))
-                                .unwrap_or(0);
-                            vs[b * dims..][..dims].to_vec()
-                        };
-                        for j in 0..dims {
-                            q2[j] += beta * add[j] / top.len() as f32;
-                        }
-                    }
-                    let norm = dot(&q2, &q2).sqrt();
-                    q2.iter_mut().for_each(|x| *x /= norm);
-                    let cos2: Vec<f32> = ch.iter().map(|vs| agg(vs, &q2)).collect();
-                    hits = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, Some(&cos2), &tuning).0;
-                }
+                let dense = cosines.get(name).map(|c| c[i].as_slice());
+                let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, dense, &tuning);
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
                 rc += recall100(&ranked, rel);
@@ -205,33 +151,6 @@ fn main() {
         }
         println!("{row}");
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
-/// Every document's chunk vectors from a vector file (bench prototype).
-fn read_chunks(file: &Path, v: &View, dims: usize) -> Vec<Vec<f32>> {
-    let bytes = std::fs::read(file).expect("vector file");
-    let (head, key) = (kb::text::vecfile::HEADER, kb::text::vecfile::KEY);
-    let mut by_key: HashMap<Vec<u8>, Vec<f32>> = HashMap::new();
-    let mut at = head;
-    while at + key + 4 <= bytes.len() {
-        let k = bytes[at..at + key].to_vec();
-        let n = u32::from_le_bytes(bytes[at + key..at + key + 4].try_into().unwrap()) as usize;
-        let start = at + key + 4;
-        let end = start + n * dims * 4;
-        let fs = bytes[start..end].chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
-        by_key.insert(k, fs);
-        at = end;
-    }
-    (0..v.docs() as u32)
-        .map(|d| {
-            let (size, mtime) = v.stamp(d);
-            by_key.remove(kb::text::vecfile::key(v.path(d), size, mtime).as_slice()).unwrap_or_default()
-        })
-        .collect()
 }
 
 fn ndcg10(ranked: &[&str], rel: &HashMap<String, f64>) -> f64 {

@@ -160,17 +160,24 @@ impl Grading {
 /// stays in [0, 1]: `(1 − weight) × lexical share + weight × share^gamma`.
 /// The lexical share is the document's base as a part of the best base
 /// among the query's candidates, and the meaning share its cosine above
-/// `floor` as a part of the query's best cosine above it: both sides then
-/// run from 0 to 1 for every query, whatever the query's words score.
-/// Documents the words missed enter through the `depth` best cosines,
-/// those of at least `join`. Chosen on SciFact train (bench/RESULTS.md):
-/// this beat the same combination on the raw base (0.72 at best) and
-/// reciprocal rank fusion (0.72) by 0.02 nDCG@10.
+/// the query's floor as a part of the query's best cosine above it: both
+/// sides then run from 0 to 1 for every query, whatever the query's words
+/// score. The floor is the mean of the query's cosines with every
+/// document plus `floor` standard deviations, so it follows the model's
+/// scale: all-MiniLM-L6-v2's cosines sit near 0.1–0.6, multilingual-e5's
+/// near 0.7–0.9, and a fixed floor tuned for one counted nearly every
+/// document as evidence with the other. Documents the words missed enter
+/// through the `depth` best cosines, those of at least `join`. Chosen on
+/// SciFact train (bench/RESULTS.md): this beat the same combination on
+/// the raw base (0.72 at best) and reciprocal rank fusion (0.72) by 0.02
+/// nDCG@10; the floor from the query's cosines serves both models within
+/// 0.001 of each one's best fixed floor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fusion {
     /// Weight of meaning against the text evidence.
     pub weight: f64,
-    /// Cosine that counts as no evidence.
+    /// Standard deviations above the mean of the query's cosines that
+    /// count as no evidence.
     pub floor: f64,
     /// Power of the share, as for the text evidence.
     pub gamma: f64,
@@ -180,23 +187,10 @@ pub struct Fusion {
     /// below it, a query of other words is out of scope (all-MiniLM-L6-v2
     /// gives 0.21–0.29 at best to questions off SciFact's topics).
     pub join: f64,
-    /// When not 0: the floor is the query's `floor_rank`-th best cosine.
-    pub floor_rank: usize,
-    /// When not 0: the floor is the query's best cosine less this.
-    pub floor_drop: f64,
-    /// When not 0: the floor is the mean of the query's cosines plus this
-    /// many standard deviations.
-    pub floor_z: f64,
-    /// Power of the lexical share.
-    pub lex_pow: f64,
-    /// When not 0: meaning weighs `weight × (1 + adapt × (1 − c))`, c the
-    /// query's best text evidence as a share of its ideal.
-    pub adapt: f64,
 }
 
 /// The fusion kb-score ranks with (tuned on SciFact train, bench/RESULTS.md).
-pub const FUSION: Fusion =
-    Fusion { weight: 0.4, floor: 0.2, gamma: 2.0, depth: 100, join: 0.35, floor_rank: 0, floor_drop: 0.0, floor_z: 0.0, lex_pow: 1.0, adapt: 0.0 };
+pub const FUSION: Fusion = Fusion { weight: 0.4, floor: 0.5, gamma: 2.0, depth: 100, join: 0.35 };
 
 impl Fusion {
     /// This fusion with the knobs a tuning spec names replaced.
@@ -204,15 +198,10 @@ impl Fusion {
         let k = |key: &str, d: f64| bm25::knob(spec, key).unwrap_or(d);
         Fusion {
             weight: k("dense_w", self.weight),
-            floor: k("dense_floor", self.floor),
+            floor: k("dense_floor_z", self.floor),
             gamma: k("dense_gamma", self.gamma),
             depth: k("dense_depth", self.depth as f64) as usize,
             join: k("dense_join", self.join),
-            floor_rank: k("floor_rank", self.floor_rank as f64) as usize,
-            floor_drop: k("floor_drop", self.floor_drop),
-            floor_z: k("floor_z", self.floor_z),
-            lex_pow: k("lex_pow", self.lex_pow),
-            adapt: k("adapt", self.adapt),
         }
     }
 }
@@ -344,9 +333,7 @@ pub fn direct(
         }
     }
     best.retain(|_, b| b.0 > 0.0);
-    let (meaning, (lexical_best, weight)) =
-        dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_else(|| (HashMap::new(), (0.0, t.fusion.weight)));
-    let t = &Tuning { fusion: Fusion { weight, ..t.fusion }, ..*t };
+    let (meaning, lexical_best) = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
     let mut all: Vec<Scored> = best
         .into_iter()
         .map(|(d, (base, kind, lex))| {
@@ -381,11 +368,7 @@ pub fn direct(
 /// cosines of at least `join` joining as `Match::Dense` when no word
 /// matched them; returns each scored document's cosine and what meaning
 /// added, and the best lexical base the shares were taken of.
-fn fuse(
-    cos: &[f32],
-    best: &mut HashMap<u32, (f64, Match, f64)>,
-    f: &Fusion,
-) -> (HashMap<u32, (f64, f64)>, (f64, f64)) {
+fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> (HashMap<u32, (f64, f64)>, f64) {
     let mut top: Vec<u32> = (0..cos.len() as u32).collect();
     let by_cos = |a: &u32, b: &u32| cos[*b as usize].total_cmp(&cos[*a as usize]).then(a.cmp(b));
     let depth = f.depth.min(top.len());
@@ -394,7 +377,7 @@ fn fuse(
     }
     top.truncate(depth);
     let Some(max) = top.iter().map(|&d| f64::from(cos[d as usize])).reduce(f64::max) else {
-        return (HashMap::new(), (0.0, f.weight));
+        return (HashMap::new(), 0.0);
     };
     for &d in &top {
         if f64::from(cos[d as usize]) >= f.join {
@@ -402,35 +385,31 @@ fn fuse(
         }
     }
     let lexical_best = best.values().map(|b| b.0).fold(0.0, f64::max);
-    let floor = if f.floor_rank > 0 {
-        let mut all: Vec<f32> = cos.to_vec();
-        let n = (f.floor_rank - 1).min(all.len() - 1);
-        let (_, nth, _) = all.select_nth_unstable_by(n, |a, b| b.total_cmp(a));
-        f64::from(*nth)
-    } else if f.floor_drop > 0.0 {
-        max - f.floor_drop
-    } else if f.floor_z != 0.0 {
-        let n = cos.len() as f64;
-        let mean = cos.iter().map(|&c| f64::from(c)).sum::<f64>() / n;
-        let var = cos.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / n;
-        mean + f.floor_z * var.sqrt()
-    } else {
-        f.floor
-    };
-    let conf = best.values().filter(|b| b.1 == Match::Fulltext).map(|b| b.0).fold(0.0, f64::max);
-    let conf = (conf / formula::FULLTEXT_MAX).sqrt().min(1.0);
-    let w = (f.weight * (1.0 + f.adapt * (1.0 - conf))).min(0.95);
-    let f = &Fusion { weight: w, ..*f };
+    let floor = floor_of(cos, f.floor);
     let mut out = HashMap::with_capacity(best.len());
     for (&d, b) in best.iter_mut() {
         let c = f64::from(cos.get(d as usize).copied().unwrap_or(0.0));
-        let share = if max > floor { ((c - floor) / (max - floor)).clamp(0.0, 1.0) } else { 0.0 };
+        // Cosines all alike (one document, or ties at the top) tell
+        // nothing apart: those at the best count in full.
+        let share = match max > floor {
+            true => ((c - floor) / (max - floor)).clamp(0.0, 1.0),
+            false => f64::from(c >= max),
+        };
         let part = f.weight * share.powf(f.gamma);
         b.0 = fused(b.0, lexical_best, part, f);
         out.insert(d, (c, part));
     }
     best.retain(|_, b| b.0 > 0.0);
-    (out, (lexical_best, w))
+    (out, lexical_best)
+}
+
+/// The cosine that counts as no evidence for a query: the mean of its
+/// cosines with every document plus `z` standard deviations ([`Fusion`]).
+fn floor_of(cos: &[f32], z: f64) -> f64 {
+    let n = cos.len().max(1) as f64;
+    let mean = cos.iter().map(|&c| f64::from(c)).sum::<f64>() / n;
+    let var = cos.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / n;
+    mean + z * var.sqrt()
 }
 
 /// The base of a document whose words scored `lexical` and whose meaning
@@ -440,7 +419,7 @@ fn fuse(
 /// measured against the same best base as the rest.
 fn fused(lexical: f64, lexical_best: f64, part: f64, f: &Fusion) -> f64 {
     let share = if lexical_best > 0.0 { (lexical / lexical_best).min(1.0) } else { 0.0 };
-    (1.0 - f.weight) * share.powf(f.lex_pow) + part
+    (1.0 - f.weight) * share + part
 }
 
 /// Raises the text evidence of the `t.proximity.depth` best documents
@@ -540,6 +519,42 @@ mod tests {
     }
 
     #[test]
+    fn the_floor_follows_the_querys_cosines_whatever_the_models_scale() {
+        let f = Fusion { depth: 10, ..FUSION };
+        let words = || (0..5).map(|d| (d, (0.1, Match::Fulltext, 1.0))).collect::<HashMap<_, _>>();
+        // One model's cosines sit high and close, another's low and apart:
+        // the same order, the same spread in units of each query's own.
+        let high = [0.90f32, 0.86, 0.82, 0.80, 0.79];
+        let low: Vec<f32> = high.iter().map(|c| 4.0 * c - 3.0).collect();
+        let parts = |cos: &[f32]| {
+            let mut best = words();
+            let (meaning, _) = fuse(cos, &mut best, &f);
+            (0..5).map(|d| meaning[&d].1).collect::<Vec<f64>>()
+        };
+        let (a, b) = (parts(&high), parts(&low));
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-5, "{a:?} {b:?}");
+        }
+        // The best earns the whole weight; those under mean + z·sd nothing.
+        assert!((a[0] - f.weight).abs() < 1e-9, "{a:?}");
+        let floor = floor_of(&high, f.floor);
+        for (c, p) in high.iter().zip(&a) {
+            assert_eq!(f64::from(*c) <= floor, *p == 0.0, "{floor} {high:?} {a:?}");
+        }
+        assert!(a[1] > 0.0 && a[4] == 0.0, "{a:?}");
+    }
+
+    #[test]
+    fn one_document_found_by_meaning_alone_is_a_hit() {
+        let f = Fusion { depth: 10, ..FUSION };
+        // One cosine has no spread to take a floor from: it counts in full.
+        let mut best = HashMap::new();
+        let (meaning, _) = fuse(&[0.6], &mut best, &f);
+        assert_eq!(meaning[&0].1, f.weight);
+        assert_eq!(best[&0].1, Match::Dense);
+    }
+
+    #[test]
     fn the_lexical_side_is_a_share_of_the_querys_best_base() {
         let f = Fusion { depth: 10, ..FUSION };
         let mut best = HashMap::from([(0, (0.2, Match::Fulltext, 1.0)), (1, (0.1, Match::Fulltext, 0.5))]);
@@ -554,7 +569,7 @@ mod tests {
     fn a_proximity_raise_is_measured_against_the_fusions_best_base() {
         let f = Fusion { depth: 10, ..FUSION };
         let mut best = HashMap::from([(0, (0.5, Match::Fulltext, 1.0)), (1, (0.25, Match::Fulltext, 0.5))]);
-        let (meaning, (lexical_best, _)) = fuse(&[0.6, 0.4], &mut best, &f);
+        let (meaning, lexical_best) = fuse(&[0.6, 0.4], &mut best, &f);
         assert_eq!(lexical_best, 0.5);
         // Raised by nothing, a document keeps the base the fusion gave it
         // (the raise once took the raw text, half of this, and did nothing).
