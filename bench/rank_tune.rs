@@ -15,7 +15,7 @@
 //! KB_MODEL set, meaning joins the words as in `kb-score --model`: each
 //! query is encoded once, the documents' vectors are read from the file
 //! beside the cache (encoded and saved first when missing), and the
-//! fusion knobs (dense_w, dense_floor, dense_gamma, dense_depth) tune.
+//! fusion knobs (dense_w, dense_floor_z, dense_gamma, dense_depth) tune.
 //! With RANK_TUNE_BUILD set, the indexes are built in process instead of read
 //! from the caches, so analysis knobs in KB_SCORE_TUNE (set in the
 //! environment, one analysis per run) take effect.
