@@ -39,6 +39,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::text::simd;
 use crate::text::tokenizer::Tokenizer;
 
 /// The environment variable naming the model folder when `--model` does not.
@@ -346,7 +347,22 @@ fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)
         && words <= m.len() / 4 / cfg.hidden_size
         && floats == places(&plan(cfg, words)).1
         && floats.checked_mul(4).and_then(|n| n.checked_add(ALIGNED_HEADER)) == Some(m.len());
-    whole.then_some((Store::Mapped(m), words))
+    if !whole {
+        return None;
+    }
+    populate_layers(&m, words * cfg.hidden_size);
+    Some((Store::Mapped(m), words))
+}
+
+/// Maps the pages of every tensor after the word table into the
+/// process at once (`MADV_POPULATE_READ`): a forward pass reads all of
+/// them, and one call costs less than a fault per page run. The word
+/// table is left to fault in: a text reads a few of its rows.
+fn populate_layers(m: &memmap2::Mmap, word_floats: usize) {
+    let from = ALIGNED_HEADER + 4 * word_floats;
+    // Advice only: a kernel without it faults the pages in as before.
+    #[cfg(target_os = "linux")]
+    let _ = m.advise_range(memmap2::Advice::PopulateRead, from, m.len().saturating_sub(from));
 }
 
 /// The aligned copy's file in `cache` for a model.
@@ -624,20 +640,33 @@ impl Encoder {
         v.to_vec()
     }
 
+    /// A tensor's floats, row after row.
+    fn floats(&self, at: At) -> &[f32] {
+        &self.store.floats()[at.start..at.start + at.rows * at.cols]
+    }
+
     /// A matrix of the weights.
     fn matrix(&self, at: At) -> ArrayView2<'_, f32> {
-        let data = &self.store.floats()[at.start..at.start + at.rows * at.cols];
-        ArrayView2::from_shape((at.rows, at.cols), data).expect("places sized it")
+        ArrayView2::from_shape((at.rows, at.cols), self.floats(at)).expect("places sized it")
     }
 
     /// A vector of the weights (a one-row tensor).
     fn vector(&self, at: At) -> ArrayView1<'_, f32> {
-        ArrayView1::from(&self.store.floats()[at.start..at.start + at.cols])
+        ArrayView1::from(self.floats(at))
     }
 
-    /// `x Wᵀ + b`.
+    /// `x Wᵀ + b`: for a few rows (a query) each weight row read once
+    /// (`text::simd`), for more matrixmultiply's packed product.
     fn linear(&self, x: &Array2<f32>, l: &Linear) -> Array2<f32> {
-        x.dot(&self.matrix(l.w).t()) + self.vector(l.b)
+        let (rows, k) = x.dim();
+        match x.as_slice() {
+            Some(xs) if rows <= simd::FEW_ROWS => {
+                let mut y = vec![0f32; rows * l.w.rows];
+                simd::rows_times_weights(xs, self.floats(l.w), self.floats(l.b), k, &mut y);
+                Array2::from_shape_vec((rows, l.w.rows), y).expect("rows × outputs")
+            }
+            _ => x.dot(&self.matrix(l.w).t()) + self.vector(l.b),
+        }
     }
 
     /// Layer norm of each row, in place.

@@ -300,7 +300,7 @@ pub fn embed(text: &str) -> Option<Vec<f32>> {
 
 /// The cosine of two unit vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    crate::text::simd::dot(a, b)
 }
 
 #[cfg(test)]
