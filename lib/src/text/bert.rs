@@ -1655,6 +1655,50 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_cached_unigram_table_cuts_as_the_json_it_was_read_from() {
+        let dir = model(31);
+        let mut json = unigram_json();
+        // A piece listed twice keeps its first id and score.
+        json["model"]["vocab"].as_array_mut().unwrap().push(serde_json::json!(["▁cat", -0.5]));
+        write_json(&dir.path().join("tokenizer.json"), &json);
+        let cache = tempfile::tempdir().unwrap();
+        let texts = ["the cat", "the  cats", "ｔｈｅ", "The", "猫在", "猫xyz在", "", "cat the cats"];
+        let plain = Encoder::load(dir.path()).unwrap();
+        let first = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        let tables: Vec<_> = std::fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("tokenizer-"))
+            .collect();
+        assert_eq!(tables.len(), 1, "{tables:?}");
+        let table = cache.path().join(&tables[0]);
+        let bytes = std::fs::read(&table).unwrap();
+        let mapped = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        assert_eq!(std::fs::read(&table).unwrap(), bytes, "read, not written again");
+        for enc in [&first, &mapped] {
+            assert_eq!(enc.digest(), plain.digest());
+            assert_eq!(enc.tokenizer.len(), plain.tokenizer.len());
+            for text in texts {
+                assert_eq!(enc.tokens(text), plain.tokens(text), "{text:?}");
+            }
+        }
+        assert_eq!(plain.tokens("the cat"), [0, 5, 6, 2]);
+        // A damaged table is read again from the JSON and replaced.
+        for keep in [0, 40, 60, bytes.len() - 1] {
+            std::fs::write(&table, &bytes[..keep]).unwrap();
+            let enc = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+            assert_eq!(enc.tokens("the cats"), plain.tokens("the cats"), "kept {keep}");
+            assert_eq!(std::fs::read(&table).unwrap(), bytes, "kept {keep}");
+        }
+        // Another tokenizer.json is another table, never the stale one.
+        json["model"]["vocab"][6] = serde_json::json!(["▁cat", -40.0]);
+        write_json(&dir.path().join("tokenizer.json"), &json);
+        let changed = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        assert_eq!(changed.tokens("the cat"), Encoder::load(dir.path()).unwrap().tokens("the cat"));
+        assert_ne!(changed.tokens("the cat"), plain.tokens("the cat"));
+    }
+
     /// An XLM-RoBERTa folder (multilingual e5): the same layers, positions
     /// counted from `pad_token_id` + 1, so two rows fewer for the text.
     #[test]

@@ -200,6 +200,11 @@ impl Vocab {
         (b.get(text + at..text + at + len).unwrap_or(&[]), id)
     }
 
+    /// The id of the table's `i`th token (in byte order).
+    pub(crate) fn id_at(&self, i: usize) -> usize {
+        self.entry(i).1
+    }
+
     /// A token's id.
     pub(crate) fn get(&self, token: &str) -> Option<usize> {
         let (mut lo, mut hi) = (0, self.len());
