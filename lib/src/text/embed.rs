@@ -200,6 +200,11 @@ impl Vocab {
         (b.get(text + at..text + at + len).unwrap_or(&[]), id)
     }
 
+    /// The id of the table's `i`th token (in byte order).
+    pub(crate) fn id_at(&self, i: usize) -> usize {
+        self.entry(i).1
+    }
+
     /// A token's id.
     pub(crate) fn get(&self, token: &str) -> Option<usize> {
         let (mut lo, mut hi) = (0, self.len());
@@ -300,7 +305,7 @@ pub fn embed(text: &str) -> Option<Vec<f32>> {
 
 /// The cosine of two unit vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    crate::text::simd::dot(a, b)
 }
 
 #[cfg(test)]

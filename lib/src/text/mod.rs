@@ -12,6 +12,7 @@ pub mod bert;
 pub mod bm25;
 pub mod embed;
 pub mod segment;
+pub mod simd;
 pub mod terms;
 pub(crate) mod tokenizer;
 pub mod vecfile;

@@ -8,7 +8,6 @@
 //! cut by Viterbi over the pieces' log probabilities. A setting this module
 //! does not implement is an error naming it, never ignored.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::Value;
@@ -27,11 +26,15 @@ enum Model {
     Unigram(Unigram),
 }
 
-/// A Unigram model: each piece's id and log probability, and the text
+/// A Unigram model: each piece's id (a sorted table, as WordPiece's, so
+/// the cache maps it) and each id's log probability, and the text
 /// normalisation before it (NFKC for SentencePiece's `nmt_nfkc` charsmap,
 /// then runs of spaces made one).
 struct Unigram {
-    pieces: HashMap<Box<str>, (usize, f64)>,
+    pieces: Vocab,
+    scores: Vec<f64>,
+    /// The highest id of a piece plus one.
+    ids: usize,
     longest: usize,
     unk_score: f64,
     nfkc: bool,
@@ -63,9 +66,10 @@ fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 impl Tokenizer {
     /// The tokenizer of a model folder: `tokenizer.json` if it is there,
     /// else `vocab.txt` with `tokenizer_config.json`'s settings. With a
-    /// cache directory, a WordPiece `tokenizer.json` is read once: its
-    /// table is kept there (`tokenizer-<digest>.bin`, named by the file's
-    /// SHA-256) and mapped by later calls, which then parse no JSON.
+    /// cache directory, a `tokenizer.json` is read once: its table is kept
+    /// there (`tokenizer-<digest>.bin`, named by the file's SHA-256) and
+    /// mapped by later calls, which then parse no JSON (multilingual e5's
+    /// is 13 MB of 250,002 pieces).
     pub(crate) fn load(dir: &Path, cache: Option<&Path>) -> Result<Tokenizer> {
         let json = dir.join("tokenizer.json");
         let bytes = match std::fs::read(&json) {
@@ -81,18 +85,32 @@ impl Tokenizer {
             return Ok(t);
         }
         let t = Tokenizer::from_json(&json, bytes)?;
-        if let Model::WordPiece { vocab, fold } = &t.model {
-            let mut out = Vec::with_capacity(CACHE_HEAD + vocab.bytes().len());
-            out.extend_from_slice(CACHE_MAGIC);
-            out.extend_from_slice(&sha);
-            for id in [t.unk, t.start, t.end] {
-                out.extend_from_slice(&(id as u32).to_le_bytes());
-            }
-            out.extend_from_slice(&[u8::from(fold.lowercase), u8::from(fold.strip_accents), u8::from(fold.chinese), 0]);
-            out.extend_from_slice(vocab.bytes());
-            // Derived: a table that cannot be written costs the next call the parse again.
-            let _ = crate::fs::atomic::write(&file, &out);
+        let mut out = Vec::new();
+        out.extend_from_slice(match t.model {
+            Model::WordPiece { .. } => CACHE_MAGIC,
+            Model::Unigram(_) => UNIGRAM_MAGIC,
+        });
+        out.extend_from_slice(&sha);
+        for id in [t.unk, t.start, t.end] {
+            out.extend_from_slice(&(id as u32).to_le_bytes());
         }
+        match &t.model {
+            Model::WordPiece { vocab, fold } => {
+                out.extend_from_slice(&[fold.lowercase, fold.strip_accents, fold.chinese, false].map(u8::from));
+                out.extend_from_slice(vocab.bytes());
+            }
+            Model::Unigram(u) => {
+                out.extend_from_slice(&[u.nfkc, u.lowercase, u.collapse_spaces, u.prefix_space].map(u8::from));
+                for n in [u.ids, u.longest, u.scores.len()] {
+                    out.extend_from_slice(&(n as u64).to_le_bytes());
+                }
+                out.extend_from_slice(&u.unk_score.to_le_bytes());
+                u.scores.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                out.extend_from_slice(u.pieces.bytes());
+            }
+        }
+        // Derived: a table that cannot be written costs the next call the parse again.
+        let _ = crate::fs::atomic::write(&file, &out);
         Ok(t)
     }
 
@@ -141,7 +159,7 @@ impl Tokenizer {
         let id = |name: &str| -> Result<usize> {
             let found = match &model {
                 Model::WordPiece { vocab, .. } => vocab.get(name),
-                Model::Unigram(u) => u.pieces.get(name).map(|p| p.0),
+                Model::Unigram(u) => u.pieces.get(name),
             };
             found.ok_or_else(|| bad(file, format!("post_processor's token {name} is not in the vocabulary")))
         };
@@ -190,15 +208,20 @@ impl Tokenizer {
     pub(crate) fn len(&self) -> usize {
         match &self.model {
             Model::WordPiece { vocab, .. } => vocab.len(),
-            Model::Unigram(u) => u.pieces.values().map(|p| p.0 + 1).max().unwrap_or(0),
+            Model::Unigram(u) => u.ids,
         }
     }
 }
 
-/// The cached WordPiece table's header: magic, the SHA-256 of the
-/// `tokenizer.json` it was read from, the unknown, start and end ids
-/// (u32), the folding (three flags and a zero), 56 bytes.
+/// The cached table's header: magic (WordPiece or Unigram), the SHA-256
+/// of the `tokenizer.json` it was read from, the unknown, start and end
+/// ids (u32), four flags (WordPiece: the folding and a zero; Unigram:
+/// NFKC, lower case, spaces collapsed, the prefix space), 56 bytes. A
+/// WordPiece table follows; a Unigram model's table follows its ids,
+/// longest piece and scores' count (u64), the unknown character's score
+/// and each id's score (f64).
 const CACHE_MAGIC: &[u8; 8] = b"KBTOKWP1";
+const UNIGRAM_MAGIC: &[u8; 8] = b"KBTOKUG1";
 const CACHE_HEAD: usize = 8 + 32 + 12 + 4;
 
 /// The tokenizer of the cached table at `file`, if it is whole and was
@@ -207,15 +230,45 @@ const CACHE_HEAD: usize = 8 + 32 + 12 + 4;
 fn cached(file: &Path, sha: &[u8; 32], source: &[u8]) -> Option<Tokenizer> {
     // fs::map maps only files written by atomic::write: this table is one.
     let m = crate::fs::map::map(file).ok()?;
-    if m.get(..8)? != CACHE_MAGIC || m.get(8..40)? != sha {
+    let unigram = match m.get(..8)? {
+        magic if magic == CACHE_MAGIC => false,
+        magic if magic == UNIGRAM_MAGIC => true,
+        _ => return None,
+    };
+    if m.get(8..40)? != sha {
         return None;
     }
     let id = |at: usize| Some(u32::from_le_bytes(m.get(at..at + 4)?.try_into().ok()?) as usize);
     let (unk, start, end) = (id(40)?, id(44)?, id(48)?);
     let flag = |at: usize| m.get(at).map(|b| *b == 1);
-    let fold = Fold { lowercase: flag(52)?, strip_accents: flag(53)?, chinese: flag(54)? };
-    let vocab = Vocab::from_table(Table::Mapped(m, CACHE_HEAD))?;
-    Some(Tokenizer { model: Model::WordPiece { vocab, fold }, unk, start, end, source: source.to_vec() })
+    let (f0, f1, f2, f3) = (flag(52)?, flag(53)?, flag(54)?, flag(55)?);
+    let eight = |at: usize| -> Option<[u8; 8]> { m.get(at..at + 8)?.try_into().ok() };
+    let model = if unigram {
+        let count = |at: usize| usize::try_from(u64::from_le_bytes(eight(at)?)).ok();
+        let (ids, longest, n) = (count(CACHE_HEAD)?, count(CACHE_HEAD + 8)?, count(CACHE_HEAD + 16)?);
+        let unk_score = f64::from_le_bytes(eight(CACHE_HEAD + 24)?);
+        let first = CACHE_HEAD + 32;
+        let table = first.checked_add(n.checked_mul(8)?)?;
+        let scores = m.get(first..table)?.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
+        let scores = scores.collect();
+        let pieces = Vocab::from_table(Table::Mapped(m, table))?;
+        let u = Unigram {
+            pieces,
+            scores,
+            ids,
+            longest,
+            unk_score,
+            nfkc: f0,
+            lowercase: f1,
+            collapse_spaces: f2,
+            prefix_space: f3,
+        };
+        Model::Unigram(u)
+    } else {
+        let fold = Fold { lowercase: f0, strip_accents: f1, chinese: f2 };
+        Model::WordPiece { vocab: Vocab::from_table(Table::Mapped(m, CACHE_HEAD))?, fold }
+    };
+    Some(Tokenizer { model, unk, start, end, source: source.to_vec() })
 }
 
 /// A BERT WordPiece model and its normaliser.
@@ -261,22 +314,32 @@ fn wordpiece(file: &Path, t: &Value, model: &Value) -> Result<(Model, usize)> {
 /// multilingual models ship.
 fn unigram(file: &Path, t: &Value, model: &Value) -> Result<(Model, usize)> {
     let list = model.get("vocab").and_then(Value::as_array).ok_or_else(|| bad(file, "Unigram model without vocab"))?;
-    let mut pieces: HashMap<Box<str>, (usize, f64)> = HashMap::with_capacity(list.len());
+    let mut pairs = Vec::with_capacity(list.len());
+    let mut scores = Vec::with_capacity(list.len());
     for (i, p) in list.iter().enumerate() {
         let (Some(piece), Some(score)) = (p.get(0).and_then(Value::as_str), p.get(1).and_then(Value::as_f64)) else {
             return Err(bad(file, format!("Unigram vocab entry {i} is not [piece, score]")));
         };
-        pieces.entry(piece.into()).or_insert((i, score));
+        pairs.push((piece, i));
+        scores.push(score);
     }
+    // A piece listed twice is its first id: the table keeps the later of
+    // two pairs, so they go in from the last.
+    let longest = pairs.iter().map(|p| p.0.chars().count()).max().unwrap_or(1);
+    pairs.reverse();
+    let pieces = Vocab::from_pairs(pairs);
+    let ids = (0..pieces.len()).map(|i| pieces.id_at(i) + 1).max().unwrap_or(0);
     let unk =
         model.get("unk_id").and_then(Value::as_u64).ok_or_else(|| bad(file, "Unigram model without unk_id"))? as usize;
     if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
         return Err(bad(file, "Unigram byte_fallback is not implemented"));
     }
-    let min = pieces.values().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let min = (0..pieces.len()).map(|i| scores[pieces.id_at(i)]).fold(f64::INFINITY, f64::min);
     let mut u = Unigram {
-        longest: pieces.keys().map(|k| k.chars().count()).max().unwrap_or(1),
+        longest,
         pieces,
+        scores,
+        ids,
         unk_score: min - UNK_PENALTY,
         nfkc: false,
         lowercase: false,
@@ -374,7 +437,8 @@ impl Unigram {
                 if best[start].0 == f64::NEG_INFINITY {
                     continue;
                 }
-                if let Some(&(id, score)) = self.pieces.get(&word[chars[start]..chars[end]]) {
+                let piece = self.pieces.get(&word[chars[start]..chars[end]]);
+                if let Some((id, score)) = piece.and_then(|id| Some((id, *self.scores.get(id)?))) {
                     let s = best[start].0 + score;
                     if s > best[end].0 {
                         best[end] = (s, start, Some(id));
