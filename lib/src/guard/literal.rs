@@ -37,14 +37,52 @@ struct Facts {
 /// `most` of them, the most selective first, each string at least
 /// `min_len` bytes long. Empty when the pattern has none.
 pub fn needed(hir: &Hir, min_len: usize, most: usize) -> Vec<Group> {
-    let mut needs: Vec<Group> = facts(hir).needs.into_iter().filter(|g| g.iter().all(|s| s.len() >= min_len)).collect();
-    needs.sort_by_key(|g| std::cmp::Reverse(score(g)));
+    groups(hir, min_len, most, Rank::Length)
+}
+
+/// What makes one group of strings more selective than another.
+#[derive(Clone, Copy)]
+enum Rank {
+    /// A longer shortest string, then fewer strings.
+    Length,
+    /// Strings prose seldom holds ([`rare`]), then as [`Rank::Length`].
+    Rarity,
+}
+
+fn groups(hir: &Hir, min_len: usize, most: usize, rank: Rank) -> Vec<Group> {
+    let mut needs: Vec<Group> =
+        facts(hir, rank).needs.into_iter().filter(|g| g.iter().all(|s| s.len() >= min_len)).collect();
+    needs.sort_by_key(|g| std::cmp::Reverse(score(g, rank)));
     needs.dedup();
     needs.truncate(most);
     needs
 }
 
-fn facts(hir: &Hir) -> Facts {
+/// [`needed`], or for a pattern with no such group (`\\x..` escapes, a
+/// port after an address, `${` with a backtick, `nc … -e`) its groups of
+/// shorter strings that prose seldom holds ([`rare`]: `\\x`, ` -`, `:`).
+/// Such a rule then finds its lines by the one literal search like the
+/// others, instead of by its own pass over every byte.
+pub fn selective(hir: &Hir, min_len: usize, most: usize) -> Vec<Group> {
+    let long = needed(hir, min_len, most);
+    if !long.is_empty() {
+        return long;
+    }
+    let mut short = groups(hir, 1, usize::MAX, Rank::Rarity);
+    short.retain(|g| rare(g));
+    short.truncate(most);
+    short
+}
+
+/// Whether prose seldom holds any string of `group`: each is at least 3
+/// bytes long or holds a byte other than a letter, digit, space, `.` or
+/// `,`.
+fn rare(group: &[Vec<u8>]) -> bool {
+    let odd = |b: &u8| !(b.is_ascii_alphanumeric() || b.is_ascii_whitespace() || b",.".contains(b));
+    group.iter().all(|s| s.len() >= 3 || s.iter().any(odd))
+}
+
+fn facts(hir: &Hir, rank: Rank) -> Facts {
     match hir.kind() {
         HirKind::Empty | HirKind::Look(_) => exact(vec![Vec::new()]),
         HirKind::Literal(l) => exact(vec![l.0.to_ascii_lowercase()]),
@@ -52,15 +90,15 @@ fn facts(hir: &Hir) -> Facts {
             Some(bytes) => exact(bytes.into_iter().map(|b| vec![b]).collect()),
             None => Facts { exact: None, needs: Vec::new() },
         },
-        HirKind::Capture(c) => facts(&c.sub),
+        HirKind::Capture(c) => facts(&c.sub, rank),
         HirKind::Repetition(r) if r.min == 0 => Facts { exact: None, needs: Vec::new() },
         HirKind::Repetition(r) => {
-            let sub = facts(&r.sub);
+            let sub = facts(&r.sub, rank);
             Facts { exact: if r.max == Some(1) { sub.exact } else { None }, needs: sub.needs }
         }
         HirKind::Alternation(subs) => {
             // One group: each branch's most selective group together.
-            let each: Vec<Facts> = subs.iter().map(facts).collect();
+            let each: Vec<Facts> = subs.iter().map(|s| facts(s, rank)).collect();
             let union = |sets: Vec<Option<&Group>>| -> Option<Group> {
                 let mut all = Vec::new();
                 for s in sets {
@@ -68,14 +106,14 @@ fn facts(hir: &Hir) -> Facts {
                 }
                 tidy(all)
             };
-            let best = |f: &Facts| f.needs.iter().max_by_key(|g| score(g)).cloned();
+            let best = |f: &Facts| f.needs.iter().max_by_key(|g| score(g, rank)).cloned();
             let bests: Vec<Option<Group>> = each.iter().map(best).collect();
             Facts {
                 exact: union(each.iter().map(|f| f.exact.as_ref()).collect()),
                 needs: union(bests.iter().map(Option::as_ref).collect()).into_iter().collect(),
             }
         }
-        HirKind::Concat(subs) => concat(subs),
+        HirKind::Concat(subs) => concat(subs, rank),
     }
 }
 
@@ -87,7 +125,7 @@ fn exact(set: Group) -> Facts {
 
 /// A concatenation: runs of exact pieces multiply into longer strings,
 /// each run a group, and the other pieces' groups are needed as well.
-fn concat(subs: &[Hir]) -> Facts {
+fn concat(subs: &[Hir], rank: Rank) -> Facts {
     let mut needs = Vec::new();
     let close = |run: Group, needs: &mut Vec<Group>| {
         if run.iter().all(|x| !x.is_empty()) {
@@ -97,7 +135,7 @@ fn concat(subs: &[Hir]) -> Facts {
     let mut run: Group = vec![Vec::new()];
     let mut whole = true;
     for sub in subs {
-        let f = facts(sub);
+        let f = facts(sub, rank);
         let product = f.exact.as_ref().and_then(|e| product(&run, e));
         match (product, f.exact) {
             (Some(p), _) => run = p,
@@ -142,10 +180,12 @@ fn tidy(mut set: Group) -> Option<Group> {
     (set.len() <= MAX_STRINGS).then_some(set)
 }
 
-/// How selective a set of needed strings is: its shortest string first
-/// (a short one occurs everywhere), then fewer strings.
-fn score(set: &[Vec<u8>]) -> (usize, std::cmp::Reverse<usize>) {
-    (set.iter().map(Vec::len).min().unwrap_or(0), std::cmp::Reverse(set.len()))
+/// How selective a set of needed strings is: by `rank`, whether prose
+/// seldom holds it, then its shortest string (a short one occurs
+/// everywhere), then fewer strings.
+fn score(set: &[Vec<u8>], rank: Rank) -> (bool, usize, std::cmp::Reverse<usize>) {
+    let rare = matches!(rank, Rank::Rarity) && rare(set);
+    (rare, set.iter().map(Vec::len).min().unwrap_or(0), std::cmp::Reverse(set.len()))
 }
 
 /// The bytes of a small class, folded (`[Kk]` is `k`).
@@ -284,6 +324,21 @@ mod tests {
         assert_eq!(of(r"(?i)you\s+are|never\s+\d"), [vec!["are", "never"]]);
     }
 
+    /// A pattern with no string of 3 bytes finds its lines by short
+    /// strings of bytes prose seldom holds, never by a bare letter pair.
+    #[test]
+    fn a_rule_without_long_strings_gets_its_rare_short_ones() {
+        let short = |p: &str| -> Vec<Vec<String>> {
+            let text = |g: Group| g.into_iter().map(|s| String::from_utf8(s).unwrap()).collect();
+            selective(&pattern::parse(p).unwrap(), 3, 2).into_iter().map(text).collect()
+        };
+        assert_eq!(short(r"(?i)\\x[0-9a-f]{2}\\x[0-9a-f]{2}"), [vec!["\\x"]]);
+        assert_eq!(short(r"\bat\s+-f\s+"), [vec!["-f"]]);
+        assert_eq!(short(r"\$\{.*`.*`.*\}"), [vec!["${"], vec!["`"]]);
+        assert!(short(r"\bat\s+\bno\b").is_empty());
+        assert_eq!(short(r"\bcurl\b.*\|\s*sh"), [vec!["curl"]]);
+    }
+
     #[test]
     fn an_optional_or_broad_piece_needs_nothing() {
         assert!(of(r"[a-z]+x?").is_empty());
@@ -299,7 +354,8 @@ mod tests {
         for r in crate::guard::rules::core().unwrap() {
             let Some(p) = &r.pattern else { continue };
             let hir = pattern::parse(p).unwrap();
-            let needs = needed(&hir, 1, usize::MAX);
+            let mut needs = needed(&hir, 1, usize::MAX);
+            needs.extend(groups(&hir, 1, usize::MAX, Rank::Rarity));
             let re = pattern::single(&hir).unwrap();
             for ex in r.matches.iter().chain(&r.clean) {
                 for m in re.find_iter(ex.as_bytes()) {

@@ -8,6 +8,7 @@ use regex_automata::hybrid::dfa::{Cache, OverlappingState, DFA};
 use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
+use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{Anchored, Input, MatchKind, PatternID, PatternSet};
 use regex_syntax::hir::{
     self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
@@ -312,7 +313,7 @@ impl Set {
                 owner.push(i);
             }
         }
-        let (dfa, caches) = lazy(&all)?;
+        let (dfa, caches) = lazy(&all, None)?;
         let (patterns, hirs) = (hirs.len(), hirs.to_vec());
         let (by_rule, fallback) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
         Ok(Set { dfa, caches, hirs, by_rule, fallback, all, patterns, owner, has_tail, whole, head_max })
@@ -401,8 +402,9 @@ fn each_match_in(
 
 /// A lazy DFA of `hirs` (set ids are their indexes) that reports every
 /// pattern matching, and a pool of its caches (one per thread). It never
-/// gives up on a busy cache (it rebuilds states instead).
-fn lazy(hirs: &[Hir]) -> Result<(DFA, CachePool)> {
+/// gives up on a busy cache (it rebuilds states instead). `prefixes`, when
+/// given, finds where a match can start.
+fn lazy(hirs: &[Hir], prefixes: Option<Prefilter>) -> Result<(DFA, CachePool)> {
     let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
     let nfa = thompson::Compiler::new()
         .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
@@ -412,6 +414,7 @@ fn lazy(hirs: &[Hir]) -> Result<(DFA, CachePool)> {
         .configure(
             DFA::config()
                 .match_kind(MatchKind::All)
+                .prefilter(prefixes)
                 .cache_capacity(32 << 20)
                 .minimum_cache_clear_count(None)
                 .skip_cache_capacity_check(true),
@@ -555,7 +558,7 @@ struct Rest {
 impl ByRule {
     fn new(set: &Set) -> Result<ByRule> {
         let needs: Vec<Vec<literal::Group>> =
-            set.hirs.iter().map(|h| literal::needed(h, MIN_LITERAL, MAX_GROUPS)).collect();
+            set.hirs.iter().map(|h| literal::selective(h, MIN_LITERAL, MAX_GROUPS)).collect();
         let mut tail = vec![None; set.patterns];
         for (k, &p) in set.owner.iter().enumerate() {
             tail[p] = Some(set.patterns + k);
@@ -570,7 +573,12 @@ impl ByRule {
                 .iter()
                 .map(|&(p, is_tail)| set.all[if is_tail { tail[p].unwrap_or(p) } else { p }].clone())
                 .collect();
-            Some(Rest { set: lazy(&hirs)?, heads: lazy(&hirs[..rest_rules.len()])?, ids })
+            // The heads alone read every byte: when each has a finite set
+            // of prefixes (`rm`, `nc`, `mkfifo`), a SIMD search for them
+            // skips the text between.
+            let heads = &hirs[..rest_rules.len()];
+            let prefixes = Prefilter::from_hirs_prefix(MatchKind::All, heads);
+            Some(Rest { set: lazy(&hirs, None)?, heads: lazy(heads, prefixes)?, ids })
         };
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
         Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail })
@@ -580,7 +588,7 @@ impl ByRule {
     fn alone(&self, set: &Set, p: usize) -> Option<&(DFA, CachePool)> {
         let build = || {
             let hirs: Vec<Hir> = std::iter::once(p).chain(self.tail[p]).map(|id| set.all[id].clone()).collect();
-            lazy(&hirs).ok()
+            lazy(&hirs, None).ok()
         };
         self.alone[p].get_or_init(build).as_ref()
     }
@@ -609,6 +617,17 @@ impl ByRule {
                 };
                 let input = Input::new(hay).span(start..end);
                 let (mut state, mut cache) = (OverlappingState::start(), caches.get());
+                // Most lines holding a rule's strings hold no match of its
+                // head or tail: the plain search, faster than the
+                // overlapping one, says so first.
+                match dfa.try_search_fwd(&mut cache, &input.clone().earliest(true)) {
+                    Ok(None) => continue,
+                    Ok(Some(_)) => {}
+                    Err(_) => {
+                        ok = false;
+                        return;
+                    }
+                }
                 loop {
                     if dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
                         ok = false;
