@@ -246,7 +246,7 @@ fn anisotropic_model(lib: &Lib) -> PathBuf {
     fixture::write(&dir, &sizes, &words, 1).unwrap();
     // Rows of the 8×8 Hadamard matrix past the first: zero mean, orthogonal.
     let direction = |k: usize| -> Vec<f32> {
-        (0..H).map(|j| if ((k + 1) & j).count_ones() % 2 == 0 { 1.0 } else { -1.0 }).collect()
+        (0..H).map(|j| if ((k + 1) & j).count_ones().is_multiple_of(2) { 1.0 } else { -1.0 }).collect()
     };
     let neutral = direction(6);
     let vocab = 5 + words.len();
