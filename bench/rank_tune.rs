@@ -19,6 +19,11 @@
 //! With RANK_TUNE_BUILD set, the indexes are built in process instead of read
 //! from the caches, so analysis knobs in KB_SCORE_TUNE (set in the
 //! environment, one analysis per run) take effect.
+//! Each row also counts the relevant documents in the top 100 that only
+//! meaning found (`match` dense), and, with RANK_TUNE_OFFTOPIC naming a
+//! file of questions off the library's topics (one a line, `#` comments;
+//! bench/offtopic-questions.txt), how many of them are answered out of
+//! scope (no candidate at all), as `kb-score` answers them.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -97,12 +102,22 @@ fn main() {
     }
     let parsed: Vec<(String, Query)> =
         qrels.iter().filter_map(|(id, _)| Some((id.clone(), Query::parse(queries.get(id)?).ok()?))).collect();
+    let offtopic: Vec<Query> = std::env::var("RANK_TUNE_OFFTOPIC")
+        .ok()
+        .map(|f| std::fs::read_to_string(f).expect("the off-topic questions"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| Query::parse(l).ok())
+        .collect();
     // With a model: per variant, each query's cosine with every document.
     let model = kb::text::bert::model_dir(None).map(|m| kb::text::bert::Encoder::load(&m).expect("the model loads"));
     let mut cosines: HashMap<String, Vec<Vec<f32>>> = HashMap::new();
     if let Some(enc) = &model {
         let t = std::time::Instant::now();
-        let qvs: Vec<Vec<f32>> = parsed.iter().map(|(_, q)| enc.encode_query(&q.text)).collect();
+        let qvs: Vec<Vec<f32>> =
+            parsed.iter().map(|(_, q)| q).chain(&offtopic).map(|q| enc.encode_query(&q.text)).collect();
         eprintln!("rank_tune: {} queries encoded in {:.1} s", qvs.len(), t.elapsed().as_secs_f64());
         for (name, bytes) in &variants {
             let v = View::open(bytes).expect("index opens");
@@ -132,7 +147,7 @@ fn main() {
                 let base = path.rsplit('/').next().unwrap_or(path);
                 base.trim_start_matches("doc-").trim_end_matches(".md")
             };
-            let (mut nd, mut rc) = (0.0, 0.0);
+            let (mut nd, mut rc, mut by_meaning) = (0.0, 0.0, 0);
             let t = std::time::Instant::now();
             for (i, ((_, rel), (_, q))) in qrels.iter().zip(&parsed).enumerate() {
                 let seq = &seqs[name];
@@ -144,10 +159,28 @@ fn main() {
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
                 rc += recall100(&ranked, rel);
+                by_meaning += hits
+                    .iter()
+                    .filter(|h| {
+                        h.kind == kb::score::formula::Match::Dense && rel.get(id_of(h.doc)).is_some_and(|r| *r > 0.0)
+                    })
+                    .count();
             }
             let n = parsed.len() as f64;
             let ms = t.elapsed().as_secs_f64() * 1000.0 / n;
-            row.push_str(&format!("  {name} {:.4} {:.4} ({ms:.2} ms/q)", nd / n, rc / n));
+            row.push_str(&format!("  {name} {:.4} {:.4} ({ms:.2} ms/q) by meaning {by_meaning}", nd / n, rc / n));
+            if !offtopic.is_empty() {
+                let out = offtopic
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, q)| {
+                        let dense = cosines.get(name).map(|c| c[parsed.len() + i].as_slice());
+                        let none = |_: u32| None;
+                        rank::direct(&v, q, now, &rank::Filters::default(), 100, &none, dense, &tuning).1 == 0
+                    })
+                    .count();
+                row.push_str(&format!(" off-topic out of scope {out}/{}", offtopic.len()));
+            }
         }
         println!("{row}");
     }

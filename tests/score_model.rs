@@ -176,8 +176,13 @@ fn a_document_no_word_matched_ranks_by_meaning_with_its_cosine_in_the_record() {
     let mean = all.iter().map(|(_, c)| c).sum::<f64>() / n;
     let sd = (all.iter().map(|(_, c)| (c - mean).powi(2)).sum::<f64>() / n).sqrt();
     let floor = mean + kb::score::rank::FUSION.floor * sd;
-    let mut want: Vec<(String, f64)> =
-        all.into_iter().filter(|(_, c)| *c >= kb::score::rank::FUSION.join && *c > floor).collect();
+    // A document joins by meaning alone from the median cosine plus
+    // FUSION.join of the way from it to 1.
+    let mut sorted: Vec<f64> = all.iter().map(|(_, c)| *c).collect();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let join = median + kb::score::rank::FUSION.join * (1.0 - median);
+    let mut want: Vec<(String, f64)> = all.into_iter().filter(|(_, c)| *c >= join && *c > floor).collect();
     want.sort_by(|a, b| b.1.total_cmp(&a.1));
     assert!(!want.is_empty(), "the fixture model gives a cosine past the floor: {want:?}");
     // The fixture's cosines sit high and close (0.90-0.96), as some models'
@@ -205,4 +210,106 @@ fn a_document_no_word_matched_ranks_by_meaning_with_its_cosine_in_the_record() {
     assert_eq!(summary["out_of_scope"], false, "{summary}");
     // The best cosine earns the whole weight of meaning.
     assert!(hits[0]["score"].as_f64().unwrap() > 0.0, "{}", hits[0]);
+}
+
+/// The words of [`anisotropic_model`], each with the topic it means.
+const TOPICS: &[(&str, usize)] = &[
+    ("jwt", 0),
+    ("authentication", 0),
+    ("signed", 0),
+    ("tokens", 0),
+    ("server", 0),
+    ("rate", 1),
+    ("limiting", 1),
+    ("session", 1),
+    ("birds", 2),
+    ("swallows", 2),
+    ("fly", 2),
+    ("south", 2),
+    ("winter", 2),
+    ("pizza", 3),
+    ("dough", 3),
+    ("recipe", 3),
+];
+
+/// A one-layer model built by hand whose cosines sit high and close, as
+/// multilingual-e5-small's do (0.7–0.9 for any pair of texts): each word
+/// is its topic's direction (orthogonal, zero-mean rows of a Hadamard
+/// matrix; special and unknown tokens one more direction of their own),
+/// the layers pass it through unchanged, and the last layer norm adds
+/// the same vector to every token, so every text shares a large part.
+fn anisotropic_model(lib: &Lib) -> PathBuf {
+    const H: usize = 8;
+    let sizes = fixture::Sizes { hidden: H, heads: 2, layers: 1, inter: 16, positions: 32 };
+    let words: Vec<&str> = TOPICS.iter().map(|(w, _)| *w).collect();
+    let dir = lib.root().join("anisotropic");
+    fixture::write(&dir, &sizes, &words, 1).unwrap();
+    // Rows of the 8×8 Hadamard matrix past the first: zero mean, orthogonal.
+    let direction = |k: usize| -> Vec<f32> {
+        (0..H).map(|j| if ((k + 1) & j).count_ones().is_multiple_of(2) { 1.0 } else { -1.0 }).collect()
+    };
+    let neutral = direction(6);
+    let vocab = 5 + words.len();
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = fixture::tensors(&sizes, vocab)
+        .into_iter()
+        .map(|(name, shape)| {
+            let n: usize = shape.iter().product();
+            let v: Vec<f32> = match name.as_str() {
+                "embeddings.word_embeddings.weight" => (0..vocab)
+                    .flat_map(|id| match id.checked_sub(5) {
+                        Some(w) => direction(TOPICS[w].1),
+                        None => neutral.clone(),
+                    })
+                    .collect(),
+                n if n.ends_with("LayerNorm.weight") => vec![1.0; H],
+                "encoder.layer.0.output.LayerNorm.bias" => vec![1.5; H],
+                _ => vec![0.0; n],
+            };
+            (name, shape, v)
+        })
+        .collect();
+    std::fs::write(dir.join("model.safetensors"), fixture::safetensors(&tensors)).unwrap();
+    dir
+}
+
+#[test]
+fn a_question_off_the_librarys_topics_is_out_of_scope_whatever_the_models_scale() {
+    let docs = [
+        (".memory/.references/signed-tokens-v1.md", "Signed tokens", "Tokens signed by the server."),
+        (".memory/.references/rate-limits-v1.md", "Rate limiting", "Rate limiting of every session."),
+        (".memory/.references/birds-v1.md", "Birds", "Swallows fly south in winter."),
+    ];
+    let lib = library_of(&docs);
+    let m = anisotropic_model(&lib);
+    let (paraphrase, off_topic) = ("jwt authentication", "pizza dough recipe");
+    // The model's cosines sit high and close, for any query and document.
+    let enc = kb::text::bert::Encoder::load(&m).unwrap();
+    for q in [paraphrase, off_topic] {
+        let qv = enc.encode_query(q);
+        for (_, title, body) in &docs {
+            for c in kb::score::vectors::chunks(title, body) {
+                let cos: f32 = enc.encode_passage(&c).iter().zip(&qv).map(|(a, b)| a * b).sum();
+                assert!((0.75..=1.0).contains(&cos), "{q} · {c}: {cos}");
+            }
+        }
+    }
+    let m = m.to_str().unwrap();
+    for q in [paraphrase, off_topic] {
+        let words = lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl", q]).output().unwrap();
+        assert_eq!(words.status.code(), Some(1), "no word of the query is in the library: {words:?}");
+    }
+    // Off the library's topics: the cosines are all alike, nothing joins.
+    let out =
+        lib.cmd("kb-score").args(["--no-registries", "--format", "jsonl", off_topic, "--model", m]).output().unwrap();
+    let recs = records(&out.stdout);
+    let summary = recs.last().unwrap();
+    assert_eq!(summary["out_of_scope"], true, "{recs:?}");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The same library, a question on one of its topics in other words:
+    // found by meaning, and only that document.
+    let out = run(&lib, &[paraphrase, "--model", m, "--no-recommend"], None);
+    let recs = records(out.as_bytes());
+    let hits: Vec<&str> = recs.iter().filter(|r| r["record"] == "hit").map(|h| h["path"].as_str().unwrap()).collect();
+    assert_eq!(hits, [".memory/.references/signed-tokens-v1.md"], "{out}");
+    assert_eq!(recs.last().unwrap()["out_of_scope"], false, "{out}");
 }

@@ -167,7 +167,8 @@ impl Grading {
 /// scale: all-MiniLM-L6-v2's cosines sit near 0.1–0.6, multilingual-e5's
 /// near 0.7–0.9, and a fixed floor tuned for one counted nearly every
 /// document as evidence with the other. Documents the words missed enter
-/// through the `depth` best cosines, those of at least `join`. Chosen on
+/// through the `depth` best cosines, those far enough above the query's
+/// unrelated level ([`join_of`]). Chosen on
 /// SciFact train (bench/RESULTS.md): this beat the same combination on
 /// the raw base (0.72 at best) and reciprocal rank fusion (0.72) by 0.02
 /// nDCG@10; the floor from the query's cosines serves both models within
@@ -183,9 +184,10 @@ pub struct Fusion {
     pub gamma: f64,
     /// Documents by cosine that become candidates.
     pub depth: usize,
-    /// Cosine a document no word matched needs to become a candidate:
-    /// below it, a query of other words is out of scope (all-MiniLM-L6-v2
-    /// gives 0.21–0.29 at best to questions off SciFact's topics).
+    /// How far above the query's unrelated level, as a share of the way
+    /// from it to a cosine of 1, a document no word matched must be to
+    /// become a candidate ([`join_of`]): below it, a query of other words
+    /// is out of scope.
     pub join: f64,
 }
 
@@ -365,7 +367,7 @@ pub fn direct(
 }
 
 /// Adds meaning to the bases in `best` ([`Fusion`]), the `depth` best
-/// cosines of at least `join` joining as `Match::Dense` when no word
+/// cosines of at least [`join_of`] joining as `Match::Dense` when no word
 /// matched them; returns each scored document's cosine and what meaning
 /// added, and the best lexical base the shares were taken of.
 fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> (HashMap<u32, (f64, f64)>, f64) {
@@ -379,8 +381,9 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
     let Some(max) = top.iter().map(|&d| f64::from(cos[d as usize])).reduce(f64::max) else {
         return (HashMap::new(), 0.0);
     };
+    let join = join_of(cos, f.join);
     for &d in &top {
-        if f64::from(cos[d as usize]) >= f.join {
+        if f64::from(cos[d as usize]) >= join {
             best.entry(d).or_insert((0.0, Match::Dense, 0.0));
         }
     }
@@ -401,6 +404,24 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
     }
     best.retain(|_, b| b.0 > 0.0);
     (out, lexical_best)
+}
+
+/// The cosine a document no word matched needs to join a query's
+/// candidates: the query's unrelated level, the median of its cosines
+/// with every document (most documents of a library are not about any one
+/// question), plus `margin` of the way from there to 1. A fixed cosine
+/// cannot serve two models: a question off every topic of SciFact reaches
+/// 0.21–0.29 at best with all-MiniLM-L6-v2 and 0.8 or more with
+/// multilingual-e5-small, whose cosines of unrelated texts sit near 0.75.
+fn join_of(cos: &[f32], margin: f64) -> f64 {
+    let mut sorted = cos.to_vec();
+    sorted.sort_unstable_by(f32::total_cmp);
+    let median = match sorted.len() {
+        0 => return f64::INFINITY,
+        n if n % 2 == 1 => f64::from(sorted[n / 2]),
+        n => (f64::from(sorted[n / 2 - 1]) + f64::from(sorted[n / 2])) / 2.0,
+    };
+    median + margin * (1.0 - median)
 }
 
 /// The cosine that counts as no evidence for a query: the mean of its
@@ -519,6 +540,27 @@ mod tests {
     }
 
     #[test]
+    fn the_join_cosine_follows_the_querys_unrelated_level_whatever_the_models_scale() {
+        let f = Fusion { depth: 10, ..FUSION };
+        // Cosines high and close, as multilingual-e5's are: all alike, none
+        // joins; one well above the rest joins alone.
+        let mut best = HashMap::new();
+        fuse(&[0.80, 0.79, 0.78, 0.81, 0.79], &mut best, &f);
+        assert!(best.is_empty(), "{best:?}");
+        fuse(&[0.95, 0.79, 0.78, 0.81, 0.79], &mut best, &f);
+        assert_eq!(best.keys().copied().collect::<Vec<u32>>(), [0]);
+        // The same cosines on a low scale: the same answer.
+        let low: Vec<f32> = [0.80f32, 0.79, 0.78, 0.81, 0.79].iter().map(|c| 4.0 * c - 3.0).collect();
+        let mut best = HashMap::new();
+        fuse(&low, &mut best, &f);
+        assert!(best.is_empty(), "{best:?}");
+        // One document has no unrelated level to stand above: meaning
+        // alone never makes it a candidate (the words still can).
+        fuse(&[0.9], &mut best, &f);
+        assert!(best.is_empty(), "{best:?}");
+    }
+
+    #[test]
     fn the_floor_follows_the_querys_cosines_whatever_the_models_scale() {
         let f = Fusion { depth: 10, ..FUSION };
         let words = || (0..5).map(|d| (d, (0.1, Match::Fulltext, 1.0))).collect::<HashMap<_, _>>();
@@ -545,13 +587,13 @@ mod tests {
     }
 
     #[test]
-    fn one_document_found_by_meaning_alone_is_a_hit() {
+    fn one_document_found_by_its_words_earns_the_whole_weight_of_meaning() {
         let f = Fusion { depth: 10, ..FUSION };
         // One cosine has no spread to take a floor from: it counts in full.
-        let mut best = HashMap::new();
+        let mut best = HashMap::from([(0, (0.1, Match::Fulltext, 1.0))]);
         let (meaning, _) = fuse(&[0.6], &mut best, &f);
         assert_eq!(meaning[&0].1, f.weight);
-        assert_eq!(best[&0].1, Match::Dense);
+        assert_eq!(best[&0].1, Match::Fulltext);
     }
 
     #[test]
