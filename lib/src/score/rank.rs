@@ -418,6 +418,9 @@ fn join_of(cos: &[f32], margin: f64) -> f64 {
     sorted.sort_unstable_by(f32::total_cmp);
     let median = match sorted.len() {
         0 => return f64::INFINITY,
+        // One document has no unrelated level to stand above: it is taken
+        // as orthogonal, so `margin` reads as a plain cosine there.
+        1 => 0.0,
         n if n % 2 == 1 => f64::from(sorted[n / 2]),
         n => (f64::from(sorted[n / 2 - 1]) + f64::from(sorted[n / 2])) / 2.0,
     };
@@ -554,10 +557,13 @@ mod tests {
         let mut best = HashMap::new();
         fuse(&low, &mut best, &f);
         assert!(best.is_empty(), "{best:?}");
-        // One document has no unrelated level to stand above: meaning
-        // alone never makes it a candidate (the words still can).
-        fuse(&[0.9], &mut best, &f);
+        // One document has no unrelated level to stand above: `join` is a
+        // plain cosine there, so a library of one note still answers a
+        // paraphrase by meaning alone, and an unrelated question not.
+        fuse(&[0.2], &mut best, &f);
         assert!(best.is_empty(), "{best:?}");
+        fuse(&[0.9], &mut best, &f);
+        assert_eq!(best[&0].1, Match::Dense);
     }
 
     #[test]
