@@ -158,7 +158,10 @@ pub fn with_field(text: &str, key: &str, value: &str) -> Option<String> {
 pub fn with_field_parsed(text: &str, parsed: &Parsed, key: &str, value: &str) -> Option<(String, Parsed)> {
     let out = with_field_of(text, parsed, key, value)?;
     let plain_block = locate(text).is_some_and(|(ys, ye, _)| {
-        let first = text[ys..ye].lines().map(|l| l.trim_end_matches('\r')).find(|l| !l.trim().is_empty() && !l.starts_with('#'));
+        let first = text[ys..ye]
+            .lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .find(|l| !l.trim().is_empty() && !l.starts_with('#'));
         first.is_none_or(|l| !l.starts_with(|c: char| c.is_whitespace() || "{[-?%!&*|>@`,#".contains(c)))
     });
     let plain_value = !value.is_empty() && value.bytes().all(|b| b.is_ascii_lowercase());

@@ -13,8 +13,9 @@ use crate::error::{Context, Error, Result};
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `path` with `bytes`: unique temp file in the same directory,
-/// write, fsync, rename over the target, fsync the directory. The parent
-/// directory is created when missing. An existing file keeps its mode.
+/// write, fsync, rename over the target, fsync the directory (the fsyncs
+/// left to the caller inside [`deferring`]). The parent directory is
+/// created when missing. An existing file keeps its mode.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     let defer = deferred(path);
     let staged = stage(path, bytes, !defer)?;

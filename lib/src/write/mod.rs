@@ -383,7 +383,8 @@ pub fn batch(
         // are made durable together after, before the journal goes.
         let ((recorded, logs), synced) = std::thread::scope(|s| {
             let sync = journal.replays().then(|| s.spawn(|| atomic::checkpoint(&targets)));
-            let recorded = atomic::deferring(|| record(lib, &journal.events, &changed, edges, touched, message.as_deref()));
+            let recorded =
+                atomic::deferring(|| record(lib, &journal.events, &changed, edges, touched, message.as_deref()));
             let synced = sync.map(|t| t.join().unwrap_or_else(|_| Err(Error::msg("the checkpoint thread panicked"))));
             (recorded, synced)
         });
