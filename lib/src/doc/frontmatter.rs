@@ -164,7 +164,10 @@ pub fn with_field_parsed(text: &str, parsed: &Parsed, key: &str, value: &str) ->
             .find(|l| !l.trim().is_empty() && !l.starts_with('#'));
         first.is_none_or(|l| !l.starts_with(|c: char| c.is_whitespace() || "{[-?%!&*|>@`,#".contains(c)))
     });
-    let plain_value = !value.is_empty() && value.bytes().all(|b| b.is_ascii_lowercase());
+    // A word YAML reads as a string: lower-case letters, none of its
+    // booleans, nulls or special numbers.
+    const TYPED: &[&str] = &["true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf"];
+    let plain_value = !value.is_empty() && value.bytes().all(|b| b.is_ascii_lowercase()) && !TYPED.contains(&value);
     if !(plain_block && plain_value) {
         let reparsed = parse(&out);
         return Some((out, reparsed));
@@ -287,7 +290,7 @@ mod tests {
         ];
         for doc in docs {
             assert_eq!(body_start(doc), parse(doc).body_start, "{doc:?}");
-            for value in ["verified", "true", "1"] {
+            for value in ["verified", "true", "no", "null", "1"] {
                 let before = parse(doc);
                 let made = with_field_parsed(doc, &before, "quality_status", value);
                 assert_eq!(made.as_ref().map(|(t, _)| t.clone()), with_field(doc, "quality_status", value), "{doc:?}");
