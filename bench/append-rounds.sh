@@ -4,18 +4,29 @@
 # turn, each into a fresh library. Prints per run the wall time, writes/s,
 # user and system CPU seconds and the load average, then each build's
 # medians. With --same, the outputs (records, .changelog, every file) of
-# each build are compared with the first build's, KB_NOW fixed.
+# each build are compared with the first build's, KB_NOW fixed. With
+# --floor, each round also runs bench/write-floor.c (the same files
+# staged, journaled, renamed and synced with no checks: the disk's floor,
+# writes/s counted per request as for the builds), reported as the last
+# build, "floor".
 #
-# Usage: bench/append-rounds.sh [--same] N ROUNDS DIR...   (each DIR holds kb-append)
+# Usage: bench/append-rounds.sh [--same] [--floor] N ROUNDS DIR...   (each DIR holds kb-append)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-same=0
-if [ "${1:-}" = --same ]; then same=1; shift; fi
+same=0 floor=0
+while [ "${1:-}" = --same ] || [ "${1:-}" = --floor ]; do
+  if [ "$1" = --same ]; then same=1; else floor=1; fi
+  shift
+done
 n=$1 rounds=$2
 shift 2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 "$here/gen-writes.py" "$n" "$work/data" >/dev/null
+if [ "$floor" = 1 ]; then
+  cc -O2 -o "$work/write-floor" "$here/write-floor.c"
+  python3 "$here/write-floor.py" "$work/data/requests.jsonl" "$work/plan" >/dev/null
+fi
 : > "$work/runs.tsv"
 for r in $(seq 1 "$rounds"); do
   b=0
@@ -39,8 +50,18 @@ for r in $(seq 1 "$rounds"); do
       diff -r -q "$work/lib-$r-1" "$lib" >/dev/null || { echo "round $r: library of build $b differs from build 1:"; diff -r -q "$work/lib-$r-1" "$lib" | head -5; }
     fi
   done
+  if [ "$floor" = 1 ]; then
+    b=$((b + 1))
+    mkdir "$work/lib-$r-floor"
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    /usr/bin/time -f "%e %U %S" -o "$work/time" "$work/write-floor" "$work/plan" "$work/lib-$r-floor" > /dev/null
+    read -r wall user sys < "$work/time"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$b" "$n" "$wall" "$user" "$sys" "$load" >> "$work/runs.tsv"
+  fi
 done
-python3 - "$work/runs.tsv" "$@" <<'PY'
+builds=("$@")
+if [ "$floor" = 1 ]; then builds+=(floor); fi
+python3 - "$work/runs.tsv" "${builds[@]}" <<'PY'
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()]
 dirs = sys.argv[2:]

@@ -176,6 +176,37 @@ fn quality_status_follows_the_seed_table_unless_given() {
 }
 
 #[test]
+fn quality_status_added_to_any_frontmatter_indexes_as_a_rebuild_reads_it() {
+    // The batch reads an experience file's frontmatter once, for its
+    // quality_status and its index row; a rebuild reads the written file.
+    let blocks = [
+        "topic: plain\ntype: software\n",
+        "topic: crlf\r\nkeywords: [a, b]\r\n",
+        "",
+        "# only a comment\n",
+        "keep: |+\n  text\n\n",
+        "topic: folded\nnote: >\n  a\n  b\n# trailing comment\n",
+        "topic: plain\n  continued\n",
+        "list:\n- 1\n- 2\n",
+        "'topic': quoted\n",
+        "  topic: indented\n  type: infra\n",
+        "{topic: flow}\n",
+        "topic: [unclosed\n",
+    ];
+    let lib = Lib::new();
+    let mut input = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let eol = if block.contains('\r') { "\r\n" } else { "\n" };
+        let content = format!("---{eol}{block}---{eol}# Note {i}{eol}");
+        let path = format!(".memory/.experiences/software/shape-{i}-complete.md");
+        input.push_str(&json!({"path": path, "content": content}).to_string());
+        input.push('\n');
+    }
+    lib.cmd("kb-append").args(["batch", "--no-commit"]).write_stdin(input).assert().success();
+    assert_matches_rebuild(&lib);
+}
+
+#[test]
 fn bad_requests_are_errors_and_the_rest_is_written() {
     let lib = Lib::new();
     std::fs::create_dir_all(lib.path("notes/adir")).unwrap();

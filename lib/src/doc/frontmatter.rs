@@ -42,6 +42,11 @@ pub fn locate(text: &str) -> Option<(usize, usize, usize)> {
     None
 }
 
+/// Where the body starts, as [`parse`] says, without reading the YAML.
+pub fn body_start(text: &str) -> usize {
+    locate(text).map_or(0, |(_, _, body)| body)
+}
+
 /// Parses a document's frontmatter. Never fails: a broken block is reported
 /// in `error` and the document is still usable by its path and body.
 pub fn parse(text: &str) -> Parsed {
@@ -140,9 +145,43 @@ pub fn notebooks(fields: &Map<String, Value>) -> Vec<String> {
 /// new block is opened when there is none). Every other byte is kept. Returns
 /// `None` when the key is already there or the block is broken.
 pub fn with_field(text: &str, key: &str, value: &str) -> Option<String> {
+    with_field_of(text, &parse(text), key, value)
+}
+
+/// [`with_field`] on a text already parsed (`parsed` is [`parse`] of
+/// `text`), with the parse of the text it returns. When the block is a
+/// mapping written from its first column and `value` a plain word, the
+/// added line can only be one more key of that mapping, so the new parse
+/// is made from `parsed` instead of reading the YAML again (a batch adds
+/// `quality_status` to thousands of experience files); any other shape
+/// is parsed again.
+pub fn with_field_parsed(text: &str, parsed: &Parsed, key: &str, value: &str) -> Option<(String, Parsed)> {
+    let out = with_field_of(text, parsed, key, value)?;
+    let plain_block = locate(text).is_some_and(|(ys, ye, _)| {
+        let first = text[ys..ye]
+            .lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .find(|l| !l.trim().is_empty() && !l.starts_with('#'));
+        first.is_none_or(|l| !l.starts_with(|c: char| c.is_whitespace() || "{[-?%!&*|>@`,#".contains(c)))
+    });
+    // A word YAML reads as a string: lower-case letters, none of its
+    // booleans, nulls or special numbers.
+    const TYPED: &[&str] = &["true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf"];
+    let plain_value = !value.is_empty() && value.bytes().all(|b| b.is_ascii_lowercase()) && !TYPED.contains(&value);
+    if !(plain_block && plain_value) {
+        let reparsed = parse(&out);
+        return Some((out, reparsed));
+    }
+    let added = out.len() - text.len();
+    let mut fields = parsed.fields.clone();
+    fields.insert(key.to_string(), Value::String(value.to_string()));
+    let lines = out[..parsed.body_start + added].matches('\n').count() + 1;
+    Some((out, Parsed { fields, body_start: parsed.body_start + added, body_line: lines, error: None, present: true }))
+}
+
+fn with_field_of(text: &str, parsed: &Parsed, key: &str, value: &str) -> Option<String> {
     match locate(text) {
         Some((ys, ye, _)) => {
-            let parsed = parse(text);
             if parsed.error.is_some() || parsed.fields.contains_key(key) {
                 return None;
             }
@@ -156,7 +195,7 @@ pub fn with_field(text: &str, key: &str, value: &str) -> Option<String> {
             out.push_str(&text[ye..]);
             Some(out)
         }
-        None if parse(text).present => None,
+        None if parsed.present => None,
         None => Some(format!("---\n{key}: {value}\n---\n{text}")),
     }
 }
@@ -228,6 +267,42 @@ mod tests {
         assert_eq!(with_field("---\r\na: 1\r\n---\r\nbody", "b", "2").unwrap(), "---\r\na: 1\r\nb: 2\r\n---\r\nbody");
         assert_eq!(with_field("body", "b", "2").unwrap(), "---\nb: 2\n---\nbody");
         assert_eq!(with_field("---\nb: 1\n---\n", "b", "2"), None);
+    }
+
+    #[test]
+    fn a_field_added_to_a_parsed_text_parses_as_the_new_text_does() {
+        let docs = [
+            "---\na: 1\n---\nbody",
+            "---\r\na: 1\r\nb: [x, y]\r\n---\r\nbody\r\nmore",
+            "---\n---\n# Title\n",
+            "---\n# only a comment\n---\nbody",
+            "---\nkeep: |+\n  text\n\n---\nbody",
+            "---\nfold: >\n  a\n  b\n# trailing comment\n---\n",
+            "---\nplain: foo\n  bar\n---\nx",
+            "---\nlist:\n- 1\n- 2\n---\nx",
+            "---\n'quoted key': v\n---\nx",
+            "---\n  indented: 1\n  more: 2\n---\nbody",
+            "---\n{a: 1}\n---\nbody",
+            "---\n&anchor\na: 1\n---\n",
+            "\u{feff}---\na: 1\n---\nbody",
+            "no frontmatter at all\n",
+            "---\na: [unclosed\n---\n",
+        ];
+        for doc in docs {
+            assert_eq!(body_start(doc), parse(doc).body_start, "{doc:?}");
+            for value in ["verified", "true", "no", "null", "1"] {
+                let before = parse(doc);
+                let made = with_field_parsed(doc, &before, "quality_status", value);
+                assert_eq!(made.as_ref().map(|(t, _)| t.clone()), with_field(doc, "quality_status", value), "{doc:?}");
+                let Some((text, p)) = made else { continue };
+                let again = parse(&text);
+                assert_eq!(
+                    (p.fields, p.body_start, p.body_line, p.error, p.present),
+                    (again.fields, again.body_start, again.body_line, again.error, again.present),
+                    "{doc:?} with {value}"
+                );
+            }
+        }
     }
 
     #[test]

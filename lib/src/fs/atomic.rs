@@ -13,15 +13,52 @@ use crate::error::{Context, Error, Result};
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `path` with `bytes`: unique temp file in the same directory,
-/// write, fsync, rename over the target, fsync the directory. The parent
-/// directory is created when missing. An existing file keeps its mode.
+/// write, fsync, rename over the target, fsync the directory (the fsyncs
+/// left to the caller inside [`deferring`]). The parent directory is
+/// created when missing. An existing file keeps its mode.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let staged = stage(path, bytes, true)?;
-    let result = put_in_place(std::slice::from_ref(&staged), || {});
+    let defer = deferred(path);
+    let staged = stage(path, bytes, !defer)?;
+    let result = if defer {
+        rename_in(std::slice::from_ref(&staged), || {})
+    } else {
+        put_in_place(std::slice::from_ref(&staged), || {})
+    };
     if result.is_err() {
         let _ = fs::remove_file(&staged.tmp);
     }
     result
+}
+
+thread_local! {
+    /// The files whose fsyncs [`deferring`] holds back on this thread.
+    static DEFERRED: std::cell::RefCell<Option<Vec<PathBuf>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with the fsyncs of [`write`] and [`append_lines`] on this
+/// thread held back, and returns the files they would have synced: for a
+/// journaled batch, whose journal already holds what recovery needs to
+/// redo them (its changelog lines; the indexes and relations it
+/// rebuilds), so they need only be durable before the journal goes
+/// ([`checkpoint`] them then, all at once) instead of one by one.
+pub fn deferring<R>(f: impl FnOnce() -> R) -> (R, Vec<PathBuf>) {
+    let outer = DEFERRED.with(|d| d.replace(Some(Vec::new())));
+    let r = f();
+    let files = DEFERRED.with(|d| d.replace(outer)).unwrap_or_default();
+    (r, files)
+}
+
+/// Whether `path`'s fsync is held back by [`deferring`] (it is noted there).
+fn deferred(path: &Path) -> bool {
+    DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+        Some(files) => {
+            if !files.iter().any(|f| f == path) {
+                files.push(path.to_path_buf());
+            }
+            true
+        }
+        None => false,
+    })
 }
 
 /// A file written under a unique temp name beside its target, waiting to be
@@ -240,6 +277,9 @@ pub fn append_lines(path: &Path, text: &str) -> Result<()> {
     let mut f = crate::fs::nofollow::open_rw(path, true).ctx(|| format!("opening {}", path.display()))?;
     repair_tail(&mut f).ctx(|| format!("repairing the last line of {}", path.display()))?;
     f.write_all(text.as_bytes()).ctx(|| format!("appending to {}", path.display()))?;
+    if deferred(path) {
+        return Ok(());
+    }
     f.sync_data().ctx(|| format!("syncing {}", path.display()))
 }
 

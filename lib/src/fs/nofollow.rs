@@ -20,8 +20,13 @@ fn flags() -> i32 {
     (OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC).bits() as i32
 }
 
-/// Turns the errors of a no-follow open into what happened.
+/// Turns the errors of a no-follow open into what happened. A name that
+/// is not there is no link (`O_NOFOLLOW` fails a link with `ELOOP`, even
+/// a dangling one): no second look for a new file.
 fn explain(path: &Path, e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::NotFound {
+        return e;
+    }
     let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if link {
         io::Error::other(format!("{} is a symlink; kb-tools never follows links in a library", path.display()))
@@ -31,9 +36,14 @@ fn explain(path: &Path, e: io::Error) -> io::Error {
 }
 
 fn regular(path: &Path, f: File) -> io::Result<File> {
+    regular_with(path, f).map(|(f, _)| f)
+}
+
+/// [`regular`], with the metadata it read (one `fstat` serves the caller too).
+fn regular_with(path: &Path, f: File) -> io::Result<(File, std::fs::Metadata)> {
     let meta = f.metadata()?;
     if meta.is_file() {
-        Ok(f)
+        Ok((f, meta))
     } else if meta.is_dir() {
         Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{} is a directory", path.display())))
     } else {
@@ -51,16 +61,23 @@ pub fn open_read(path: &Path) -> io::Result<File> {
 /// Reads a whole regular file (no symlink, no FIFO), at most `limit`
 /// bytes: a longer file is an error naming the limit.
 pub fn read(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let f = open_read(path)?;
+    read_with(path, limit).map(|(bytes, _)| bytes)
+}
+
+/// [`read`], with the file's metadata as it was opened (its mode, for a
+/// writer that keeps it): no second look at the path.
+pub fn read_with(path: &Path, limit: u64) -> io::Result<(Vec<u8>, std::fs::Metadata)> {
+    let f = OpenOptions::new().read(true).custom_flags(flags()).open(path).map_err(|e| explain(path, e))?;
+    let (f, meta) = regular_with(path, f)?;
     // Sized to the file: one read call, not a doubling series from 32
     // bytes (kb-score reads its best hits' text at query time).
-    let size = f.metadata().map_or(0, |m| m.len()).min(limit).saturating_add(1);
+    let size = meta.len().min(limit).saturating_add(1);
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     f.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(io::Error::other(format!("{} is over the limit of {limit} bytes", path.display())));
     }
-    Ok(bytes)
+    Ok((bytes, meta))
 }
 
 /// Opens (creating it) a regular file for reading and writing, as the lock

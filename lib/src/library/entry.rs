@@ -237,6 +237,13 @@ impl Entry {
         Some(Entry::from_parts(rel, info, &parsed.fields, parsed.error, &text[parsed.body_start..]))
     }
 
+    /// [`Entry::from_text`] of a text whose frontmatter was parsed already
+    /// (`parsed` is `frontmatter::parse(text)`).
+    pub fn from_parsed(rel: &str, text: &str, parsed: frontmatter::Parsed) -> Option<Entry> {
+        let info = classify(rel)?;
+        Some(Entry::from_parts(rel, info, &parsed.fields, parsed.error, &text[parsed.body_start..]))
+    }
+
     fn from_parts(rel: &str, info: PathInfo, f: &Map<String, Value>, error: Option<String>, body: &str) -> Entry {
         let category = info.category.unwrap_or(Category::User);
         let mut keywords = frontmatter::list(f, "keywords");

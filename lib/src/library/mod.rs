@@ -168,37 +168,59 @@ impl Library {
                 _ => format!("refused: '{norm}' is a generated or internal file; it is written only by kb-tools"),
             }));
         }
-        crate::fs::nofollow::check_chain(&self.dir, &norm).map_err(Error::msg)?;
-        self.check_case(&norm)?;
-        match std::fs::symlink_metadata(self.path(&norm)) {
-            Ok(m) if m.is_dir() => Err(Error::msg(format!("'{norm}' is a directory"))),
-            Ok(m) if !m.is_file() => Err(Error::msg(format!("'{norm}' is {}", crate::fs::nofollow::NOT_REGULAR))),
-            _ => Ok(norm),
-        }
+        self.check_walk(&norm)?;
+        Ok(norm)
     }
 
-    /// Fails when a new name differs only in case or Unicode form (`é`
-    /// precomposed or as `e` and an accent) from an existing one: on a
-    /// case-insensitive or normalising file system (a peer's macOS, or
-    /// this one) the two are the same file. Compared by [`names::fold`].
-    fn check_case(&self, norm: &str) -> Result<()> {
-        let mut dir = self.dir.clone();
+    /// One walk down `norm`, each part looked at once: a symlink anywhere
+    /// on it is refused (the first one, as `check_chain` names it); the
+    /// first part that is not there is compared with its directory's
+    /// names, folded ([`names::fold`]): on a case-insensitive or
+    /// normalising file system (a peer's macOS, or this one) a name that
+    /// differs only in case or Unicode form (`é` precomposed or as `e`
+    /// and an accent) is the same file; and a last part that is there
+    /// must be a regular file.
+    fn check_walk(&self, norm: &str) -> Result<()> {
+        let mut here = self.dir.clone();
+        // The mtime of the directory the walk is in, as it saw it (the
+        // library's own is read only when a top-level name is new).
+        let mut dir_mtime = None;
         let mut shown = String::new();
-        for part in norm.split('/') {
-            let here = dir.join(part);
-            if std::fs::symlink_metadata(&here).is_err() {
-                let want = names::fold(part);
-                let clash = folded_names(&dir).and_then(|names| names.get(&want).filter(|n| *n != part).cloned());
-                if let Some(existing) = clash {
-                    return Err(Error::msg(format!(
-                        "refused: '{norm}' differs only in case or Unicode form from the existing '{shown}{existing}' (the two collide on case-insensitive or normalising file systems)"
-                    )));
+        let mut parts = norm.split('/').peekable();
+        while let Some(part) = parts.next() {
+            here.push(part);
+            let meta = match std::fs::symlink_metadata(&here) {
+                Ok(m) => m,
+                Err(_) => {
+                    here.pop();
+                    if shown.is_empty() {
+                        dir_mtime = std::fs::symlink_metadata(&here).and_then(|m| m.modified()).ok();
+                    }
+                    let want = names::fold(part);
+                    let clash = dir_mtime
+                        .and_then(|t| folded_names(&here, t))
+                        .and_then(|names| names.get(&want).filter(|n| *n != part).cloned());
+                    if let Some(existing) = clash {
+                        return Err(Error::msg(format!(
+                            "refused: '{norm}' differs only in case or Unicode form from the existing '{shown}{existing}' (the two collide on case-insensitive or normalising file systems)"
+                        )));
+                    }
+                    return Ok(());
                 }
-                return Ok(());
+            };
+            if meta.file_type().is_symlink() {
+                return crate::fs::nofollow::check_chain(&self.dir, norm).map_err(Error::msg);
             }
+            if parts.peek().is_none() {
+                return match meta {
+                    m if m.is_dir() => Err(Error::msg(format!("'{norm}' is a directory"))),
+                    m if !m.is_file() => Err(Error::msg(format!("'{norm}' is {}", crate::fs::nofollow::NOT_REGULAR))),
+                    _ => Ok(()),
+                };
+            }
+            dir_mtime = meta.modified().ok();
             shown.push_str(part);
             shown.push('/');
-            dir = here;
         }
         Ok(())
     }
@@ -323,15 +345,18 @@ impl Library {
 /// The names in `dir` by their lower-case form, listed once per directory
 /// state: a batch of thousands of new files in one directory lists it once,
 /// not once per file (the cache is keyed by the directory's mtime, which
-/// every create, rename or delete in it changes). `None` when `dir` cannot
+/// every create, rename or delete in it changes; `mtime` is the one the
+/// caller's walk just read). `None` when `dir` cannot
 /// be listed: it exists (the previous path part did), so the write into it
 /// fails with the real error.
-fn folded_names(dir: &std::path::Path) -> Option<std::sync::Arc<std::collections::HashMap<String, String>>> {
+fn folded_names(
+    dir: &std::path::Path,
+    mtime: std::time::SystemTime,
+) -> Option<std::sync::Arc<std::collections::HashMap<String, String>>> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     type Listing = (std::time::SystemTime, Arc<HashMap<String, String>>);
     static CACHE: Mutex<Option<HashMap<PathBuf, Listing>>> = Mutex::new(None);
-    let mtime = std::fs::symlink_metadata(dir).and_then(|m| m.modified()).ok()?;
     // A poisoned cache (a panic elsewhere) only costs a fresh listing.
     if let Some((t, names)) = CACHE.lock().ok()?.as_ref().and_then(|c| c.get(dir)) {
         if *t == mtime {

@@ -74,7 +74,7 @@ pub fn doc_edges(entry: &Entry, text: &str) -> Vec<Edge> {
             out.insert(Edge { from: entry.path.clone(), to, kind: "related".into() });
         }
     }
-    let body = &text[frontmatter::parse(text).body_start..];
+    let body = &text[frontmatter::body_start(text)..];
     for dest in markdown::links(body) {
         if dest.contains("://") || dest.starts_with("mailto:") || dest.starts_with('#') {
             continue;

@@ -379,13 +379,18 @@ pub fn batch(
         // journal that holds the files' bytes goes.
         let targets: Vec<std::path::PathBuf> = plan.files.iter().map(|f| lib.path(&f.path)).collect();
         let targets: Vec<&std::path::Path> = targets.iter().map(|p| p.as_path()).collect();
-        let (recorded, synced) = std::thread::scope(|s| {
+        // The changelog, indexes and relations are written unsynced: the
+        // journal holds their lines and recovery rebuilds the rest, so they
+        // are made durable together after, before the journal goes.
+        let ((recorded, logs), synced) = std::thread::scope(|s| {
             let sync = journal.replays().then(|| s.spawn(|| atomic::checkpoint(&targets)));
-            let recorded = record(lib, &journal.events, &changed, edges, touched, message.as_deref());
+            let recorded =
+                atomic::deferring(|| record(lib, &journal.events, &changed, edges, touched, message.as_deref()));
             let synced = sync.map(|t| t.join().unwrap_or_else(|_| Err(Error::msg("the checkpoint thread panicked"))));
             (recorded, synced)
         });
         (result.committed, result.commit_error) = recorded?;
+        atomic::checkpoint(&logs.iter().map(|p| p.as_path()).collect::<Vec<_>>())?;
         if let Some(synced) = synced {
             synced?;
             crash::at(Step::Checkpoint);
@@ -637,18 +642,27 @@ fn apply_each(
             paths[p].push(i);
         }
     }
+    // Under the lock each directory is looked at once for a link on its
+    // way (nothing else writes the library now): a request in a clean
+    // one needs no walk of its own (`apply`).
+    let mut dirs: Vec<&str> = at.keys().map(|p| p.rsplit_once('/').map_or("", |(d, _)| d)).collect();
+    dirs.sort_unstable();
+    dirs.dedup();
+    let clean: std::collections::HashSet<&str> =
+        dirs.into_iter().filter(|d| crate::fs::nofollow::link_in_chain(&lib.dir, d).is_none()).collect();
     let done: Vec<Vec<(usize, std::result::Result<Applied, String>)>> = paths
         .par_iter()
         .map(|reqs| {
-            let mut pending: Option<String> = None;
+            let mut pending: Option<(String, Option<fs::Metadata>)> = None;
             let mut out = Vec::with_capacity(reqs.len());
             for &i in reqs {
                 let Ok((req, report)) = &requests[i].1 else { continue };
-                let a = apply(lib, report, req, pending.as_deref(), ts);
-                if let Ok(a) = &a {
-                    pending = Some(a.text.clone());
+                let dir_clean = clean.contains(req.path.rsplit_once('/').map_or("", |(d, _)| d));
+                let a = apply(lib, report, req, pending.as_ref(), dir_clean, ts);
+                if let Ok((a, meta)) = &a {
+                    pending = Some((a.text.clone(), meta.clone()));
                 }
-                out.push((i, a));
+                out.push((i, a.map(|(a, _)| a)));
             }
             out
         })
@@ -663,37 +677,48 @@ fn apply_each(
 /// Step 1 for one request: the guard scan (seed 000: external content is
 /// sanitised before storage; dangerous content is refused unless
 /// `allow_risky` says why) and the final content (`pending`: what this
-/// batch already put in the path). `Plan::land` writes it.
+/// batch already put in the path, and the file's metadata on disk as its
+/// first request read it). `Plan::land` writes it. Returned with the
+/// metadata, which the path's next request gets as `pending`.
 fn apply(
     lib: &Library,
     report: &guard::Report,
     req: &Request,
-    pending: Option<&str>,
+    pending: Option<&(String, Option<fs::Metadata>)>,
+    dir_clean: bool,
     ts: &str,
-) -> std::result::Result<Applied, String> {
+) -> std::result::Result<(Applied, Option<fs::Metadata>), String> {
     let full = lib.path(&req.path);
     // Checked again under the lock: the library may have changed since the
-    // request was validated.
-    lib.check_inside(&req.path).map_err(|e| e.to_string())?;
+    // request was validated. Its directory was (`dir_clean`), and the file
+    // itself is opened without following a link: only a path whose
+    // directory has a link on its way, or whose open fails, is walked.
+    if !dir_clean {
+        lib.check_inside(&req.path).map_err(|e| e.to_string())?;
+    }
+    let read = match pending {
+        Some((text, meta)) => Ok(Some((text.as_bytes().to_vec(), meta.clone()))),
+        None => match crate::fs::nofollow::read_with(&full, u64::MAX) {
+            Ok((bytes, meta)) => Ok(Some((bytes, Some(meta)))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => {
+                lib.check_inside(&req.path).map_err(|e| e.to_string())?;
+                Err(e)
+            }
+        },
+    };
     // The one judgement sync applies to a peer's content too (guard::gate).
     if let Some(why) = guard::gate::refused(report).filter(|_| req.allow_risky.is_none()) {
         return Err(format!("refused: {why}; pass --allow-risky REASON to write it anyway"));
     }
     let flagged = report.verdict != guard::Verdict::Safe;
-    let old = match pending
-        .map(|t| t.as_bytes().to_vec())
-        .map_or_else(|| crate::fs::nofollow::read(&full, u64::MAX), Ok)
-    {
-        Ok(b) => Some(b),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+    let (old, meta) = match read {
+        Ok(Some((b, meta))) => (Some(b), meta),
+        Ok(None) => (None, None),
         Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => return Err(format!("'{}' is a directory", req.path)),
         Err(e) => return Err(format!("cannot read '{}': {e}", req.path)),
     };
-    // A path that was not there needs no second look (one stat less per
-    // new file in a batch of thousands).
-    let exists = pending.is_some() || old.is_some();
     let before = old.as_deref().filter(|_| pending.is_none()).map(digest::sha256_hex).unwrap_or_default();
-    let meta = exists.then(|| fs::symlink_metadata(&full).ok()).flatten();
     if let Some(meta) = &meta {
         if meta.is_dir() {
             return Err(format!("'{}' is a directory", req.path));
@@ -702,8 +727,8 @@ fn apply(
             return Err(format!("'{}' is read-only", req.path));
         }
     }
-    let mode = meta.map(|m| m.permissions());
-    let (text, action) = match (req.mode, old) {
+    let mode = meta.as_ref().map(|m| m.permissions());
+    let (text, parsed, action) = match (req.mode, old) {
         (Mode::Append, Some(old)) => {
             let mut old =
                 String::from_utf8(old).map_err(|_| format!("cannot append to '{}': it is not UTF-8", req.path))?;
@@ -711,14 +736,20 @@ fn apply(
                 old.push('\n');
             }
             old.push_str(&req.content);
-            (old, "appended")
+            (old, None, "appended")
         }
-        (_, old) => (with_quality_status(&req.path, &req.content), if old.is_some() { "updated" } else { "created" }),
+        (_, old) => {
+            let (text, parsed) = with_quality_status(&req.path, &req.content);
+            (text, parsed, if old.is_some() { "updated" } else { "created" })
+        }
     };
     let ts = ts.to_string();
     let sha = digest::sha256_hex(text.as_bytes());
     let info = entry::classify(&req.path);
-    let entry = Entry::from_text(&req.path, &text);
+    let entry = match parsed {
+        Some(parsed) => Entry::from_parsed(&req.path, &text, parsed),
+        None => Entry::from_text(&req.path, &text),
+    };
     let event = Event {
         ts: ts.clone(),
         event: "write".into(),
@@ -741,20 +772,24 @@ fn apply(
         verdict: flagged.then(|| report.verdict.as_str()),
         warning: flagged.then(|| report.reason()),
     };
-    Ok(Applied { written, event, text, entry, before, mode })
+    Ok((Applied { written, event, text, entry, before, mode }, meta))
 }
 
 /// Seed 000's quality_status table: an experience file whose frontmatter
-/// lacks `quality_status` gets the one its suffix implies.
-pub fn with_quality_status(path: &str, content: &str) -> String {
-    let Some(info) = entry::classify(path) else { return content.to_string() };
+/// lacks `quality_status` gets the one its suffix implies. With the text's
+/// frontmatter when it was parsed to decide (its entry needs no second
+/// parse).
+pub fn with_quality_status(path: &str, content: &str) -> (String, Option<frontmatter::Parsed>) {
+    let Some(info) = entry::classify(path) else { return (content.to_string(), None) };
     if info.category != Some(Category::Experience) {
-        return content.to_string();
+        return (content.to_string(), None);
     }
     let status = info.suffix.as_deref().and_then(|s| SUFFIX_STATUS.iter().find(|(k, _)| *k == s)).map(|(_, v)| *v);
-    match status.and_then(|s| frontmatter::with_field(content, "quality_status", s)) {
-        Some(text) => text,
-        None => content.to_string(),
+    let Some(status) = status else { return (content.to_string(), None) };
+    let parsed = frontmatter::parse(content);
+    match frontmatter::with_field_parsed(content, &parsed, "quality_status", status) {
+        Some((text, parsed)) => (text, Some(parsed)),
+        None => (content.to_string(), Some(parsed)),
     }
 }
 
