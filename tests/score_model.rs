@@ -147,13 +147,17 @@ fn library_of(docs: &[(&str, &str, &str)]) -> Lib {
     lib
 }
 
+/// Three notes on three topics (path, title, body): no word of "jwt
+/// authentication" or of "pizza dough recipe" is in any of them.
+const THREE_NOTES: [(&str, &str, &str); 3] = [
+    (".memory/.references/signed-tokens-v1.md", "Signed tokens", "Tokens signed by the server."),
+    (".memory/.references/rate-limits-v1.md", "Rate limiting", "Rate limiting of every session."),
+    (".memory/.references/birds-v1.md", "Birds", "Swallows fly south in winter."),
+];
+
 #[test]
 fn a_document_no_word_matched_ranks_by_meaning_with_its_cosine_in_the_record() {
-    let docs = [
-        (".memory/.references/signed-tokens-v1.md", "Signed tokens", "Tokens signed by the server."),
-        (".memory/.references/rate-limits-v1.md", "Rate limiting", "Rate limiting of every session."),
-        (".memory/.references/birds-v1.md", "Birds", "Swallows fly south in winter."),
-    ];
+    let docs = THREE_NOTES;
     let lib = library_of(&docs);
     let m = model(&lib, "model", 1);
     let query = "jwt authentication";
@@ -274,11 +278,7 @@ fn anisotropic_model(lib: &Lib) -> PathBuf {
 
 #[test]
 fn a_question_off_the_librarys_topics_is_out_of_scope_whatever_the_models_scale() {
-    let docs = [
-        (".memory/.references/signed-tokens-v1.md", "Signed tokens", "Tokens signed by the server."),
-        (".memory/.references/rate-limits-v1.md", "Rate limiting", "Rate limiting of every session."),
-        (".memory/.references/birds-v1.md", "Birds", "Swallows fly south in winter."),
-    ];
+    let docs = THREE_NOTES;
     let lib = library_of(&docs);
     let m = anisotropic_model(&lib);
     let (paraphrase, off_topic) = ("jwt authentication", "pizza dough recipe");

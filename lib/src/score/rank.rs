@@ -414,15 +414,21 @@ fn fuse(cos: &[f32], best: &mut HashMap<u32, (f64, Match, f64)>, f: &Fusion) -> 
 /// 0.21–0.29 at best with all-MiniLM-L6-v2 and 0.8 or more with
 /// multilingual-e5-small, whose cosines of unrelated texts sit near 0.75.
 fn join_of(cos: &[f32], margin: f64) -> f64 {
-    let mut sorted = cos.to_vec();
-    sorted.sort_unstable_by(f32::total_cmp);
-    let median = match sorted.len() {
+    let mut cos = cos.to_vec();
+    let n = cos.len();
+    let median = match n {
         0 => return f64::INFINITY,
         // One document has no unrelated level to stand above: it is taken
         // as orthogonal, so `margin` reads as a plain cosine there.
         1 => 0.0,
-        n if n % 2 == 1 => f64::from(sorted[n / 2]),
-        n => (f64::from(sorted[n / 2 - 1]) + f64::from(sorted[n / 2])) / 2.0,
+        // Selected, not sorted: linear in the library, on every query.
+        _ => {
+            let (below, &mut mid, _) = cos.select_nth_unstable_by(n / 2, f32::total_cmp);
+            match n % 2 {
+                1 => f64::from(mid),
+                _ => (f64::from(below.iter().copied().fold(f32::NEG_INFINITY, f32::max)) + f64::from(mid)) / 2.0,
+            }
+        }
     };
     median + margin * (1.0 - median)
 }
@@ -564,6 +570,12 @@ mod tests {
         assert!(best.is_empty(), "{best:?}");
         fuse(&[0.9], &mut best, &f);
         assert_eq!(best[&0].1, Match::Dense);
+        // The unrelated level is the median: the middle cosine, or the mean
+        // of the two middle ones, in any order.
+        assert_eq!(join_of(&[0.4, 0.1, 0.3, 0.2, 0.5], 0.0), f64::from(0.3f32));
+        let even = join_of(&[0.4, 0.1, 0.3, 0.2], 0.0);
+        assert_eq!(even, (f64::from(0.2f32) + f64::from(0.3f32)) / 2.0);
+        assert!((join_of(&[0.4, 0.1, 0.3, 0.2], 0.5) - (even + 0.5 * (1.0 - even))).abs() < 1e-12);
     }
 
     #[test]
