@@ -38,6 +38,14 @@
 // with a `//!` comment saying what it is for.
 #![deny(unsafe_code)]
 
+/// The allocator of every binary and test that links this crate. glibc's
+/// malloc spent 14 % of a write batch freeing and consolidating small
+/// blocks, and its cost per free grew with the heap (`kb-lastword plan`
+/// of 40,000 entries took 11.8× the time of 5,000); mimalloc's free lists
+/// are per page and per thread.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod clock;
 pub mod error;
 
