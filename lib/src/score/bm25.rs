@@ -158,7 +158,14 @@ pub fn search(v: &View, terms: &[String], qtf: &[f64], p: &Params) -> Scores {
             slot.1 += w;
         }
     }
-    touched.sort_unstable();
+    // A common word touches much of the library; then one pass over the
+    // accumulator lists the touched documents in order for less than
+    // sorting them costs (the same list: a touched slot is never 0 again).
+    if touched.len() > acc.len() / 16 {
+        touched = (0..acc.len() as u32).filter(|&d| acc[d as usize].0 != 0.0).collect();
+    } else {
+        touched.sort_unstable();
+    }
     let total: f64 = out.idf.iter().sum();
     let coord = |held: f64| if p.coord == 0.0 || total <= 0.0 { 1.0 } else { (held / total).powf(p.coord) };
     out.docs = touched
