@@ -215,6 +215,10 @@ pub struct Encoder {
     /// configuration, tokenizer, pooling, prompts, token cut, weights'
     /// header and size, and slices from across the weights.
     fingerprint: String,
+    /// Whether the layers' pages are mapped in yet: at the first text
+    /// encoded, not at load, so a CLI call reads its index and stored
+    /// vectors on one thread while the other maps them.
+    populated: std::sync::Once,
 }
 
 /// The tensors of a checkpoint, by name, with the name's prefix found
@@ -350,7 +354,6 @@ fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)
     if !whole {
         return None;
     }
-    populate_layers(&m, words * cfg.hidden_size);
     Some((Store::Mapped(m), words))
 }
 
@@ -560,6 +563,7 @@ impl Encoder {
             emb_norm,
             layers,
             fingerprint,
+            populated: std::sync::Once::new(),
         })
     }
 
@@ -616,6 +620,11 @@ impl Encoder {
 
     /// A text's unit vector, without a prompt: the pooled last layer.
     pub fn encode(&self, text: &str) -> Vec<f32> {
+        self.populated.call_once(|| {
+            if let Store::Mapped(m) = &self.store {
+                populate_layers(m, self.words.rows * self.words.cols);
+            }
+        });
         let ids = self.tokens(text);
         let (words, positions, token_type) =
             (self.matrix(self.words), self.matrix(self.positions), self.vector(self.token_type));
