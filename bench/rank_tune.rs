@@ -154,7 +154,8 @@ fn main() {
                 // As the CLI reads it: the title, a line, the body.
                 let doc_text =
                     |d: u32| Some(format!("{}\n{}", v.meta(d).title.unwrap_or_default(), seq.get(id_of(d))?));
-                let dense = cosines.get(name).map(|c| c[i].as_slice());
+                let given = cosines.get(name).map(|c| || c[i].clone());
+                let dense = given.as_ref().map(|f| f as rank::Cosines);
                 let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, dense, &tuning);
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
@@ -174,7 +175,8 @@ fn main() {
                     .iter()
                     .enumerate()
                     .filter(|(i, q)| {
-                        let dense = cosines.get(name).map(|c| c[parsed.len() + i].as_slice());
+                        let given = cosines.get(name).map(|c| || c[parsed.len() + i].clone());
+                        let dense = given.as_ref().map(|f| f as rank::Cosines);
                         let none = |_: u32| None;
                         rank::direct(&v, q, now, &rank::Filters::default(), 100, &none, dense, &tuning).1 == 0
                     })

@@ -284,7 +284,12 @@ struct QueryVector<'a> {
 
 impl QueryVector<'_> {
     fn get(&self) -> &[f32] {
-        self.vector.get_or_init(|| self.encoder.encode_query(self.text))
+        self.vector.get_or_init(|| {
+            let lap = build::profiler("meaning");
+            let v = self.encoder.encode_query(self.text);
+            lap("query encoded");
+            v
+        })
     }
 }
 
@@ -308,16 +313,19 @@ fn search_source(
             Some((v.meta(d).title.unwrap_or_default(), body.to_string()))
         };
         let doc_text = |d: u32| title_body(d).map(|(t, b)| format!("{t}\n{b}"));
+        let (cache_path, title_body_ref) = (cache_path.as_deref(), &title_body);
         let cosines = dense.map(|qv| {
-            let file = cache_path.as_deref().map(|c| vectors::path_for(c, qv.encoder)).unwrap_or_default();
-            let lap = build::profiler("meaning");
-            let cosines = vectors::dense(&file, v, qv.encoder, || qv.get(), &title_body).cosine;
-            lap("documents' cosines");
-            cosines
+            move || {
+                let file = cache_path.map(|c| vectors::path_for(c, qv.encoder)).unwrap_or_default();
+                let lap = build::profiler("meaning");
+                let cosines = vectors::dense(&file, v, qv.encoder, || qv.get(), title_body_ref).cosine;
+                lap("documents' cosines");
+                cosines
+            }
         });
         let tuning = rank::Tuning::current();
-        let (direct, matched) =
-            rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, cosines.as_deref(), &tuning);
+        let cosines = cosines.as_ref().map(|f| f as rank::Cosines);
+        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, cosines, &tuning);
         let mk = |d: u32,
                   (score, base, lexical): (f64, f64, f64),
                   kind: Match,

@@ -251,11 +251,16 @@ impl Tuning {
 /// feedback and proximity read), None when it cannot be read.
 pub type DocText<'a> = &'a dyn Fn(u32) -> Option<String>;
 
+/// Each document's best cosine with the query, by index id, when a
+/// model is in use ([`Fusion`]): computed on another thread while the
+/// words are scored (a CLI call's forward pass is most of its time).
+pub type Cosines<'a> = &'a (dyn Fn() -> Vec<f32> + Sync);
+
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
-/// `dense` is each document's best cosine with the query when a model is
-/// in use ([`Fusion`]). `t` is [`Tuning::current`] except in the tuning
-/// harness (bench/rank_tune.rs).
+/// `dense` gives each document's best cosine with the query when a model
+/// is in use. `t` is [`Tuning::current`] except in the tuning harness
+/// (bench/rank_tune.rs).
 #[allow(clippy::too_many_arguments)]
 pub fn direct(
     v: &View,
@@ -264,7 +269,26 @@ pub fn direct(
     filters: &Filters,
     limit: usize,
     doc_text: DocText,
-    dense: Option<&[f32]>,
+    dense: Option<Cosines>,
+    t: &Tuning,
+) -> (Vec<Scored>, usize) {
+    std::thread::scope(|s| {
+        let meaning = dense.map(|f| s.spawn(f));
+        let cosines = || meaning.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        ranked(v, q, now, filters, limit, doc_text, cosines, t)
+    })
+}
+
+/// [`direct`], the cosines asked for once the words are scored.
+#[allow(clippy::too_many_arguments)]
+fn ranked(
+    v: &View,
+    q: &Query,
+    now: i64,
+    filters: &Filters,
+    limit: usize,
+    doc_text: DocText,
+    dense: impl FnOnce() -> Option<Vec<f32>>,
     t: &Tuning,
 ) -> (Vec<Scored>, usize) {
     let (p, g) = (&t.bm25, &t.grading);
@@ -335,7 +359,7 @@ pub fn direct(
         }
     }
     best.retain(|_, b| b.0 > 0.0);
-    let (meaning, lexical_best) = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
+    let (meaning, lexical_best) = dense().map(|cos| fuse(&cos, &mut best, &t.fusion)).unwrap_or_default();
     let mut all: Vec<Scored> = best
         .into_iter()
         .map(|(d, (base, kind, lex))| {

@@ -170,7 +170,16 @@ pub fn dense<'q>(
     text: &(dyn Fn(u32) -> Option<(String, String)> + Sync),
 ) -> Dense {
     let dims = encoder.dims();
-    let (stored, query) = rayon::join(|| Stored::read(file, v, encoder), query);
+    let lap = crate::score::build::profiler("meaning");
+    let (stored, query) = rayon::join(
+        || {
+            let stored = Stored::read(file, v, encoder);
+            lap("stored vectors keyed");
+            stored
+        },
+        query,
+    );
+    lap("stored vectors keyed and the query encoded");
     let docs = v.docs() as u32;
     let missing: Vec<u32> = (0..docs).filter(|&d| !stored.have.contains_key(&stored.keys[d as usize])).collect();
     let fresh: HashMap<u32, Vec<f32>> = missing

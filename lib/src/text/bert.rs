@@ -360,12 +360,18 @@ fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)
 /// Maps the pages of every tensor after the word table into the
 /// process at once (`MADV_POPULATE_READ`): a forward pass reads all of
 /// them, and one call costs less than a fault per page run. The word
-/// table is left to fault in: a text reads a few of its rows.
+/// table is left to fault in: a text reads a few of its rows. The two
+/// halves are mapped on two threads when the pool has one free.
 fn populate_layers(m: &memmap2::Mmap, word_floats: usize) {
     let from = ALIGNED_HEADER + 4 * word_floats;
+    let len = m.len().saturating_sub(from);
+    let half = len / 2;
     // Advice only: a kernel without it faults the pages in as before.
     #[cfg(target_os = "linux")]
-    let _ = m.advise_range(memmap2::Advice::PopulateRead, from, m.len().saturating_sub(from));
+    let _ = rayon::join(
+        || m.advise_range(memmap2::Advice::PopulateRead, from, half),
+        || m.advise_range(memmap2::Advice::PopulateRead, from + half, len - half),
+    );
 }
 
 /// The aligned copy's file in `cache` for a model.

@@ -9,7 +9,9 @@
 //! met by a block of input rows held in registers. Past [`FEW_ROWS`] rows
 //! (a document's chunk of up to 256 tokens) packing pays for itself, and
 //! the caller keeps matrixmultiply (bench/RESULTS.md, "The query's forward
-//! pass": the crossover measured).
+//! pass": the crossover measured). A query's product is large enough to
+//! split by output columns over the thread pool, which a CLI call on a
+//! small machine otherwise leaves idle.
 
 use pulp::{Arch, Simd, WithSimd};
 use rayon::prelude::*;
