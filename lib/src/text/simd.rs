@@ -29,7 +29,7 @@ const COLS: usize = 3;
 /// Multiply-adds of a product above which it is split over the thread
 /// pool: a query's 384 × 384 product (25 rows, 3.7 million) is, a
 /// two-row one is not worth a hand-over between threads.
-const SPLIT_WORK: usize = 1 << 20;
+const SPLIT_WORK: usize = 1 << 23;
 
 /// `y = x Wᵀ + b` for `x` of `rows` × `k` and `W` of `n` × `k` (a
 /// checkpoint's `[out, in]`), all row-major; `y` is `rows` × `n`. A large
