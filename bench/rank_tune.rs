@@ -133,7 +133,10 @@ fn main() {
             let t = std::time::Instant::now();
             let first = kb::score::vectors::dense(&file, &v, enc, || &qvs[0][..], &title_body);
             eprintln!("rank_tune: {name}: {} documents encoded in {:.1} s", first.encoded, t.elapsed().as_secs_f64());
-            let all = qvs.iter().map(|qv| kb::score::vectors::dense(&file, &v, enc, || &qv[..], &title_body).cosine).collect();
+            let all = qvs
+                .iter()
+                .map(|qv| kb::score::vectors::dense(&file, &v, enc, || &qv[..], &title_body).cosine)
+                .collect();
             cosines.insert(name.clone(), all);
         }
     }

@@ -425,7 +425,9 @@ pub fn search_with(
     let cache = local.map(|l| l.path(cache::DIR)).or_else(cache::user_cache_dir);
     let lap = build::profiler("meaning");
     let encoder = opts.model.as_deref().map(|m| open.encoder(m, cache.as_deref())).transpose()?;
-    lap("model loaded");
+    if encoder.is_some() {
+        lap("model loaded");
+    }
     let dense = encoder.as_deref().map(|encoder| QueryVector { encoder, text: &q.text, vector: Default::default() });
     for (i, src) in sources.iter().enumerate() {
         match search_source(open, dense.as_ref(), src, i, local, q, opts, now) {

@@ -200,7 +200,9 @@ pub fn dense<'q>(
                     let stored = stored.vectors(d, dims);
                     match floats(stored) {
                         Some(fs) => best_cosine(query, fs, dims),
-                        None => stored.chunks_exact(dims * 4).map(|c| dot_le(query, c)).fold(f32::NEG_INFINITY, f32::max),
+                        None => {
+                            stored.chunks_exact(dims * 4).map(|c| dot_le(query, c)).fold(f32::NEG_INFINITY, f32::max)
+                        }
                     }
                 }
             };

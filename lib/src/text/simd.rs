@@ -27,8 +27,10 @@ const ROWS: usize = 4;
 const COLS: usize = 3;
 
 /// Multiply-adds of a product above which it is split over the thread
-/// pool: a query's 384 × 384 product (25 rows, 3.7 million) is, a
-/// two-row one is not worth a hand-over between threads.
+/// pool: a query's feed-forward products (25 rows × 384 × 1536, 14.7
+/// million) are; its 384 × 384 ones (3.7 million) cost less than the
+/// hand-over between threads saves (bench/RESULTS.md, "The query's
+/// forward pass on two cores").
 const SPLIT_WORK: usize = 1 << 23;
 
 /// `y = x Wᵀ + b` for `x` of `rows` × `k` and `W` of `n` × `k` (a
