@@ -361,17 +361,19 @@ fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)
 /// process at once (`MADV_POPULATE_READ`): a forward pass reads all of
 /// them, and one call costs less than a fault per page run. The word
 /// table is left to fault in: a text reads a few of its rows. The two
-/// halves are mapped on two threads when the pool has one free.
+/// halves are mapped on two threads: a thread of its own, not the pool's,
+/// since a pool thread waiting on its half could take up another text's
+/// encoding and wait on this mapping it is doing itself.
 fn populate_layers(m: &memmap2::Mmap, word_floats: usize) {
     let from = ALIGNED_HEADER + 4 * word_floats;
     let len = m.len().saturating_sub(from);
     let half = len / 2;
     // Advice only: a kernel without it faults the pages in as before.
     #[cfg(target_os = "linux")]
-    let _ = rayon::join(
-        || m.advise_range(memmap2::Advice::PopulateRead, from, half),
-        || m.advise_range(memmap2::Advice::PopulateRead, from + half, len - half),
-    );
+    std::thread::scope(|s| {
+        s.spawn(|| m.advise_range(memmap2::Advice::PopulateRead, from + half, len - half));
+        let _ = m.advise_range(memmap2::Advice::PopulateRead, from, half);
+    });
 }
 
 /// The aligned copy's file in `cache` for a model.
