@@ -131,9 +131,12 @@ fn main() {
                 Some((v.meta(d).title.unwrap_or_default(), body.to_string()))
             };
             let t = std::time::Instant::now();
-            let first = kb::score::vectors::dense(&file, &v, enc, &qvs[0], &title_body);
+            let first = kb::score::vectors::dense(&file, &v, enc, || &qvs[0][..], &title_body);
             eprintln!("rank_tune: {name}: {} documents encoded in {:.1} s", first.encoded, t.elapsed().as_secs_f64());
-            let all = qvs.iter().map(|qv| kb::score::vectors::dense(&file, &v, enc, qv, &title_body).cosine).collect();
+            let all = qvs
+                .iter()
+                .map(|qv| kb::score::vectors::dense(&file, &v, enc, || &qv[..], &title_body).cosine)
+                .collect();
             cosines.insert(name.clone(), all);
         }
     }
@@ -154,7 +157,8 @@ fn main() {
                 // As the CLI reads it: the title, a line, the body.
                 let doc_text =
                     |d: u32| Some(format!("{}\n{}", v.meta(d).title.unwrap_or_default(), seq.get(id_of(d))?));
-                let dense = cosines.get(name).map(|c| c[i].as_slice());
+                let given = cosines.get(name).map(|c| || c[i].clone());
+                let dense = given.as_ref().map(|f| f as rank::Cosines);
                 let (hits, _) = rank::direct(&v, q, now, &rank::Filters::default(), 100, &doc_text, dense, &tuning);
                 let ranked: Vec<&str> = hits.iter().map(|h| id_of(h.doc)).collect();
                 nd += ndcg10(&ranked, rel);
@@ -174,7 +178,8 @@ fn main() {
                     .iter()
                     .enumerate()
                     .filter(|(i, q)| {
-                        let dense = cosines.get(name).map(|c| c[parsed.len() + i].as_slice());
+                        let given = cosines.get(name).map(|c| || c[parsed.len() + i].clone());
+                        let dense = given.as_ref().map(|f| f as rank::Cosines);
                         let none = |_: u32| None;
                         rank::direct(&v, q, now, &rank::Filters::default(), 100, &none, dense, &tuning).1 == 0
                     })

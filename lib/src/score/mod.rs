@@ -273,11 +273,31 @@ fn with_source<R>(
     cache::with_held(held, &src.lib, cache_path.as_deref(), verify, f)
 }
 
+/// The encoder and the query's vector, encoded once for every source at
+/// its first need: the first source's stored vectors are then read on
+/// one thread while the query is encoded on the other.
+struct QueryVector<'a> {
+    encoder: &'a crate::text::bert::Encoder,
+    text: &'a str,
+    vector: std::sync::OnceLock<Vec<f32>>,
+}
+
+impl QueryVector<'_> {
+    fn get(&self) -> &[f32] {
+        self.vector.get_or_init(|| {
+            let lap = build::profiler("meaning");
+            let v = self.encoder.encode_query(self.text);
+            lap("query encoded");
+            v
+        })
+    }
+}
+
 /// Searches one source; `dense` is the encoder and the query's vector.
 #[allow(clippy::too_many_arguments)]
 fn search_source(
     open: &mut Open,
-    dense: Option<(&crate::text::bert::Encoder, &[f32])>,
+    dense: Option<&QueryVector>,
     src: &Source,
     order: usize,
     local: Option<&crate::Library>,
@@ -293,16 +313,19 @@ fn search_source(
             Some((v.meta(d).title.unwrap_or_default(), body.to_string()))
         };
         let doc_text = |d: u32| title_body(d).map(|(t, b)| format!("{t}\n{b}"));
-        let cosines = dense.map(|(enc, qv)| {
-            let file = cache_path.as_deref().map(|c| vectors::path_for(c, enc)).unwrap_or_default();
-            let lap = build::profiler("meaning");
-            let cosines = vectors::dense(&file, v, enc, qv, &title_body).cosine;
-            lap("documents' cosines");
-            cosines
+        let (cache_path, title_body_ref) = (cache_path.as_deref(), &title_body);
+        let cosines = dense.map(|qv| {
+            move || {
+                let file = cache_path.map(|c| vectors::path_for(c, qv.encoder)).unwrap_or_default();
+                let lap = build::profiler("meaning");
+                let cosines = vectors::dense(&file, v, qv.encoder, || qv.get(), title_body_ref).cosine;
+                lap("documents' cosines");
+                cosines
+            }
         });
         let tuning = rank::Tuning::current();
-        let (direct, matched) =
-            rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, cosines.as_deref(), &tuning);
+        let cosines = cosines.as_ref().map(|f| f as rank::Cosines);
+        let (direct, matched) = rank::direct(v, q, now, &opts.filters, opts.limit, &doc_text, cosines, &tuning);
         let mk = |d: u32,
                   (score, base, lexical): (f64, f64, f64),
                   kind: Match,
@@ -402,15 +425,12 @@ pub fn search_with(
     let cache = local.map(|l| l.path(cache::DIR)).or_else(cache::user_cache_dir);
     let lap = build::profiler("meaning");
     let encoder = opts.model.as_deref().map(|m| open.encoder(m, cache.as_deref())).transpose()?;
-    let qv = encoder.as_deref().map(|e| {
+    if encoder.is_some() {
         lap("model loaded");
-        let v = e.encode_query(&q.text);
-        lap("query encoded");
-        v
-    });
-    let dense = encoder.as_deref().zip(qv.as_deref());
+    }
+    let dense = encoder.as_deref().map(|encoder| QueryVector { encoder, text: &q.text, vector: Default::default() });
     for (i, src) in sources.iter().enumerate() {
-        match search_source(open, dense, src, i, local, q, opts, now) {
+        match search_source(open, dense.as_ref(), src, i, local, q, opts, now) {
             Ok((p, report)) => {
                 queried.push(src.name.clone());
                 warnings.extend(report.warnings.into_iter().map(|w| format!("{}: {w}", src.name)));

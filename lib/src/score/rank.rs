@@ -251,11 +251,16 @@ impl Tuning {
 /// feedback and proximity read), None when it cannot be read.
 pub type DocText<'a> = &'a dyn Fn(u32) -> Option<String>;
 
+/// Each document's best cosine with the query, by index id, when a
+/// model is in use ([`Fusion`]): computed on another thread while the
+/// words are scored (a CLI call's forward pass is most of its time).
+pub type Cosines<'a> = &'a (dyn Fn() -> Vec<f32> + Sync);
+
 /// The direct hits of a query, best first ([`order`]), those passing
 /// the filters, at most `limit`; plus how many documents matched in all.
-/// `dense` is each document's best cosine with the query when a model is
-/// in use ([`Fusion`]). `t` is [`Tuning::current`] except in the tuning
-/// harness (bench/rank_tune.rs).
+/// `dense` gives each document's best cosine with the query when a model
+/// is in use. `t` is [`Tuning::current`] except in the tuning harness
+/// (bench/rank_tune.rs).
 #[allow(clippy::too_many_arguments)]
 pub fn direct(
     v: &View,
@@ -264,106 +269,110 @@ pub fn direct(
     filters: &Filters,
     limit: usize,
     doc_text: DocText,
-    dense: Option<&[f32]>,
+    dense: Option<Cosines>,
     t: &Tuning,
 ) -> (Vec<Scored>, usize) {
-    let (p, g) = (&t.bm25, &t.grading);
-    // Feedback, proximity and phrases may read the same documents: once each.
-    let read: RefCell<HashMap<u32, Option<String>>> = RefCell::default();
-    let doc_text = |d: u32| read.borrow_mut().entry(d).or_insert_with(|| doc_text(d)).clone();
-    let doc_text: DocText = &doc_text;
-    // `prefix*` searches the terms it stands for.
-    let expanded;
-    let (q, groups) = if q.prefixes.is_empty() {
-        (q, Vec::new())
-    } else {
-        let (e, groups) = select::with_prefixes(v, q);
-        expanded = e;
-        (&expanded, groups)
-    };
-    let sel = Select::new(v, q);
-    // Text evidence: BM25F over heading, keywords and body.
-    let qtf: Vec<f64> = q.counts.iter().map(|&n| f64::from(n).powf(g.qtf)).collect();
-    let mut first = bm25::search(v, &q.terms, &qtf, p);
-    // A prefix is one word of the query: its best term counts in the
-    // ideal score, not all the terms it stands for.
-    for group in &groups {
-        let idf: Vec<f64> = group.iter().map(|&i| first.idf[i]).collect();
-        let best = idf.iter().copied().fold(0.0, f64::max);
-        first.ideal -= (idf.iter().sum::<f64>() - best) * (p.k1 + 1.0);
-    }
-    if q.constrains() {
-        first.docs.retain(|&(d, _)| sel.admits(d, doc_text));
-    }
-    // Feedback would expand a prefix's terms again: off for prefixes.
-    let feedback = t.feedback.active() && groups.is_empty();
-    let refined = if feedback { refine(v, q, &qtf, &first, doc_text, t) } else { None };
-    let sc = refined.as_ref().unwrap_or(&first);
-    let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
-    if sc.ideal > 0.0 {
-        for &(d, s) in &sc.docs {
-            let share = (s / sc.ideal).min(1.0);
-            best.insert(d, (formula::FULLTEXT_MAX * share.powf(g.gamma), Match::Fulltext, s));
+    std::thread::scope(|s| {
+        let meaning = dense.map(|f| s.spawn(f));
+        let dense = || meaning.map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        let (p, g) = (&t.bm25, &t.grading);
+        // Feedback, proximity and phrases may read the same documents: once each.
+        let read: RefCell<HashMap<u32, Option<String>>> = RefCell::default();
+        let doc_text = |d: u32| read.borrow_mut().entry(d).or_insert_with(|| doc_text(d)).clone();
+        let doc_text: DocText = &doc_text;
+        // `prefix*` searches the terms it stands for.
+        let expanded;
+        let (q, groups) = if q.prefixes.is_empty() {
+            (q, Vec::new())
+        } else {
+            let (e, groups) = select::with_prefixes(v, q);
+            expanded = e;
+            (&expanded, groups)
+        };
+        let sel = Select::new(v, q);
+        // Text evidence: BM25F over heading, keywords and body.
+        let qtf: Vec<f64> = q.counts.iter().map(|&n| f64::from(n).powf(g.qtf)).collect();
+        let mut first = bm25::search(v, &q.terms, &qtf, p);
+        // A prefix is one word of the query: its best term counts in the
+        // ideal score, not all the terms it stands for.
+        for group in &groups {
+            let idf: Vec<f64> = group.iter().map(|&i| first.idf[i]).collect();
+            let best = idf.iter().copied().fold(0.0, f64::max);
+            first.ideal -= (idf.iter().sum::<f64>() - best) * (p.k1 + 1.0);
         }
-    }
-    // Seed tiers, graded, through the topic and keyword words.
-    let lookup = q.lookup_words();
-    let mut cands: Vec<u32> = Vec::new();
-    for w in &lookup {
-        for (d, _) in v.postings(&format!("{TOPIC_PREFIX}{w}")) {
-            cands.push(d);
+        if q.constrains() {
+            first.docs.retain(|&(d, _)| sel.admits(d, doc_text));
         }
-        for (d, _) in v.postings(&format!("{KEYWORD_PREFIX}{w}")) {
-            cands.push(d);
-        }
-    }
-    cands.sort_unstable();
-    cands.dedup();
-    if q.constrains() {
-        cands.retain(|&d| sel.admits(d, doc_text));
-    }
-    let qwords: Vec<&str> = q.words.iter().map(String::as_str).collect();
-    for d in cands {
-        let w = v.words(d);
-        let cover = |held: &[&&str]| g.tier * coverage(q, &first.idf, held).powf(g.gamma);
-        if let Some((kind, base)) = formula::graded_tier(&qwords, &w.topic, &w.keywords, cover) {
-            // `match` names the tier whenever one matched; the base is the
-            // better of the two qualities.
-            let e = best.entry(d).or_insert((0.0, kind, 0.0));
-            e.0 = e.0.max(base);
-            e.1 = kind;
-        }
-    }
-    best.retain(|_, b| b.0 > 0.0);
-    let (meaning, lexical_best) = dense.map(|cos| fuse(cos, &mut best, &t.fusion)).unwrap_or_default();
-    let mut all: Vec<Scored> = best
-        .into_iter()
-        .map(|(d, (base, kind, lex))| {
-            let mut s = score(v, d, base, kind, lex, now);
-            if let Some(&(cosine, part)) = meaning.get(&d) {
-                s.cosine = Some(cosine);
-                s.dense = part;
+        // Feedback would expand a prefix's terms again: off for prefixes.
+        let feedback = t.feedback.active() && groups.is_empty();
+        let refined = if feedback { refine(v, q, &qtf, &first, doc_text, t) } else { None };
+        let sc = refined.as_ref().unwrap_or(&first);
+        let mut best: HashMap<u32, (f64, Match, f64)> = HashMap::with_capacity(sc.docs.len());
+        if sc.ideal > 0.0 {
+            for &(d, s) in &sc.docs {
+                let share = (s / sc.ideal).min(1.0);
+                best.insert(d, (formula::FULLTEXT_MAX * share.powf(g.gamma), Match::Fulltext, s));
             }
-            s
-        })
-        .collect();
-    if t.proximity.active() && sc.ideal > 0.0 {
-        rerank_by_proximity(v, q, (sc.ideal, lexical_best), &mut all, doc_text, t, now);
-    }
-    if filters.is_empty() {
-        let matched = all.len();
-        if limit < all.len() {
-            // Only the best `limit` need sorting (common words match most documents).
-            all.select_nth_unstable_by(limit, order);
-            all.truncate(limit);
+        }
+        // Seed tiers, graded, through the topic and keyword words.
+        let lookup = q.lookup_words();
+        let mut cands: Vec<u32> = Vec::new();
+        for w in &lookup {
+            for (d, _) in v.postings(&format!("{TOPIC_PREFIX}{w}")) {
+                cands.push(d);
+            }
+            for (d, _) in v.postings(&format!("{KEYWORD_PREFIX}{w}")) {
+                cands.push(d);
+            }
+        }
+        cands.sort_unstable();
+        cands.dedup();
+        if q.constrains() {
+            cands.retain(|&d| sel.admits(d, doc_text));
+        }
+        let qwords: Vec<&str> = q.words.iter().map(String::as_str).collect();
+        for d in cands {
+            let w = v.words(d);
+            let cover = |held: &[&&str]| g.tier * coverage(q, &first.idf, held).powf(g.gamma);
+            if let Some((kind, base)) = formula::graded_tier(&qwords, &w.topic, &w.keywords, cover) {
+                // `match` names the tier whenever one matched; the base is the
+                // better of the two qualities.
+                let e = best.entry(d).or_insert((0.0, kind, 0.0));
+                e.0 = e.0.max(base);
+                e.1 = kind;
+            }
+        }
+        best.retain(|_, b| b.0 > 0.0);
+        let (meaning, lexical_best) = dense().map(|cos| fuse(&cos, &mut best, &t.fusion)).unwrap_or_default();
+        let mut all: Vec<Scored> = best
+            .into_iter()
+            .map(|(d, (base, kind, lex))| {
+                let mut s = score(v, d, base, kind, lex, now);
+                if let Some(&(cosine, part)) = meaning.get(&d) {
+                    s.cosine = Some(cosine);
+                    s.dense = part;
+                }
+                s
+            })
+            .collect();
+        if t.proximity.active() && sc.ideal > 0.0 {
+            rerank_by_proximity(v, q, (sc.ideal, lexical_best), &mut all, doc_text, t, now);
+        }
+        if filters.is_empty() {
+            let matched = all.len();
+            if limit < all.len() {
+                // Only the best `limit` need sorting (common words match most documents).
+                all.select_nth_unstable_by(limit, order);
+                all.truncate(limit);
+            }
+            all.sort_unstable_by(order);
+            return (all, matched);
         }
         all.sort_unstable_by(order);
-        return (all, matched);
-    }
-    all.sort_unstable_by(order);
-    let kept: Vec<Scored> = all.into_iter().filter(|s| filters.pass(&v.meta(s.doc))).collect();
-    let matched = kept.len();
-    (kept.into_iter().take(limit).collect(), matched)
+        let kept: Vec<Scored> = all.into_iter().filter(|s| filters.pass(&v.meta(s.doc))).collect();
+        let matched = kept.len();
+        (kept.into_iter().take(limit).collect(), matched)
+    })
 }
 
 /// Adds meaning to the bases in `best` ([`Fusion`]), the `depth` best

@@ -102,39 +102,86 @@ pub struct Dense {
     pub encoded: usize,
 }
 
-/// The cosines of `query` with every document of `v`, from the vector
+/// The vector file as this call found it: its mapping, where each
+/// stored document's vectors lie (by key), and each indexed document's key.
+struct Stored {
+    mapped: Option<memmap2::Mmap>,
+    have: HashMap<[u8; KEY], (usize, usize)>,
+    keys: Vec<[u8; KEY]>,
+}
+
+impl Stored {
+    /// Maps the file at `file` (a file of another model, version or
+    /// size reads as empty) and keys the documents of `v`.
+    fn read(file: &Path, v: &View, encoder: &Encoder) -> Stored {
+        let dims = encoder.dims();
+        let mapped = crate::fs::map::map(file).ok();
+        let bytes: &[u8] = mapped.as_deref().unwrap_or(&[]);
+        let mut have: HashMap<[u8; KEY], (usize, usize)> = HashMap::new();
+        if bytes.get(..HEADER) == Some(&header(encoder)[..]) {
+            // Every stored vector is read for the cosines: its pages mapped
+            // in one call, here, while the other thread encodes the query.
+            #[cfg(target_os = "linux")]
+            if let Some(m) = &mapped {
+                // Advice only: a kernel without it faults the pages in as before.
+                let _ = m.advise(memmap2::Advice::PopulateRead);
+            }
+            let mut at = HEADER;
+            while let Some(head) = bytes.get(at..at + KEY + 4) {
+                let mut k = [0u8; KEY];
+                k.copy_from_slice(&head[..KEY]);
+                let n = u32::from_le_bytes(head[KEY..].try_into().expect("4 bytes")) as usize;
+                let start = at + KEY + 4;
+                let end = start + n * dims * 4;
+                if end > bytes.len() {
+                    break;
+                }
+                have.insert(k, (start, n));
+                at = end;
+            }
+        }
+        let keys = (0..v.docs() as u32).map(|d| key(v.path(d), v.stamp(d))).collect();
+        Stored { mapped, have, keys }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.mapped.as_deref().unwrap_or(&[])
+    }
+
+    /// A stored document's vectors as little-endian f32 bytes.
+    fn vectors(&self, d: u32, dims: usize) -> &[u8] {
+        let (start, n) = self.have[&self.keys[d as usize]];
+        &self.bytes()[start..start + n * dims * 4]
+    }
+}
+
+/// The cosines of the query with every document of `v`, from the vector
 /// file at `file`, after encoding the documents it lacks (`text` gives a
 /// document's title and body) and saving it. A file that cannot be
-/// written leaves the vectors in memory for this call.
-pub fn dense(
+/// written leaves the vectors in memory for this call. `query` gives the
+/// query's vector: it is called while the file is read and the
+/// documents keyed on another thread, so a CLI call's forward pass and
+/// its reading of the stored vectors overlap.
+pub fn dense<'q>(
     file: &Path,
     v: &View,
     encoder: &Encoder,
-    query: &[f32],
+    query: impl FnOnce() -> &'q [f32] + Send,
     text: &(dyn Fn(u32) -> Option<(String, String)> + Sync),
 ) -> Dense {
     let dims = encoder.dims();
-    let mapped = crate::fs::map::map(file).ok();
-    let bytes: &[u8] = mapped.as_deref().unwrap_or(&[]);
-    let mut have: HashMap<[u8; KEY], (usize, usize)> = HashMap::new();
-    if bytes.get(..HEADER) == Some(&header(encoder)[..]) {
-        let mut at = HEADER;
-        while let Some(head) = bytes.get(at..at + KEY + 4) {
-            let mut k = [0u8; KEY];
-            k.copy_from_slice(&head[..KEY]);
-            let n = u32::from_le_bytes(head[KEY..].try_into().expect("4 bytes")) as usize;
-            let start = at + KEY + 4;
-            let end = start + n * dims * 4;
-            if end > bytes.len() {
-                break;
-            }
-            have.insert(k, (start, n));
-            at = end;
-        }
-    }
+    let lap = crate::score::build::profiler("meaning");
+    let (stored, query) = rayon::join(
+        || {
+            let stored = Stored::read(file, v, encoder);
+            lap("stored vectors keyed");
+            stored
+        },
+        query,
+    );
+    lap("stored vectors keyed and the query encoded");
     let docs = v.docs() as u32;
-    let keys: Vec<[u8; KEY]> = (0..docs).map(|d| key(v.path(d), v.stamp(d))).collect();
-    let missing: Vec<u32> = (0..docs).filter(|&d| !have.contains_key(&keys[d as usize])).collect();
+    let missing: Vec<u32> = (0..docs).filter(|&d| !stored.have.contains_key(&stored.keys[d as usize])).collect();
     let fresh: HashMap<u32, Vec<f32>> = missing
         .par_iter()
         .map(|&d| {
@@ -144,28 +191,33 @@ pub fn dense(
             (d, vecs)
         })
         .collect();
-    let mut cosine = vec![0f32; docs as usize];
-    for d in 0..docs {
-        let best = match fresh.get(&d) {
-            Some(vs) => vs.chunks_exact(dims).map(|c| embed::cosine(query, c)).fold(f32::NEG_INFINITY, f32::max),
-            None => {
-                let (start, n) = have[&keys[d as usize]];
-                let stored = &bytes[start..start + n * dims * 4];
-                match floats(stored) {
-                    Some(fs) => {
-                        fs.chunks_exact(dims).map(|c| embed::cosine(query, c)).fold(f32::NEG_INFINITY, f32::max)
+    let cosine: Vec<f32> = (0..docs)
+        .into_par_iter()
+        .map(|d| {
+            let best = match fresh.get(&d) {
+                Some(vs) => best_cosine(query, vs, dims),
+                None => {
+                    let stored = stored.vectors(d, dims);
+                    match floats(stored) {
+                        Some(fs) => best_cosine(query, fs, dims),
+                        None => {
+                            stored.chunks_exact(dims * 4).map(|c| dot_le(query, c)).fold(f32::NEG_INFINITY, f32::max)
+                        }
                     }
-                    None => stored.chunks_exact(dims * 4).map(|c| dot_le(query, c)).fold(f32::NEG_INFINITY, f32::max),
                 }
+            };
+            if best.is_finite() {
+                best
+            } else {
+                0.0
             }
-        };
-        cosine[d as usize] = if best.is_finite() { best } else { 0.0 };
-    }
-    let stale = have.len() != (docs as usize - missing.len());
+        })
+        .collect();
+    let stale = stored.have.len() != (docs as usize - missing.len());
     if !missing.is_empty() || stale {
         let mut out = header(encoder);
         for d in 0..docs {
-            let k = &keys[d as usize];
+            let k = &stored.keys[d as usize];
             out.extend_from_slice(k);
             match fresh.get(&d) {
                 Some(vs) => {
@@ -173,17 +225,21 @@ pub fn dense(
                     vs.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
                 }
                 None => {
-                    let (start, n) = have[k];
-                    out.extend_from_slice(&(n as u32).to_le_bytes());
-                    out.extend_from_slice(&bytes[start..start + n * dims * 4]);
+                    out.extend_from_slice(&(stored.have[k].1 as u32).to_le_bytes());
+                    out.extend_from_slice(stored.vectors(d, dims));
                 }
             }
         }
-        drop(mapped);
+        drop(stored);
         // Derived: a file that cannot be written costs the next call the encoding again.
         let _ = crate::fs::atomic::write(file, &out);
     }
     Dense { cosine, encoded: missing.len() }
+}
+
+/// A document's best chunk cosine with the query (-∞ for no chunk).
+fn best_cosine(query: &[f32], vectors: &[f32], dims: usize) -> f32 {
+    vectors.chunks_exact(dims).map(|c| embed::cosine(query, c)).fold(f32::NEG_INFINITY, f32::max)
 }
 
 /// Stored little-endian f32 bytes as floats, without a copy: the mapped

@@ -215,6 +215,10 @@ pub struct Encoder {
     /// configuration, tokenizer, pooling, prompts, token cut, weights'
     /// header and size, and slices from across the weights.
     fingerprint: String,
+    /// Whether the layers' pages are mapped in yet: at the first text
+    /// encoded, not at load, so a CLI call reads its index and stored
+    /// vectors on one thread while the other maps them.
+    populated: std::sync::Once,
 }
 
 /// The tensors of a checkpoint, by name, with the name's prefix found
@@ -350,19 +354,26 @@ fn mapped(path: &Path, fingerprint: &str, cfg: &Config) -> Option<(Store, usize)
     if !whole {
         return None;
     }
-    populate_layers(&m, words * cfg.hidden_size);
     Some((Store::Mapped(m), words))
 }
 
 /// Maps the pages of every tensor after the word table into the
 /// process at once (`MADV_POPULATE_READ`): a forward pass reads all of
 /// them, and one call costs less than a fault per page run. The word
-/// table is left to fault in: a text reads a few of its rows.
+/// table is left to fault in: a text reads a few of its rows. The two
+/// halves are mapped on two threads: a thread of its own, not the pool's,
+/// since a pool thread waiting on its half could take up another text's
+/// encoding and wait on this mapping it is doing itself.
 fn populate_layers(m: &memmap2::Mmap, word_floats: usize) {
     let from = ALIGNED_HEADER + 4 * word_floats;
+    let len = m.len().saturating_sub(from);
+    let half = len / 2;
     // Advice only: a kernel without it faults the pages in as before.
     #[cfg(target_os = "linux")]
-    let _ = m.advise_range(memmap2::Advice::PopulateRead, from, m.len().saturating_sub(from));
+    std::thread::scope(|s| {
+        s.spawn(|| m.advise_range(memmap2::Advice::PopulateRead, from + half, len - half));
+        let _ = m.advise_range(memmap2::Advice::PopulateRead, from, half);
+    });
 }
 
 /// The aligned copy's file in `cache` for a model.
@@ -560,6 +571,7 @@ impl Encoder {
             emb_norm,
             layers,
             fingerprint,
+            populated: std::sync::Once::new(),
         })
     }
 
@@ -616,6 +628,11 @@ impl Encoder {
 
     /// A text's unit vector, without a prompt: the pooled last layer.
     pub fn encode(&self, text: &str) -> Vec<f32> {
+        self.populated.call_once(|| {
+            if let Store::Mapped(m) = &self.store {
+                populate_layers(m, self.words.rows * self.words.cols);
+            }
+        });
         let ids = self.tokens(text);
         let (words, positions, token_type) =
             (self.matrix(self.words), self.matrix(self.positions), self.vector(self.token_type));

@@ -9,9 +9,12 @@
 //! met by a block of input rows held in registers. Past [`FEW_ROWS`] rows
 //! (a document's chunk of up to 256 tokens) packing pays for itself, and
 //! the caller keeps matrixmultiply (bench/RESULTS.md, "The query's forward
-//! pass": the crossover measured).
+//! pass": the crossover measured). A query's product is large enough to
+//! split by output columns over the thread pool, which a CLI call on a
+//! small machine otherwise leaves idle.
 
 use pulp::{Arch, Simd, WithSimd};
+use rayon::prelude::*;
 
 /// The most rows [`rows_times_weights`] is used for: above it,
 /// matrixmultiply's packed product is as fast or faster.
@@ -23,12 +26,50 @@ const ROWS: usize = 4;
 /// input vector fill AVX2's 16 registers.
 const COLS: usize = 3;
 
+/// Multiply-adds of a product above which it is split over the thread
+/// pool: a query's feed-forward products (25 rows × 384 × 1536, 14.7
+/// million) are; its 384 × 384 ones (3.7 million) cost less than the
+/// hand-over between threads saves (bench/RESULTS.md, "The query's
+/// forward pass on two cores").
+const SPLIT_WORK: usize = 1 << 23;
+
 /// `y = x Wᵀ + b` for `x` of `rows` × `k` and `W` of `n` × `k` (a
-/// checkpoint's `[out, in]`), all row-major; `y` is `rows` × `n`.
+/// checkpoint's `[out, in]`), all row-major; `y` is `rows` × `n`. A large
+/// enough product is split by output columns over the thread pool (a CLI
+/// call's forward pass then uses both cores of a small machine); each
+/// output is summed in the same order either way, so `y` is the same to
+/// the bit.
 pub fn rows_times_weights(x: &[f32], w: &[f32], b: &[f32], k: usize, y: &mut [f32]) {
+    let parts = if x.len() * b.len() < SPLIT_WORK { 1 } else { rayon::current_num_threads() };
+    rows_times_weights_in(parts, x, w, b, k, y);
+}
+
+/// [`rows_times_weights`] in at most `parts` parts, cut at multiples of
+/// a block's weight rows so that every output meets the same block (or
+/// edge) as in one part.
+fn rows_times_weights_in(parts: usize, x: &[f32], w: &[f32], b: &[f32], k: usize, y: &mut [f32]) {
     let (rows, n) = (x.len() / k.max(1), b.len());
     assert!(x.len() == rows * k && w.len() == n * k && y.len() == rows * n, "shapes of x, W, b and y agree");
-    Arch::new().dispatch(Product { x, w, b, k, y });
+    let per = n.div_ceil(COLS).div_ceil(parts.max(1)) * COLS;
+    if per >= n || rows == 0 {
+        Arch::new().dispatch(Product { x, w, b, k, y });
+        return;
+    }
+    let outs: Vec<Vec<f32>> = w
+        .par_chunks(per * k)
+        .zip(b.par_chunks(per))
+        .map(|(w, b)| {
+            let mut y = vec![0f32; rows * b.len()];
+            Arch::new().dispatch(Product { x, w, b, k, y: &mut y });
+            y
+        })
+        .collect();
+    for (part, out) in outs.iter().enumerate() {
+        let (from, width) = (part * per, out.len() / rows);
+        for (p, row) in out.chunks_exact(width).enumerate() {
+            y[p * n + from..p * n + from + width].copy_from_slice(row);
+        }
+    }
 }
 
 /// The dot product of two vectors of one length.
@@ -167,6 +208,23 @@ mod tests {
                     (f64::from(*got) - want).abs() <= 1e-5 * want.abs().max(1.0),
                     "{rows}×{k}·{n}: {got} vs {want}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn the_product_in_parts_is_the_product_in_one_to_the_bit() {
+        // Outputs that fill the parts and that leave a short last part or
+        // an edge of the blocks in it; more parts than blocks.
+        for (rows, n, k) in [(25, 384, 384), (25, 1536, 384), (7, 385, 37), (4, 7, 16), (1, 3, 8), (3, 2, 5)] {
+            let (x, w, b) = (values(6, rows * k), values(7, n * k), values(8, n));
+            let mut one = vec![f32::NAN; rows * n];
+            rows_times_weights_in(1, &x, &w, &b, k, &mut one);
+            for parts in [2, 3, 4, 64] {
+                let mut split = vec![f32::NAN; rows * n];
+                rows_times_weights_in(parts, &x, &w, &b, k, &mut split);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&split), bits(&one), "{rows}×{k}·{n} in {parts} parts");
             }
         }
     }
