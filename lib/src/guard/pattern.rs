@@ -667,12 +667,14 @@ impl ByRule {
 /// search for every end reads each line the rule may match to its end,
 /// and a long line of near matches is flagged for many rules.
 struct Alone {
-    /// The head, with a search for its prefixes (`curl`, `eval`) that
-    /// skips the bytes between them when it has a fast one.
-    head: (DFA, CachePool),
-    /// Where the last end is looked for: the tail's (or the whole head's)
-    /// last match, and how long it can be.
-    last: Option<Last>,
+    /// The head.
+    head: Forward,
+    /// The pattern whose last end the span runs to: the tail, or the
+    /// head when it is the whole pattern (`None`: the span runs to the
+    /// line's end).
+    last_of: Option<(Hir, bool)>,
+    /// Its automata, built the first time the head matches.
+    last: std::sync::OnceLock<Option<Last>>,
     /// Head (id 0) and tail (id 1) in one automaton, built on first use:
     /// a tail ending where the first head does counts as the overlapping
     /// search orders them, which that search then says.
@@ -685,12 +687,11 @@ struct Alone {
 struct Last {
     /// The pattern read backwards: where its last-ending match starts.
     reverse: (DFA, CachePool),
-    /// The pattern forwards, every match kind: from that start, its
-    /// longest match, which ends last. Unanchored (skipping to its
-    /// prefixes), it first says whether a match lies in the span at all:
-    /// on a line of near matches the tail is mostly missing, and the
-    /// backward search would read back to the head.
-    forward: (DFA, CachePool),
+    /// The pattern forwards: from that start, its longest match, which
+    /// ends last. On a long span it first says whether a match lies
+    /// there at all: on a line of near matches the tail is mostly
+    /// missing, and the backward search would read back to the head.
+    forward: Forward,
     /// Its longest match, when bounded: a match ending at or after the
     /// head's first end starts no earlier than this before it.
     max: Option<usize>,
@@ -698,49 +699,70 @@ struct Last {
     tail: bool,
 }
 
+/// One pattern forwards, every match kind; on a long span (a line of
+/// [`LONG_SPAN`] bytes or more) an automaton that skips to its
+/// [`prefixes`], built on first use. Asking for prefixes costs more than
+/// it skips on a short line.
+struct Forward {
+    hir: Hir,
+    plain: (DFA, CachePool),
+    skipping: std::sync::OnceLock<Option<(DFA, CachePool)>>,
+}
+
+/// Shortest span searched with a pattern's prefixes.
+const LONG_SPAN: usize = 256;
+
+impl Forward {
+    fn new(hir: &Hir) -> Result<Forward> {
+        let plain = lazy(std::slice::from_ref(hir), None)?;
+        Ok(Forward { hir: hir.clone(), plain, skipping: std::sync::OnceLock::new() })
+    }
+
+    /// The automaton to search `span` with.
+    fn of(&self, span: std::ops::Range<usize>) -> &(DFA, CachePool) {
+        if span.len() < LONG_SPAN {
+            return &self.plain;
+        }
+        let build = || prefixes(&self.hir).and_then(|pre| lazy(std::slice::from_ref(&self.hir), Some(pre)).ok());
+        self.skipping.get_or_init(build).as_ref().unwrap_or(&self.plain)
+    }
+
+    /// The first end of a match in `hay[span]` (`Err`: the automaton
+    /// failed).
+    fn first_end(&self, hay: &[u8], span: std::ops::Range<usize>) -> Option<Option<usize>> {
+        let (dfa, caches) = self.of(span.clone());
+        let input = Input::new(hay).span(span).earliest(true);
+        Some(dfa.try_search_fwd(&mut caches.get(), &input).ok()?.map(|m| m.offset()))
+    }
+}
+
 impl Alone {
     fn new(set: &Set, p: usize, tail: Option<usize>) -> Result<Alone> {
-        let head = &set.all[p];
-        let last_of = |id: usize, tail: bool| -> Result<Last> {
-            let hir = &set.all[id];
-            Ok(Last {
-                reverse: lazy_reverse(hir)?,
-                forward: lazy(std::slice::from_ref(hir), prefixes(hir))?,
-                max: hir.properties().maximum_len(),
-                tail,
-            })
-        };
-        let last = match tail {
-            Some(t) => Some(last_of(t, true)?),
-            None if set.whole[p] => Some(last_of(p, false)?),
+        let last_of = match tail {
+            Some(t) => Some((set.all[t].clone(), true)),
+            None if set.whole[p] => Some((set.all[p].clone(), false)),
             None => None,
         };
         let hirs = std::iter::once(p).chain(tail).map(|id| set.all[id].clone()).collect();
-        Ok(Alone {
-            head: lazy(std::slice::from_ref(head), prefixes(head))?,
-            last,
-            both: std::sync::OnceLock::new(),
-            hirs,
-        })
+        let (last, both) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
+        Ok(Alone { head: Forward::new(&set.all[p])?, last_of, last, both, hirs })
     }
 
     /// What the set records of rule `p` on one line (its number, start
     /// and end): `Some(None)` when no match of the rule can lie there,
     /// `None` when an automaton failed.
     fn seen(&self, hay: &[u8], (line, start, end): (usize, usize, usize)) -> Option<Option<Seen>> {
-        let input = Input::new(hay).span(start..end);
-        let Some(first) = self.head.0.try_search_fwd(&mut self.head.1.get(), &input.earliest(true)).ok()? else {
-            return Some(None);
-        };
-        let first = first.offset();
+        let Some(first) = self.head.first_end(hay, start..end)? else { return Some(None) };
         let mut s = Seen { line, line_start: start, first_head_end: first, last_head_end: first, last_tail_end: None };
-        let Some(last) = &self.last else { return Some(Some(s)) };
+        let Some((hir, tail)) = &self.last_of else { return Some(Some(s)) };
+        let build = || -> Result<Last> {
+            let max = hir.properties().maximum_len();
+            Ok(Last { reverse: lazy_reverse(hir)?, forward: Forward::new(hir)?, max, tail: *tail })
+        };
+        let last = self.last.get_or_init(|| build().ok()).as_ref()?;
         let from = last.max.map_or(start, |m| first.saturating_sub(m).max(start));
-        if last.tail {
-            let any = Input::new(hay).span(from..end).earliest(true);
-            if last.forward.0.try_search_fwd(&mut last.forward.1.get(), &any).ok()?.is_none() {
-                return Some(None);
-            }
+        if last.tail && end - from >= LONG_SPAN && last.forward.first_end(hay, from..end)?.is_none() {
+            return Some(None);
         }
         let end_at = last_end(last, hay, from, end)?;
         if !last.tail {
@@ -807,7 +829,8 @@ fn last_end(last: &Last, hay: &[u8], from: usize, to: usize) -> Option<Option<us
         return Some(None);
     };
     let fwd = Input::new(hay).span(start.offset()..to).anchored(Anchored::Yes);
-    let end = last.forward.0.try_search_fwd(&mut last.forward.1.get(), &fwd).ok()?;
+    let (dfa, caches) = &last.forward.plain;
+    let end = dfa.try_search_fwd(&mut caches.get(), &fwd).ok()?;
     Some(end.map(|m| m.offset()))
 }
 
