@@ -4,6 +4,9 @@
 //! whole rule set compiled once into one multi-pattern meta regex. There is
 //! no backtracking engine: every search is linear in the text.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use regex_automata::hybrid::dfa::{Cache, OverlappingState, DFA};
 use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson;
@@ -573,7 +576,20 @@ struct ByRule {
     alone: Vec<std::sync::OnceLock<Option<Alone>>>,
     /// Each rule's tail, by set id.
     tail: Vec<Option<usize>>,
+    /// The heads of the rules a long line may match, in one automaton
+    /// each set of rules ([`ByRule::first_ends`]), built on first use.
+    together: std::sync::Mutex<HashMap<Vec<usize>, Option<Arc<(DFA, CachePool)>>>>,
 }
+
+/// Shortest line whose rules' heads are searched together.
+const LONG_LINE: usize = 1024;
+
+/// Fewest rules on a line searched together.
+const TOGETHER_MIN: usize = 4;
+
+/// Most sets of rules whose heads are kept together (a text that brings
+/// more gets its rules searched one by one).
+const MAX_TOGETHER: usize = 1024;
 
 /// The rules that need no string: their heads and tails in one set, for
 /// each of its ids the rule and whether it is a tail; and their heads
@@ -611,7 +627,8 @@ impl ByRule {
             Some(Rest { set: lazy(&hirs, None)?, heads: lazy(heads, prefixes)?, ids })
         };
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
-        Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail })
+        let together = std::sync::Mutex::new(HashMap::new());
+        Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail, together })
     }
 
     /// Rule `p`'s own automata.
@@ -643,8 +660,13 @@ impl ByRule {
         let mut ok = true;
         finder.each_line(hay, |start, end, rules| {
             let (line, _, _) = lines.locate(start);
-            for &p in rules.iter().filter(|&&p| !skip(p, line)) {
-                let found = self.alone(set, p).filter(|_| ok).and_then(|a| a.seen(hay, (line, start, end)));
+            let long = end - start >= LONG_LINE && rules.len() >= TOGETHER_MIN;
+            let firsts = if long { self.first_ends(set, hay, start..end, rules) } else { None };
+            for (i, &p) in rules.iter().enumerate().filter(|&(_, &p)| !skip(p, line)) {
+                let found = self.alone(set, p).filter(|_| ok).and_then(|a| match &firsts {
+                    Some(f) => f[i].map_or(Some(None), |first| a.seen_from(hay, (line, start, end), first)),
+                    None => a.seen(hay, (line, start, end)),
+                });
                 match found {
                     Some(Some(s)) => per[p].push(s),
                     Some(None) => {}
@@ -656,6 +678,49 @@ impl ByRule {
             }
         });
         ok.then_some(())
+    }
+}
+
+impl ByRule {
+    /// The first end of each of `rules`' heads in `hay[span]` (`None`
+    /// for a head that does not match), by one overlapping search of all
+    /// of them: a long line of near matches is flagged for many rules,
+    /// and one pass over it for each costs more than one for all. `None`
+    /// when the automaton failed or too many sets were built.
+    fn first_ends(
+        &self,
+        set: &Set,
+        hay: &[u8],
+        span: std::ops::Range<usize>,
+        rules: &[usize],
+    ) -> Option<Vec<Option<usize>>> {
+        let mut key = rules.to_vec();
+        key.sort_unstable();
+        let heads = {
+            let mut built = self.together.lock().unwrap_or_else(|e| e.into_inner());
+            if !built.contains_key(&key) && built.len() >= MAX_TOGETHER {
+                return None;
+            }
+            let build = || {
+                let hirs: Vec<Hir> = key.iter().map(|&p| set.all[p].clone()).collect();
+                lazy(&hirs, None).ok().map(Arc::new)
+            };
+            built.entry(key.clone()).or_insert_with(build).clone()?
+        };
+        let (dfa, caches) = &*heads;
+        let input = Input::new(hay).span(span);
+        let (mut state, mut cache) = (OverlappingState::start(), caches.get());
+        let (mut first, mut left) = (vec![None; key.len()], key.len());
+        while left > 0 {
+            dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
+            let Some(m) = state.get_match() else { break };
+            let slot = &mut first[m.pattern().as_usize()];
+            if slot.is_none() {
+                *slot = Some(m.offset());
+                left -= 1;
+            }
+        }
+        Some(rules.iter().map(|p| key.binary_search(p).ok().and_then(|k| first[k])).collect())
     }
 }
 
@@ -753,6 +818,11 @@ impl Alone {
     /// `None` when an automaton failed.
     fn seen(&self, hay: &[u8], (line, start, end): (usize, usize, usize)) -> Option<Option<Seen>> {
         let Some(first) = self.head.first_end(hay, start..end)? else { return Some(None) };
+        self.seen_from(hay, (line, start, end), first)
+    }
+
+    /// [`Alone::seen`] once the head's first end on the line is known.
+    fn seen_from(&self, hay: &[u8], (line, start, end): (usize, usize, usize), first: usize) -> Option<Option<Seen>> {
         let mut s = Seen { line, line_start: start, first_head_end: first, last_head_end: first, last_tail_end: None };
         let Some((hir, tail)) = &self.last_of else { return Some(Some(s)) };
         let build = || -> Result<Last> {
