@@ -578,8 +578,12 @@ struct ByRule {
     tail: Vec<Option<usize>>,
     /// The heads of the rules a long line may match, in one automaton
     /// each set of rules ([`ByRule::first_ends`]), built on first use.
-    together: std::sync::Mutex<HashMap<Vec<usize>, Option<Arc<(DFA, CachePool)>>>>,
+    together: std::sync::Mutex<Together>,
 }
+
+/// The heads of sets of rules, each set's in one automaton (`None`: it
+/// could not be built).
+type Together = HashMap<Vec<usize>, Option<Arc<(DFA, CachePool)>>>;
 
 /// Shortest line whose rules' heads are searched together.
 const LONG_LINE: usize = 1024;
