@@ -745,8 +745,9 @@ struct Alone {
     /// Its automata, built the first time the head matches.
     last: std::sync::OnceLock<Option<Last>>,
     /// Head (id 0) and tail (id 1) in one automaton, built on first use:
-    /// a tail ending where the first head does counts as the overlapping
-    /// search orders them, which that search then says.
+    /// whether a tail ending where the first head ends counts depends on
+    /// the order the overlapping search reports them in, so that rare
+    /// line is read by that search.
     both: std::sync::OnceLock<Option<(DFA, CachePool)>>,
     /// The head and tail, for `both`.
     hirs: Vec<Hir>,
@@ -796,7 +797,7 @@ impl Forward {
         self.skipping.get_or_init(build).as_ref().unwrap_or(&self.plain)
     }
 
-    /// The first end of a match in `hay[span]` (`Err`: the automaton
+    /// The first end of a match in `hay[span]` (`None`: the automaton
     /// failed).
     fn first_end(&self, hay: &[u8], span: std::ops::Range<usize>) -> Option<Option<usize>> {
         let (dfa, caches) = self.of(span.clone());
@@ -817,7 +818,7 @@ impl Alone {
         Ok(Alone { head: Forward::new(&set.all[p])?, last_of, last, both, hirs })
     }
 
-    /// What the set records of rule `p` on one line (its number, start
+    /// What the set records of the rule on one line (its number, start
     /// and end): `Some(None)` when no match of the rule can lie there,
     /// `None` when an automaton failed.
     fn seen(&self, hay: &[u8], (line, start, end): (usize, usize, usize)) -> Option<Option<Seen>> {
