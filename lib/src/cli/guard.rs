@@ -82,14 +82,18 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         _ => {}
     }
     let (engine, errors) = guard::load_engine(root)?;
+    // The engine lives as long as the process: freeing its automata's
+    // states (tens of MB after a long scan) just before exit is work the
+    // system does anyway.
+    let engine: &'static guard::Engine = Box::leak(Box::new(engine));
     for e in &errors {
         out.error_about(&format!("{}: {}", e.source, e.message), &e.about())?;
     }
-    let policy = f.policy.as_deref().map(|p| Policy::load(p, &engine)).transpose()?;
+    let policy = f.policy.as_deref().map(|p| Policy::load(p, engine)).transpose()?;
     let now = crate::clock::now()?;
     match words.as_slice() {
         ["scan", paths @ ..] if !paths.is_empty() => {
-            scan::run(&f, &engine, paths, policy.as_ref(), now, &mut out)?;
+            scan::run(&f, engine, paths, policy.as_ref(), now, &mut out)?;
         }
         ["rules", "list"] => {
             let rules = engine.rules();
@@ -116,7 +120,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         ["filter"] => {
             let lines =
                 jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();
-            guard::filter::print(guard::filter::filter(&engine, policy.as_ref(), now, lines), &mut out)?;
+            guard::filter::print(guard::filter::filter(engine, policy.as_ref(), now, lines), &mut out)?;
         }
         _ => {
             return Err(Error::usage(

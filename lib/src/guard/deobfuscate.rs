@@ -268,6 +268,15 @@ pub fn windows_paths(line: &str) -> String {
         return line.to_string();
     }
     const HOMES: [&str; 6] = ["$env:userprofile", "%userprofile%", "$env:homepath", "%homepath%", "$env:home", "$home"];
+    // Only a home variable starts a path whose backslashes turn: a line
+    // without one (most lines with a `\\` or a `%`) is left as it is.
+    let home_at = |i: usize| {
+        let rest = &line.as_bytes()[i..];
+        HOMES.iter().any(|h| rest.get(..h.len()).is_some_and(|r| r.eq_ignore_ascii_case(h.as_bytes())))
+    };
+    if !memchr::memchr2_iter(b'$', b'%', line.as_bytes()).any(home_at) {
+        return line.to_string();
+    }
     let lower = line.to_ascii_lowercase();
     let mut out = String::with_capacity(line.len());
     let mut i = 0;

@@ -527,7 +527,7 @@ impl Engine {
         let hay = text.as_bytes();
         work::add(Step::RuleSet, hay.len());
         let lines = LineIndex::new(hay);
-        let ids = self.set.line_hits(hay, &lines);
+        let ids = self.set.line_hits(hay, &lines, &|_, _| false);
         let payloads = if depth < MAX_DEPTH { base64_runs(hay) } else { Vec::new() };
         let kind = doc_kind(path);
         // Lines with an evasion undone (quotes, concatenation, variables,
@@ -583,13 +583,13 @@ impl Engine {
             let vhay = vtext.as_bytes();
             work::add(Step::RuleSet, vhay.len());
             let vlines = LineIndex::new(vhay);
-            let vids = self.set.line_hits(vhay, &vlines);
-            let mut vhits = Vec::new();
             let line_of = |local: usize| view.get(local - 1).map_or(1, |(l, _)| *l);
             // A rule that matched a line as written has its finding there:
             // the rewritten line is not searched for it again.
             matched.sort_unstable();
             let known = |pid: usize, line: usize| matched.binary_search(&(pid, line)).is_ok();
+            let vids = self.set.line_hits(vhay, &vlines, &|pid, local| known(pid, line_of(local)));
+            let mut vhits = Vec::new();
             let scan: LineMap = (&line_of, &known);
             self.match_rules(path, (vhay, &vlines), &vids, scan, &ctx, &|_| true, &mut vhits, &mut Vec::new(), out);
             let mut seen: std::collections::HashSet<(usize, String)> =

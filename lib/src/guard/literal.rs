@@ -78,8 +78,13 @@ pub fn selective(hir: &Hir, min_len: usize, most: usize) -> Vec<Group> {
 /// bytes long or holds a byte other than a letter, digit, space, `.` or
 /// `,`.
 fn rare(group: &[Vec<u8>]) -> bool {
-    let odd = |b: &u8| !(b.is_ascii_alphanumeric() || b.is_ascii_whitespace() || b",.".contains(b));
-    group.iter().all(|s| s.len() >= 3 || s.iter().any(odd))
+    group.iter().all(|s| s.len() >= 3 || s.iter().any(|&b| odd(b)))
+}
+
+/// Whether prose seldom holds byte `b`: other than a letter, digit, space,
+/// `.` or `,`.
+pub fn odd(b: u8) -> bool {
+    !(b.is_ascii_alphanumeric() || b.is_ascii_whitespace() || b",.".contains(&b))
 }
 
 fn facts(hir: &Hir, rank: Rank) -> Facts {

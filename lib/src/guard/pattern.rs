@@ -4,12 +4,16 @@
 //! whole rule set compiled once into one multi-pattern meta regex. There is
 //! no backtracking engine: every search is linear in the text.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use regex_automata::hybrid::dfa::{Cache, OverlappingState, DFA};
 use regex_automata::meta::{self, Regex};
 use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{Anchored, Input, MatchKind, PatternID, PatternSet};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{
     self, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
 };
@@ -426,6 +430,26 @@ fn lazy(hirs: &[Hir], prefixes: Option<Prefilter>) -> Result<(DFA, CachePool)> {
     Ok((dfa, caches))
 }
 
+/// A lazy DFA of `hir` read backwards, leftmost-first and unanchored:
+/// searched from the end of a span, it finds the start of the match that
+/// ends last.
+fn lazy_reverse(hir: &Hir) -> Result<(DFA, CachePool)> {
+    let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
+    let nfa = thompson::Compiler::new()
+        .configure(thompson::Config::new().reverse(true).utf8(false).which_captures(thompson::WhichCaptures::None))
+        .build_from_hir(hir)
+        .map_err(|e| fail(&e))?;
+    let dfa = DFA::builder()
+        .configure(
+            DFA::config().cache_capacity(32 << 20).minimum_cache_clear_count(None).skip_cache_capacity_check(true),
+        )
+        .build_from_nfa(nfa)
+        .map_err(|e| fail(&e))?;
+    let for_pool = dfa.clone();
+    let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
+    Ok((dfa, caches))
+}
+
 /// One pattern's set matches on its current line.
 #[derive(Clone, Copy)]
 struct Seen {
@@ -450,10 +474,19 @@ impl Set {
     /// The set is read rule by rule ([`ByRule`]) where it can be, else
     /// whole: the candidates on the lines where a rule can match are the
     /// same either way.
-    pub fn line_hits(&self, hay: &[u8], lines: &LineIndex) -> Vec<(usize, Vec<Candidate>)> {
+    ///
+    /// `skip(rule, line)` says a rule's candidate on a line is not wanted
+    /// (the caller found that rule there already); the set may leave it
+    /// out.
+    pub fn line_hits(
+        &self,
+        hay: &[u8],
+        lines: &LineIndex,
+        skip: &dyn Fn(usize, usize) -> bool,
+    ) -> Vec<(usize, Vec<Candidate>)> {
         let mut per: Vec<Vec<Seen>> = vec![Vec::new(); self.patterns];
         let by_rule = self.by_rule.get_or_init(|| ByRule::new(self).ok()).as_ref();
-        let mut done = by_rule.and_then(|b| b.hits(self, hay, lines, &mut per));
+        let mut done = by_rule.and_then(|b| b.hits(self, hay, lines, skip, &mut per));
         if done.is_none() {
             per.iter_mut().for_each(Vec::clear);
             let (mut line, mut line_start, mut line_end) = (0, 0, 0);
@@ -539,11 +572,28 @@ const MAX_GROUPS: usize = 2;
 struct ByRule {
     finder: Option<Finder>,
     rest: Option<Rest>,
-    /// Each rule's head (id 0) and tail (id 1) alone, built on first use.
-    alone: Vec<std::sync::OnceLock<Option<(DFA, CachePool)>>>,
+    /// Each rule's own automata, built on first use.
+    alone: Vec<std::sync::OnceLock<Option<Alone>>>,
     /// Each rule's tail, by set id.
     tail: Vec<Option<usize>>,
+    /// The heads of the rules a long line may match, in one automaton
+    /// each set of rules ([`ByRule::first_ends`]), built on first use.
+    together: std::sync::Mutex<Together>,
 }
+
+/// The heads of sets of rules, each set's in one automaton (`None`: it
+/// could not be built).
+type Together = HashMap<Vec<usize>, Option<Arc<(DFA, CachePool)>>>;
+
+/// Shortest line whose rules' heads are searched together.
+const LONG_LINE: usize = 1024;
+
+/// Fewest rules on a line searched together.
+const TOGETHER_MIN: usize = 4;
+
+/// Most sets of rules whose heads are kept together (a text that brings
+/// more gets its rules searched one by one).
+const MAX_TOGETHER: usize = 1024;
 
 /// The rules that need no string: their heads and tails in one set, for
 /// each of its ids the rule and whether it is a tail; and their heads
@@ -581,21 +631,25 @@ impl ByRule {
             Some(Rest { set: lazy(&hirs, None)?, heads: lazy(heads, prefixes)?, ids })
         };
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
-        Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail })
+        let together = std::sync::Mutex::new(HashMap::new());
+        Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail, together })
     }
 
-    /// Rule `p`'s head and tail alone.
-    fn alone(&self, set: &Set, p: usize) -> Option<&(DFA, CachePool)> {
-        let build = || {
-            let hirs: Vec<Hir> = std::iter::once(p).chain(self.tail[p]).map(|id| set.all[id].clone()).collect();
-            lazy(&hirs, None).ok()
-        };
-        self.alone[p].get_or_init(build).as_ref()
+    /// Rule `p`'s own automata.
+    fn alone(&self, set: &Set, p: usize) -> Option<&Alone> {
+        self.alone[p].get_or_init(|| Alone::new(set, p, self.tail[p]).ok()).as_ref()
     }
 
     /// Every rule's set matches in `hay` on the lines where it can match,
     /// into `per`; `None` when an automaton failed.
-    fn hits(&self, set: &Set, hay: &[u8], lines: &LineIndex, per: &mut [Vec<Seen>]) -> Option<()> {
+    fn hits(
+        &self,
+        set: &Set,
+        hay: &[u8],
+        lines: &LineIndex,
+        skip: &dyn Fn(usize, usize) -> bool,
+        per: &mut [Vec<Seen>],
+    ) -> Option<()> {
         if let Some(Rest { set: (dfa, caches), ids, heads }) = &self.rest {
             let (mut line, mut line_start, mut line_end) = (0, 0, 0);
             each_match_in(Some((&heads.0, &heads.1)), (dfa, caches), hay, |id, at| {
@@ -610,36 +664,249 @@ impl ByRule {
         let mut ok = true;
         finder.each_line(hay, |start, end, rules| {
             let (line, _, _) = lines.locate(start);
-            for &p in rules {
-                let Some((dfa, caches)) = self.alone(set, p).filter(|_| ok) else {
-                    ok = false;
-                    return;
-                };
-                let input = Input::new(hay).span(start..end);
-                let (mut state, mut cache) = (OverlappingState::start(), caches.get());
-                // Most lines holding a rule's strings hold no match of its
-                // head or tail: the plain search, faster than the
-                // overlapping one, says so first.
-                match dfa.try_search_fwd(&mut cache, &input.clone().earliest(true)) {
-                    Ok(None) => continue,
-                    Ok(Some(_)) => {}
-                    Err(_) => {
+            let long = end - start >= LONG_LINE && rules.len() >= TOGETHER_MIN;
+            let firsts = if long { self.first_ends(set, hay, start..end, rules) } else { None };
+            for (i, &p) in rules.iter().enumerate().filter(|&(_, &p)| !skip(p, line)) {
+                let found = self.alone(set, p).filter(|_| ok).and_then(|a| match &firsts {
+                    Some(f) => f[i].map_or(Some(None), |first| a.seen_from(hay, (line, start, end), first)),
+                    None => a.seen(hay, (line, start, end)),
+                });
+                match found {
+                    Some(Some(s)) => per[p].push(s),
+                    Some(None) => {}
+                    None => {
                         ok = false;
                         return;
                     }
-                }
-                loop {
-                    if dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).is_err() {
-                        ok = false;
-                        return;
-                    }
-                    let Some(m) = state.get_match() else { break };
-                    seen(&mut per[p], m.pattern().as_usize() == 1, (line, start), m.offset());
                 }
             }
         });
         ok.then_some(())
     }
+}
+
+impl ByRule {
+    /// The first end of each of `rules`' heads in `hay[span]` (`None`
+    /// for a head that does not match), by one overlapping search of all
+    /// of them: a long line of near matches is flagged for many rules,
+    /// and one pass over it for each costs more than one for all. `None`
+    /// when the automaton failed or too many sets were built.
+    fn first_ends(
+        &self,
+        set: &Set,
+        hay: &[u8],
+        span: std::ops::Range<usize>,
+        rules: &[usize],
+    ) -> Option<Vec<Option<usize>>> {
+        let mut key = rules.to_vec();
+        key.sort_unstable();
+        let heads = {
+            let mut built = self.together.lock().unwrap_or_else(|e| e.into_inner());
+            if !built.contains_key(&key) && built.len() >= MAX_TOGETHER {
+                return None;
+            }
+            let build = || {
+                let hirs: Vec<Hir> = key.iter().map(|&p| set.all[p].clone()).collect();
+                lazy(&hirs, None).ok().map(Arc::new)
+            };
+            built.entry(key.clone()).or_insert_with(build).clone()?
+        };
+        let (dfa, caches) = &*heads;
+        let input = Input::new(hay).span(span);
+        let (mut state, mut cache) = (OverlappingState::start(), caches.get());
+        let (mut first, mut left) = (vec![None; key.len()], key.len());
+        while left > 0 {
+            dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
+            let Some(m) = state.get_match() else { break };
+            let slot = &mut first[m.pattern().as_usize()];
+            if slot.is_none() {
+                *slot = Some(m.offset());
+                left -= 1;
+            }
+        }
+        Some(rules.iter().map(|p| key.binary_search(p).ok().and_then(|k| first[k])).collect())
+    }
+}
+
+/// One rule's head and tail, each an automaton of its own (whose states
+/// are few). What the set needs of a line is the first end of the head,
+/// and the last end of the tail (or of the head, when the head is the
+/// whole pattern): the head's forward search stops at the first, and a
+/// backward search from the line's end at the last. An overlapping
+/// search for every end reads each line the rule may match to its end,
+/// and a long line of near matches is flagged for many rules.
+struct Alone {
+    /// The head.
+    head: Forward,
+    /// The pattern whose last end the span runs to: the tail, or the
+    /// head when it is the whole pattern (`None`: the span runs to the
+    /// line's end).
+    last_of: Option<(Hir, bool)>,
+    /// Its automata, built the first time the head matches.
+    last: std::sync::OnceLock<Option<Last>>,
+    /// Head (id 0) and tail (id 1) in one automaton, built on first use:
+    /// whether a tail ending where the first head ends counts depends on
+    /// the order the overlapping search reports them in, so that rare
+    /// line is read by that search.
+    both: std::sync::OnceLock<Option<(DFA, CachePool)>>,
+    /// The head and tail, for `both`.
+    hirs: Vec<Hir>,
+}
+
+/// The pattern whose last match end a rule's span runs to.
+struct Last {
+    /// The pattern read backwards: where its last-ending match starts.
+    reverse: (DFA, CachePool),
+    /// The pattern forwards: from that start, its longest match, which
+    /// ends last. On a long span it first says whether a match lies
+    /// there at all: on a line of near matches the tail is mostly
+    /// missing, and the backward search would read back to the head.
+    forward: Forward,
+    /// Its longest match, when bounded: a match ending at or after the
+    /// head's first end starts no earlier than this before it.
+    max: Option<usize>,
+    /// Whether it is the tail (else the whole head).
+    tail: bool,
+}
+
+/// One pattern forwards, every match kind; on a long span (a line of
+/// [`LONG_SPAN`] bytes or more) an automaton that skips to its
+/// [`prefixes`], built on first use. Asking for prefixes costs more than
+/// it skips on a short line.
+struct Forward {
+    hir: Hir,
+    plain: (DFA, CachePool),
+    skipping: std::sync::OnceLock<Option<(DFA, CachePool)>>,
+}
+
+/// Shortest span searched with a pattern's prefixes.
+const LONG_SPAN: usize = 256;
+
+impl Forward {
+    fn new(hir: &Hir) -> Result<Forward> {
+        let plain = lazy(std::slice::from_ref(hir), None)?;
+        Ok(Forward { hir: hir.clone(), plain, skipping: std::sync::OnceLock::new() })
+    }
+
+    /// The automaton to search `span` with.
+    fn of(&self, span: std::ops::Range<usize>) -> &(DFA, CachePool) {
+        if span.len() < LONG_SPAN {
+            return &self.plain;
+        }
+        let build = || prefixes(&self.hir).and_then(|pre| lazy(std::slice::from_ref(&self.hir), Some(pre)).ok());
+        self.skipping.get_or_init(build).as_ref().unwrap_or(&self.plain)
+    }
+
+    /// The first end of a match in `hay[span]` (`None`: the automaton
+    /// failed).
+    fn first_end(&self, hay: &[u8], span: std::ops::Range<usize>) -> Option<Option<usize>> {
+        let (dfa, caches) = self.of(span.clone());
+        let input = Input::new(hay).span(span).earliest(true);
+        Some(dfa.try_search_fwd(&mut caches.get(), &input).ok()?.map(|m| m.offset()))
+    }
+}
+
+impl Alone {
+    fn new(set: &Set, p: usize, tail: Option<usize>) -> Result<Alone> {
+        let last_of = match tail {
+            Some(t) => Some((set.all[t].clone(), true)),
+            None if set.whole[p] => Some((set.all[p].clone(), false)),
+            None => None,
+        };
+        let hirs = std::iter::once(p).chain(tail).map(|id| set.all[id].clone()).collect();
+        let (last, both) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
+        Ok(Alone { head: Forward::new(&set.all[p])?, last_of, last, both, hirs })
+    }
+
+    /// What the set records of the rule on one line (its number, start
+    /// and end): `Some(None)` when no match of the rule can lie there,
+    /// `None` when an automaton failed.
+    fn seen(&self, hay: &[u8], (line, start, end): (usize, usize, usize)) -> Option<Option<Seen>> {
+        let Some(first) = self.head.first_end(hay, start..end)? else { return Some(None) };
+        self.seen_from(hay, (line, start, end), first)
+    }
+
+    /// [`Alone::seen`] once the head's first end on the line is known.
+    fn seen_from(&self, hay: &[u8], (line, start, end): (usize, usize, usize), first: usize) -> Option<Option<Seen>> {
+        let mut s = Seen { line, line_start: start, first_head_end: first, last_head_end: first, last_tail_end: None };
+        let Some((hir, tail)) = &self.last_of else { return Some(Some(s)) };
+        let build = || -> Result<Last> {
+            let max = hir.properties().maximum_len();
+            Ok(Last { reverse: lazy_reverse(hir)?, forward: Forward::new(hir)?, max, tail: *tail })
+        };
+        let last = self.last.get_or_init(|| build().ok()).as_ref()?;
+        let from = last.max.map_or(start, |m| first.saturating_sub(m).max(start));
+        if last.tail && end - from >= LONG_SPAN && last.forward.first_end(hay, from..end)?.is_none() {
+            return Some(None);
+        }
+        let end_at = last_end(last, hay, from, end)?;
+        if !last.tail {
+            s.last_head_end = end_at.unwrap_or(first).max(first);
+            return Some(Some(s));
+        }
+        match end_at {
+            Some(e) if e > first => s.last_tail_end = Some(e),
+            Some(e) if e == first => return self.overlapping(hay, (line, start, end)),
+            _ => return Some(None),
+        }
+        Some(Some(s))
+    }
+
+    /// [`Alone::seen`] by one overlapping search of the head and tail.
+    fn overlapping(&self, hay: &[u8], (line, start, end): (usize, usize, usize)) -> Option<Option<Seen>> {
+        let (dfa, caches) = self.both.get_or_init(|| lazy(&self.hirs, None).ok()).as_ref()?;
+        let input = Input::new(hay).span(start..end);
+        let (mut state, mut cache) = (OverlappingState::start(), caches.get());
+        let mut out = Vec::new();
+        loop {
+            dfa.try_search_overlapping_fwd(&mut cache, &input, &mut state).ok()?;
+            let Some(m) = state.get_match() else { break };
+            seen(&mut out, m.pattern().as_usize() == 1, (line, start), m.offset());
+        }
+        Some(out.pop())
+    }
+}
+
+/// A search for the strings every match of `hir` starts with, cut to
+/// their first [`PREFIX_LEN`] bytes with ASCII case spelt out (`(?i)iex`
+/// is 8 strings), when they are few and none is a single byte (unless
+/// they are at most 3 bytes prose seldom holds: `|`, `:`): a lazy DFA
+/// given it skips the text between them. regex's own choice of prefixes
+/// keeps only what it can search for fast, which for a pattern ignoring
+/// case is often one letter, found on every few bytes.
+fn prefixes(hir: &Hir) -> Option<Prefilter> {
+    let mut seq =
+        Extractor::new().kind(ExtractKind::Prefix).limit_literal_len(PREFIX_LEN).limit_total(MAX_PREFIXES).extract(hir);
+    seq.dedup();
+    let strings = seq.literals()?;
+    let odd = |s: &regex_syntax::hir::literal::Literal| s.as_bytes().first().is_some_and(|&b| literal::odd(b));
+    let bytes = strings.len() <= 3 && strings.iter().all(odd);
+    if strings.len() > MAX_PREFIXES || (seq.min_literal_len()? < 2 && !bytes) {
+        return None;
+    }
+    Prefilter::new(MatchKind::LeftmostFirst, strings)
+}
+
+/// Longest prefix [`prefixes`] searches for.
+const PREFIX_LEN: usize = 3;
+
+/// Most prefixes [`prefixes`] searches for (a SIMD search takes a few
+/// dozen).
+const MAX_PREFIXES: usize = 64;
+
+/// The last end of a match of `last`'s pattern in `hay[from..to]`:
+/// the backward search finds the start of the match that ends last, and
+/// the longest match from there ends there. `None` when an automaton
+/// failed.
+fn last_end(last: &Last, hay: &[u8], from: usize, to: usize) -> Option<Option<usize>> {
+    let back = Input::new(hay).span(from..to);
+    let Some(start) = last.reverse.0.try_search_rev(&mut last.reverse.1.get(), &back).ok()? else {
+        return Some(None);
+    };
+    let fwd = Input::new(hay).span(start.offset()..to).anchored(Anchored::Yes);
+    let (dfa, caches) = &last.forward.plain;
+    let end = dfa.try_search_fwd(&mut caches.get(), &fwd).ok()?;
+    Some(end.map(|m| m.offset()))
 }
 
 /// A pattern read backwards: from where a match ends, the
@@ -710,7 +977,8 @@ mod tests {
         let text = lines();
         let hay = text.as_bytes();
         let index = LineIndex::new(hay);
-        let hits: std::collections::HashMap<usize, Vec<Candidate>> = set.line_hits(hay, &index).into_iter().collect();
+        let hits: std::collections::HashMap<usize, Vec<Candidate>> =
+            set.line_hits(hay, &index, &|_, _| false).into_iter().collect();
         let mut checked = 0;
         for (p, hir) in hirs.iter().enumerate() {
             let re = single(hir).unwrap();
