@@ -409,40 +409,31 @@ fn each_match_in(
 /// gives up on a busy cache (it rebuilds states instead). `prefixes`, when
 /// given, finds where a match can start.
 fn lazy(hirs: &[Hir], prefixes: Option<Prefilter>) -> Result<(DFA, CachePool)> {
-    let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
-    let nfa = thompson::Compiler::new()
-        .configure(thompson::Config::new().utf8(false).which_captures(thompson::WhichCaptures::None))
-        .build_many_from_hir(hirs)
-        .map_err(|e| fail(&e))?;
-    let dfa = DFA::builder()
-        .configure(
-            DFA::config()
-                .match_kind(MatchKind::All)
-                .prefilter(prefixes)
-                .cache_capacity(32 << 20)
-                .minimum_cache_clear_count(None)
-                .skip_cache_capacity_check(true),
-        )
-        .build_from_nfa(nfa)
-        .map_err(|e| fail(&e))?;
-    let for_pool = dfa.clone();
-    let caches: CachePool = Pool::new(Box::new(move || for_pool.create_cache()));
-    Ok((dfa, caches))
+    lazy_with(hirs, thompson::Config::new(), DFA::config().match_kind(MatchKind::All).prefilter(prefixes))
 }
 
 /// A lazy DFA of `hir` read backwards, leftmost-first and unanchored:
 /// searched from the end of a span, it finds the start of the match that
 /// ends last.
 fn lazy_reverse(hir: &Hir) -> Result<(DFA, CachePool)> {
+    lazy_with(std::slice::from_ref(hir), thompson::Config::new().reverse(true), DFA::config())
+}
+
+/// The one way the set builds a lazy DFA, with `nfa`'s and `dfa`'s own
+/// settings: bytes rather than UTF-8, no captures, and a 32 MB cache that
+/// is cleared as often as it fills rather than given up on.
+fn lazy_with(
+    hirs: &[Hir],
+    nfa: thompson::Config,
+    dfa: regex_automata::hybrid::dfa::Config,
+) -> Result<(DFA, CachePool)> {
     let fail = |e: &dyn std::fmt::Display| Error::msg(format!("rule set does not compile: {e}"));
     let nfa = thompson::Compiler::new()
-        .configure(thompson::Config::new().reverse(true).utf8(false).which_captures(thompson::WhichCaptures::None))
-        .build_from_hir(hir)
+        .configure(nfa.utf8(false).which_captures(thompson::WhichCaptures::None))
+        .build_many_from_hir(hirs)
         .map_err(|e| fail(&e))?;
     let dfa = DFA::builder()
-        .configure(
-            DFA::config().cache_capacity(32 << 20).minimum_cache_clear_count(None).skip_cache_capacity_check(true),
-        )
+        .configure(dfa.cache_capacity(32 << 20).minimum_cache_clear_count(None).skip_cache_capacity_check(true))
         .build_from_nfa(nfa)
         .map_err(|e| fail(&e))?;
     let for_pool = dfa.clone();
