@@ -39,6 +39,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::text::seen;
 use crate::text::simd;
 use crate::text::tokenizer::Tokenizer;
 
@@ -407,6 +408,9 @@ impl Encoder {
     /// and mapping it: a call then reads the configuration, the tokenizer
     /// and a few kilobytes of the weights for the digest, not 90 MB.
     pub fn load_cached(dir: &Path, cache: Option<&Path>) -> Result<Encoder> {
+        // The folder's files as they are before any is read, to check a
+        // record of them from an earlier call (`text::seen`).
+        let stamp = cache.and_then(|_| seen::stamp(dir));
         let config_bytes = read(dir, "config.json")?;
         let cfg: Config = serde_json::from_slice(&config_bytes)
             .map_err(|e| Error::msg(format!("{}: {e}", dir.join("config.json").display())))?;
@@ -452,7 +456,6 @@ impl Encoder {
         if max_tokens < 3 {
             return Err(Error::msg(format!("{}: room for fewer than 3 tokens", dir.display())));
         }
-        let tokenizer = Tokenizer::load(dir, cache)?;
         let (pooling, settings) = pooling(dir)?;
         let prompts_file = dir.join("config_sentence_transformers.json");
         let prompts: Prompts = match fs::read(&prompts_file) {
@@ -474,25 +477,58 @@ impl Encoder {
         let (query_prompt, passage_prompt) = (prompt(&["query"]), prompt(&["passage", "document"]));
         let weights_path = dir.join("model.safetensors");
         let file = weights_path.display().to_string();
-        let (head, size, samples) = weights_head(&weights_path)?;
-        let mut digest = Sha256::new();
-        for part in [
-            &config_bytes[..],
-            &tokenizer.source,
-            format!("{pooling:?}").as_bytes(),
+        let pooling_name = format!("{pooling:?}");
+        let max_tokens_le = (max_tokens as u64).to_le_bytes();
+        // The parts of the digest read whole every call; the rest
+        // (tokenizer.json, the weights) is vouched for by the record.
+        let small = seen::small(&[
+            &config_bytes,
+            pooling_name.as_bytes(),
             &settings,
             query_prompt.as_bytes(),
             passage_prompt.as_bytes(),
-            &head,
-            &size.to_le_bytes(),
-            &(max_tokens as u64).to_le_bytes(),
-            &samples,
-        ] {
-            digest.update((part.len() as u64).to_le_bytes());
-            digest.update(part);
-        }
-        // Hex by hand: doc::digest is a layer above text (tests/layers.rs).
-        let fingerprint: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+            &max_tokens_le,
+        ]);
+        let record = cache.zip(stamp.as_deref()).and_then(|(c, s)| seen::read(c, dir, s, &small));
+        let recorded = record.and_then(|r| {
+            let tokenizer = match r.table {
+                Some(sha) => Tokenizer::known(cache?, &sha)?,
+                None => Tokenizer::load(dir, cache).ok()?,
+            };
+            Some((tokenizer, r.fingerprint))
+        });
+        let (tokenizer, fingerprint) = match recorded {
+            Some(found) => found,
+            None => {
+                let tokenizer = Tokenizer::load(dir, cache)?;
+                let (head, size, samples) = weights_head(&weights_path)?;
+                let mut digest = Sha256::new();
+                for part in [
+                    &config_bytes[..],
+                    &tokenizer.source,
+                    pooling_name.as_bytes(),
+                    &settings,
+                    query_prompt.as_bytes(),
+                    passage_prompt.as_bytes(),
+                    &head,
+                    &size.to_le_bytes(),
+                    &max_tokens_le,
+                    &samples,
+                ] {
+                    digest.update((part.len() as u64).to_le_bytes());
+                    digest.update(part);
+                }
+                // Hex by hand: doc::digest is a layer above text (tests/layers.rs).
+                let fingerprint: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+                if let (Some(c), Some(s)) = (cache, &stamp) {
+                    let seen = seen::Seen { fingerprint, table: tokenizer.table };
+                    seen::write(c, dir, s, &small, &seen);
+                    (tokenizer, seen.fingerprint)
+                } else {
+                    (tokenizer, fingerprint)
+                }
+            }
+        };
         let copy = cache.map(|c| aligned_path(c, &fingerprint));
         let (store, n_words) = match copy.as_deref().and_then(|p| mapped(p, &fingerprint, &cfg)) {
             Some(found) => found,
@@ -1206,7 +1242,10 @@ mod tests {
         let texts = ["the cat sat", "cat", "", "the the the cat"];
         let id = |w: &str| 5 + WORDS.iter().position(|x| *x == w).unwrap();
         close(&plain.encode("the cat sat"), &reference(dir.path(), &[2, id("the"), id("cat"), id("sat"), 3]), "owned");
-        let copies = || std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path()).collect::<Vec<_>>();
+        let copies = || {
+            let files = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path());
+            files.filter(|p| p.extension().is_some_and(|x| x == "f32")).collect::<Vec<_>>()
+        };
         let check = |what: &str| {
             let enc = Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
             assert!(matches!(enc.store, super::Store::Mapped(_)), "{what}");
@@ -1615,6 +1654,63 @@ mod tests {
         std::fs::remove_file(dir.path().join("tokenizer.json")).unwrap();
         write_json(&dir.path().join("tokenizer_config.json"), &serde_json::json!({"do_lower_case": false}));
         assert_eq!(Encoder::load(dir.path()).unwrap().tokens("The cat"), [2, 1, id("cat"), 3]);
+    }
+
+    #[test]
+    fn a_recorded_folder_is_trusted_only_while_every_file_is_as_recorded() {
+        let dir = model(61);
+        write_json(&dir.path().join("tokenizer.json"), &wordpiece_json(dir.path()));
+        let cache = tempfile::tempdir().unwrap();
+        let plain = Encoder::load(dir.path()).unwrap();
+        let cached = || Encoder::load_cached(dir.path(), Some(cache.path())).unwrap();
+        let record = || {
+            let seen: Vec<_> = std::fs::read_dir(cache.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "seen"))
+                .collect();
+            assert_eq!(seen.len(), 1, "one record for the folder");
+            seen[0].clone()
+        };
+        assert_eq!(cached().digest(), plain.digest(), "written");
+        let enc = cached();
+        assert_eq!(enc.digest(), plain.digest(), "read back");
+        assert_eq!(enc.encode("the cat sat"), plain.encode("the cat sat"));
+        // The record is what a later call believes: a digest planted in it
+        // is taken while the files stay as recorded...
+        let whole = std::fs::read(record()).unwrap();
+        let at = whole.len() - 1 - 32 - 64;
+        let mut planted = whole.clone();
+        planted[at..at + 64].copy_from_slice(&[b'a'; 64]);
+        std::fs::write(record(), &planted).unwrap();
+        assert_eq!(cached().digest(), "a".repeat(64), "the record was not read");
+        // ...and not once a file is written again, even with the same bytes.
+        let config = std::fs::read(dir.path().join("config.json")).unwrap();
+        std::fs::write(dir.path().join("config.json"), &config).unwrap();
+        assert_eq!(cached().digest(), plain.digest(), "config.json rewritten");
+        // A damaged record is computed again and replaced.
+        std::fs::write(record(), &whole[..whole.len() - 3]).unwrap();
+        assert_eq!(cached().digest(), plain.digest(), "damaged record");
+        assert_eq!(cached().digest(), plain.digest(), "rewritten record");
+        // Another tokenizer setting: another digest, the same as a fresh load's.
+        let mut cased = wordpiece_json(dir.path());
+        cased["normalizer"]["lowercase"] = false.into();
+        write_json(&dir.path().join("tokenizer.json"), &cased);
+        let fresh = Encoder::load(dir.path()).unwrap();
+        assert_ne!(fresh.digest(), plain.digest());
+        assert_eq!(cached().digest(), fresh.digest(), "tokenizer.json changed");
+        assert_eq!(cached().tokens("The cat"), fresh.tokens("The cat"));
+        // Other weights of the same size, their mtime set back to the old
+        // file's (an archive's pinned time): still seen as changed.
+        let weights = dir.path().join("model.safetensors");
+        let mtime = std::fs::metadata(&weights).unwrap().modified().unwrap();
+        let other = model(62);
+        std::fs::copy(other.path().join("model.safetensors"), &weights).unwrap();
+        std::fs::File::options().write(true).open(&weights).unwrap().set_modified(mtime).unwrap();
+        let swapped = Encoder::load(dir.path()).unwrap();
+        assert_ne!(swapped.digest(), fresh.digest());
+        assert_eq!(cached().digest(), swapped.digest(), "weights swapped under the same size and mtime");
+        assert_eq!(cached().encode("the cat"), swapped.encode("the cat"));
     }
 
     /// A Unigram tokenizer.json over the fixture's 15 ids, as multilingual

@@ -11,6 +11,7 @@ use unicode_normalization::UnicodeNormalization;
 pub mod bert;
 pub mod bm25;
 pub mod embed;
+mod seen;
 pub mod segment;
 pub mod simd;
 pub mod terms;

@@ -50,8 +50,12 @@ pub(crate) struct Tokenizer {
     pub(crate) unk: usize,
     pub(crate) start: usize,
     pub(crate) end: usize,
-    /// The files read, for the model's digest.
+    /// The files read, for the model's digest (empty when the table was
+    /// found by [`Tokenizer::known`], which reads none of them).
     pub(crate) source: Vec<u8>,
+    /// The SHA-256 of the `tokenizer.json` whose table a cache holds, for
+    /// [`Tokenizer::known`] to find it again.
+    pub(crate) table: Option<[u8; 32]>,
 }
 
 fn bad(file: &Path, what: impl std::fmt::Display) -> Error {
@@ -79,12 +83,12 @@ impl Tokenizer {
         };
         let Some(cache) = cache else { return Tokenizer::from_json(&json, bytes) };
         let sha: [u8; 32] = Sha256::digest(&bytes).into();
-        let hex: String = sha[..8].iter().map(|b| format!("{b:02x}")).collect();
-        let file = cache.join(format!("tokenizer-{hex}.bin"));
+        let file = table_path(cache, &sha);
         if let Some(t) = cached(&file, &sha, &bytes) {
             return Ok(t);
         }
-        let t = Tokenizer::from_json(&json, bytes)?;
+        let mut t = Tokenizer::from_json(&json, bytes)?;
+        t.table = Some(sha);
         let mut out = Vec::new();
         out.extend_from_slice(match t.model {
             Model::WordPiece { .. } => CACHE_MAGIC,
@@ -112,6 +116,14 @@ impl Tokenizer {
         // Derived: a table that cannot be written costs the next call the parse again.
         let _ = crate::fs::atomic::write(&file, &out);
         Ok(t)
+    }
+
+    /// The table `cache` holds for the `tokenizer.json` of SHA-256 `sha`,
+    /// read without that file: for a folder whose files are as they were
+    /// when the table was written (`bert`'s record of the folder says so).
+    /// None when the table is gone or damaged.
+    pub(crate) fn known(cache: &Path, sha: &[u8; 32]) -> Option<Tokenizer> {
+        cached(&table_path(cache, sha), sha, &[])
     }
 
     /// `vocab.txt` and the BERT tokenizer's settings in
@@ -145,7 +157,7 @@ impl Tokenizer {
             (special("unk_token", "[UNK]")?, special("cls_token", "[CLS]")?, special("sep_token", "[SEP]")?);
         let mut source = bytes.clone();
         source.extend(serde_json::to_vec(&cfg).unwrap_or_default());
-        Ok(Tokenizer { model: Model::WordPiece { vocab, fold }, unk, start, end, source })
+        Ok(Tokenizer { model: Model::WordPiece { vocab, fold }, unk, start, end, source, table: None })
     }
 
     fn from_json(file: &Path, bytes: Vec<u8>) -> Result<Tokenizer> {
@@ -193,7 +205,7 @@ impl Tokenizer {
             }
             other => return Err(bad(file, format!("post_processor type {other:?} is not implemented"))),
         };
-        Ok(Tokenizer { model, unk, start, end, source: bytes })
+        Ok(Tokenizer { model, unk, start, end, source: bytes, table: None })
     }
 
     /// A text's token ids, without the tokens around it.
@@ -223,6 +235,12 @@ impl Tokenizer {
 const CACHE_MAGIC: &[u8; 8] = b"KBTOKWP1";
 const UNIGRAM_MAGIC: &[u8; 8] = b"KBTOKUG1";
 const CACHE_HEAD: usize = 8 + 32 + 12 + 4;
+
+/// The cached table's file for the `tokenizer.json` of SHA-256 `sha`.
+fn table_path(cache: &Path, sha: &[u8; 32]) -> std::path::PathBuf {
+    let hex: String = sha[..8].iter().map(|b| format!("{b:02x}")).collect();
+    cache.join(format!("tokenizer-{hex}.bin"))
+}
 
 /// The tokenizer of the cached table at `file`, if it is whole and was
 /// read from a `tokenizer.json` of SHA-256 `sha` (`source`, its bytes,
@@ -268,7 +286,7 @@ fn cached(file: &Path, sha: &[u8; 32], source: &[u8]) -> Option<Tokenizer> {
         let fold = Fold { lowercase: f0, strip_accents: f1, chinese: f2 };
         Model::WordPiece { vocab: Vocab::from_table(Table::Mapped(m, CACHE_HEAD))?, fold }
     };
-    Some(Tokenizer { model, unk, start, end, source: source.to_vec() })
+    Some(Tokenizer { model, unk, start, end, source: source.to_vec(), table: Some(*sha) })
 }
 
 /// A BERT WordPiece model and its normaliser.
