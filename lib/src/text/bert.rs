@@ -497,6 +497,7 @@ impl Encoder {
             };
             Some((tokenizer, r.fingerprint))
         });
+        let from_record = recorded.is_some();
         let (tokenizer, fingerprint) = match recorded {
             Some(found) => found,
             None => {
@@ -520,13 +521,7 @@ impl Encoder {
                 }
                 // Hex by hand: doc::digest is a layer above text (tests/layers.rs).
                 let fingerprint: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
-                if let (Some(c), Some(s)) = (cache, &stamp) {
-                    let seen = seen::Seen { fingerprint, table: tokenizer.table };
-                    seen::write(c, dir, s, &small, &seen);
-                    (tokenizer, seen.fingerprint)
-                } else {
-                    (tokenizer, fingerprint)
-                }
+                (tokenizer, fingerprint)
             }
         };
         let copy = cache.map(|c| aligned_path(c, &fingerprint));
@@ -590,6 +585,11 @@ impl Encoder {
                 Layer { query, key, value, attn_out, attn_norm: norm(attn_norm), inter, out, out_norm: norm(out_norm) }
             })
             .collect();
+        // Recorded once the model has loaded whole: a folder that fails
+        // to load leaves nothing behind (its errors come again each call).
+        if let (Some(c), Some(s), false) = (cache, &stamp, from_record) {
+            seen::write(c, dir, s, &small, &seen::Seen { fingerprint: fingerprint.clone(), table: tokenizer.table });
+        }
         Ok(Encoder {
             hidden: h,
             heads,
