@@ -1,6 +1,7 @@
 //! kb-lock: holding, waiting, timing out, dying holders, status and the
 //! sweep of seed-style mkdir locks.
 
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,10 @@ fn a_second_holder_times_out_and_a_killed_holder_frees_the_lock() {
     let out = lib.cmd("kb-lock").args(["status", "--format", "jsonl"]).assert().success().get_output().stdout.clone();
     assert_eq!(records(&out)[0]["state"], "free");
 
-    let mut holder = lib.std_cmd("kb-lock").args(["--", "sleep", "30"]).stdout(Stdio::null()).spawn().unwrap();
+    // In a process group of its own, so the kill below takes its `sleep`
+    // too (left behind, it would hold the test's stderr for 30 s).
+    let mut holder =
+        lib.std_cmd("kb-lock").args(["--", "sleep", "30"]).stdout(Stdio::null()).process_group(0).spawn().unwrap();
     wait_until_held(&lib);
     let out = lib.cmd("kb-lock").args(["status", "--format", "jsonl"]).assert().success().get_output().stdout.clone();
     let rec = &records(&out)[0];
@@ -44,7 +48,9 @@ fn a_second_holder_times_out_and_a_killed_holder_frees_the_lock() {
     lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "x", "--timeout", "200ms"]).assert().code(2);
     assert!(!lib.path("notes/a.md").exists());
 
-    holder.kill().unwrap();
+    // SIGKILL to the group: the holder dies without releasing anything itself.
+    let group = format!("-{}", holder.id());
+    assert!(std::process::Command::new("kill").args(["-KILL", "--", &group]).status().unwrap().success());
     holder.wait().unwrap();
     let start = Instant::now();
     lib.cmd("kb-lock").args(["--timeout", "5s", "--", "true"]).assert().success();
