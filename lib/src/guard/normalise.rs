@@ -274,10 +274,43 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
         return None;
     }
     work::add(Step::Fold, line.len());
-    let chars: Vec<char> = line.chars().collect();
+    // Each step below copies the line only when it has something to do:
+    // most lines with non-ASCII text (prose in other scripts, emoji,
+    // typography) hold nothing to strip, fold, map or look like Latin.
+    let kept = if line.chars().any(hidden) { Cow::Owned(strip(line, line_no, t)) } else { Cow::Borrowed(line) };
+    let mut folded = if unicode_normalization::is_nfkc_quick(kept.chars()) == unicode_normalization::IsNormalized::Yes {
+        kept
+    } else {
+        Cow::Owned(kept.nfkc().collect())
+    };
+    if folded.chars().any(|c| punctuation(c).is_some()) {
+        folded = Cow::Owned(folded.chars().map(|c| punctuation(c).unwrap_or(c)).collect());
+    }
+    if let Some(mapped) = map_homoglyphs(&folded, line_no, &mut t.homoglyph) {
+        folded = Cow::Owned(mapped);
+    }
+    match folded {
+        Cow::Owned(f) if f != line => Some(f),
+        _ => None,
+    }
+}
+
+/// Whether `c` is removed from a line (or decoded, for tags) before
+/// matching: a tag, bidi control or invisible character.
+fn hidden(c: char) -> bool {
+    ('\u{E0000}'..='\u{E007F}').contains(&c) || is_bidi(c) || is_invisible(c)
+}
+
+/// `line` with its [`hidden`] characters gone (tags decoded to the ASCII
+/// they spell), each counted in `t` at its character column but the
+/// joiners that are how a script is written ([`ordinary_joiner`]).
+fn strip(line: &str, line_no: usize, t: &mut Tallies) -> String {
     let mut kept = String::with_capacity(line.len());
-    for (i, &c) in chars.iter().enumerate() {
-        let col = i + 1;
+    let mut prev = None;
+    let mut chars = line.chars().peekable();
+    let mut col = 0;
+    while let Some(c) = chars.next() {
+        col += 1;
         match c {
             '\u{E0020}'..='\u{E007E}' => {
                 t.tags.add(line_no, col, c);
@@ -286,36 +319,15 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
             '\u{E0000}'..='\u{E007F}' => t.tags.add(line_no, col, c),
             c if is_bidi(c) => t.bidi.add(line_no, col, c),
             c if is_invisible(c) => {
-                let prev = i.checked_sub(1).map(|p| chars[p]);
-                if !ordinary_joiner(c, prev, chars.get(i + 1).copied()) {
+                if !ordinary_joiner(c, prev, chars.peek().copied()) {
                     t.invisible.add(line_no, col, c);
                 }
             }
             c => kept.push(c),
         }
+        prev = Some(c);
     }
-    let mut folded: String =
-        if unicode_normalization::is_nfkc_quick(kept.chars()) == unicode_normalization::IsNormalized::Yes {
-            kept
-        } else {
-            kept.nfkc().collect()
-        };
-    if folded.chars().any(|c| punctuation(c).is_some()) {
-        let mut out = String::with_capacity(folded.len());
-        for c in folded.chars() {
-            match punctuation(c) {
-                // Dashes are ordinary typography in prose: mapped for
-                // matching, never a finding on their own.
-                Some(p) => out.push(p),
-                None => out.push(c),
-            }
-        }
-        folded = out;
-    }
-    if let Some(mapped) = map_homoglyphs(&folded, line_no, &mut t.homoglyph) {
-        folded = mapped;
-    }
-    (folded != line).then_some(folded)
+    kept
 }
 
 /// ASCII punctuation that dashes, minus signs and odd slashes imitate
@@ -412,7 +424,9 @@ fn confusable(c: char) -> Option<char> {
 /// mixing ASCII letters with look-alikes, or made only of look-alikes and at
 /// least four letters long. Real Cyrillic or Greek words are left alone.
 fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> {
-    if s.is_ascii() {
+    // Only a word holding a look-alike is mapped: a line without one (any
+    // other script, emoji) needs no word split.
+    if s.is_ascii() || !s.chars().any(|c| confusable(c).is_some()) {
         return None;
     }
     let chars: Vec<char> = s.chars().collect();
