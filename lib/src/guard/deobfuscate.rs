@@ -40,16 +40,21 @@ fn any_trigger(text: &[u8]) -> bool {
 
 /// The bytes some step acts on (a table: this test runs on every byte of
 /// every file, and a slice search per byte cost a tenth of a scan).
-const TRIGGERS: [bool; 256] = {
+const TRIGGERS: [bool; 256] = table(TRIGGER_BYTES);
+
+/// The bytes [`unquote`] acts on: it copies the bytes between them.
+const UNQUOTE_BYTES: [bool; 256] = table(b"$`\\\"'");
+
+/// A table saying, for each byte, whether it is one of `bytes`.
+const fn table(bytes: &[u8]) -> [bool; 256] {
     let mut t = [false; 256];
-    let bytes = TRIGGER_BYTES;
     let mut i = 0;
     while i < bytes.len() {
         t[bytes[i] as usize] = true;
         i += 1;
     }
     t
-};
+}
 
 /// The rewritten lines of `text` that differ from the original, as
 /// `(1-based line, rewritten line)`. `markdown` turns on the HTML comment
@@ -294,37 +299,44 @@ pub fn windows_paths(line: &str) -> Cow<'_, str> {
     // without one (most lines with a `\\` or a `%`) is left as it is.
     let home_at = |i: usize| {
         let rest = &line.as_bytes()[i..];
-        HOMES.iter().any(|h| rest.get(..h.len()).is_some_and(|r| r.eq_ignore_ascii_case(h.as_bytes())))
+        HOMES.iter().find(|h| rest.get(..h.len()).is_some_and(|r| r.eq_ignore_ascii_case(h.as_bytes())))
     };
-    if !memchr::memchr2_iter(b'$', b'%', line.as_bytes()).any(home_at) {
+    if !memchr::memchr2_iter(b'$', b'%', line.as_bytes()).any(|i| home_at(i).is_some()) {
         return Cow::Borrowed(line);
     }
-    let lower = line.to_ascii_lowercase();
+    // Byte by byte: only ASCII is replaced, and a character of another
+    // script is decoded only to ask whether it is a space.
+    let b = line.as_bytes();
     let mut out = String::with_capacity(line.len());
-    let mut i = 0;
-    let mut in_path = false;
-    while i < line.len() {
-        let home = if matches!(line.as_bytes()[i], b'$' | b'%') {
-            HOMES.iter().find(|h| lower[i..].starts_with(*h))
-        } else {
-            None
-        };
-        if let Some(h) = home {
-            let next = line[i + h.len()..].chars().next();
-            if !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+    let (mut i, mut copied, mut in_path) = (0, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        if let Some(h) = matches!(c, b'$' | b'%').then(|| home_at(i)).flatten() {
+            if !b.get(i + h.len()).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+                out.push_str(&line[copied..i]);
                 out.push_str("$HOME");
                 i += h.len();
+                copied = i;
                 in_path = true;
                 continue;
             }
         }
-        let Some(c) = line[i..].chars().next() else { break };
-        if c.is_whitespace() || c == '"' || c == '\'' || c == ';' || c == '|' {
+        let (space, len) = if c.is_ascii() {
+            (matches!(c, b' ' | b'\t'..=b'\r'), 1)
+        } else {
+            line[i..].chars().next().map_or((false, 1), |ch| (ch.is_whitespace(), ch.len_utf8()))
+        };
+        if space || matches!(c, b'"' | b'\'' | b';' | b'|') {
             in_path = false;
         }
-        out.push(if in_path && c == '\\' { '/' } else { c });
-        i += c.len_utf8();
+        if in_path && c == b'\\' {
+            out.push_str(&line[copied..i]);
+            out.push('/');
+            copied = i + 1;
+        }
+        i += len;
     }
+    out.push_str(&line[copied..]);
     Cow::Owned(out)
 }
 
@@ -356,6 +368,10 @@ pub fn unquote(line: &str) -> Cow<'_, str> {
     };
     while i < b.len() {
         let c = b[i];
+        if !UNQUOTE_BYTES[c as usize] {
+            i += 1;
+            continue;
+        }
         // An empty command substitution inside a word (`r$()m`, ``r``m``)
         // expands to nothing.
         let empty = match (c, b.get(i + 1), b.get(i + 2)) {

@@ -278,10 +278,9 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
     // most lines with non-ASCII text (prose in other scripts, emoji,
     // typography) hold nothing to strip, fold, map or look like Latin.
     let kept = if line.chars().any(hidden) { Cow::Owned(strip(line, line_no, t)) } else { Cow::Borrowed(line) };
-    let mut folded = if unicode_normalization::is_nfkc_quick(kept.chars()) == unicode_normalization::IsNormalized::Yes {
-        kept
-    } else {
-        Cow::Owned(kept.nfkc().collect())
+    let mut folded = match nfkc(&kept) {
+        Cow::Owned(f) => Cow::Owned(f),
+        Cow::Borrowed(_) => kept,
     };
     if folded.chars().any(|c| punctuation(c).is_some()) {
         folded = Cow::Owned(folded.chars().map(|c| punctuation(c).unwrap_or(c)).collect());
@@ -293,6 +292,37 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
         Cow::Owned(f) if f != line => Some(f),
         _ => None,
     }
+}
+
+/// `s` in NFKC, normalising only the stretches that may change: each run
+/// of non-ASCII characters with the ASCII character before it (which a
+/// combining mark may join). An ASCII character is a starter that nothing
+/// before it composes with, so the text splits before each into pieces
+/// that normalise on their own; a piece the quick check passes is kept
+/// as it is. A long line with a few fullwidth letters costs their
+/// stretches, not a normalisation of the whole line.
+fn nfkc(s: &str) -> Cow<'_, str> {
+    use unicode_normalization::{is_nfkc_quick, IsNormalized};
+    let b = s.as_bytes();
+    let mut out = String::new();
+    let (mut at, mut copied) = (0, 0);
+    while let Some(off) = b[at..].iter().position(|c| !c.is_ascii()) {
+        let run = at + off;
+        let end = run + b[run..].iter().position(u8::is_ascii).unwrap_or(b.len() - run);
+        let from = run.saturating_sub(1);
+        let piece = &s[from..end];
+        if is_nfkc_quick(piece.chars()) != IsNormalized::Yes {
+            out.push_str(&s[copied..from]);
+            out.extend(piece.nfkc());
+            copied = end;
+        }
+        at = end;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(s);
+    }
+    out.push_str(&s[copied..]);
+    Cow::Owned(out)
 }
 
 /// Whether `c` is removed from a line (or decoded, for tags) before
@@ -435,12 +465,12 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
     let mut out: Option<Vec<char>> = None;
     let mut i = 0;
     while i < chars.len() {
-        if !chars[i].is_alphanumeric() {
+        if !alphanumeric(chars[i]) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < chars.len() && chars[i].is_alphanumeric() {
+        while i < chars.len() && alphanumeric(chars[i]) {
             i += 1;
         }
         let word = &chars[start..i];
@@ -465,6 +495,13 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
         }
     }
     out.map(|v| v.into_iter().collect())
+}
+
+/// [`char::is_alphanumeric`], asked of the look-alike table first: every
+/// look-alike is a letter, and a line of them (`ѕ.і.ѕ.і`) would otherwise
+/// look each one up in Unicode's tables.
+fn alphanumeric(c: char) -> bool {
+    c.is_ascii_alphanumeric() || (!c.is_ascii() && (confusable(c).is_some() || c.is_alphanumeric()))
 }
 
 /// ASCII letters and digits, and path and variable punctuation.
@@ -522,6 +559,60 @@ mod tests {
         assert_eq!(n.changed_lines, vec![1, 2, 3]);
         let rules: Vec<_> = n.notes.iter().map(|n| n.rule).collect();
         assert_eq!(rules, vec!["invisible_chars", "homoglyph"]);
+    }
+
+    /// Every look-alike is alphanumeric: asking the table first splits
+    /// words where Unicode does.
+    #[test]
+    fn every_lookalike_is_alphanumeric() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            assert_eq!(alphanumeric(c), c.is_alphanumeric(), "{c:?} U+{:04X}", c as u32);
+        }
+    }
+
+    /// NFKC by stretches is NFKC of the whole line: fullwidth forms,
+    /// combining marks after ASCII letters and after other marks (which
+    /// NFKC reorders and composes), Hangul jamo, ligatures, compatibility
+    /// ideographs, at the start, the end and between ASCII.
+    #[test]
+    fn nfkc_by_stretches_is_nfkc_of_the_line() {
+        let pieces = [
+            "a",
+            "e",
+            " ",
+            "-",
+            "ｒｍ",
+            "\u{301}",
+            "\u{323}\u{307}",
+            "\u{344}",
+            "é",
+            "\u{1100}\u{1161}",
+            "\u{11A8}",
+            "ﬁ",
+            "\u{F900}",
+            "ℌ",
+            "①",
+            "ｶﾞ",
+            "\u{FF9E}",
+            "新指令",
+            "ѕ.і",
+            "\u{212B}",
+            "Å",
+            "\u{2126}",
+            "x\u{338}",
+            "≠",
+        ];
+        let mut state = 7u64;
+        for _ in 0..4000 {
+            let mut line = String::new();
+            for _ in 0..(state % 9) {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                line.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let whole: String = line.nfkc().collect();
+            assert_eq!(nfkc(&line), whole, "{line:?}");
+        }
     }
 
     #[test]
