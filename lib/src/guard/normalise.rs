@@ -277,15 +277,19 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
     // Each step below copies the line only when it has something to do:
     // most lines with non-ASCII text (prose in other scripts, emoji,
     // typography) hold nothing to strip, fold, map or look like Latin.
-    let kept = if line.chars().any(hidden) { Cow::Owned(strip(line, line_no, t)) } else { Cow::Borrowed(line) };
+    let mut seen = Survey::of(line);
+    let kept = if seen.hidden { Cow::Owned(strip(line, line_no, t)) } else { Cow::Borrowed(line) };
     let mut folded = match nfkc(&kept) {
-        Cow::Owned(f) => Cow::Owned(f),
+        Cow::Owned(f) => {
+            seen = Survey::of(&f);
+            Cow::Owned(f)
+        }
         Cow::Borrowed(_) => kept,
     };
-    if folded.chars().any(|c| punctuation(c).is_some()) {
+    if seen.punctuation {
         folded = Cow::Owned(folded.chars().map(|c| punctuation(c).unwrap_or(c)).collect());
     }
-    if let Some(mapped) = map_homoglyphs(&folded, line_no, &mut t.homoglyph) {
+    if let Some(mapped) = seen.lookalike.then(|| map_homoglyphs(&folded, line_no, &mut t.homoglyph)).flatten() {
         folded = Cow::Owned(mapped);
     }
     match folded {
@@ -294,34 +298,55 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
     }
 }
 
-/// `s` in NFKC, normalising only the stretches that may change: each run
-/// of non-ASCII characters with the ASCII character before it (which a
-/// combining mark may join). An ASCII character is a starter that nothing
-/// before it composes with, so the text splits before each into pieces
-/// that normalise on their own; a piece the quick check passes is kept
-/// as it is. A long line with a few fullwidth letters costs their
-/// stretches, not a normalisation of the whole line.
+/// What one pass over a line's characters finds for the steps of
+/// [`fold_line`]: whether any is [`hidden`], is [`punctuation`] to map, or
+/// is a look-alike ([`confusable`]).
+struct Survey {
+    hidden: bool,
+    punctuation: bool,
+    lookalike: bool,
+}
+
+impl Survey {
+    fn of(s: &str) -> Survey {
+        let mut seen = Survey { hidden: false, punctuation: false, lookalike: false };
+        for c in s.chars().filter(|c| !c.is_ascii()) {
+            seen.hidden |= hidden(c);
+            seen.punctuation |= punctuation(c).is_some();
+            seen.lookalike |= confusable(c).is_some();
+        }
+        seen
+    }
+}
+
+/// Bytes of a line normalised as one piece, at least (a piece ends before
+/// an ASCII character).
+const NFKC_PIECE: usize = 64;
+
+/// `s` in NFKC, normalising only the pieces that may change. An ASCII
+/// character is a starter that nothing before it composes with, so the
+/// text splits before each into pieces that normalise on their own; a
+/// piece the quick check passes is kept as it is. A long line with a few
+/// fullwidth letters costs their pieces, not a normalisation of the whole
+/// line.
 fn nfkc(s: &str) -> Cow<'_, str> {
     use unicode_normalization::{is_nfkc_quick, IsNormalized};
-    let b = s.as_bytes();
-    let mut out = String::new();
-    let (mut at, mut copied) = (0, 0);
-    while let Some(off) = b[at..].iter().position(|c| !c.is_ascii()) {
-        let run = at + off;
-        let end = run + b[run..].iter().position(u8::is_ascii).unwrap_or(b.len() - run);
-        let from = run.saturating_sub(1);
-        let piece = &s[from..end];
-        if is_nfkc_quick(piece.chars()) != IsNormalized::Yes {
-            out.push_str(&s[copied..from]);
-            out.extend(piece.nfkc());
-            copied = end;
-        }
-        at = end;
-    }
-    if copied == 0 {
+    if is_nfkc_quick(s.chars()) == IsNormalized::Yes {
         return Cow::Borrowed(s);
     }
-    out.push_str(&s[copied..]);
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut from = 0;
+    while from < b.len() {
+        let to = (from + NFKC_PIECE..b.len()).find(|&i| b[i].is_ascii()).unwrap_or(b.len());
+        let piece = &s[from..to];
+        if is_nfkc_quick(piece.chars()) == IsNormalized::Yes {
+            out.push_str(piece);
+        } else {
+            out.extend(piece.nfkc());
+        }
+        from = to;
+    }
     Cow::Owned(out)
 }
 
@@ -454,9 +479,7 @@ fn confusable(c: char) -> Option<char> {
 /// mixing ASCII letters with look-alikes, or made only of look-alikes and at
 /// least four letters long. Real Cyrillic or Greek words are left alone.
 fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> {
-    // Only a word holding a look-alike is mapped: a line without one (any
-    // other script, emoji) needs no word split.
-    if s.is_ascii() || !s.chars().any(|c| confusable(c).is_some()) {
+    if s.is_ascii() {
         return None;
     }
     let chars: Vec<char> = s.chars().collect();

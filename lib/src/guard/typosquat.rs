@@ -5,6 +5,7 @@
 //! say "one edit away", so this check is code. Lines are looked at only
 //! when they hold an install command, so the scan stays linear.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex_automata::meta::Regex;
@@ -204,6 +205,9 @@ pub struct Squat {
 /// Suspect installs in `text`.
 pub fn find(text: &str) -> Vec<Squat> {
     let mut out = Vec::new();
+    // Install lines repeat their names: each argument is judged once per
+    // text, and every repeat costs a lookup.
+    let mut judged: HashMap<(&str, Eco), Option<String>> = HashMap::new();
     work::add(Step::Typosquat, text.len());
     for (i, line) in tool_lines(text) {
         work::add(Step::Typosquat, line.len());
@@ -222,7 +226,6 @@ pub fn find(text: &str) -> Vec<Squat> {
             }
             let words: Vec<&str> = seg.split_whitespace().collect();
             let Some((eco, from)) = install_args(&words) else { continue };
-            let popular = if eco == Eco::Pypi { PYPI } else { NPM };
             let mut skip_next = false;
             // Installs name a handful of packages; a bounded number of
             // arguments keeps a line of thousands of words linear.
@@ -246,18 +249,7 @@ pub fn find(text: &str) -> Vec<Squat> {
                     );
                     continue;
                 }
-                let squat = match vcs_source(w, eco == Eco::Npm) {
-                    Some(src) => vcs_squat(&src, popular),
-                    None => {
-                        let name = package_name(w);
-                        let near = || popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p));
-                        if name.len() < 5 || popular.contains(&name.as_str()) {
-                            None
-                        } else {
-                            near().map(|p| format!("{name} (looks like {p})"))
-                        }
-                    }
-                };
+                let squat = judged.entry((w, eco)).or_insert_with(|| squat(w, eco)).clone();
                 if let Some(matched) = squat {
                     // `w` is a slice of `line`: its offset is exact, even
                     // when the same word appears earlier on the line.
@@ -271,6 +263,24 @@ pub fn find(text: &str) -> Vec<Squat> {
         }
     }
     out
+}
+
+/// What install argument `w` of ecosystem `eco` imitates, as a finding
+/// shows it: `name (looks like popular)`; `None` when it imitates nothing.
+fn squat(w: &str, eco: Eco) -> Option<String> {
+    let popular = if eco == Eco::Pypi { PYPI } else { NPM };
+    match vcs_source(w, eco == Eco::Npm) {
+        Some(src) => vcs_squat(&src, popular),
+        None => {
+            let name = package_name(w);
+            let near = || popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p));
+            if name.len() < 5 || popular.contains(&name.as_str()) {
+                None
+            } else {
+                near().map(|p| format!("{name} (looks like {p})"))
+            }
+        }
+    }
 }
 
 /// The byte offset of `part`, a slice of `line`, in `line`.
@@ -379,7 +389,7 @@ fn vcs_squat((owner, repo, egg): &(String, String, Option<String>), popular: &[&
     None
 }
 
-#[derive(PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Eco {
     Pypi,
     Npm,
