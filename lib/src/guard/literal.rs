@@ -5,9 +5,8 @@
 //! none, and the automaton's states, built as the text needs them, cost
 //! more than the search itself.
 
-use aho_corasick::automaton::Automaton;
-use aho_corasick::nfa::contiguous;
-use aho_corasick::{dfa, Anchored, PatternID};
+use aho_corasick::automaton::OverlappingState;
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
 use regex_syntax::hir::{Class, Hir, HirKind};
 
 use crate::error::{Error, Result};
@@ -223,7 +222,7 @@ fn class_bytes(c: &Class) -> Option<Vec<u8>> {
 /// Every needed string of a rule set in one search (ASCII case ignored):
 /// which lines hold a string of each group of a rule, and which rules.
 pub struct Finder {
-    strings: Strings,
+    strings: AhoCorasick,
     /// For each string, the (rule, group) pairs that need it.
     owners: Vec<Vec<(usize, u8)>>,
     /// For each rule, one bit per group (0: the rule needs none).
@@ -256,121 +255,56 @@ impl Finder {
         }
         let mut strings: Vec<(Vec<u8>, usize)> = ids.into_iter().collect();
         strings.sort_by_key(|(_, id)| *id);
-        let fail = |e: aho_corasick::BuildError| Error::msg(format!("rule set does not compile: {e}"));
-        let many = strings.len() > 4096;
-        let strings = strings.iter().map(|(s, _)| s);
         // A DFA is the fastest search while it stays small (a rule set
-        // of thousands of rules gets an NFA). No prefilter: the walk in
-        // [`Finder::each_line`] reads every byte.
-        let strings = if !many {
-            Strings::Dfa(
-                dfa::Builder::new().ascii_case_insensitive(true).prefilter(false).build(strings).map_err(fail)?,
-            )
-        } else {
-            let nfa = contiguous::Builder::new().ascii_case_insensitive(true).prefilter(false).build(strings);
-            Strings::Nfa(nfa.map_err(fail)?)
-        };
+        // of thousands of rules gets the automaton's own choice).
+        let kind = (strings.len() <= 4096).then_some(AhoCorasickKind::DFA);
+        let strings = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(kind)
+            .build(strings.iter().map(|(s, _)| s))
+            .map_err(|e| Error::msg(format!("rule set does not compile: {e}")))?;
         Ok(Some(Finder { strings, owners, all_groups }))
     }
 
     /// Calls `f(start, end, rules)` for each line of `hay` (its span
     /// without the newline) that holds a string of each group of some
     /// rules, in text order, with those rules.
-    pub fn each_line(&self, hay: &[u8], f: impl FnMut(usize, usize, &[usize])) {
-        match &self.strings {
-            Strings::Dfa(a) => self.each_line_in(a, hay, f),
-            Strings::Nfa(a) => self.each_line_in(a, hay, f),
-        }
-    }
-
-    /// [`Finder::each_line`] by walking automaton `aut` a byte at a time
-    /// and reading every string that ends at each byte: near-matching
-    /// text ends a string every few bytes, and a call of the search API
-    /// per string cost more than the walk over the bytes between them.
-    fn each_line_in<A: Automaton>(&self, aut: &A, hay: &[u8], mut f: impl FnMut(usize, usize, &[usize])) {
-        let Ok(mut sid) = aut.start_state(Anchored::No) else { return };
-        let mut line = Line { found: vec![0u8; self.all_groups.len()], ..Line::default() };
-        for (at, &b) in hay.iter().enumerate() {
-            sid = aut.next_state(Anchored::No, sid, b);
-            if !aut.is_special(sid) {
-                continue;
+    pub fn each_line(&self, hay: &[u8], mut f: impl FnMut(usize, usize, &[usize])) {
+        let input = Input::new(hay);
+        let mut state = OverlappingState::start();
+        let mut found = vec![0u8; self.all_groups.len()];
+        let (mut touched, mut complete) = (Vec::new(), Vec::new());
+        let (mut line_start, mut line_end) = (0, 0);
+        let mut first = true;
+        loop {
+            self.strings.find_overlapping(input.clone(), &mut state);
+            let m = state.get_match();
+            // Strings come by their end, and none holds a newline: a
+            // string past the line's end starts the next line.
+            if m.is_none_or(|m| first || m.start() >= line_end) {
+                if !complete.is_empty() {
+                    f(line_start, line_end, &complete);
+                    complete.clear();
+                }
+                for r in touched.drain(..) {
+                    found[r] = 0;
+                }
+                let Some(m) = m else { return };
+                first = false;
+                line_start = memchr::memrchr(b'\n', &hay[..m.start()]).map_or(0, |i| i + 1);
+                line_end = memchr::memchr(b'\n', &hay[m.start()..]).map_or(hay.len(), |i| m.start() + i);
             }
-            if aut.is_dead(sid) {
-                break;
+            let Some(m) = m else { return };
+            for &(rule, g) in &self.owners[m.pattern().as_usize()] {
+                let had = found[rule];
+                if had == 0 {
+                    touched.push(rule);
+                }
+                found[rule] |= 1 << g;
+                if had != self.all_groups[rule] && found[rule] == self.all_groups[rule] {
+                    complete.push(rule);
+                }
             }
-            if !aut.is_match(sid) {
-                continue;
-            }
-            for i in 0..aut.match_len(sid) {
-                let pid = aut.match_pattern(sid, i);
-                self.add(&mut line, hay, at + 1 - aut.pattern_len(pid), pid, &mut f);
-            }
-        }
-        line.flush(&mut f);
-    }
-
-    /// Counts the string `pid`, starting at `start`, on its line; a string
-    /// past the current line's end starts the next line (strings come by
-    /// their end, and none holds a newline).
-    fn add(
-        &self,
-        line: &mut Line,
-        hay: &[u8],
-        start: usize,
-        pid: PatternID,
-        f: &mut impl FnMut(usize, usize, &[usize]),
-    ) {
-        if line.first || start >= line.end {
-            line.flush(f);
-            line.first = false;
-            line.start = memchr::memrchr(b'\n', &hay[..start]).map_or(0, |i| i + 1);
-            line.end = memchr::memchr(b'\n', &hay[start..]).map_or(hay.len(), |i| start + i);
-        }
-        for &(rule, g) in &self.owners[pid.as_usize()] {
-            let had = line.found[rule];
-            if had == 0 {
-                line.touched.push(rule);
-            }
-            line.found[rule] |= 1 << g;
-            if had != self.all_groups[rule] && line.found[rule] == self.all_groups[rule] {
-                line.complete.push(rule);
-            }
-        }
-    }
-}
-
-/// The automaton of a [`Finder`]'s strings.
-enum Strings {
-    Dfa(dfa::DFA),
-    Nfa(contiguous::NFA),
-}
-
-/// The line a [`Finder`] reads: its span, the groups each rule has found
-/// there, the rules touched, and those with every group found.
-struct Line {
-    first: bool,
-    start: usize,
-    end: usize,
-    found: Vec<u8>,
-    touched: Vec<usize>,
-    complete: Vec<usize>,
-}
-
-impl Default for Line {
-    fn default() -> Line {
-        Line { first: true, start: 0, end: 0, found: Vec::new(), touched: Vec::new(), complete: Vec::new() }
-    }
-}
-
-impl Line {
-    /// Reports the line's complete rules to `f` and forgets the line.
-    fn flush(&mut self, f: &mut impl FnMut(usize, usize, &[usize])) {
-        if !self.complete.is_empty() {
-            f(self.start, self.end, &self.complete);
-            self.complete.clear();
-        }
-        for r in self.touched.drain(..) {
-            self.found[r] = 0;
         }
     }
 }
