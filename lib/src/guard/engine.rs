@@ -550,6 +550,9 @@ impl Engine {
         let contexts = line_contexts(kind, text);
         let ctx = |line: usize| contexts.get(line - 1).copied().unwrap_or(Context::Prose);
         let start = out.findings.len();
+        // A line of installs can hold thousands of squats: their room is
+        // taken once, not grown (and copied) a doubling at a time.
+        out.findings.reserve(notes.len() + squats.len());
         for n in notes {
             let c = ctx(n.line);
             out.findings.push(self.builtin(n.rule, path, n.line, n.column, &n.matched, c));
