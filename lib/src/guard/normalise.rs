@@ -274,10 +274,98 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
         return None;
     }
     work::add(Step::Fold, line.len());
-    let chars: Vec<char> = line.chars().collect();
+    // Each step below copies the line only when it has something to do:
+    // most lines with non-ASCII text (prose in other scripts, emoji,
+    // typography) hold nothing to strip, fold, map or look like Latin.
+    let mut seen = Survey::of(line);
+    let kept = if seen.hidden { Cow::Owned(strip(line, line_no, t)) } else { Cow::Borrowed(line) };
+    let mut folded = match nfkc(&kept) {
+        Cow::Owned(f) => {
+            seen = Survey::of(&f);
+            Cow::Owned(f)
+        }
+        Cow::Borrowed(_) => kept,
+    };
+    if seen.punctuation {
+        folded = Cow::Owned(folded.chars().map(|c| punctuation(c).unwrap_or(c)).collect());
+    }
+    if let Some(mapped) = seen.lookalike.then(|| map_homoglyphs(&folded, line_no, &mut t.homoglyph)).flatten() {
+        folded = Cow::Owned(mapped);
+    }
+    match folded {
+        Cow::Owned(f) if f != line => Some(f),
+        _ => None,
+    }
+}
+
+/// What one pass over a line's characters finds for the steps of
+/// [`fold_line`]: whether any is [`hidden`], is [`punctuation`] to map, or
+/// is a look-alike ([`confusable`]).
+struct Survey {
+    hidden: bool,
+    punctuation: bool,
+    lookalike: bool,
+}
+
+impl Survey {
+    fn of(s: &str) -> Survey {
+        let mut seen = Survey { hidden: false, punctuation: false, lookalike: false };
+        for c in s.chars().filter(|c| !c.is_ascii()) {
+            seen.hidden |= hidden(c);
+            seen.punctuation |= punctuation(c).is_some();
+            seen.lookalike |= confusable(c).is_some();
+        }
+        seen
+    }
+}
+
+/// Bytes of a line normalised as one piece, at least (a piece ends before
+/// an ASCII character).
+const NFKC_PIECE: usize = 64;
+
+/// `s` in NFKC, normalising only the pieces that may change. An ASCII
+/// character is a starter that nothing before it composes with, so the
+/// text splits before each into pieces that normalise on their own; a
+/// piece the quick check passes is kept as it is. A long line with a few
+/// fullwidth letters costs their pieces, not a normalisation of the whole
+/// line.
+fn nfkc(s: &str) -> Cow<'_, str> {
+    use unicode_normalization::{is_nfkc_quick, IsNormalized};
+    if is_nfkc_quick(s.chars()) == IsNormalized::Yes {
+        return Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut from = 0;
+    while from < b.len() {
+        let to = (from + NFKC_PIECE..b.len()).find(|&i| b[i].is_ascii()).unwrap_or(b.len());
+        let piece = &s[from..to];
+        if is_nfkc_quick(piece.chars()) == IsNormalized::Yes {
+            out.push_str(piece);
+        } else {
+            out.extend(piece.nfkc());
+        }
+        from = to;
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `c` is removed from a line (or decoded, for tags) before
+/// matching: a tag, bidi control or invisible character.
+fn hidden(c: char) -> bool {
+    ('\u{E0000}'..='\u{E007F}').contains(&c) || is_bidi(c) || is_invisible(c)
+}
+
+/// `line` with its [`hidden`] characters gone (tags decoded to the ASCII
+/// they spell), each counted in `t` at its character column but the
+/// joiners that are how a script is written ([`ordinary_joiner`]).
+fn strip(line: &str, line_no: usize, t: &mut Tallies) -> String {
     let mut kept = String::with_capacity(line.len());
-    for (i, &c) in chars.iter().enumerate() {
-        let col = i + 1;
+    let mut prev = None;
+    let mut chars = line.chars().peekable();
+    let mut col = 0;
+    while let Some(c) = chars.next() {
+        col += 1;
         match c {
             '\u{E0020}'..='\u{E007E}' => {
                 t.tags.add(line_no, col, c);
@@ -286,36 +374,15 @@ fn fold_line(line: &str, line_no: usize, t: &mut Tallies) -> Option<String> {
             '\u{E0000}'..='\u{E007F}' => t.tags.add(line_no, col, c),
             c if is_bidi(c) => t.bidi.add(line_no, col, c),
             c if is_invisible(c) => {
-                let prev = i.checked_sub(1).map(|p| chars[p]);
-                if !ordinary_joiner(c, prev, chars.get(i + 1).copied()) {
+                if !ordinary_joiner(c, prev, chars.peek().copied()) {
                     t.invisible.add(line_no, col, c);
                 }
             }
             c => kept.push(c),
         }
+        prev = Some(c);
     }
-    let mut folded: String =
-        if unicode_normalization::is_nfkc_quick(kept.chars()) == unicode_normalization::IsNormalized::Yes {
-            kept
-        } else {
-            kept.nfkc().collect()
-        };
-    if folded.chars().any(|c| punctuation(c).is_some()) {
-        let mut out = String::with_capacity(folded.len());
-        for c in folded.chars() {
-            match punctuation(c) {
-                // Dashes are ordinary typography in prose: mapped for
-                // matching, never a finding on their own.
-                Some(p) => out.push(p),
-                None => out.push(c),
-            }
-        }
-        folded = out;
-    }
-    if let Some(mapped) = map_homoglyphs(&folded, line_no, &mut t.homoglyph) {
-        folded = mapped;
-    }
-    (folded != line).then_some(folded)
+    kept
 }
 
 /// ASCII punctuation that dashes, minus signs and odd slashes imitate
@@ -421,12 +488,12 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
     let mut out: Option<Vec<char>> = None;
     let mut i = 0;
     while i < chars.len() {
-        if !chars[i].is_alphanumeric() {
+        if !alphanumeric(chars[i]) {
             i += 1;
             continue;
         }
         let start = i;
-        while i < chars.len() && chars[i].is_alphanumeric() {
+        while i < chars.len() && alphanumeric(chars[i]) {
             i += 1;
         }
         let word = &chars[start..i];
@@ -451,6 +518,13 @@ fn map_homoglyphs(s: &str, line_no: usize, tally: &mut Tally) -> Option<String> 
         }
     }
     out.map(|v| v.into_iter().collect())
+}
+
+/// [`char::is_alphanumeric`], asked of the look-alike table first: every
+/// look-alike is a letter, and a line of them (`ѕ.і.ѕ.і`) would otherwise
+/// look each one up in Unicode's tables.
+fn alphanumeric(c: char) -> bool {
+    c.is_ascii_alphanumeric() || (!c.is_ascii() && (confusable(c).is_some() || c.is_alphanumeric()))
 }
 
 /// ASCII letters and digits, and path and variable punctuation.
@@ -508,6 +582,60 @@ mod tests {
         assert_eq!(n.changed_lines, vec![1, 2, 3]);
         let rules: Vec<_> = n.notes.iter().map(|n| n.rule).collect();
         assert_eq!(rules, vec!["invisible_chars", "homoglyph"]);
+    }
+
+    /// Every look-alike is alphanumeric: asking the table first splits
+    /// words where Unicode does.
+    #[test]
+    fn every_lookalike_is_alphanumeric() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            assert_eq!(alphanumeric(c), c.is_alphanumeric(), "{c:?} U+{:04X}", c as u32);
+        }
+    }
+
+    /// NFKC by stretches is NFKC of the whole line: fullwidth forms,
+    /// combining marks after ASCII letters and after other marks (which
+    /// NFKC reorders and composes), Hangul jamo, ligatures, compatibility
+    /// ideographs, at the start, the end and between ASCII.
+    #[test]
+    fn nfkc_by_stretches_is_nfkc_of_the_line() {
+        let pieces = [
+            "a",
+            "e",
+            " ",
+            "-",
+            "ｒｍ",
+            "\u{301}",
+            "\u{323}\u{307}",
+            "\u{344}",
+            "é",
+            "\u{1100}\u{1161}",
+            "\u{11A8}",
+            "ﬁ",
+            "\u{F900}",
+            "ℌ",
+            "①",
+            "ｶﾞ",
+            "\u{FF9E}",
+            "新指令",
+            "ѕ.і",
+            "\u{212B}",
+            "Å",
+            "\u{2126}",
+            "x\u{338}",
+            "≠",
+        ];
+        let mut state = 7u64;
+        for _ in 0..4000 {
+            let mut line = String::new();
+            for _ in 0..(state % 9) {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                line.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let whole: String = line.nfkc().collect();
+            assert_eq!(nfkc(&line), whole, "{line:?}");
+        }
     }
 
     #[test]

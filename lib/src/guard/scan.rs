@@ -108,7 +108,12 @@ pub fn scan_targets(
         .collect();
     for (ti, s) in scanned {
         let slot = &mut per_target[ti];
-        slot.0.extend(s.findings);
+        // Most targets are one file: its findings are taken, not copied.
+        if slot.0.is_empty() {
+            slot.0 = s.findings;
+        } else {
+            slot.0.extend(s.findings);
+        }
         slot.1 += s.omitted;
         slot.2 += 1;
     }

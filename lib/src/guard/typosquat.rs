@@ -5,6 +5,7 @@
 //! say "one edit away", so this check is code. Lines are looked at only
 //! when they hold an install command, so the scan stays linear.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use regex_automata::meta::Regex;
@@ -163,12 +164,17 @@ const NPM: &[&str] = &[
 /// Words that start an install command (a cheap filter before parsing).
 const TOOLS: [&str; 8] = ["pip", "npm", "npx", "yarn", "uv ", "poetry", "pdm", "bun "];
 
+/// One automaton for every tool (`None`: it could not be built).
+fn tools() -> Option<&'static Regex> {
+    static TOOLS_RE: OnceLock<Option<Regex>> = OnceLock::new();
+    TOOLS_RE.get_or_init(|| Regex::new_many(&TOOLS.map(regex_syntax::escape)).ok()).as_ref()
+}
+
 /// The lines of `text` that name a tool, with their 0-based numbers: one
 /// pass of one automaton over the text for every tool (a substring search
 /// per tool and line cost a tenth of a scan; "pip" is in "pipeline").
 fn tool_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    static TOOLS_RE: OnceLock<Option<Regex>> = OnceLock::new();
-    let re = TOOLS_RE.get_or_init(|| Regex::new_many(&TOOLS.map(regex_syntax::escape)).ok()).as_ref();
+    let re = tools();
     let hay = text.as_bytes();
     let (mut from, mut line, mut counted) = (0, 0, 0);
     std::iter::from_fn(move || {
@@ -199,19 +205,27 @@ pub struct Squat {
 /// Suspect installs in `text`.
 pub fn find(text: &str) -> Vec<Squat> {
     let mut out = Vec::new();
+    // Install lines repeat their names: each argument is judged once per
+    // text, and every repeat costs a lookup.
+    let mut judged: HashMap<(&str, Eco), Option<String>> = HashMap::new();
     work::add(Step::Typosquat, text.len());
     for (i, line) in tool_lines(text) {
         work::add(Step::Typosquat, line.len());
         // Columns are counted forward from the last squat of the line,
         // never from its start: a line of many installs stays linear.
         let (mut at, mut col) = (0, 1);
+        // Where tools start on the line, in one pass: no tool holds a
+        // separator, so each lies inside one command, and a command names
+        // a tool when the next of these starts inside it.
+        let mut starts = tools().into_iter().flat_map(|re| re.find_iter(line.as_bytes())).map(|m| m.start()).peekable();
         for seg in line.split(['&', ';', '|', '`']) {
-            if !TOOLS.iter().any(|t| seg.contains(t)) {
+            let (from, to) = (offset(line, seg), offset(line, seg) + seg.len());
+            while starts.next_if(|&s| s < from).is_some() {}
+            if starts.peek().is_none_or(|&s| s >= to) {
                 continue;
             }
             let words: Vec<&str> = seg.split_whitespace().collect();
             let Some((eco, from)) = install_args(&words) else { continue };
-            let popular = if eco == Eco::Pypi { PYPI } else { NPM };
             let mut skip_next = false;
             // Installs name a handful of packages; a bounded number of
             // arguments keeps a line of thousands of words linear.
@@ -235,22 +249,11 @@ pub fn find(text: &str) -> Vec<Squat> {
                     );
                     continue;
                 }
-                let squat = match vcs_source(w, eco == Eco::Npm) {
-                    Some(src) => vcs_squat(&src, popular),
-                    None => {
-                        let name = package_name(w);
-                        let near = || popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p));
-                        if name.len() < 5 || popular.contains(&name.as_str()) {
-                            None
-                        } else {
-                            near().map(|p| format!("{name} (looks like {p})"))
-                        }
-                    }
-                };
+                let squat = judged.entry((w, eco)).or_insert_with(|| squat(w, eco)).clone();
                 if let Some(matched) = squat {
                     // `w` is a slice of `line`: its offset is exact, even
                     // when the same word appears earlier on the line.
-                    let off = (w.as_ptr() as usize).saturating_sub(line.as_ptr() as usize).min(line.len());
+                    let off = offset(line, w);
                     col += line.get(at..off).map_or(0, |s| s.chars().count());
                     work::add(Step::Typosquat, off.saturating_sub(at));
                     at = off;
@@ -260,6 +263,29 @@ pub fn find(text: &str) -> Vec<Squat> {
         }
     }
     out
+}
+
+/// What install argument `w` of ecosystem `eco` imitates, as a finding
+/// shows it: `name (looks like popular)`; `None` when it imitates nothing.
+fn squat(w: &str, eco: Eco) -> Option<String> {
+    let popular = if eco == Eco::Pypi { PYPI } else { NPM };
+    match vcs_source(w, eco == Eco::Npm) {
+        Some(src) => vcs_squat(&src, popular),
+        None => {
+            let name = package_name(w);
+            let near = || popular.iter().find(|p| p.len() >= 5 && one_edit(&name, p));
+            if name.len() < 5 || popular.contains(&name.as_str()) {
+                None
+            } else {
+                near().map(|p| format!("{name} (looks like {p})"))
+            }
+        }
+    }
+}
+
+/// The byte offset of `part`, a slice of `line`, in `line`.
+fn offset(line: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(line.as_ptr() as usize).min(line.len())
 }
 
 /// Where popular packages' repositories live: the owner each is
@@ -306,6 +332,11 @@ const OWNERS: &[(&str, &str)] = &[
 /// repository, or (npm) the `owner/repo` shorthand. Returns
 /// `(owner, repo, egg)`, lowercased.
 fn vcs_source(w: &str, npm: bool) -> Option<(String, String, Option<String>)> {
+    // Each shape names its repository after a `/` or a `:`: most
+    // arguments are bare names, and need no lowercased copy to tell.
+    if !w.contains(['/', ':']) {
+        return None;
+    }
     let w = w.trim_matches(|c| c == '"' || c == '\'');
     let lower = w.to_ascii_lowercase();
     let (egg, url) = match lower.split_once("#egg=") {
@@ -358,7 +389,7 @@ fn vcs_squat((owner, repo, egg): &(String, String, Option<String>), popular: &[&
     None
 }
 
-#[derive(PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Eco {
     Pypi,
     Npm,
@@ -391,7 +422,10 @@ fn package_name(w: &str) -> String {
     let w = w.trim_matches(|c| c == '"' || c == '\'');
     let (scope, rest) = if let Some(r) = w.strip_prefix('@') { ("@", r) } else { ("", w) };
     let end = rest.find(|c: char| "[=<>~!@;, ".contains(c)).unwrap_or(rest.len());
-    format!("{scope}{}", &rest[..end]).to_ascii_lowercase().replace('_', "-")
+    let mut name = String::with_capacity(scope.len() + end);
+    name.push_str(scope);
+    name.extend(rest[..end].chars().map(|c| if c == '_' { '-' } else { c.to_ascii_lowercase() }));
+    name
 }
 
 /// Optimal string alignment distance of exactly one (package names are
