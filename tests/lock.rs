@@ -1,7 +1,6 @@
 //! kb-lock: holding, waiting, timing out, dying holders, status and the
 //! sweep of seed-style mkdir locks.
 
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -26,10 +25,7 @@ fn a_second_holder_times_out_and_a_killed_holder_frees_the_lock() {
     let out = lib.cmd("kb-lock").args(["status", "--format", "jsonl"]).assert().success().get_output().stdout.clone();
     assert_eq!(records(&out)[0]["state"], "free");
 
-    // In a process group of its own, so the kill below takes its `sleep`
-    // too (left behind, it would hold the test's stderr for 30 s).
-    let mut holder =
-        lib.std_cmd("kb-lock").args(["--", "sleep", "30"]).stdout(Stdio::null()).process_group(0).spawn().unwrap();
+    let mut holder = lib.std_cmd("kb-lock").args(["--", "sleep", "30"]).stdout(Stdio::null()).spawn().unwrap();
     wait_until_held(&lib);
     let out = lib.cmd("kb-lock").args(["status", "--format", "jsonl"]).assert().success().get_output().stdout.clone();
     let rec = &records(&out)[0];
@@ -48,10 +44,14 @@ fn a_second_holder_times_out_and_a_killed_holder_frees_the_lock() {
     lib.cmd("kb-append").args(["write", "notes/a.md", "--content", "x", "--timeout", "200ms"]).assert().code(2);
     assert!(!lib.path("notes/a.md").exists());
 
-    // SIGKILL to the group: the holder dies without releasing anything itself.
-    let group = format!("-{}", holder.id());
-    assert!(std::process::Command::new("kill").args(["-KILL", "--", &group]).status().unwrap().success());
+    // kb-lock runs its command in a process group of its own; killed
+    // without a chance to forward the signal, it leaves that `sleep`
+    // behind holding the test's stderr for 30 s, so it is killed after.
+    let children = format!("/proc/{0}/task/{0}/children", holder.id());
+    let sleep = std::fs::read_to_string(children).unwrap().trim().to_string();
+    holder.kill().unwrap();
     holder.wait().unwrap();
+    assert!(std::process::Command::new("kill").args(["-KILL", &sleep]).status().unwrap().success(), "{sleep}");
     let start = Instant::now();
     lib.cmd("kb-lock").args(["--timeout", "5s", "--", "true"]).assert().success();
     assert!(start.elapsed() < Duration::from_secs(2), "the kernel frees a dead holder's lock at once");
