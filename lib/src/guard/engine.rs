@@ -294,12 +294,14 @@ impl Engine {
             hirs.push(pattern::parse(p).map_err(|e| rule_error(r, e))?);
             with_pattern.push(i);
         }
-        let compile_one = |(&i, hir): (&usize, &regex_syntax::hir::Hir)| -> Result<Compiled> {
+        // The regexes alone: each pattern is moved into its `Compiled`
+        // once the set is built, not cloned.
+        let compile_one = |(&i, hir): (&usize, &regex_syntax::hir::Hir)| -> Result<OnceLock<Option<Regexes>>> {
             let regexes = OnceLock::new();
             if eager {
                 let _ = regexes.set(Some(Regexes::compile(&rules[i], hir)?));
             }
-            Ok(Compiled { rule: i, regexes, hir: hir.clone(), reverse: OnceLock::new() })
+            Ok(regexes)
         };
         let words = |w: &str| pattern::parse(w).and_then(|h| pattern::single(&h));
         let (set, (pats, extra)) = rayon::join(
@@ -309,7 +311,7 @@ impl Engine {
                     || {
                         // Collected whole first, so the error reported is the first
                         // bad rule in file order, not whichever thread failed first.
-                        let each: Vec<Result<Compiled>> =
+                        let each: Vec<Result<OnceLock<Option<Regexes>>>> =
                             with_pattern.par_iter().zip(hirs.par_iter()).map(compile_one).collect();
                         each.into_iter().collect::<Result<Vec<_>>>()
                     },
@@ -319,6 +321,9 @@ impl Engine {
         );
         // A rule's own error names it, so it goes before the set's.
         let (pats, set) = (pats?, set?);
+        let pats = (pats.into_iter().zip(with_pattern).zip(hirs))
+            .map(|((regexes, rule), hir)| Compiled { rule, regexes, hir, reverse: OnceLock::new() })
+            .collect();
         let (caution, mention_words, caution_after) = (extra.0?, extra.1?, extra.2?);
         Ok(Engine { rules, by_id, set, pats, caution, mention_words, caution_after })
     }
