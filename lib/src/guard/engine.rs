@@ -286,12 +286,16 @@ impl Engine {
         let mut by_id = HashMap::new();
         let mut hirs = Vec::new();
         let mut with_pattern = Vec::new();
-        for (i, r) in rules.iter().enumerate() {
+        // Patterns parse in parallel (a fixed cost of every scan); the
+        // errors are then read in file order, as a serial loop would.
+        let parsed: Vec<Option<Result<regex_syntax::hir::Hir>>> =
+            rules.par_iter().map(|r| r.pattern.as_deref().map(pattern::parse)).collect();
+        for ((i, r), parsed) in rules.iter().enumerate().zip(parsed) {
             if by_id.insert(r.id.clone(), i).is_some() {
                 return Err(Error::msg(format!("{}: rule id {} is already defined", r.source, r.id)));
             }
-            let Some(p) = &r.pattern else { continue };
-            hirs.push(pattern::parse(p).map_err(|e| rule_error(r, e))?);
+            let Some(hir) = parsed else { continue };
+            hirs.push(hir.map_err(|e| rule_error(r, e))?);
             with_pattern.push(i);
         }
         // The regexes alone: each pattern is moved into its `Compiled`

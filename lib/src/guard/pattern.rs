@@ -305,7 +305,8 @@ impl Set {
     /// multiply DFA states; each rule's exact regex then confirms and
     /// locates its matches.
     pub fn new(hirs: &[Hir]) -> Result<Set> {
-        let forms: Vec<Forms> = hirs.iter().map(forms).collect();
+        use rayon::prelude::*;
+        let forms: Vec<Forms> = hirs.par_iter().map(forms).collect();
         let head_max = forms.iter().map(|f| f.head.properties().maximum_len()).collect();
         let has_tail = forms.iter().map(|f| f.tail.is_some()).collect();
         let whole = forms.iter().map(|f| f.whole).collect();
