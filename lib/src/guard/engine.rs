@@ -286,20 +286,26 @@ impl Engine {
         let mut by_id = HashMap::new();
         let mut hirs = Vec::new();
         let mut with_pattern = Vec::new();
-        for (i, r) in rules.iter().enumerate() {
+        // Patterns parse in parallel (a fixed cost of every scan); the
+        // errors are then read in file order, as a serial loop would.
+        let parsed: Vec<Option<Result<regex_syntax::hir::Hir>>> =
+            rules.par_iter().map(|r| r.pattern.as_deref().map(pattern::parse)).collect();
+        for ((i, r), parsed) in rules.iter().enumerate().zip(parsed) {
             if by_id.insert(r.id.clone(), i).is_some() {
                 return Err(Error::msg(format!("{}: rule id {} is already defined", r.source, r.id)));
             }
-            let Some(p) = &r.pattern else { continue };
-            hirs.push(pattern::parse(p).map_err(|e| rule_error(r, e))?);
+            let Some(hir) = parsed else { continue };
+            hirs.push(hir.map_err(|e| rule_error(r, e))?);
             with_pattern.push(i);
         }
-        let compile_one = |(&i, hir): (&usize, &regex_syntax::hir::Hir)| -> Result<Compiled> {
+        // The regexes alone: each pattern is moved into its `Compiled`
+        // once the set is built, not cloned.
+        let compile_one = |(&i, hir): (&usize, &regex_syntax::hir::Hir)| -> Result<OnceLock<Option<Regexes>>> {
             let regexes = OnceLock::new();
             if eager {
                 let _ = regexes.set(Some(Regexes::compile(&rules[i], hir)?));
             }
-            Ok(Compiled { rule: i, regexes, hir: hir.clone(), reverse: OnceLock::new() })
+            Ok(regexes)
         };
         let words = |w: &str| pattern::parse(w).and_then(|h| pattern::single(&h));
         let (set, (pats, extra)) = rayon::join(
@@ -309,7 +315,7 @@ impl Engine {
                     || {
                         // Collected whole first, so the error reported is the first
                         // bad rule in file order, not whichever thread failed first.
-                        let each: Vec<Result<Compiled>> =
+                        let each: Vec<Result<OnceLock<Option<Regexes>>>> =
                             with_pattern.par_iter().zip(hirs.par_iter()).map(compile_one).collect();
                         each.into_iter().collect::<Result<Vec<_>>>()
                     },
@@ -319,6 +325,9 @@ impl Engine {
         );
         // A rule's own error names it, so it goes before the set's.
         let (pats, set) = (pats?, set?);
+        let pats = (pats.into_iter().zip(with_pattern).zip(hirs))
+            .map(|((regexes, rule), hir)| Compiled { rule, regexes, hir, reverse: OnceLock::new() })
+            .collect();
         let (caution, mention_words, caution_after) = (extra.0?, extra.1?, extra.2?);
         Ok(Engine { rules, by_id, set, pats, caution, mention_words, caution_after })
     }

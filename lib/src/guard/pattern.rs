@@ -305,18 +305,22 @@ impl Set {
     /// multiply DFA states; each rule's exact regex then confirms and
     /// locates its matches.
     pub fn new(hirs: &[Hir]) -> Result<Set> {
-        let forms: Vec<Forms> = hirs.iter().map(forms).collect();
+        use rayon::prelude::*;
+        let forms: Vec<Forms> = hirs.par_iter().map(forms).collect();
         let head_max = forms.iter().map(|f| f.head.properties().maximum_len()).collect();
         let has_tail = forms.iter().map(|f| f.tail.is_some()).collect();
         let whole = forms.iter().map(|f| f.whole).collect();
-        let mut all: Vec<Hir> = forms.iter().map(|f| f.head.clone()).collect();
-        let mut owner = Vec::new();
+        // Heads first (set ids `0..patterns`), then the tails: moved, not
+        // cloned (a pattern's classes can hold thousands of ranges).
+        let (mut all, mut tails, mut owner) = (Vec::with_capacity(forms.len()), Vec::new(), Vec::new());
         for (i, f) in forms.into_iter().enumerate() {
+            all.push(f.head);
             if let Some(t) = f.tail {
-                all.push(t);
+                tails.push(t);
                 owner.push(i);
             }
         }
+        all.append(&mut tails);
         let (dfa, caches) = lazy(&all, None)?;
         let (patterns, hirs) = (hirs.len(), hirs.to_vec());
         let (by_rule, fallback) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
@@ -598,16 +602,21 @@ struct Rest {
 
 impl ByRule {
     fn new(set: &Set) -> Result<ByRule> {
+        use rayon::prelude::*;
         let needs: Vec<Vec<literal::Group>> =
-            set.hirs.iter().map(|h| literal::selective(h, MIN_LITERAL, MAX_GROUPS)).collect();
+            set.hirs.par_iter().map(|h| literal::selective(h, MIN_LITERAL, MAX_GROUPS)).collect();
         let mut tail = vec![None; set.patterns];
         for (k, &p) in set.owner.iter().enumerate() {
             tail[p] = Some(set.patterns + k);
         }
         let rest_rules: Vec<usize> = (0..set.patterns).filter(|&p| needs[p].is_empty()).collect();
-        let rest = if rest_rules.is_empty() {
-            None
-        } else {
+        // The needed-strings automaton and the rest's two DFAs do not
+        // depend on one another: built side by side, they cost the first
+        // scan (every scan's fixed start-up) the slowest of them, not the sum.
+        let rest = || -> Result<Option<Rest>> {
+            if rest_rules.is_empty() {
+                return Ok(None);
+            }
             let mut ids: Vec<(usize, bool)> = rest_rules.iter().map(|&p| (p, false)).collect();
             ids.extend(rest_rules.iter().filter(|&&p| tail[p].is_some()).map(|&p| (p, true)));
             let hirs: Vec<Hir> = ids
@@ -619,11 +628,13 @@ impl ByRule {
             // skips the text between.
             let heads = &hirs[..rest_rules.len()];
             let prefixes = Prefilter::from_hirs_prefix(MatchKind::All, heads);
-            Some(Rest { set: lazy(&hirs, None)?, heads: lazy(heads, prefixes)?, ids })
+            let (all, heads) = rayon::join(|| lazy(&hirs, None), || lazy(heads, prefixes));
+            Ok(Some(Rest { set: all?, heads: heads?, ids }))
         };
+        let (finder, rest) = rayon::join(|| Finder::new(needs), rest);
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
         let together = std::sync::Mutex::new(HashMap::new());
-        Ok(ByRule { finder: Finder::new(needs)?, rest, alone, tail, together })
+        Ok(ByRule { finder: finder?, rest: rest?, alone, tail, together })
     }
 
     /// Rule `p`'s own automata.
