@@ -12,15 +12,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&sha256(bytes))
 }
 
-/// Bytes as lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        s.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-        s.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
-    }
-    s
-}
+pub use crate::text::hex;
 
 /// Hex back to bytes; `None` on an odd length or a non-hex digit.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {

@@ -519,8 +519,7 @@ impl Encoder {
                     digest.update((part.len() as u64).to_le_bytes());
                     digest.update(part);
                 }
-                // Hex by hand: doc::digest is a layer above text (tests/layers.rs).
-                let fingerprint: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+                let fingerprint = crate::text::hex(&digest.finalize());
                 (tokenizer, fingerprint)
             }
         };

@@ -235,6 +235,17 @@ pub fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Bytes as lower-case hex: here, below `doc` (tests/layers.rs), so the
+/// encoder's digests and cache names and `doc::digest` share one.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        s.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
+        s.push(char::from_digit(u32::from(b & 0xf), 16).unwrap_or('0'));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

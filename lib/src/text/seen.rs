@@ -3,15 +3,16 @@
 //! ctime, inode, device), the digest, and the SHA-256 of the
 //! `tokenizer.json` whose table the cache holds. A later call that finds
 //! every file as recorded takes the digest and the table from there, and
-//! neither reads `tokenizer.json` (13 MB for multilingual e5, hashed twice
-//! per call before: 40 of a call's 80 ms) nor samples the weights.
+//! neither reads `tokenizer.json` (13 MB for multilingual e5, read and
+//! hashed twice per call before: 41–66 ms of a call's 106 at the median)
+//! nor samples the weights.
 //!
 //! The identity includes ctime and the inode, which nothing but a write
 //! or a replacement changes: a model swapped in under the same name with
 //! the same size and an mtime kept from its archive (wheels pin theirs)
 //! still reads as changed. Every file the digest reads in full is in
 //! the stamp; the small ones are hashed again by the caller each call
-//! ([`Seen::small`]), so a pooling folder `modules.json` names elsewhere
+//! ([`small`]), so a pooling folder `modules.json` names elsewhere
 //! is covered too.
 
 use std::path::{Path, PathBuf};
@@ -88,8 +89,7 @@ pub(crate) fn small(parts: &[&[u8]]) -> [u8; 32] {
 fn path(cache: &Path, dir: &Path) -> PathBuf {
     let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let sha = Sha256::digest(dir.as_os_str().as_encoded_bytes());
-    let hex: String = sha[..8].iter().map(|b| format!("{b:02x}")).collect();
-    cache.join(format!("model-{hex}.seen"))
+    cache.join(format!("model-{}.seen", super::hex(&sha[..8])))
 }
 
 /// The record for `dir` if its files' stamp and small parts are `stamp`

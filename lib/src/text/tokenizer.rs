@@ -120,7 +120,7 @@ impl Tokenizer {
 
     /// The table `cache` holds for the `tokenizer.json` of SHA-256 `sha`,
     /// read without that file: for a folder whose files are as they were
-    /// when the table was written (`bert`'s record of the folder says so).
+    /// when the table was written (the record `text::seen` keeps says so).
     /// None when the table is gone or damaged.
     pub(crate) fn known(cache: &Path, sha: &[u8; 32]) -> Option<Tokenizer> {
         cached(&table_path(cache, sha), sha, &[])
@@ -238,8 +238,7 @@ const CACHE_HEAD: usize = 8 + 32 + 12 + 4;
 
 /// The cached table's file for the `tokenizer.json` of SHA-256 `sha`.
 fn table_path(cache: &Path, sha: &[u8; 32]) -> std::path::PathBuf {
-    let hex: String = sha[..8].iter().map(|b| format!("{b:02x}")).collect();
-    cache.join(format!("tokenizer-{hex}.bin"))
+    cache.join(format!("tokenizer-{}.bin", super::hex(&sha[..8])))
 }
 
 /// The tokenizer of the cached table at `file`, if it is whole and was
