@@ -173,6 +173,13 @@ impl Item {
 /// `enter` decides which directories are listed (a directory not entered
 /// is still returned, with `entered` false). Nothing is followed but the
 /// root; callers pick what they need (`depth >= 2`, files only, …).
+///
+/// Each level's directories are stat'ed, listed and their subdirectories
+/// offered to `enter` in parallel; only the bind-mount check (which
+/// directory was reached first) is serial, in level order, so the result
+/// does not depend on the thread count. The tree order is assembled from
+/// each directory's sorted listing, not sorted afterwards: on a library of
+/// 12,000 files the sort of whole paths was a third of the walk.
 pub fn entries(root: &Path, enter: impl Fn(&Dir) -> bool + Sync) -> Vec<Item> {
     let (kind, error) = match fs::metadata(root) {
         Ok(m) => (Kind::of(m.file_type()), None),
@@ -181,18 +188,25 @@ pub fn entries(root: &Path, enter: impl Fn(&Dir) -> bool + Sync) -> Vec<Item> {
     let entered = kind == Kind::Dir && error.is_none();
     let root_item = Item { rel: String::new(), path: root.to_path_buf(), depth: 0, kind, utf8: true, entered, error };
     let mut items = vec![root_item];
+    // For each item, where its children are in `items` (pushed together).
+    let mut kids: Vec<std::ops::Range<usize>> = vec![0..0];
     let mut seen = BTreeSet::new();
     let mut level: Vec<usize> = if entered { vec![0] } else { Vec::new() };
     while !level.is_empty() {
-        level.retain(|&i| {
-            let first = identity(&items[i].path).is_none_or(|id| seen.insert(id));
-            items[i].entered = first;
-            first
-        });
-        let listed: Vec<(usize, io::Result<Vec<Listed>>)> =
-            level.par_iter().map(|&i| (i, list(&items[i].path))).collect();
+        let listed: Vec<(usize, Option<(u64, u64)>, io::Result<Vec<Item>>)> = level
+            .par_iter()
+            .map(|&i| {
+                let dir = &items[i];
+                (i, identity(&dir.path), list(&dir.path).map(|found| children(dir, found, &enter)))
+            })
+            .collect();
         let mut next = Vec::new();
-        for (i, found) in listed {
+        for (i, id, found) in listed {
+            // A directory reached before (a bind mount) is not entered again.
+            if !id.is_none_or(|id| seen.insert(id)) {
+                items[i].entered = false;
+                continue;
+            }
             let found = match found {
                 Ok(found) => found,
                 Err(e) => {
@@ -200,24 +214,56 @@ pub fn entries(root: &Path, enter: impl Fn(&Dir) -> bool + Sync) -> Vec<Item> {
                     continue;
                 }
             };
-            let depth = items[i].depth + 1;
-            for f in found {
-                let (name, utf8, path) = match f.name {
-                    Ok(n) => (n.clone(), true, items[i].path.join(&n)),
-                    Err(raw) => (raw.to_string_lossy().into_owned(), false, items[i].path.join(&raw)),
-                };
-                let entered = f.kind == Kind::Dir && enter(&Dir { depth, name: &name, utf8, path: &path });
-                let rel = join(&items[i].rel, &name);
-                items.push(Item { rel, path, depth, kind: f.kind, utf8, entered, error: None });
-                if entered {
-                    next.push(items.len() - 1);
-                }
-            }
+            let first = items.len();
+            next.extend(found.iter().enumerate().filter(|(_, it)| it.entered).map(|(k, _)| first + k));
+            items.extend(found);
+            kids[i] = first..items.len();
+            kids.resize(items.len(), 0..0);
         }
         level = next;
     }
-    items.sort_by(|a, b| a.rel.split('/').cmp(b.rel.split('/')));
-    items
+    tree_order(items, &kids)
+}
+
+/// The items of one listed directory `dir`, in order of their names
+/// (component order; lossy for names that are not UTF-8), each
+/// subdirectory offered to `enter`.
+fn children(dir: &Item, found: Vec<Listed>, enter: &(impl Fn(&Dir) -> bool + Sync)) -> Vec<Item> {
+    let depth = dir.depth + 1;
+    let mut out: Vec<Item> = found
+        .into_iter()
+        .map(|f| {
+            let (name, utf8, path) = match f.name {
+                Ok(n) => {
+                    let path = dir.path.join(&n);
+                    (n, true, path)
+                }
+                Err(raw) => (raw.to_string_lossy().into_owned(), false, dir.path.join(&raw)),
+            };
+            let entered = f.kind == Kind::Dir && enter(&Dir { depth, name: &name, utf8, path: &path });
+            Item { rel: join(&dir.rel, &name), path, depth, kind: f.kind, utf8, entered, error: None }
+        })
+        .collect();
+    // `list` puts names that are not UTF-8 last; the tree order compares
+    // their lossy text (a stable sort, so equal texts keep listing order).
+    if out.iter().any(|it| !it.utf8) {
+        out.sort_by(|a, b| a.name().cmp(b.name()));
+    }
+    out
+}
+
+/// `items` depth first, each directory's children (`kids`) in their
+/// order right after it: the order of `rel` compared component by
+/// component.
+fn tree_order(items: Vec<Item>, kids: &[std::ops::Range<usize>]) -> Vec<Item> {
+    let mut order = Vec::with_capacity(items.len());
+    let mut stack = vec![0];
+    while let Some(i) = stack.pop() {
+        order.push(i);
+        stack.extend(kids[i].clone().rev());
+    }
+    let mut slots: Vec<Option<Item>> = items.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// Walks `root`. `enter(depth, name)` decides whether a directory found at

@@ -332,6 +332,11 @@ impl Engine {
         Ok(Engine { rules, by_id, set, pats, caution, mention_words, caution_after })
     }
 
+    /// Builds now what the first scan would build (see [`Set::warm`]).
+    pub fn warm(&self) {
+        self.set.warm();
+    }
+
     /// The core rules, compiled once per process (checked by the test
     /// suite, so each rule's regexes are compiled when first needed).
     pub fn core() -> Result<&'static Engine> {

@@ -480,7 +480,7 @@ impl Set {
         skip: &dyn Fn(usize, usize) -> bool,
     ) -> Vec<(usize, Vec<Candidate>)> {
         let mut per: Vec<Vec<Seen>> = vec![Vec::new(); self.patterns];
-        let by_rule = self.by_rule.get_or_init(|| ByRule::new(self).ok()).as_ref();
+        let by_rule = self.by_rule();
         let mut done = by_rule.and_then(|b| b.hits(self, hay, lines, skip, &mut per));
         if done.is_none() {
             per.iter_mut().for_each(Vec::clear);
@@ -530,6 +530,22 @@ impl Set {
             })
             .filter(|(_, c)| !c.is_empty())
             .collect()
+    }
+}
+
+impl Set {
+    /// The set read rule by rule, built the first time it is needed (by
+    /// [`Set::warm`] or the first scan).
+    fn by_rule(&self) -> Option<&ByRule> {
+        self.by_rule.get_or_init(|| ByRule::new(self).ok()).as_ref()
+    }
+
+    /// Builds now what the first scan would: the needed-strings search and
+    /// the rules that need none. A scan of many files calls it while it
+    /// walks them; otherwise the first file's thread builds it while the
+    /// others wait.
+    pub fn warm(&self) {
+        self.by_rule();
     }
 }
 

@@ -7,27 +7,33 @@ use crate::error::{Context, Error, Exit};
 use crate::guard::{self, policy::Policy, scan, target, Engine, Verdict};
 use crate::out::jsonl::{Format, Out};
 
-/// Scans `paths`; exit 1 when a verdict reaches `--fail-on` (never, with `never`).
+/// What `--fail-on` asks for: `None` for `never`; checked before the
+/// paths are walked.
+pub fn fail_on(f: &super::Flags) -> Result<Option<Verdict>, Error> {
+    match f.fail_on.as_deref().unwrap_or("dangerous") {
+        // `never`: a report for people (`just scan`), findings shown, exit 0.
+        "never" => Ok(None),
+        v => Verdict::parse(v)
+            .map(Some)
+            .map_err(|_| Error::usage(format!("unknown --fail-on '{v}' (expected caution, dangerous or never)"))),
+    }
+}
+
+/// Scans the `found` targets of the command line's paths (an error record
+/// for each path that could not be walked); exit 1 when a verdict reaches
+/// `fail_on`.
 pub fn run(
     f: &super::Flags,
     engine: &Engine,
-    paths: &[&str],
+    found: Vec<Result<target::Target, target::PathError>>,
+    fail_on: Option<Verdict>,
     policy: Option<&Policy>,
     now: Timestamp,
     out: &mut Out,
 ) -> Result<(), Error> {
     let format_flag = f.format.as_deref();
-    // `never`: a report for people (`just scan`), findings shown, exit 0.
-    let fail_on = match f.fail_on.as_deref().unwrap_or("dangerous") {
-        "never" => None,
-        v => Some(
-            Verdict::parse(v)
-                .map_err(|_| Error::usage(format!("unknown --fail-on '{v}' (expected caution, dangerous or never)")))?,
-        ),
-    };
-    let paths: Vec<String> = paths.iter().map(|s| s.to_string()).collect();
     let mut targets = Vec::new();
-    for t in target::collect(&paths) {
+    for t in found {
         match t {
             Ok(t) => targets.push(t),
             Err(e) => out.error_about(&format!("{}: {}", e.path, e.message), &e.about())?,
