@@ -189,11 +189,11 @@ pub fn entries(root: &Path, enter: impl Fn(&Dir) -> bool + Sync) -> Vec<Item> {
     let root_item = Item { rel: String::new(), path: root.to_path_buf(), depth: 0, kind, utf8: true, entered, error };
     let mut items = vec![root_item];
     // For each item, where its children are in `items` (pushed together).
-    let mut kids: Vec<std::ops::Range<usize>> = vec![0..0];
+    let mut kids: Vec<std::ops::Range<usize>> = std::iter::once(0..0).collect();
     let mut seen = BTreeSet::new();
     let mut level: Vec<usize> = if entered { vec![0] } else { Vec::new() };
     while !level.is_empty() {
-        let listed: Vec<(usize, Option<(u64, u64)>, io::Result<Vec<Item>>)> = level
+        let listed: Vec<Listing> = level
             .par_iter()
             .map(|&i| {
                 let dir = &items[i];
@@ -224,6 +224,9 @@ pub fn entries(root: &Path, enter: impl Fn(&Dir) -> bool + Sync) -> Vec<Item> {
     }
     tree_order(items, &kids)
 }
+
+/// A directory of one level: its index, its identity and its children.
+type Listing = (usize, Option<(u64, u64)>, io::Result<Vec<Item>>);
 
 /// The items of one listed directory `dir`, in order of their names
 /// (component order; lossy for names that are not UTF-8), each
@@ -369,6 +372,41 @@ mod tests {
         assert_eq!((file.len(), file[0].kind, file[0].entered), (1, Kind::File, false));
         let w = walk(&root.join("top.md"), |_, _| true);
         assert!(matches!(w.skipped[0].why, Why::Unreadable(_)) && w.dirs.is_empty(), "{w:?}");
+    }
+
+    /// The order assembled from each listing is the order of the paths
+    /// compared component by component, whatever the names: ones that sort
+    /// around `/` (`a-b`, `a.b`, `a b`), upper case, non-ASCII, and a name
+    /// that is not UTF-8 (compared by its lossy text).
+    #[test]
+    fn tree_order_is_component_order_for_any_names() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        let names = ["a", "a-b", "a.b", "a b", "ab", "A", "é", "z0", "_", "~"];
+        for x in names {
+            for y in names {
+                fs::create_dir_all(root.join(x).join(y)).unwrap();
+                fs::write(root.join(x).join(y).join("f.md"), "x").unwrap();
+                fs::write(root.join(x).join(format!("{y}.md")), "x").unwrap();
+            }
+        }
+        fs::write(root.join("a").join(std::ffi::OsStr::from_bytes(b"\xff-x")), "x").unwrap();
+        fs::write(root.join("a").join(std::ffi::OsStr::from_bytes(b"\xfe-x")), "x").unwrap();
+        let items = entries(&root, |d| d.name != "a b" || d.depth != 2);
+        let mut sorted: Vec<&str> = items.iter().map(|i| i.rel.as_str()).collect();
+        sorted.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+        let got: Vec<&str> = items.iter().map(|i| i.rel.as_str()).collect();
+        assert_eq!(got, sorted);
+        assert_eq!(got.len(), 1 + 10 + 10 * 20 + 9 * 10 + 2);
+        let raw: Vec<&Path> = items.iter().filter(|i| !i.utf8).map(|i| i.path.as_path()).collect();
+        assert_eq!(
+            raw,
+            [
+                root.join("a").join(std::ffi::OsStr::from_bytes(b"\xfe-x")),
+                root.join("a").join(std::ffi::OsStr::from_bytes(b"\xff-x"))
+            ]
+        );
     }
 
     #[test]

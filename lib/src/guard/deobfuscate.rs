@@ -1090,14 +1090,9 @@ mod tests {
             "/",
             "\t",
         ];
-        let mut state = 11u64;
+        let mut lines = crate::guard::pieces::Pieces::new(11, &pieces);
         for _ in 0..20000 {
-            let mut line = String::new();
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            for _ in 0..(state >> 60) + 1 {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                line.push_str(pieces[(state >> 33) as usize % pieces.len()]);
-            }
+            let line = lines.line(16);
             assert_eq!(unquote(&line), reference::unquote(&line), "unquote {line:?}");
             assert_eq!(concat(&line), reference::concat(&line), "concat {line:?}");
             assert_eq!(windows_paths(&line), reference::windows_paths(&line), "windows_paths {line:?}");

@@ -15,6 +15,8 @@ pub mod literal;
 pub mod mention;
 pub mod normalise;
 pub mod pattern;
+#[cfg(test)]
+mod pieces;
 pub mod policy;
 pub mod rules;
 pub mod sanitize;

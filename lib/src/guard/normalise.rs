@@ -625,14 +625,9 @@ mod tests {
             "x\u{338}",
             "≠",
         ];
-        let mut state = 7u64;
+        let mut lines = crate::guard::pieces::Pieces::new(7, &pieces);
         for _ in 0..4000 {
-            let mut line = String::new();
-            for _ in 0..(state % 9) {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                line.push_str(pieces[(state >> 33) as usize % pieces.len()]);
-            }
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let line = lines.line(8);
             let whole: String = line.nfkc().collect();
             assert_eq!(nfkc(&line), whole, "{line:?}");
         }
