@@ -55,11 +55,20 @@ pub fn run(
             out.text(&scan::table(&results))?
         }
         _ => {
-            for r in &results {
-                r.findings.iter().try_for_each(|x| out.record(x))?;
-                out.record(&r.verdict)?;
-            }
+            let records: Vec<Line> = results
+                .iter()
+                .flat_map(|r| r.findings.iter().map(Line::Finding).chain([Line::Verdict(&r.verdict)]))
+                .collect();
+            out.records(&records)?;
         }
     }
     Ok(())
+}
+
+/// One line of a scan's output: each target's findings, then its verdict.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Line<'a> {
+    Finding(&'a guard::finding::Finding),
+    Verdict(&'a guard::verdict::Record),
 }
