@@ -246,13 +246,6 @@ const SEARCHED_LEN: usize = 8;
 /// Most strings searched with a DFA.
 const MAX_DFA_STRINGS: usize = 4096;
 
-/// One string found: where it starts, and which.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Hit {
-    start: usize,
-    string: usize,
-}
-
 /// Pieces a text is cut into and searched side by side.
 const STREAMS: usize = 4;
 
@@ -300,69 +293,105 @@ impl Finder {
         Ok(Some(Finder { strings, owners, all_groups }))
     }
 
-    /// Every string found in `hay`, overlapping ones too, in text order
-    /// of their ends (at one end, in the automaton's order).
-    fn hits(&self, hay: &[u8]) -> Vec<Hit> {
-        match &self.strings {
-            Strings::Dfa(a) => hits(a, hay),
-            Strings::Nfa(a) => hits(a, hay),
-        }
-    }
-
     /// Calls `f(start, end, rules)` for each line of `hay` (its span
     /// without the newline) that holds a string of each group of some
     /// rules, in text order, with those rules.
     pub fn each_line(&self, hay: &[u8], mut f: impl FnMut(usize, usize, &[usize])) {
-        let mut found = vec![0u8; self.all_groups.len()];
-        let (mut touched, mut complete) = (Vec::new(), Vec::new());
-        let (mut line_start, mut line_end) = (0, 0);
-        let mut first = true;
-        let mut hits = self.hits(hay).into_iter();
-        loop {
-            let m = hits.next();
-            // Strings come by their end, and none holds a newline: a
-            // string past the line's end starts the next line.
-            if m.is_none_or(|m| first || m.start >= line_end) {
-                if !complete.is_empty() {
-                    f(line_start, line_end, &complete);
-                    complete.clear();
-                }
-                for r in touched.drain(..) {
-                    found[r] = 0;
-                }
-                let Some(m) = m else { return };
-                first = false;
-                line_start = memchr::memrchr(b'\n', &hay[..m.start]).map_or(0, |i| i + 1);
-                line_end = memchr::memchr(b'\n', &hay[m.start..]).map_or(hay.len(), |i| m.start + i);
+        let mut pieces: [Lines; STREAMS] = std::array::from_fn(|_| Lines::new(self));
+        self.search(hay, |k, start, string| pieces[k].hit(hay, start, string));
+        for lines in &mut pieces {
+            lines.close();
+            let mut from = 0;
+            for &(start, end, to) in &lines.flagged {
+                f(start, end, &lines.rules[from..to]);
+                from = to;
             }
-            let Some(m) = m else { return };
-            for &(rule, g) in &self.owners[m.string] {
-                let had = found[rule];
-                if had == 0 {
-                    touched.push(rule);
-                }
-                found[rule] |= 1 << g;
-                if had != self.all_groups[rule] && found[rule] == self.all_groups[rule] {
-                    complete.push(rule);
-                }
-            }
+        }
+    }
+
+    /// Calls `on(piece, start, string)` for every string found in `hay`,
+    /// overlapping ones too; each piece's (see [`search`]) in text order
+    /// of their ends (at one end, in the automaton's order).
+    fn search(&self, hay: &[u8], on: impl FnMut(usize, usize, usize)) {
+        match &self.strings {
+            Strings::Dfa(a) => search(a, hay, on),
+            Strings::Nfa(a) => search(a, hay, on),
         }
     }
 }
 
-/// Every string `aut` finds in `hay` (see [`Finder::hits`]). A text of
+/// The lines of one piece of a text that the rules can match on, found
+/// string by string as the search goes (no list of every string found: on
+/// a line of near matches that list was most of the search's memory).
+struct Lines<'f> {
+    finder: &'f Finder,
+    /// For each rule, the groups found on the current line.
+    found: Vec<u8>,
+    /// The rules with a group found on the current line.
+    touched: Vec<usize>,
+    /// The rules with every group found on the current line.
+    complete: Vec<usize>,
+    /// The current line's span, once a string is found.
+    line: Option<(usize, usize)>,
+    /// Each line found: its span and the end of its rules in `rules`.
+    flagged: Vec<(usize, usize, usize)>,
+    rules: Vec<usize>,
+}
+
+impl<'f> Lines<'f> {
+    fn new(finder: &'f Finder) -> Lines<'f> {
+        let found = vec![0; finder.all_groups.len()];
+        let (touched, complete, flagged, rules) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        Lines { finder, found, touched, complete, line: None, flagged, rules }
+    }
+
+    /// String `string` found at `start`: strings come by their end, and
+    /// none holds a newline, so one that starts past the line's end
+    /// starts the next line.
+    fn hit(&mut self, hay: &[u8], start: usize, string: usize) {
+        if self.line.is_none_or(|(_, end)| start >= end) {
+            self.close();
+            let line_start = memchr::memrchr(b'\n', &hay[..start]).map_or(0, |i| i + 1);
+            let line_end = memchr::memchr(b'\n', &hay[start..]).map_or(hay.len(), |i| start + i);
+            self.line = Some((line_start, line_end));
+        }
+        let all = &self.finder.all_groups;
+        for &(rule, g) in &self.finder.owners[string] {
+            let had = self.found[rule];
+            if had == 0 {
+                self.touched.push(rule);
+            }
+            self.found[rule] |= 1 << g;
+            if had != all[rule] && self.found[rule] == all[rule] {
+                self.complete.push(rule);
+            }
+        }
+    }
+
+    /// Ends the current line: kept if a rule can match on it.
+    fn close(&mut self) {
+        if let (Some((start, end)), false) = (self.line, self.complete.is_empty()) {
+            self.rules.append(&mut self.complete);
+            self.flagged.push((start, end, self.rules.len()));
+        }
+        for r in self.touched.drain(..) {
+            self.found[r] = 0;
+        }
+    }
+}
+
+/// Every string `aut` finds in `hay` (see [`Finder::search`]). A text of
 /// [`STREAM_MIN`] bytes or more is cut after newlines into [`STREAMS`]
 /// pieces whose searches step together, a byte of each per round: one
 /// search waits on each state's load from the automaton's table (too big
 /// for the nearest cache), four searches overlap their waits. No string
 /// holds a newline, so none spans two pieces. On a 25 MB library the
 /// search took 60 ms instead of 88.
-fn hits<A: Automaton>(aut: &A, hay: &[u8]) -> Vec<Hit> {
-    let Ok(start) = aut.start_state(Anchored::No) else { return Vec::new() };
-    let mut out = Vec::new();
+fn search<A: Automaton>(aut: &A, hay: &[u8], mut on: impl FnMut(usize, usize, usize)) {
+    let Ok(start) = aut.start_state(Anchored::No) else { return };
     if hay.len() < STREAM_MIN {
-        walk(aut, start, hay, 0, &mut out);
-        return out;
+        walk(aut, start, hay, 0, &mut |at, string| on(0, at, string));
+        return;
     }
     let cut = |at: usize| memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
     let mut bounds = [0; STREAMS + 1];
@@ -373,7 +402,6 @@ fn hits<A: Automaton>(aut: &A, hay: &[u8]) -> Vec<Hit> {
     let piece = |k: usize| &hay[bounds[k]..bounds[k + 1]];
     let (p0, p1, p2, p3) = (piece(0), piece(1), piece(2), piece(3));
     let common = p0.len().min(p1.len()).min(p2.len()).min(p3.len());
-    let mut found: [Vec<Hit>; STREAMS] = Default::default();
     let (mut s0, mut s1, mut s2, mut s3) = (start, start, start, start);
     for i in 0..common {
         s0 = aut.next_state(Anchored::No, s0, p0[i]);
@@ -382,37 +410,34 @@ fn hits<A: Automaton>(aut: &A, hay: &[u8]) -> Vec<Hit> {
         s3 = aut.next_state(Anchored::No, s3, p3[i]);
         if aut.is_special(s0) | aut.is_special(s1) | aut.is_special(s2) | aut.is_special(s3) {
             for (k, s) in [s0, s1, s2, s3].into_iter().enumerate() {
-                record(aut, s, bounds[k] + i + 1, &mut found[k]);
+                record(aut, s, bounds[k] + i + 1, &mut |at, string| on(k, at, string));
             }
         }
     }
     for (k, s) in [s0, s1, s2, s3].into_iter().enumerate() {
-        walk(aut, s, &piece(k)[common..], bounds[k] + common, &mut found[k]);
+        walk(aut, s, &piece(k)[common..], bounds[k] + common, &mut |at, string| on(k, at, string));
     }
-    out.reserve(found.iter().map(Vec::len).sum());
-    found.into_iter().for_each(|f| out.extend(f));
-    out
 }
 
 /// Goes on from state `sid` over `hay` (which starts at offset `base`),
-/// recording each string found.
-fn walk<A: Automaton>(aut: &A, mut sid: StateID, hay: &[u8], base: usize, out: &mut Vec<Hit>) {
+/// calling `on(start, string)` for each string found.
+fn walk<A: Automaton>(aut: &A, mut sid: StateID, hay: &[u8], base: usize, on: &mut impl FnMut(usize, usize)) {
     for (i, &b) in hay.iter().enumerate() {
         sid = aut.next_state(Anchored::No, sid, b);
         if aut.is_special(sid) {
-            record(aut, sid, base + i + 1, out);
+            record(aut, sid, base + i + 1, on);
         }
     }
 }
 
 /// The strings that end at `end` when the search is in state `sid`.
-fn record<A: Automaton>(aut: &A, sid: StateID, end: usize, out: &mut Vec<Hit>) {
+fn record<A: Automaton>(aut: &A, sid: StateID, end: usize, on: &mut impl FnMut(usize, usize)) {
     if !aut.is_match(sid) {
         return;
     }
     for i in 0..aut.match_len(sid) {
         let p = aut.match_pattern(sid, i);
-        out.push(Hit { start: end - aut.pattern_len(p), string: p.as_usize() });
+        on(end - aut.pattern_len(p), p.as_usize());
     }
 }
 
@@ -479,12 +504,57 @@ mod tests {
                 loop {
                     reference.find_overlapping(Input::new(text), &mut state);
                     let Some(m) = state.get_match() else { break };
-                    want.push(Hit { start: m.start(), string: m.pattern().as_usize() });
+                    want.push((m.start(), m.pattern().as_usize()));
                 }
-                assert_eq!(finder.hits(text.as_bytes()), want, "{} bytes", text.len());
+                let mut pieces: [Vec<(usize, usize)>; STREAMS] = Default::default();
+                finder.search(text.as_bytes(), |k, start, string| pieces[k].push((start, string)));
+                assert_eq!(pieces.concat(), want, "{} bytes", text.len());
+                if text.len() >= STREAM_MIN && text.matches('\n').count() > 100 {
+                    assert!(pieces.iter().all(|p| !p.is_empty()), "a long text is searched in four pieces");
+                }
             }
             assert!(texts.iter().any(|t| t.len() >= STREAM_MIN * 2 && t.matches('\n').count() > 100));
         }
+    }
+
+    /// The lines found are exactly those holding a string of each group
+    /// of a rule (ASCII case ignored), each with those rules, in text
+    /// order: checked line by line against plain substring tests.
+    #[test]
+    fn each_line_names_the_lines_and_the_rules_that_can_match_there() {
+        let words = ["curl", "sh", "-", "env", "key", "\\x", "`", "memory/", "é", "|"];
+        let rules: Vec<Vec<Group>> = (0..words.len())
+            .map(|i| {
+                let w = |k: usize| words[(i + k) % words.len()].as_bytes().to_vec();
+                vec![vec![w(0)], vec![w(1), w(2)]]
+            })
+            .collect();
+        let finder = Finder::new(rules.clone()).unwrap().unwrap();
+        let pieces = ["curl", "CuRl", "sh", "-", "\n", "\n", "env", " ", "KEY", "\\x", "`", "é", "memory/", "|", "x"];
+        let mut lines = crate::guard::pieces::Pieces::new(5, &pieces);
+        let mut texts: Vec<String> = (0..300).map(|_| lines.line(30)).collect();
+        texts.extend((0..10).map(|_| (0..1500).map(|_| lines.line(8)).collect::<String>()));
+        for text in &texts {
+            let mut got = Vec::new();
+            finder.each_line(text.as_bytes(), |start, end, found| {
+                let mut found = found.to_vec();
+                found.sort_unstable();
+                got.push((start, end, found));
+            });
+            let mut want = Vec::new();
+            let mut start = 0;
+            for line in text.split('\n') {
+                let lower = line.to_ascii_lowercase();
+                let holds = |g: &Group| g.iter().any(|s| lower.contains(std::str::from_utf8(s).unwrap()));
+                let found: Vec<usize> = (0..rules.len()).filter(|&r| rules[r].iter().all(holds)).collect();
+                if !found.is_empty() {
+                    want.push((start, start + line.len(), found));
+                }
+                start += line.len() + 1;
+            }
+            assert_eq!(got, want, "{text:?}");
+        }
+        assert!(texts.iter().any(|t| t.len() >= STREAM_MIN));
     }
 
     #[test]
