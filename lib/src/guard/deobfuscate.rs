@@ -71,7 +71,7 @@ pub fn view(text: &str, markdown: bool) -> Vec<(usize, String)> {
     // A line ending in an unescaped backslash goes on into the next: the
     // shell runs the joined line (`curl … \` + `| sh`).
     let mut joined: Option<(usize, String)> = None;
-    for (i, physical) in text.split('\n').enumerate() {
+    for (i, physical) in super::finding::lines(text).enumerate() {
         let body = physical.trim_end_matches([' ', '\t', '\r']);
         let continued = body.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 1;
         if continued {

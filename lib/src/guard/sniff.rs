@@ -30,7 +30,7 @@ pub fn sniff(bytes: &[u8]) -> Kind {
     }
     let head = &bytes[..bytes.len().min(8192)];
     let utf16_bom = head.starts_with(&[0xFF, 0xFE]) || head.starts_with(&[0xFE, 0xFF]);
-    if !utf16_bom && head.contains(&0) && !mostly_utf16(head) {
+    if !utf16_bom && memchr::memchr(0, head).is_some() && !mostly_utf16(head) {
         return Kind::Data;
     }
     Kind::Text
