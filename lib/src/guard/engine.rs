@@ -7,6 +7,8 @@
 //! reported; the rest are counted.
 
 use std::collections::HashMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -82,6 +84,8 @@ struct Hit {
     finding: Finding,
     end: usize,
     rank: Severity,
+    /// The rule's index in the engine (its finding names it by id).
+    rule: usize,
 }
 
 /// Keeps one finding per match: of findings on one line whose matched
@@ -219,7 +223,9 @@ impl Compiled {
 /// The compiled rule set; build once, share across threads.
 pub struct Engine {
     rules: Vec<Rule>,
-    by_id: HashMap<String, usize>,
+    /// Each rule's index by id (looked up for every finding: a fast
+    /// hash, not the standard one).
+    by_id: FxHashMap<String, usize>,
     set: Set,
     pats: Vec<Compiled>,
     caution: Regex,
@@ -283,7 +289,7 @@ impl Engine {
     }
 
     fn build(rules: Vec<Rule>, eager: bool) -> Result<Engine> {
-        let mut by_id = HashMap::new();
+        let mut by_id = FxHashMap::default();
         let mut hirs = Vec::new();
         let mut with_pattern = Vec::new();
         // Patterns parse in parallel (a fixed cost of every scan); the
@@ -609,23 +615,19 @@ impl Engine {
             let mut vhits = Vec::new();
             let scan: LineMap = (&line_of, &known);
             self.match_rules(path, (vhay, &vlines), &vids, scan, &ctx, &|_| true, &mut vhits, &mut Vec::new(), out);
-            let mut seen: std::collections::HashSet<(usize, String)> =
-                hits.iter().map(|h: &Hit| (h.finding.line, h.finding.rule.clone())).collect();
+            // (line, rule) pairs found, rules by index: no id copied or
+            // hashed per finding (a line of near matches has thousands).
+            let mut seen: FxHashSet<(usize, usize)> = hits.iter().map(|h: &Hit| (h.finding.line, h.rule)).collect();
             if once {
                 // A reading that runs on into the next row also holds what
                 // that row says alone: a rule found at the next row is
                 // that row's finding, not this one's.
-                let found: std::collections::HashSet<(usize, String)> = seen
-                    .iter()
-                    .cloned()
-                    .chain(vhits.iter().map(|h| (h.finding.line, h.finding.rule.clone())))
-                    .collect();
-                vhits.retain(|h| {
-                    tables.next_row(h.finding.line).is_none_or(|n| !found.contains(&(n, h.finding.rule.clone())))
-                });
+                let found: FxHashSet<(usize, usize)> =
+                    seen.iter().copied().chain(vhits.iter().map(|h| (h.finding.line, h.rule))).collect();
+                vhits.retain(|h| tables.next_row(h.finding.line).is_none_or(|n| !found.contains(&(n, h.rule))));
             }
             hits.extend(vhits.into_iter().filter(|h| {
-                let key = (h.finding.line, h.finding.rule.clone());
+                let key = (h.finding.line, h.rule);
                 !seen.contains(&key) && (!once || seen.insert(key))
             }));
         }
@@ -700,7 +702,7 @@ impl Engine {
                 f.severity = severity;
                 f.lowered = lowered.filter(|l| l.from != severity);
                 f.normalised = changed(line);
-                hits.push(Hit { end: column + matched.chars().count(), rank: rule.severity, finding: f });
+                hits.push(Hit { end: column + matched.chars().count(), rank: rule.severity, rule: c.rule, finding: f });
             }
         }
     }
@@ -909,7 +911,7 @@ impl Engine {
         }
         let reverse = OnceLock::new();
         Ok(Engine {
-            by_id: HashMap::from([(rule.id.clone(), 0)]),
+            by_id: FxHashMap::from_iter([(rule.id.clone(), 0)]),
             rules: vec![rule],
             set: Set::new(std::slice::from_ref(&c.hir))?,
             pats: vec![Compiled { rule: 0, regexes, hir: c.hir.clone(), reverse }],
