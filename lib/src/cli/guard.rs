@@ -81,25 +81,12 @@ pub fn run(a: Args) -> Result<Exit, Error> {
         }
         _ => {}
     }
-    let scan_paths: Option<Vec<String>> = match words.as_slice() {
-        ["scan", paths @ ..] if !paths.is_empty() => Some(paths.iter().map(|s| s.to_string()).collect()),
+    let scan_paths = match words.as_slice() {
+        ["scan", paths @ ..] if !paths.is_empty() => Some(paths),
         _ => None,
     };
-    let fail_on = scan_paths.as_ref().map(|_| scan::fail_on(&f)).transpose()?;
-    // A scan walks its paths while the engine compiles: the walk is
-    // mostly system calls on one core, the compile mostly work for the
-    // other (together a fifth of a 12,000-file library's scan, one after
-    // the other).
-    let (engine, targets) = rayon::join(
-        || {
-            let loaded = guard::load_engine(root);
-            if let (Ok((engine, _)), Some(_)) = (&loaded, &scan_paths) {
-                engine.warm();
-            }
-            loaded
-        },
-        || scan_paths.as_deref().map(guard::target::collect),
-    );
+    let fail_on = scan_paths.map(|_| scan::fail_on(&f)).transpose()?;
+    let (engine, targets) = guard::load_for_scan(root, scan_paths);
     let (engine, errors) = engine?;
     // The engine lives as long as the process: freeing its automata's
     // states (tens of MB after a long scan) just before exit is work the
@@ -115,28 +102,7 @@ pub fn run(a: Args) -> Result<Exit, Error> {
             let targets = targets.unwrap_or_default();
             scan::run(&f, engine, targets, fail_on.flatten(), policy.as_ref(), now, &mut out)?;
         }
-        ["rules", "list"] => {
-            let rules = engine.rules();
-            if f.format.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
-                let rows: Vec<Vec<String>> = rules
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.id.clone(),
-                            r.category.clone(),
-                            r.severity.to_string(),
-                            r.source.clone(),
-                            r.description.clone(),
-                        ]
-                    })
-                    .collect();
-                out.text(&jsonl::table(&["ID", "CATEGORY", "SEVERITY", "SOURCE", "DESCRIPTION"], &rows))?;
-            } else {
-                for r in rules {
-                    out.record(&guard::rules::Listed::from(r))?;
-                }
-            }
-        }
+        ["rules", "list"] => rules::list(&f, engine, &mut out)?,
         ["filter"] => {
             let lines =
                 jsonl::read_objects(std::io::stdin().lock()).map(|(n, o)| (n, o.map_err(|e| e.message))).collect();

@@ -104,8 +104,11 @@ impl PathError {
     }
 }
 
+/// A command-line path's target, or why it could not be scanned.
+pub type Found = Result<Target, PathError>;
+
 /// Turns the command-line paths into targets, in order.
-pub fn collect(paths: &[String]) -> Vec<Result<Target, PathError>> {
+pub fn collect(paths: &[String]) -> Vec<Found> {
     let mut out = Vec::new();
     for p in paths {
         if p == "-" {

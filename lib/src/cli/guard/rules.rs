@@ -1,6 +1,6 @@
-//! `kb-guard rules propose|validate|review|integrate|status`: the words and
-//! flags kb-guard parsed turned into one step of the evolve loop
-//! (`kb::evolve`).
+//! `kb-guard rules list`, and `kb-guard rules
+//! propose|validate|review|integrate|status`: the words and flags kb-guard
+//! parsed turned into one step of the evolve loop (`kb::evolve`).
 
 use std::fs::File;
 use std::io::BufReader;
@@ -16,6 +16,22 @@ use crate::evolve::{integrate, propose, review, status, validate, Lines, Rec};
 use crate::library::Library;
 use crate::lock;
 use crate::out::jsonl::{self, Format};
+
+/// `rules list`: the rules in force, as records or a table.
+pub fn list(f: &Flags, engine: &crate::guard::Engine, out: &mut jsonl::Out) -> Result<()> {
+    let rules = engine.rules();
+    if f.format.as_deref().map_or(Ok(Format::default_for_stdout()), Format::parse)? == Format::Table {
+        let rows: Vec<Vec<String>> = rules
+            .iter()
+            .map(|r| {
+                let severity = r.severity.to_string();
+                vec![r.id.clone(), r.category.clone(), severity, r.source.clone(), r.description.clone()]
+            })
+            .collect();
+        return out.text(&jsonl::table(&["ID", "CATEGORY", "SEVERITY", "SOURCE", "DESCRIPTION"], &rows));
+    }
+    rules.iter().try_for_each(|r| out.record(&crate::guard::rules::Listed::from(r)))
+}
 
 fn read_lines(path: Option<&str>) -> Result<Lines> {
     let parse =

@@ -25,7 +25,7 @@ pub fn fail_on(f: &super::Flags) -> Result<Option<Verdict>, Error> {
 pub fn run(
     f: &super::Flags,
     engine: &Engine,
-    found: Vec<Result<target::Target, target::PathError>>,
+    found: Vec<target::Found>,
     fail_on: Option<Verdict>,
     policy: Option<&Policy>,
     now: Timestamp,
