@@ -246,8 +246,10 @@ const SEARCHED_LEN: usize = 8;
 /// Most strings searched with a DFA.
 const MAX_DFA_STRINGS: usize = 4096;
 
-/// Pieces a text is cut into and searched side by side.
+/// Pieces a text is cut into and searched side by side ([`search`]
+/// steps four states by name, so that they stay in registers).
 const STREAMS: usize = 4;
+const _: () = assert!(STREAMS == 4);
 
 /// Shortest text cut into pieces: each piece's search has its own start.
 const STREAM_MIN: usize = 4096;
@@ -325,7 +327,8 @@ impl Finder {
 /// a line of near matches that list was most of the search's memory).
 struct Lines<'f> {
     finder: &'f Finder,
-    /// For each rule, the groups found on the current line.
+    /// For each rule, the groups found on the current line (allocated
+    /// at the piece's first string: a short text has one piece).
     found: Vec<u8>,
     /// The rules with a group found on the current line.
     touched: Vec<usize>,
@@ -340,8 +343,7 @@ struct Lines<'f> {
 
 impl<'f> Lines<'f> {
     fn new(finder: &'f Finder) -> Lines<'f> {
-        let found = vec![0; finder.all_groups.len()];
-        let (touched, complete, flagged, rules) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (found, touched, complete, flagged, rules) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         Lines { finder, found, touched, complete, line: None, flagged, rules }
     }
 
@@ -356,6 +358,9 @@ impl<'f> Lines<'f> {
             self.line = Some((line_start, line_end));
         }
         let all = &self.finder.all_groups;
+        if self.found.is_empty() {
+            self.found = vec![0; all.len()];
+        }
         for &(rule, g) in &self.finder.owners[string] {
             let had = self.found[rule];
             if had == 0 {
