@@ -254,6 +254,11 @@ const _: () = assert!(STREAMS == 4);
 /// Shortest text cut into pieces: each piece's search has its own start.
 const STREAM_MIN: usize = 4096;
 
+/// Match states each piece remembers having met on its current line
+/// (a power of two).
+const RECENT: usize = 64;
+const _: () = assert!(RECENT.is_power_of_two());
+
 impl Finder {
     /// The finder of rules whose groups are `needs` (at most 8 each; a
     /// rule with none is never reported); `None` when no rule needs a
@@ -298,9 +303,16 @@ impl Finder {
     /// Calls `f(start, end, rules)` for each line of `hay` (its span
     /// without the newline) that holds a string of each group of some
     /// rules, in text order, with those rules.
-    pub fn each_line(&self, hay: &[u8], mut f: impl FnMut(usize, usize, &[usize])) {
+    pub fn each_line(&self, hay: &[u8], f: impl FnMut(usize, usize, &[usize])) {
+        match &self.strings {
+            Strings::Dfa(a) => self.lines_with(a, hay, f),
+            Strings::Nfa(a) => self.lines_with(a, hay, f),
+        }
+    }
+
+    fn lines_with<A: Automaton>(&self, aut: &A, hay: &[u8], mut f: impl FnMut(usize, usize, &[usize])) {
         let mut pieces: [Lines; STREAMS] = std::array::from_fn(|_| Lines::new(self));
-        self.search(hay, |k, start, string| pieces[k].hit(hay, start, string));
+        search(aut, hay, |k, sid, end| pieces[k].state(aut, hay, sid, end));
         for lines in &mut pieces {
             lines.close();
             let mut from = 0;
@@ -314,10 +326,11 @@ impl Finder {
     /// Calls `on(piece, start, string)` for every string found in `hay`,
     /// overlapping ones too; each piece's (see [`search`]) in text order
     /// of their ends (at one end, in the automaton's order).
-    fn search(&self, hay: &[u8], on: impl FnMut(usize, usize, usize)) {
+    #[cfg(test)]
+    fn search(&self, hay: &[u8], mut on: impl FnMut(usize, usize, usize)) {
         match &self.strings {
-            Strings::Dfa(a) => search(a, hay, on),
-            Strings::Nfa(a) => search(a, hay, on),
+            Strings::Dfa(a) => search(a, hay, |k, sid, end| strings_at(a, sid, end, |start, s| on(k, start, s))),
+            Strings::Nfa(a) => search(a, hay, |k, sid, end| strings_at(a, sid, end, |start, s| on(k, start, s))),
         }
     }
 }
@@ -336,6 +349,9 @@ struct Lines<'f> {
     complete: Vec<usize>,
     /// The current line's span, once a string is found.
     line: Option<(usize, usize)>,
+    /// Match states met lately, each with the start of the line it was
+    /// met on (see [`Lines::state`]; allocated with `found`).
+    recent: Vec<(StateID, usize)>,
     /// Each line found: its span and the end of its rules in `rules`.
     flagged: Vec<(usize, usize, usize)>,
     rules: Vec<usize>,
@@ -344,7 +360,31 @@ struct Lines<'f> {
 impl<'f> Lines<'f> {
     fn new(finder: &'f Finder) -> Lines<'f> {
         let (found, touched, complete, flagged, rules) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        Lines { finder, found, touched, complete, line: None, flagged, rules }
+        Lines { finder, found, touched, complete, line: None, recent: Vec::new(), flagged, rules }
+    }
+
+    /// The search is in match state `sid` at `end`. The strings a state
+    /// matches are the same wherever it is met, so a state met again on
+    /// the same line adds nothing to the line and is passed over: a line
+    /// of near matches meets a few states thousands of times (on the
+    /// adversarial corpus their strings were a seventh of a scan). A
+    /// state forgotten (the table is small and keyed by a hash) is only
+    /// read again.
+    fn state<A: Automaton>(&mut self, aut: &A, hay: &[u8], sid: StateID, end: usize) {
+        if self.recent.is_empty() {
+            self.recent = vec![(StateID::ZERO, usize::MAX); RECENT];
+        }
+        // No string holds a newline: one ending by the current line's
+        // end lies on it.
+        let slot = (sid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - RECENT.trailing_zeros())) as usize;
+        match self.line {
+            Some((start, line_end)) if end <= line_end && self.recent[slot] == (sid, start) => return,
+            _ => {}
+        }
+        strings_at(aut, sid, end, |start, string| self.hit(hay, start, string));
+        if let Some((start, _)) = self.line {
+            self.recent[slot] = (sid, start);
+        }
     }
 
     /// String `string` found at `start`: strings come by their end, and
@@ -385,17 +425,18 @@ impl<'f> Lines<'f> {
     }
 }
 
-/// Every string `aut` finds in `hay` (see [`Finder::search`]). A text of
+/// Calls `on(piece, state, end)` at each match state the search of `hay`
+/// by `aut` meets, each piece's in text order. A text of
 /// [`STREAM_MIN`] bytes or more is cut after newlines into [`STREAMS`]
 /// pieces whose searches step together, a byte of each per round: one
 /// search waits on each state's load from the automaton's table (too big
 /// for the nearest cache), four searches overlap their waits. No string
 /// holds a newline, so none spans two pieces. On a 25 MB library the
 /// search took 60 ms instead of 88.
-fn search<A: Automaton>(aut: &A, hay: &[u8], mut on: impl FnMut(usize, usize, usize)) {
+fn search<A: Automaton>(aut: &A, hay: &[u8], mut on: impl FnMut(usize, StateID, usize)) {
     let Ok(start) = aut.start_state(Anchored::No) else { return };
     if hay.len() < STREAM_MIN {
-        walk(aut, start, hay, 0, &mut |at, string| on(0, at, string));
+        walk(aut, start, hay, 0, &mut |sid, end| on(0, sid, end));
         return;
     }
     let cut = |at: usize| memchr::memchr(b'\n', &hay[at..]).map_or(hay.len(), |i| at + i + 1);
@@ -415,18 +456,20 @@ fn search<A: Automaton>(aut: &A, hay: &[u8], mut on: impl FnMut(usize, usize, us
         s3 = aut.next_state(Anchored::No, s3, p3[i]);
         if aut.is_special(s0) | aut.is_special(s1) | aut.is_special(s2) | aut.is_special(s3) {
             for (k, s) in [s0, s1, s2, s3].into_iter().enumerate() {
-                record(aut, s, bounds[k] + i + 1, &mut |at, string| on(k, at, string));
+                if aut.is_special(s) {
+                    record(aut, s, bounds[k] + i + 1, &mut |sid, end| on(k, sid, end));
+                }
             }
         }
     }
     for (k, s) in [s0, s1, s2, s3].into_iter().enumerate() {
-        walk(aut, s, &piece(k)[common..], bounds[k] + common, &mut |at, string| on(k, at, string));
+        walk(aut, s, &piece(k)[common..], bounds[k] + common, &mut |sid, end| on(k, sid, end));
     }
 }
 
 /// Goes on from state `sid` over `hay` (which starts at offset `base`),
-/// calling `on(start, string)` for each string found.
-fn walk<A: Automaton>(aut: &A, mut sid: StateID, hay: &[u8], base: usize, on: &mut impl FnMut(usize, usize)) {
+/// calling `on(state, end)` at each match state.
+fn walk<A: Automaton>(aut: &A, mut sid: StateID, hay: &[u8], base: usize, on: &mut impl FnMut(StateID, usize)) {
     for (i, &b) in hay.iter().enumerate() {
         sid = aut.next_state(Anchored::No, sid, b);
         if aut.is_special(sid) {
@@ -435,15 +478,20 @@ fn walk<A: Automaton>(aut: &A, mut sid: StateID, hay: &[u8], base: usize, on: &m
     }
 }
 
-/// The strings that end at `end` when the search is in state `sid`.
+/// Calls `on(sid, end)` when `sid` (met at `end`) is a match state.
 /// Never inlined: the search's loop stays small enough to keep its four
 /// states in registers (inlined with the line bookkeeping, a library scan
 /// took 10 % more CPU).
 #[inline(never)]
-fn record<A: Automaton>(aut: &A, sid: StateID, end: usize, on: &mut impl FnMut(usize, usize)) {
-    if !aut.is_match(sid) {
-        return;
+fn record<A: Automaton>(aut: &A, sid: StateID, end: usize, on: &mut impl FnMut(StateID, usize)) {
+    if aut.is_match(sid) {
+        on(sid, end);
     }
+}
+
+/// Calls `on(start, string)` for each string match state `sid` holds at
+/// `end`.
+fn strings_at<A: Automaton>(aut: &A, sid: StateID, end: usize, mut on: impl FnMut(usize, usize)) {
     for i in 0..aut.match_len(sid) {
         let p = aut.match_pattern(sid, i);
         on(end - aut.pattern_len(p), p.as_usize());
