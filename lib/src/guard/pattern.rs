@@ -263,8 +263,10 @@ type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + std::panic::R
 pub struct Set {
     dfa: DFA,
     caches: CachePool,
-    /// The patterns, for [`ByRule`].
-    hirs: Vec<Hir>,
+    /// The search for the strings each rule needs ([`ByRule`]), built
+    /// beside the set: it is the biggest automaton of a scan's start-up
+    /// and depends on the patterns alone (`None`: it could not be built).
+    needed: Option<Needed>,
     /// The set read rule by rule on the lines each can match
     /// ([`Set::line_hits`]), built the first time it is needed.
     by_rule: std::sync::OnceLock<Option<ByRule>>,
@@ -286,6 +288,23 @@ pub struct Set {
     head_max: Vec<Option<usize>>,
 }
 
+/// The strings the rules need, and which rules need none.
+struct Needed {
+    /// `None`: no rule needs a string.
+    finder: Option<Finder>,
+    needs_none: Vec<bool>,
+}
+
+impl Needed {
+    fn of(hirs: &[Hir]) -> Option<Needed> {
+        use rayon::prelude::*;
+        let needs: Vec<Vec<literal::Group>> =
+            hirs.par_iter().map(|h| literal::selective(h, MIN_LITERAL, MAX_GROUPS)).collect();
+        let needs_none = needs.iter().map(Vec::is_empty).collect();
+        Finder::new(needs).ok().map(|finder| Needed { finder, needs_none })
+    }
+}
+
 /// Where one rule may match on one line: the 1-based line, and the byte
 /// span its search must cover (every match of the rule lies inside).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,6 +324,11 @@ impl Set {
     /// multiply DFA states; each rule's exact regex then confirms and
     /// locates its matches.
     pub fn new(hirs: &[Hir]) -> Result<Set> {
+        let (set, needed) = rayon::join(|| Set::of_forms(hirs), || Needed::of(hirs));
+        Ok(Set { needed, ..set? })
+    }
+
+    fn of_forms(hirs: &[Hir]) -> Result<Set> {
         use rayon::prelude::*;
         let forms: Vec<Forms> = hirs.par_iter().map(forms).collect();
         let head_max = forms.iter().map(|f| f.head.properties().maximum_len()).collect();
@@ -322,9 +346,9 @@ impl Set {
         }
         all.append(&mut tails);
         let (dfa, caches) = lazy(&all, None)?;
-        let (patterns, hirs) = (hirs.len(), hirs.to_vec());
+        let patterns = hirs.len();
         let (by_rule, fallback) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
-        Ok(Set { dfa, caches, hirs, by_rule, fallback, all, patterns, owner, has_tail, whole, head_max })
+        Ok(Set { dfa, caches, needed: None, by_rule, fallback, all, patterns, owner, has_tail, whole, head_max })
     }
 
     /// Which set ids match anywhere in `hay`, by the PikeVM: the answer
@@ -540,8 +564,9 @@ impl Set {
         self.by_rule.get_or_init(|| ByRule::new(self).ok()).as_ref()
     }
 
-    /// Builds now what the first scan would: the needed-strings search and
-    /// the rules that need none. A scan of many files calls it while it
+    /// Builds now what the first scan would: the automata of the rules
+    /// that need no string (the needed-strings search is built with the
+    /// set). A scan of many files calls it while it
     /// walks them; otherwise the first file's thread builds it while the
     /// others wait.
     pub fn warm(&self) {
@@ -581,7 +606,6 @@ const MAX_GROUPS: usize = 2;
 /// cannot match gets no candidate for it; every other line gets the same
 /// as from the whole set (a rule's matches do not depend on the others).
 struct ByRule {
-    finder: Option<Finder>,
     rest: Option<Rest>,
     /// Each rule's own automata, built on first use.
     alone: Vec<std::sync::OnceLock<Option<Alone>>>,
@@ -618,17 +642,12 @@ struct Rest {
 
 impl ByRule {
     fn new(set: &Set) -> Result<ByRule> {
-        use rayon::prelude::*;
-        let needs: Vec<Vec<literal::Group>> =
-            set.hirs.par_iter().map(|h| literal::selective(h, MIN_LITERAL, MAX_GROUPS)).collect();
+        let needed = set.needed.as_ref().ok_or_else(|| Error::msg("the rules' needed strings did not compile"))?;
         let mut tail = vec![None; set.patterns];
         for (k, &p) in set.owner.iter().enumerate() {
             tail[p] = Some(set.patterns + k);
         }
-        let rest_rules: Vec<usize> = (0..set.patterns).filter(|&p| needs[p].is_empty()).collect();
-        // The needed-strings automaton and the rest's two DFAs do not
-        // depend on one another: built side by side, they cost the first
-        // scan (every scan's fixed start-up) the slowest of them, not the sum.
+        let rest_rules: Vec<usize> = (0..set.patterns).filter(|&p| needed.needs_none[p]).collect();
         let rest = || -> Result<Option<Rest>> {
             if rest_rules.is_empty() {
                 return Ok(None);
@@ -647,10 +666,9 @@ impl ByRule {
             let (all, heads) = rayon::join(|| lazy(&hirs, None), || lazy(heads, prefixes));
             Ok(Some(Rest { set: all?, heads: heads?, ids }))
         };
-        let (finder, rest) = rayon::join(|| Finder::new(needs), rest);
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
         let together = std::sync::Mutex::new(HashMap::new());
-        Ok(ByRule { finder: finder?, rest: rest?, alone, tail, together })
+        Ok(ByRule { rest: rest()?, alone, tail, together })
     }
 
     /// Rule `p`'s own automata.
@@ -678,7 +696,7 @@ impl ByRule {
                 seen(&mut per[p], tail, (line, line_start), at);
             })?;
         }
-        let Some(finder) = &self.finder else { return Some(()) };
+        let Some(finder) = set.needed.as_ref().and_then(|n| n.finder.as_ref()) else { return Some(()) };
         let mut ok = true;
         finder.each_line(hay, |start, end, rules| {
             let (line, _, _) = lines.locate(start);
