@@ -329,9 +329,7 @@ impl Engine {
                 )
             },
         );
-        // A rule's own error names it, so it goes before the set's.
-        let (pats, set) = (pats?, set?);
-        let pats = (pats.into_iter().zip(with_pattern).zip(hirs))
+        let pats = (pats?.into_iter().zip(with_pattern).zip(hirs))
             .map(|((regexes, rule), hir)| Compiled { rule, regexes, hir, reverse: OnceLock::new() })
             .collect();
         let (caution, mention_words, caution_after) = (extra.0?, extra.1?, extra.2?);
@@ -892,8 +890,7 @@ impl Engine {
             .par_iter()
             .zip(pid_of.par_iter())
             .map(|(rule, pid)| match pid.map(|pid| self.alone(pid)) {
-                Some(Ok(alone)) => self.check_examples_in(rule, Some(&alone)),
-                Some(Err(e)) => vec![e.to_string()],
+                Some(alone) => self.check_examples_in(rule, Some(&alone)),
                 None => self.check_examples(rule),
             })
             .collect();
@@ -902,7 +899,7 @@ impl Engine {
 
     /// An engine of the one rule with pattern `pid`, sharing its compiled
     /// regexes and the prose words with this one.
-    fn alone(&self, pid: usize) -> Result<Engine> {
+    fn alone(&self, pid: usize) -> Engine {
         let c = &self.pats[pid];
         let rule = self.rules[c.rule].clone();
         let regexes = OnceLock::new();
@@ -910,15 +907,15 @@ impl Engine {
             let _ = regexes.set(rx.clone());
         }
         let reverse = OnceLock::new();
-        Ok(Engine {
+        Engine {
             by_id: FxHashMap::from_iter([(rule.id.clone(), 0)]),
             rules: vec![rule],
-            set: Set::new(std::slice::from_ref(&c.hir))?,
+            set: Set::new(std::slice::from_ref(&c.hir)),
             pats: vec![Compiled { rule: 0, regexes, hir: c.hir.clone(), reverse }],
             caution: self.caution.clone(),
             mention_words: self.mention_words.clone(),
             caution_after: self.caution_after.clone(),
-        })
+        }
     }
 }
 
@@ -1214,7 +1211,7 @@ mod tests {
             .filter(|ex| !has_payload(ex))
             .collect();
         for (pid, c) in engine.pats.iter().enumerate() {
-            let alone = engine.alone(pid).unwrap();
+            let alone = engine.alone(pid);
             let id = &engine.rules[c.rule].id;
             for ex in &examples {
                 let of = |e: &Engine| -> Vec<(usize, usize, String)> {

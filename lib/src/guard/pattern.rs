@@ -256,13 +256,18 @@ pub fn single(hir: &Hir) -> Result<Regex> {
 
 type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + std::panic::RefUnwindSafe + std::panic::UnwindSafe>>;
 
-/// Every pattern in one lazy DFA that reports which of them match anywhere
-/// in a text, in a single pass. The DFA never gives up on a busy cache (it
-/// rebuilds states instead), so adversarial text cannot push the search onto
-/// a slower engine; a PikeVM (still linear) is kept only for the error path.
+/// The rule set's patterns, found line by line: rule by rule where each
+/// can match ([`ByRule`]), or every head and tail in one lazy DFA that
+/// reports which match anywhere in a text in a single pass. The DFAs never
+/// give up on a busy cache (they rebuild states instead), so adversarial
+/// text cannot push the search onto a slower engine; a PikeVM (still
+/// linear) is kept only for the error path.
 pub struct Set {
-    dfa: DFA,
-    caches: CachePool,
+    /// Every head and tail in one lazy DFA, built the first time it is
+    /// needed: by [`Set::matches`] (`sanitize`) and when the rule-by-rule
+    /// read cannot be built. A scan never needs it, and compiling it was
+    /// a fifteenth of every scan's start-up. `None`: it could not be built.
+    every: std::sync::OnceLock<Option<(DFA, CachePool)>>,
     /// The search for the strings each rule needs ([`ByRule`]), built
     /// beside the set: it is the biggest automaton of a scan's start-up
     /// and depends on the patterns alone (`None`: it could not be built).
@@ -323,12 +328,12 @@ impl Set {
     /// repetitions relaxed (`x{20,}` → `x+`) so their counters do not
     /// multiply DFA states; each rule's exact regex then confirms and
     /// locates its matches.
-    pub fn new(hirs: &[Hir]) -> Result<Set> {
+    pub fn new(hirs: &[Hir]) -> Set {
         let (set, needed) = rayon::join(|| Set::of_forms(hirs), || Needed::of(hirs));
-        Ok(Set { needed, ..set? })
+        Set { needed, ..set }
     }
 
-    fn of_forms(hirs: &[Hir]) -> Result<Set> {
+    fn of_forms(hirs: &[Hir]) -> Set {
         use rayon::prelude::*;
         let forms: Vec<Forms> = hirs.par_iter().map(forms).collect();
         let head_max = forms.iter().map(|f| f.head.properties().maximum_len()).collect();
@@ -345,10 +350,10 @@ impl Set {
             }
         }
         all.append(&mut tails);
-        let (dfa, caches) = lazy(&all, None)?;
         let patterns = hirs.len();
-        let (by_rule, fallback) = (std::sync::OnceLock::new(), std::sync::OnceLock::new());
-        Ok(Set { dfa, caches, needed: None, by_rule, fallback, all, patterns, owner, has_tail, whole, head_max })
+        let (every, by_rule, fallback) =
+            (std::sync::OnceLock::new(), std::sync::OnceLock::new(), std::sync::OnceLock::new());
+        Set { every, needed: None, by_rule, fallback, all, patterns, owner, has_tail, whole, head_max }
     }
 
     /// Which set ids match anywhere in `hay`, by the PikeVM: the answer
@@ -366,8 +371,9 @@ impl Set {
     }
 
     /// Each set match in `hay` as `(set id, end offset)`, in text order
-    /// (at one offset, heads before tails); `None` when the DFA failed
-    /// and only the PikeVM's answer (which ids match at all) is known.
+    /// (at one offset, heads before tails); `None` when the DFA failed or
+    /// could not be built, and only the PikeVM's answer (which ids match
+    /// at all) is known.
     ///
     /// most lines hold no set match at all, and the overlapping
     /// search that reports every match is the slow one. So a plain search
@@ -376,13 +382,14 @@ impl Set {
     /// only that line is searched for all of its matches; the search for
     /// the next one goes on after it.
     fn each_match(&self, hay: &[u8], f: impl FnMut(usize, usize)) -> Option<()> {
-        each_match_in(None, (&self.dfa, &self.caches), hay, f)
+        let (dfa, caches) = self.every.get_or_init(|| lazy(&self.all, None).ok()).as_ref()?;
+        each_match_in(None, (dfa, caches), hay, f)
     }
 
     /// The ids of the patterns that may match somewhere in `hay`: their
     /// head matches, and their tail (if they have one) too.
     pub fn matches(&self, hay: &[u8]) -> Vec<usize> {
-        let mut found = PatternSet::new(self.dfa.pattern_len());
+        let mut found = PatternSet::new(self.all.len());
         let mark = |id: usize, _| {
             found.insert(PatternID::must(id));
         };
@@ -520,7 +527,7 @@ impl Set {
             });
         }
         if done.is_none() {
-            let mut found = PatternSet::new(self.dfa.pattern_len());
+            let mut found = PatternSet::new(self.all.len());
             self.fallback_matches(hay, &mut found);
             let all = |_| {
                 (1..=lines.lines())
@@ -1009,7 +1016,7 @@ mod tests {
     fn candidates_hold_every_first_match_of_every_rule() {
         let hirs: Vec<Hir> =
             rules::core().unwrap().iter().filter_map(|r| r.pattern.as_deref()).map(|p| parse(p).unwrap()).collect();
-        let set = Set::new(&hirs).unwrap();
+        let set = Set::new(&hirs);
         let text = lines();
         let hay = text.as_bytes();
         let index = LineIndex::new(hay);
