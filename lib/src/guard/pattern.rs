@@ -91,13 +91,13 @@ struct Forms {
 }
 
 fn forms(hir: &Hir) -> Forms {
-    let (h, cut) = head(hir.clone());
+    let (h, cut) = head(hir.clone(), End::Start);
     if h.properties().minimum_len().unwrap_or(0) < 2 {
         return Forms { head: relax(hir.clone()), tail: None, whole: true };
     }
     let tail = if cut {
-        let (t, _) = head(reverse(hir.clone()));
-        Some(reverse(t)).filter(|t| t.properties().minimum_len().unwrap_or(0) >= 1)
+        let (t, _) = head(hir.clone(), End::Finish);
+        Some(t).filter(|t| t.properties().minimum_len().unwrap_or(0) >= 1)
     } else {
         None
     };
@@ -106,6 +106,9 @@ fn forms(hir: &Hir) -> Forms {
 
 /// `hir` read backwards: it matches the reverse of every text `hir`
 /// matches (concatenations and literals reversed, look-arounds mirrored).
+/// The tests' definition of a tail: the reversed head of the reversed
+/// pattern.
+#[cfg(test)]
 fn reverse(hir: Hir) -> Hir {
     match hir.into_kind() {
         HirKind::Literal(l) => {
@@ -124,6 +127,7 @@ fn reverse(hir: Hir) -> Hir {
 }
 
 /// A look-around as seen by a reversed search.
+#[cfg(test)]
 fn mirror(l: Look) -> Look {
     match l {
         Look::Start => Look::End,
@@ -152,26 +156,45 @@ fn broad(h: &Hir) -> bool {
     }
 }
 
-/// `(prefix approximation, truncated)`.
-fn head(hir: Hir) -> (Hir, bool) {
+/// Which end of a pattern [`head`] keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Its start: the head.
+    Start,
+    /// Its end: the tail, read from the end without reversing the
+    /// pattern (reversing it and back was a sixth of the start-up).
+    Finish,
+}
+
+/// `(prefix approximation, truncated)` of `hir`, or of its suffix when
+/// `end` is [`End::Finish`].
+fn head(hir: Hir, end: End) -> (Hir, bool) {
     match hir.into_kind() {
-        HirKind::Concat(subs) => {
+        HirKind::Concat(mut subs) => {
+            if end == End::Finish {
+                subs.reverse();
+            }
             let mut kept = Vec::new();
+            let mut cut = false;
             for s in subs {
-                let (h, cut) = head(s);
+                let (h, c) = head(s, end);
                 kept.push(h);
-                if cut {
-                    return (Hir::concat(kept), true);
+                if c {
+                    cut = true;
+                    break;
                 }
             }
-            (Hir::concat(kept), false)
+            if end == End::Finish {
+                kept.reverse();
+            }
+            (Hir::concat(kept), cut)
         }
         HirKind::Alternation(subs) => {
             let mut cut = false;
             let alts = subs
                 .into_iter()
                 .map(|s| {
-                    let (h, c) = head(s);
+                    let (h, c) = head(s, end);
                     cut |= c;
                     h
                 })
@@ -179,15 +202,15 @@ fn head(hir: Hir) -> (Hir, bool) {
             (Hir::alternation(alts), cut)
         }
         HirKind::Capture(c) => {
-            let (h, cut) = head(*c.sub);
+            let (h, cut) = head(*c.sub, end);
             (Hir::capture(hir::Capture { sub: Box::new(h), ..c }), cut)
         }
         HirKind::Repetition(r) if r.max == Some(1) => {
-            let (h, cut) = head(*r.sub);
+            let (h, cut) = head(*r.sub, end);
             (Hir::repetition(hir::Repetition { sub: Box::new(h), ..r }), cut)
         }
         HirKind::Repetition(r) if broad(&r.sub) => (Hir::empty(), true),
-        HirKind::Repetition(r) => match head(*r.sub) {
+        HirKind::Repetition(r) => match head(*r.sub, end) {
             (_, true) if r.min == 0 => (Hir::empty(), true),
             (h, true) => (h, true),
             (h, false) => (relax(Hir::repetition(hir::Repetition { sub: Box::new(h), ..r })), false),
@@ -1041,6 +1064,53 @@ mod tests {
             }
         }
         assert!(checked > 500, "only {checked} matches checked");
+    }
+
+    /// A tail read from the end matches what the reversed head of the
+    /// reversed pattern matches (the two can differ in form: reversing
+    /// lets regex-syntax factor common suffixes out of alternations),
+    /// checked for every core rule's pattern on every core example line
+    /// and on lines of their pieces: the same ends forwards, the same
+    /// starts backwards.
+    #[test]
+    fn a_tail_matches_as_the_head_of_the_reversed_pattern() {
+        let rules = crate::guard::rules::core().unwrap();
+        let mut texts: Vec<String> = rules.iter().flat_map(|r| r.matches.iter().chain(&r.clean).cloned()).collect();
+        let words: Vec<String> = texts.iter().flat_map(|t| t.split(' ').map(String::from)).collect();
+        let words: Vec<&str> = words.iter().map(String::as_str).filter(|w| !w.is_empty()).collect();
+        let mut lines = crate::guard::pieces::Pieces::new(7, &words);
+        texts.extend((0..400).map(|_| lines.line(12).replace('\n', " ")));
+        let ends = |dfa: &DFA, hay: &[u8]| -> Vec<usize> {
+            let (mut state, mut cache) = (OverlappingState::start(), dfa.create_cache());
+            let mut out = Vec::new();
+            loop {
+                dfa.try_search_overlapping_fwd(&mut cache, &Input::new(hay), &mut state).unwrap();
+                let Some(m) = state.get_match() else { break };
+                out.push(m.offset());
+            }
+            out
+        };
+        let start = |dfa: &DFA, hay: &[u8]| {
+            dfa.try_search_rev(&mut dfa.create_cache(), &Input::new(hay)).unwrap().map(|m| m.offset())
+        };
+        let mut tails = 0;
+        for r in &rules {
+            let Some(p) = &r.pattern else { continue };
+            let hir = parse(p).unwrap();
+            let (tail, cut) = head(hir.clone(), End::Finish);
+            let (want, want_cut) = head(reverse(hir), End::Start);
+            let want = reverse(want);
+            assert_eq!(cut, want_cut, "{}", r.id);
+            let (fwd, want_fwd) = (lazy(&[tail.clone()], None).unwrap().0, lazy(&[want.clone()], None).unwrap().0);
+            let (rev, want_rev) = (lazy_reverse(&tail).unwrap().0, lazy_reverse(&want).unwrap().0);
+            for t in &texts {
+                let hay = t.as_bytes();
+                assert_eq!(ends(&fwd, hay), ends(&want_fwd, hay), "{}: {t:?}", r.id);
+                assert_eq!(start(&rev, hay), start(&want_rev, hay), "{}: {t:?}", r.id);
+            }
+            tails += usize::from(cut);
+        }
+        assert!(tails > 20, "only {tails} patterns have a tail");
     }
 
     /// Reversing twice gives the pattern back, and a reversed pattern
