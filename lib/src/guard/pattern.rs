@@ -1101,7 +1101,8 @@ mod tests {
             let (want, want_cut) = head(reverse(hir), End::Start);
             let want = reverse(want);
             assert_eq!(cut, want_cut, "{}", r.id);
-            let (fwd, want_fwd) = (lazy(&[tail.clone()], None).unwrap().0, lazy(&[want.clone()], None).unwrap().0);
+            let fwd = lazy(std::slice::from_ref(&tail), None).unwrap().0;
+            let want_fwd = lazy(std::slice::from_ref(&want), None).unwrap().0;
             let (rev, want_rev) = (lazy_reverse(&tail).unwrap().0, lazy_reverse(&want).unwrap().0);
             for t in &texts {
                 let hay = t.as_bytes();
