@@ -7,8 +7,6 @@
 //! reported; the rest are counted.
 
 use std::collections::HashMap;
-
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -16,6 +14,7 @@ use base64::Engine as _;
 use rayon::prelude::*;
 use regex_automata::meta::Regex;
 use regex_automata::Input;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::deobfuscate;
 use super::finding::{self, doc_kind, line_contexts, Context, DocKind, Finding, LineIndex, Lowered};

@@ -349,7 +349,7 @@ impl Finder {
 struct Lines<'f> {
     finder: &'f Finder,
     /// For each rule, the groups found on the current line (allocated
-    /// at the piece's first string: a short text has one piece).
+    /// at the piece's first match state: a short text has one piece).
     found: Vec<u8>,
     /// The rules with a group found on the current line.
     touched: Vec<usize>,
@@ -379,7 +379,8 @@ impl<'f> Lines<'f> {
     /// state forgotten (the table is small and keyed by a hash) is only
     /// read again.
     fn state<A: Automaton>(&mut self, aut: &A, hay: &[u8], sid: StateID, end: usize) {
-        if self.recent.is_empty() {
+        if self.found.is_empty() {
+            self.found = vec![0; self.finder.all_groups.len()];
             self.recent = vec![(StateID::ZERO, usize::MAX); RECENT];
         }
         // No string holds a newline: one ending by the current line's
@@ -406,9 +407,6 @@ impl<'f> Lines<'f> {
             self.line = Some((line_start, line_end));
         }
         let all = &self.finder.all_groups;
-        if self.found.is_empty() {
-            self.found = vec![0; all.len()];
-        }
         for &(rule, g) in &self.finder.owners[string] {
             let had = self.found[rule];
             if had == 0 {

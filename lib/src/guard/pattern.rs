@@ -670,6 +670,27 @@ struct Rest {
     heads: (DFA, CachePool),
 }
 
+impl Rest {
+    /// The automata of `rules` (those that need no string; `None` when
+    /// there are none), each rule's tail by set id in `tail`.
+    fn of(set: &Set, rules: &[usize], tail: &[Option<usize>]) -> Result<Option<Rest>> {
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        let mut ids: Vec<(usize, bool)> = rules.iter().map(|&p| (p, false)).collect();
+        ids.extend(rules.iter().filter(|&&p| tail[p].is_some()).map(|&p| (p, true)));
+        let hirs: Vec<Hir> =
+            ids.iter().map(|&(p, is_tail)| set.all[if is_tail { tail[p].unwrap_or(p) } else { p }].clone()).collect();
+        // The heads alone read every byte: when each has a finite set
+        // of prefixes (`rm`, `nc`, `mkfifo`), a SIMD search for them
+        // skips the text between.
+        let heads = &hirs[..rules.len()];
+        let prefixes = Prefilter::from_hirs_prefix(MatchKind::All, heads);
+        let (all, heads) = rayon::join(|| lazy(&hirs, None), || lazy(heads, prefixes));
+        Ok(Some(Rest { set: all?, heads: heads?, ids }))
+    }
+}
+
 impl ByRule {
     fn new(set: &Set) -> Result<ByRule> {
         let needed = set.needed.as_ref().ok_or_else(|| Error::msg("the rules' needed strings did not compile"))?;
@@ -678,27 +699,10 @@ impl ByRule {
             tail[p] = Some(set.patterns + k);
         }
         let rest_rules: Vec<usize> = (0..set.patterns).filter(|&p| needed.needs_none[p]).collect();
-        let rest = || -> Result<Option<Rest>> {
-            if rest_rules.is_empty() {
-                return Ok(None);
-            }
-            let mut ids: Vec<(usize, bool)> = rest_rules.iter().map(|&p| (p, false)).collect();
-            ids.extend(rest_rules.iter().filter(|&&p| tail[p].is_some()).map(|&p| (p, true)));
-            let hirs: Vec<Hir> = ids
-                .iter()
-                .map(|&(p, is_tail)| set.all[if is_tail { tail[p].unwrap_or(p) } else { p }].clone())
-                .collect();
-            // The heads alone read every byte: when each has a finite set
-            // of prefixes (`rm`, `nc`, `mkfifo`), a SIMD search for them
-            // skips the text between.
-            let heads = &hirs[..rest_rules.len()];
-            let prefixes = Prefilter::from_hirs_prefix(MatchKind::All, heads);
-            let (all, heads) = rayon::join(|| lazy(&hirs, None), || lazy(heads, prefixes));
-            Ok(Some(Rest { set: all?, heads: heads?, ids }))
-        };
+        let rest = Rest::of(set, &rest_rules, &tail)?;
         let alone = (0..set.patterns).map(|_| std::sync::OnceLock::new()).collect();
         let together = std::sync::Mutex::new(HashMap::new());
-        Ok(ByRule { rest: rest()?, alone, tail, together })
+        Ok(ByRule { rest, alone, tail, together })
     }
 
     /// Rule `p`'s own automata.
